@@ -1,0 +1,12 @@
+//! ringside-sim: a deterministic simulator and debugger for collective communication protocols.
+//!
+//! - [`proto`]: the real protocol code, sans-IO;
+//! - [`engine`]: the discrete-event engine, network model and faults;
+//! - [`scenario`]: the scenario format;
+//! - [`trace`]: JSON Lines traces, digests and replay;
+//! - [`diagnose`]: wait-for graphs and root causes;
+//! - [`check`]: properties and proptest strategies.
+
+pub mod proto;
+pub mod scenario;
+pub mod units;

@@ -1,0 +1,466 @@
+//! Collective algorithms as schedules, and the executor that runs any schedule.
+//!
+//! An algorithm is a [`Schedule`]: for a rank (`me` of `p` in its group) and a step, it lists the
+//! transfers of that step — which blocks of the working buffer go to which peer, and which blocks
+//! arrive from which peer, to be reduced into or copied over the local buffer. Steps are computed
+//! on demand, so a rank's memory does not grow with p.
+//!
+//! The [`Collective`] executor runs a schedule as a state machine: at each step it sends the
+//! chunks the plan names (with the data the buffer holds when the step starts), then waits for
+//! every chunk the plan expects; chunks that arrive early (for a later step) are kept. Timing
+//! therefore emerges from dependencies, not from a global clock: a binomial tree's root receives
+//! its k-th child only when that child has finished its own subtree.
+//!
+//! The working buffer of an op has `len` elements split into `nblocks` blocks; block `b` covers
+//! elements `[b*len/nb, (b+1)*len/nb)` and modeled bytes `[b*n/nb, (b+1)*n/nb)`, so chunk sizes
+//! are exact even when neither divides evenly.
+
+pub mod dissemination;
+pub mod ring;
+
+use super::data::Buffer;
+use super::event::Outbox;
+use super::msg::{CollMsg, Fingerprint, Msg};
+use super::types::Rank;
+use super::wait::WaitState;
+use crate::scenario::{Algorithm, OpKind};
+use crate::units::Nanos;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// What a received chunk does to the local buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Combine with the local values using the op's reduction.
+    Reduce,
+    /// Overwrite the local values.
+    Copy,
+}
+
+/// One chunk to send or receive in a step: blocks `plan.ranges[ranges]` with `peer`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub peer: u32,
+    pub ranges: Range<usize>,
+    pub action: Action,
+}
+
+/// The transfers of one step for one rank; reused across steps to avoid allocation.
+#[derive(Clone, Debug, Default)]
+pub struct StepPlan {
+    pub sends: Vec<Transfer>,
+    pub recvs: Vec<Transfer>,
+    /// Block ranges `[lo, hi)` referenced by the transfers.
+    pub ranges: Vec<(u32, u32)>,
+}
+
+impl StepPlan {
+    pub fn clear(&mut self) {
+        self.sends.clear();
+        self.recvs.clear();
+        self.ranges.clear();
+    }
+
+    fn push_ranges(&mut self, blocks: &[(u32, u32)]) -> Range<usize> {
+        let start = self.ranges.len();
+        self.ranges
+            .extend(blocks.iter().copied().filter(|(lo, hi)| lo < hi));
+        start..self.ranges.len()
+    }
+
+    /// Send blocks `[lo, hi)` (several ranges allowed, in order) to `peer`.
+    pub fn send(&mut self, peer: u32, blocks: &[(u32, u32)]) {
+        let ranges = self.push_ranges(blocks);
+        self.sends.push(Transfer {
+            peer,
+            ranges,
+            action: Action::Copy,
+        });
+    }
+
+    /// Receive blocks from `peer` and apply `action` to them.
+    pub fn recv(&mut self, peer: u32, blocks: &[(u32, u32)], action: Action) {
+        let ranges = self.push_ranges(blocks);
+        self.recvs.push(Transfer {
+            peer,
+            ranges,
+            action,
+        });
+    }
+}
+
+/// An algorithm's plan for one rank of one call.
+pub trait Schedule: Send + Sync {
+    /// Number of steps (may be 0, e.g. for p = 1).
+    fn steps(&self) -> u32;
+    /// Number of blocks the working buffer is split into.
+    fn nblocks(&self) -> u32;
+    /// Fills `plan` (already cleared) with the transfers of `step`.
+    fn plan(&self, step: u32, plan: &mut StepPlan);
+}
+
+/// Who runs a collective: `me` is this rank's index in the group of `p`; `root` an index too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ctx {
+    pub me: u32,
+    pub p: u32,
+    pub root: u32,
+}
+
+/// Why a schedule cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{op} has no algorithm `{algorithm}`")]
+pub struct UnsupportedAlgorithm {
+    pub op: OpKind,
+    pub algorithm: Algorithm,
+}
+
+/// The schedule of `op` with `algorithm` for the rank described by `ctx`.
+pub fn schedule(
+    op: OpKind,
+    algorithm: Algorithm,
+    ctx: Ctx,
+) -> Result<Box<dyn Schedule>, UnsupportedAlgorithm> {
+    match (op, algorithm) {
+        (OpKind::Allreduce, Algorithm::Ring) => Ok(Box::new(ring::RingAllreduce::new(ctx))),
+        (OpKind::Barrier, Algorithm::Dissemination) => {
+            Ok(Box::new(dissemination::Dissemination::new(ctx)))
+        }
+        _ => Err(UnsupportedAlgorithm { op, algorithm }),
+    }
+}
+
+/// Whether `schedule` knows `(op, algorithm)`.
+pub fn supported(op: OpKind, algorithm: Algorithm) -> bool {
+    schedule(op, algorithm, Ctx { me: 0, p: 1, root: 0 }).is_ok()
+}
+
+/// Length in elements of the working buffer of `op` for `elements` per rank on `p` ranks.
+pub fn buffer_len(op: OpKind, elements: u32, p: u32) -> usize {
+    match op {
+        OpKind::Allgather => elements as usize * p as usize,
+        OpKind::Barrier => 0,
+        _ => elements as usize,
+    }
+}
+
+/// Element range of blocks `[lo, hi)` of `nb` in a buffer of `len` elements.
+pub fn block_elems(lo: u32, hi: u32, nb: u32, len: usize) -> Range<usize> {
+    let nb = u64::from(nb.max(1));
+    let len = len as u64;
+    let at = |b: u32| (u64::from(b) * len / nb) as usize;
+    at(lo)..at(hi)
+}
+
+/// Modeled bytes of blocks `[lo, hi)` of `nb` in a buffer of `n` bytes.
+pub fn block_bytes(lo: u32, hi: u32, nb: u32, n: u64) -> u64 {
+    let nb = u128::from(nb.max(1));
+    let at = |b: u32| (u128::from(b) * u128::from(n) / nb) as u64;
+    at(hi) - at(lo)
+}
+
+/// Shared, immutable description of a group's membership for its collectives.
+#[derive(Debug)]
+pub struct Members {
+    /// World rank of each group index.
+    pub ranks: Vec<Rank>,
+    /// Group index of each world rank (`u32::MAX` when not a member).
+    pub index_of: Vec<u32>,
+}
+
+impl Members {
+    pub fn new(ranks: Vec<Rank>) -> Arc<Members> {
+        let world = ranks.iter().map(|r| r.idx() + 1).max().unwrap_or(0);
+        let mut index_of = vec![u32::MAX; world];
+        for (i, r) in ranks.iter().enumerate() {
+            index_of[r.idx()] = i as u32;
+        }
+        Arc::new(Members { ranks, index_of })
+    }
+    pub fn index(&self, r: Rank) -> Option<u32> {
+        self.index_of.get(r.idx()).copied().filter(|&i| i != u32::MAX)
+    }
+    pub fn len(&self) -> usize {
+        self.ranks.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ranks.is_empty()
+    }
+}
+
+/// What a call to the executor led to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Still waiting; `stepped` says whether the step changed during this call.
+    Waiting { stepped: bool },
+    /// Every step is done; the result can be taken.
+    Done,
+    /// A received chunk did not fit the buffer: the message was not for this call.
+    Rejected,
+}
+
+/// One running collective on one rank.
+pub struct Collective {
+    pub fp: Fingerprint,
+    members: Arc<Members>,
+    ctx: Ctx,
+    sched: Box<dyn Schedule>,
+    nblocks: u32,
+    buf: Buffer,
+    step: u32,
+    steps: u32,
+    plan: StepPlan,
+    got: Vec<bool>,
+    missing: usize,
+    early: Vec<(u32, Box<CollMsg>)>,
+    pub started_ns: Nanos,
+    pub step_since_ns: Nanos,
+}
+
+impl Collective {
+    /// Prepares a call; `buf` is the working buffer with this rank's input already placed.
+    pub fn new(
+        fp: Fingerprint,
+        members: Arc<Members>,
+        ctx: Ctx,
+        sched: Box<dyn Schedule>,
+        buf: Buffer,
+        now: Nanos,
+    ) -> Collective {
+        let steps = sched.steps();
+        let nblocks = sched.nblocks();
+        Collective {
+            fp,
+            members,
+            ctx,
+            sched,
+            nblocks,
+            buf,
+            step: 0,
+            steps,
+            plan: StepPlan::default(),
+            got: Vec::new(),
+            missing: 0,
+            early: Vec::new(),
+            started_ns: now,
+            step_since_ns: now,
+        }
+    }
+
+    pub fn step(&self) -> u32 {
+        self.step
+    }
+    pub fn steps(&self) -> u32 {
+        self.steps
+    }
+    pub fn ctx(&self) -> Ctx {
+        self.ctx
+    }
+    pub fn members(&self) -> &Arc<Members> {
+        &self.members
+    }
+
+    /// Starts step 0 and runs as far as the messages at hand allow.
+    pub fn start(&mut self, now: Nanos, out: &mut Outbox) -> Progress {
+        self.enter_step(now, out);
+        self.advance(now, out, true)
+    }
+
+    /// A chunk from group member `from`. A chunk that does not fit the plan is handed back.
+    pub fn on_chunk(
+        &mut self,
+        now: Nanos,
+        from: u32,
+        msg: Box<CollMsg>,
+        out: &mut Outbox,
+    ) -> Result<Progress, Box<CollMsg>> {
+        if msg.step < self.step || msg.step >= self.steps {
+            return Err(msg);
+        }
+        if msg.step > self.step {
+            self.early.push((from, msg));
+            return Ok(Progress::Waiting { stepped: false });
+        }
+        match self.apply(from, &msg.data, out) {
+            Some(true) => Ok(self.advance(now, out, false)),
+            Some(false) => Ok(Progress::Waiting { stepped: false }),
+            None => Err(msg),
+        }
+    }
+
+    /// The peers whose chunks of the current step are still missing (world ranks).
+    pub fn waiting_for(&self) -> Vec<Rank> {
+        self.plan
+            .recvs
+            .iter()
+            .zip(&self.got)
+            .filter(|(_, got)| !**got)
+            .map(|(t, _)| self.members.ranks[t.peer as usize])
+            .collect()
+    }
+
+    pub fn wait_state(&self) -> WaitState {
+        WaitState {
+            group: self.fp.group,
+            generation: self.fp.generation,
+            seq: self.fp.seq,
+            op: self.fp.op,
+            algorithm: self.fp.algorithm,
+            step: self.step,
+            steps: self.steps,
+            waiting_for: self.waiting_for(),
+            since_ns: self.step_since_ns,
+        }
+    }
+
+    /// The finished working buffer.
+    pub fn into_buffer(self) -> Buffer {
+        self.buf
+    }
+
+    fn enter_step(&mut self, now: Nanos, out: &mut Outbox) {
+        self.step_since_ns = now;
+        self.plan.clear();
+        self.got.clear();
+        self.missing = 0;
+        if self.step >= self.steps {
+            return;
+        }
+        self.sched.plan(self.step, &mut self.plan);
+        let (n, nb, len) = (self.fp.bytes, self.nblocks, self.buf.len());
+        for t in &self.plan.sends {
+            let mut data = Buffer::empty(self.buf.dtype());
+            let mut bytes = 0;
+            for &(lo, hi) in &self.plan.ranges[t.ranges.clone()] {
+                data.extend_from(&self.buf, block_elems(lo, hi, nb, len));
+                bytes += block_bytes(lo, hi, nb, n);
+            }
+            let msg = Msg::Coll(Box::new(CollMsg {
+                fp: self.fp,
+                step: self.step,
+                data,
+            }));
+            out.send(self.members.ranks[t.peer as usize], msg, bytes);
+        }
+        self.got.resize(self.plan.recvs.len(), false);
+        self.missing = self.plan.recvs.len();
+    }
+
+    /// Applies a chunk of the current step: Some(all of the step arrived?), or None if the
+    /// chunk does not fit what the plan expects from that peer.
+    fn apply(&mut self, from: u32, data: &Buffer, out: &mut Outbox) -> Option<bool> {
+        let i = (0..self.plan.recvs.len())
+            .find(|&i| self.plan.recvs[i].peer == from && !self.got[i])?;
+        let (nb, len) = (self.nblocks, self.buf.len());
+        let t = &self.plan.recvs[i];
+        let ranges = &self.plan.ranges[t.ranges.clone()];
+        let expected: usize = ranges
+            .iter()
+            .map(|&(lo, hi)| block_elems(lo, hi, nb, len).len())
+            .sum();
+        if expected != data.len() || data.dtype() != self.buf.dtype() {
+            return None;
+        }
+        let mut off = 0;
+        let mut bytes = 0;
+        for &(lo, hi) in ranges {
+            let r = block_elems(lo, hi, nb, len);
+            let ok = match t.action {
+                Action::Copy => self.buf.copy_from(r.start, data, off, r.len()),
+                Action::Reduce => {
+                    bytes += block_bytes(lo, hi, nb, self.fp.bytes);
+                    self.buf
+                        .reduce_from(r.start, data, off, r.len(), self.fp.reduce)
+                }
+            };
+            if !ok {
+                return None;
+            }
+            off += r.len();
+        }
+        if bytes > 0 {
+            out.work(bytes);
+        }
+        self.got[i] = true;
+        self.missing -= 1;
+        Some(self.missing == 0)
+    }
+
+    /// Moves through every step whose chunks have all arrived.
+    fn advance(&mut self, now: Nanos, out: &mut Outbox, mut stepped: bool) -> Progress {
+        loop {
+            if self.step >= self.steps {
+                return Progress::Done;
+            }
+            if self.missing > 0 {
+                let step = self.step;
+                let mut k = 0;
+                while k < self.early.len() && self.missing > 0 {
+                    if self.early[k].1.step == step {
+                        let (from, msg) = self.early.swap_remove(k);
+                        if self.apply(from, &msg.data, out).is_none() {
+                            return Progress::Rejected;
+                        }
+                    } else {
+                        k += 1;
+                    }
+                }
+                if self.missing > 0 {
+                    return Progress::Waiting { stepped };
+                }
+            }
+            self.step += 1;
+            stepped = true;
+            self.enter_step(now, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_buffer_exactly() {
+        for len in [0usize, 1, 5, 7, 64] {
+            for nb in [1u32, 2, 3, 8, 9] {
+                let total: usize = (0..nb).map(|b| block_elems(b, b + 1, nb, len).len()).sum();
+                assert_eq!(total, len);
+                let bytes: u64 = (0..nb).map(|b| block_bytes(b, b + 1, nb, 1001)).sum();
+                assert_eq!(bytes, 1001);
+            }
+        }
+    }
+}
+
+/// The working buffer of `op` for this rank, with `input` (of `elements` values) placed:
+/// allgather puts it in block `me` of p; broadcast keeps it only at the root.
+pub fn prepare(op: OpKind, ctx: Ctx, elements: u32, input: Buffer) -> Buffer {
+    match op {
+        OpKind::Allgather => {
+            let mut buf = Buffer::zeros(input.dtype(), buffer_len(op, elements, ctx.p));
+            let at = ctx.me as usize * elements as usize;
+            buf.copy_from(at, &input, 0, input.len().min(elements as usize));
+            buf
+        }
+        OpKind::Broadcast if ctx.me != ctx.root => Buffer::zeros(input.dtype(), input.len()),
+        OpKind::Barrier => Buffer::empty(input.dtype()),
+        _ => input,
+    }
+}
+
+/// The result this rank holds when `op` completes: the whole buffer, the root's reduction,
+/// this rank's block of a reduce-scatter, or nothing (reduce on a non-root, barrier).
+pub fn extract(op: OpKind, ctx: Ctx, buf: Buffer) -> Option<Buffer> {
+    match op {
+        OpKind::Reduce if ctx.me != ctx.root => None,
+        OpKind::Barrier => None,
+        OpKind::ReduceScatter => {
+            let r = block_elems(ctx.me, ctx.me + 1, ctx.p, buf.len());
+            let mut out = Buffer::empty(buf.dtype());
+            out.extend_from(&buf, r);
+            Some(out)
+        }
+        _ => Some(buf),
+    }
+}

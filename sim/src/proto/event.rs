@@ -1,0 +1,151 @@
+//! What a protocol state machine asks its driver to do, and what it reports.
+
+use super::data::Buffer;
+use super::msg::{Fingerprint, Msg};
+use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
+use crate::units::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// One command for the driver.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// Send `msg` to `to`; `bytes` is its modeled size. Reliable messages are retransmitted by
+    /// the transport until they arrive; unreliable ones (heartbeats) may simply be lost.
+    Send {
+        to: Rank,
+        msg: Msg,
+        bytes: u64,
+        reliable: bool,
+    },
+    /// Deliver `Input::Timer(key)` at virtual time `at`, replacing any timer with the same key.
+    SetTimer { key: TimerKey, at: Nanos },
+    CancelTimer { key: TimerKey },
+    /// Compute (the model's forward/backward pass) for `duration`, then `Input::ComputeDone`.
+    Compute { duration: Nanos },
+    /// Local reduction of `bytes` modeled bytes: the driver charges it at the reduce bandwidth
+    /// before carrying out the outputs that follow.
+    Work { bytes: u64 },
+    Event(ProtoEvent),
+}
+
+/// Outputs pushed by a state machine during one `handle` call, in order.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub out: Vec<Output>,
+}
+
+impl Outbox {
+    pub fn new() -> Outbox {
+        Outbox::default()
+    }
+    pub fn send(&mut self, to: Rank, msg: Msg, bytes: u64) {
+        self.out.push(Output::Send {
+            to,
+            msg,
+            bytes,
+            reliable: true,
+        });
+    }
+    pub fn send_datagram(&mut self, to: Rank, msg: Msg, bytes: u64) {
+        self.out.push(Output::Send {
+            to,
+            msg,
+            bytes,
+            reliable: false,
+        });
+    }
+    pub fn set_timer(&mut self, key: TimerKey, at: Nanos) {
+        self.out.push(Output::SetTimer { key, at });
+    }
+    pub fn cancel_timer(&mut self, key: TimerKey) {
+        self.out.push(Output::CancelTimer { key });
+    }
+    pub fn compute(&mut self, duration: Nanos) {
+        self.out.push(Output::Compute { duration });
+    }
+    pub fn work(&mut self, bytes: u64) {
+        self.out.push(Output::Work { bytes });
+    }
+    pub fn event(&mut self, ev: ProtoEvent) {
+        self.out.push(Output::Event(ev));
+    }
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
+        self.out.drain(..)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+}
+
+/// State of a collective in the flight recorder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlightState {
+    Scheduled,
+    Started,
+    Completed,
+    Aborted,
+}
+
+/// One entry of a rank's flight recorder: a recent collective and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlightEntry {
+    pub fp: Fingerprint,
+    pub iteration: u32,
+    pub index: u32,
+    pub state: FlightState,
+    pub start_ns: Nanos,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_ns: Option<Nanos>,
+    /// Step reached (for started or aborted collectives).
+    pub step: u32,
+    pub steps: u32,
+}
+
+/// Something that happened inside a rank's protocol code.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProtoEvent {
+    /// The workload begins iteration `iteration`.
+    Iteration { iteration: u32 },
+    /// The rank issues collective `index` of `iteration`.
+    Call {
+        iteration: u32,
+        index: u32,
+        fp: Fingerprint,
+        members: usize,
+    },
+    /// The collective moved to `step` and now waits for `waiting_for`.
+    Step {
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        step: u32,
+        steps: u32,
+        waiting_for: Vec<Rank>,
+    },
+    /// The collective completed on this rank with `result`.
+    Complete {
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        iteration: u32,
+        index: u32,
+        result: Buffer,
+    },
+    /// The collective was aborted (watchdog timeout, or a membership change).
+    Abort {
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        step: u32,
+        steps: u32,
+        waiting_for: Vec<Rank>,
+        reason: String,
+    },
+    /// The flight recorder's contents, dumped when a watchdog fires.
+    FlightRecord { entries: Vec<FlightEntry> },
+    /// The rank finished every iteration of its workload.
+    WorkloadDone,
+    /// A restarted process could not rejoin its group.
+    RejoinRefused { reason: String },
+}

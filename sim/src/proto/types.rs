@@ -1,0 +1,62 @@
+//! Identifiers that must not be confused with one another.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A rank's id in the world (its original id; a restarted process keeps it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Rank(pub u32);
+
+impl Rank {
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for Rank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A membership generation of a group; the first is 0.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Generation(pub u32);
+
+/// A collective's sequence number inside its group and generation; the first is 1.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct SeqNo(pub u64);
+
+impl fmt::Display for SeqNo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A communicator: 0 is the world group; sub-groups of a device mesh get their own ids.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct GroupId(pub u32);
+
+/// What a timer is for; the driver hands the key back when the timer fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "timer")]
+pub enum TimerKey {
+    /// The watchdog of collective `seq` in `group`.
+    Watchdog { group: GroupId, seq: SeqNo },
+    /// Periodic heartbeat of the failure detector.
+    Heartbeat,
+    /// A rendezvous round's deadline.
+    Rendezvous { round: u64 },
+    /// A registry workload step.
+    Registry { step: u32 },
+}

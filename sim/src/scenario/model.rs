@@ -1,0 +1,611 @@
+//! The typed scenario model (DESIGN §2). Field names are the contract: they are the TOML keys.
+
+use crate::units::{Bandwidth, Duration, Size};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A whole scenario file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<Duration>,
+    pub world: World,
+    #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
+    pub engine: EngineConfig,
+    #[serde(default)]
+    pub group: GroupConfig,
+    pub workload: Workload,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct World {
+    /// Number of ranks.
+    pub size: u32,
+    /// Ranks per host for the two-level topology (1 = every rank on its own host).
+    #[serde(default = "one")]
+    pub ranks_per_host: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetModel {
+    #[default]
+    AlphaBeta,
+    Loggp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    #[serde(default)]
+    pub model: NetModel,
+    /// alpha: per-message latency (alpha-beta).
+    #[serde(default = "default_latency")]
+    pub latency: Duration,
+    /// 1/beta (alpha-beta).
+    #[serde(default = "default_bandwidth")]
+    pub bandwidth: Bandwidth,
+    /// 1/gamma: local reduction speed; absent = reductions are free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduce_bandwidth: Option<Bandwidth>,
+    /// Uniform random extra delay in [0, jitter] per message, seeded.
+    #[serde(default)]
+    pub jitter: Duration,
+    /// How long a lost or blocked reliable message waits before it is sent again.
+    #[serde(default = "default_retransmit")]
+    pub retransmit_timeout: Duration,
+    /// Links between ranks on the same host (used when ranks_per_host > 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra_host: Option<Link>,
+    /// LogGP wire latency.
+    #[serde(default, rename = "L", skip_serializing_if = "Option::is_none")]
+    pub loggp_l: Option<Duration>,
+    /// LogGP per-message CPU overhead, paid by the sender and by the receiver.
+    #[serde(default, rename = "o", skip_serializing_if = "Option::is_none")]
+    pub loggp_o: Option<Duration>,
+    /// LogGP gap between consecutive message injections of one rank.
+    #[serde(default, rename = "g", skip_serializing_if = "Option::is_none")]
+    pub loggp_g: Option<Duration>,
+    /// LogGP gap per byte.
+    #[serde(default, rename = "G", skip_serializing_if = "Option::is_none")]
+    pub loggp_gb: Option<Duration>,
+}
+
+fn default_latency() -> Duration {
+    Duration(5_000)
+}
+fn default_bandwidth() -> Bandwidth {
+    Bandwidth(25_000_000_000)
+}
+fn default_retransmit() -> Duration {
+    Duration(200_000_000)
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network {
+            model: NetModel::AlphaBeta,
+            latency: default_latency(),
+            bandwidth: default_bandwidth(),
+            reduce_bandwidth: None,
+            jitter: Duration::ZERO,
+            retransmit_timeout: default_retransmit(),
+            intra_host: None,
+            loggp_l: None,
+            loggp_o: None,
+            loggp_g: None,
+            loggp_gb: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub latency: Duration,
+    pub bandwidth: Bandwidth,
+}
+
+/// How the engine breaks ties between events at the same virtual time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TieBreak {
+    /// Insertion order (the default).
+    #[default]
+    Insertion,
+    /// A seeded shuffle, to explore other orderings.
+    Shuffle,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    #[serde(default)]
+    pub tie_break: TieBreak,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupConfig {
+    /// Collective watchdog timeout.
+    #[serde(default = "default_timeout")]
+    pub timeout: Duration,
+    /// Default allreduce algorithm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<Algorithm>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elastic: Option<Elastic>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<Mesh>,
+}
+
+fn default_timeout() -> Duration {
+    Duration(30_000_000_000)
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            timeout: default_timeout(),
+            algorithm: None,
+            elastic: None,
+            mesh: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RendezvousKind {
+    /// Peer-to-peer agreement among the survivors with a strict-majority quorum.
+    #[default]
+    Quorum,
+    /// A store process arbitrates generations by compare-and-set.
+    Store,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Elastic {
+    pub min_size: u32,
+    pub max_size: u32,
+    #[serde(default = "default_hb_interval")]
+    pub heartbeat_interval: Duration,
+    #[serde(default = "default_hb_misses")]
+    pub heartbeat_misses: u32,
+    #[serde(default)]
+    pub rendezvous: RendezvousKind,
+}
+
+fn default_hb_interval() -> Duration {
+    Duration(100_000_000)
+}
+fn default_hb_misses() -> u32 {
+    3
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mesh {
+    pub shape: Vec<u32>,
+    pub dims: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dtype {
+    F32,
+    F64,
+    I64,
+}
+
+impl Dtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+            Dtype::I64 => "i64",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Allreduce,
+    Broadcast,
+    Reduce,
+    Allgather,
+    ReduceScatter,
+    Barrier,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 6] = [
+        OpKind::Allreduce,
+        OpKind::Broadcast,
+        OpKind::Reduce,
+        OpKind::Allgather,
+        OpKind::ReduceScatter,
+        OpKind::Barrier,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Allreduce => "allreduce",
+            OpKind::Broadcast => "broadcast",
+            OpKind::Reduce => "reduce",
+            OpKind::Allgather => "allgather",
+            OpKind::ReduceScatter => "reduce_scatter",
+            OpKind::Barrier => "barrier",
+        }
+    }
+
+    /// Whether the op has a root rank.
+    pub fn rooted(self) -> bool {
+        matches!(self, OpKind::Broadcast | OpKind::Reduce)
+    }
+
+    /// Whether the op combines values with a reduction operator.
+    pub fn reduces(self) -> bool {
+        matches!(
+            self,
+            OpKind::Allreduce | OpKind::Reduce | OpKind::ReduceScatter
+        )
+    }
+
+    /// The algorithm used when neither the op nor the group names one.
+    pub fn default_algorithm(self) -> Algorithm {
+        match self {
+            OpKind::Allreduce => Algorithm::Ring,
+            OpKind::Broadcast => Algorithm::Binomial,
+            OpKind::Reduce => Algorithm::Binomial,
+            OpKind::Allgather => Algorithm::Ring,
+            OpKind::ReduceScatter => Algorithm::Ring,
+            OpKind::Barrier => Algorithm::Dissemination,
+        }
+    }
+
+    /// Every algorithm the op can run with (DESIGN §2).
+    pub fn algorithms(self) -> &'static [Algorithm] {
+        use Algorithm::*;
+        match self {
+            OpKind::Allreduce => &[
+                Ring,
+                RecursiveDoubling,
+                Rabenseifner,
+                Tree,
+                Direct,
+                Hierarchical,
+            ],
+            OpKind::Broadcast => &[Binomial, ScatterAllgather, Direct],
+            OpKind::Reduce => &[Binomial, Direct],
+            OpKind::Allgather => &[Ring, RecursiveDoubling, Direct],
+            OpKind::ReduceScatter => &[Ring, RecursiveHalving, Direct],
+            OpKind::Barrier => &[Dissemination, Tree],
+        }
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    Ring,
+    RecursiveDoubling,
+    Rabenseifner,
+    Tree,
+    Direct,
+    Binomial,
+    ScatterAllgather,
+    RecursiveHalving,
+    Dissemination,
+    Hierarchical,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::RecursiveDoubling => "recursive_doubling",
+            Algorithm::Rabenseifner => "rabenseifner",
+            Algorithm::Tree => "tree",
+            Algorithm::Direct => "direct",
+            Algorithm::Binomial => "binomial",
+            Algorithm::ScatterAllgather => "scatter_allgather",
+            Algorithm::RecursiveHalving => "recursive_halving",
+            Algorithm::Dissemination => "dissemination",
+            Algorithm::Hierarchical => "hierarchical",
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReduceOp {
+    #[default]
+    Sum,
+    Max,
+    Min,
+    Prod,
+}
+
+impl ReduceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::Prod => "prod",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    #[serde(default = "one")]
+    pub iterations: u32,
+    #[serde(default)]
+    pub compute: Duration,
+    #[serde(default = "default_dtype")]
+    pub dtype: Dtype,
+    #[serde(default = "default_elements")]
+    pub elements: u32,
+    #[serde(default)]
+    pub ops: Vec<OpSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub registry: Vec<RegistryStep>,
+}
+
+fn default_dtype() -> Dtype {
+    Dtype::F32
+}
+fn default_elements() -> u32 {
+    64
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpSpec {
+    pub op: OpKind,
+    /// Modeled size n (allgather: the gathered output; reduce_scatter: the input).
+    #[serde(default)]
+    pub bytes: Size,
+    #[serde(default)]
+    pub reduce: ReduceOp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<Algorithm>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<u32>,
+    /// A mesh dimension name: the op runs on every sub-group along that dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+/// One step of a `:pg`-style registry workload (see scenarios/README.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryStep {
+    pub at: Duration,
+    pub rank: u32,
+    pub action: RegistryAction,
+    pub group: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// For `query`: the members this step expects to see (checked by `[expect]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_members: Option<Vec<u32>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegistryAction {
+    Join,
+    Leave,
+    Broadcast,
+    Query,
+    Monitor,
+}
+
+/// Either one rank's links or one link, for `delay` and `loss`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fault {
+    Preempt {
+        rank: u32,
+        at: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        restart_after: Option<Duration>,
+    },
+    Pause {
+        rank: u32,
+        at: Duration,
+        duration: Duration,
+    },
+    Partition {
+        sides: Vec<Vec<u32>>,
+        at: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<Duration>,
+        #[serde(default, skip_serializing_if = "is_false")]
+        oneway: bool,
+    },
+    Delay {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rank: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        link: Option<[u32; 2]>,
+        at: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<Duration>,
+        extra: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        jitter: Option<Duration>,
+    },
+    Loss {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rank: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        link: Option<[u32; 2]>,
+        at: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<Duration>,
+        rate: f64,
+    },
+    Slow {
+        rank: u32,
+        at: Duration,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<Duration>,
+        factor: f64,
+    },
+    Mismatch {
+        rank: u32,
+        iteration: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        op_index: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        op: Option<OpKind>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<Size>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        root: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dtype: Option<Dtype>,
+    },
+    Skip {
+        rank: u32,
+        iteration: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        op_index: Option<u32>,
+    },
+    Hang {
+        rank: u32,
+        iteration: u32,
+    },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Fault {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Preempt { .. } => "preempt",
+            Fault::Pause { .. } => "pause",
+            Fault::Partition { .. } => "partition",
+            Fault::Delay { .. } => "delay",
+            Fault::Loss { .. } => "loss",
+            Fault::Slow { .. } => "slow",
+            Fault::Mismatch { .. } => "mismatch",
+            Fault::Skip { .. } => "skip",
+            Fault::Hang { .. } => "hang",
+        }
+    }
+
+    /// Virtual time the fault starts, for the timed kinds.
+    pub fn at(&self) -> Option<Duration> {
+        match self {
+            Fault::Preempt { at, .. }
+            | Fault::Pause { at, .. }
+            | Fault::Partition { at, .. }
+            | Fault::Delay { at, .. }
+            | Fault::Loss { at, .. }
+            | Fault::Slow { at, .. } => Some(*at),
+            Fault::Mismatch { .. } | Fault::Skip { .. } | Fault::Hang { .. } => None,
+        }
+    }
+
+    /// How long a timed fault lasts; `None` = permanent (or not timed).
+    pub fn duration(&self) -> Option<Duration> {
+        match self {
+            Fault::Pause { duration, .. } => Some(*duration),
+            Fault::Partition { duration, .. }
+            | Fault::Delay { duration, .. }
+            | Fault::Loss { duration, .. }
+            | Fault::Slow { duration, .. } => *duration,
+            Fault::Preempt { .. } | Fault::Mismatch { .. } | Fault::Skip { .. } | Fault::Hang { .. } => {
+                None
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every rank finished the workload in the first generation.
+    Completed,
+    /// Some ranks are blocked: a watchdog fired, or nothing is left to happen.
+    Stalled,
+    /// The workload finished in a later generation, after the group was rebuilt.
+    Rebuilt,
+    /// The virtual time limit passed while the run was still making progress.
+    TimedOut,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Stalled => "stalled",
+            Outcome::Rebuilt => "rebuilt",
+            Outcome::TimedOut => "timed_out",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_causes: Option<Vec<String>>,
+    /// Every completed collective's result is correct (default: checked when present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correct: Option<bool>,
+    /// Number of generations formed (including the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generations: Option<u32>,
+}
