@@ -1,1 +1,69 @@
-fn main(){}
+//! `ringside`: simulate, diagnose, replay and view collective communication under faults.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "ringside",
+    version,
+    about = "A deterministic simulator and debugger for collective communication protocols",
+    long_about = "ringside runs the real protocol code of a process group (collectives, \
+                  membership, elastic rebuilds) on a discrete-event network with exact virtual \
+                  time, under injected faults; explains which ranks are blocked and why; and \
+                  writes traces that replay bit-for-bit.\n\n\
+                  Exit codes: 0 ok, 1 an expectation or check failed, 2 bad input."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario and report its outcome, blocked ranks and root causes.
+    Run(cmd::run::RunArgs),
+    /// Re-run a trace's scenario and seed; prove the event stream identical or name the first
+    /// diverging event.
+    Replay(cmd::replay::ReplayArgs),
+    /// Diagnose a recorded trace: who is blocked, on what, waiting for whom, and why.
+    Explain(cmd::explain::ExplainArgs),
+}
+
+/// A failure that maps to an exit code.
+pub enum Failure {
+    /// Exit 1: the run worked but an expectation, a check or a replay failed.
+    Check(String),
+    /// Exit 2: bad input (scenario, trace, arguments) or an I/O error.
+    Input(String),
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Input(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Run(a) => cmd::run::main(a),
+        Command::Replay(a) => cmd::replay::main(a),
+        Command::Explain(a) => cmd::explain::main(a),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Check(msg)) => {
+            if !msg.is_empty() {
+                eprintln!("{msg}");
+            }
+            ExitCode::from(1)
+        }
+        Err(Failure::Input(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -10,3 +10,9 @@
 pub mod proto;
 pub mod scenario;
 pub mod units;
+pub mod trace;
+pub mod check;
+pub mod engine;
+pub mod diagnose;
+pub mod report;
+pub mod run;

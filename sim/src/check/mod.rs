@@ -1,0 +1,3 @@
+//! Checking runs: reference results, and (with proptest) the properties of DESIGN §5.
+
+pub mod reference;

@@ -1,0 +1,68 @@
+//! The expected result of a collective, computed directly from the members' inputs.
+
+use crate::proto::collective::{block_elems, Ctx};
+use crate::proto::{Buffer, Fingerprint, Rank};
+use crate::scenario::OpKind;
+
+/// Everything that determines a call's expected result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallKey {
+    pub fp: Fingerprint,
+    pub iteration: u32,
+    pub index: u32,
+    pub seed: u64,
+}
+
+/// The full (unextracted) reference buffer of a call over `members` (in group order).
+pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
+    let fp = &key.fp;
+    let input = |r: Rank| {
+        Buffer::input(
+            fp.dtype,
+            fp.reduce,
+            fp.elements as usize,
+            key.seed,
+            r.0,
+            key.iteration,
+            key.index,
+        )
+    };
+    match fp.op {
+        OpKind::Barrier => None,
+        OpKind::Broadcast => members.get(fp.root as usize).map(|&r| input(r)),
+        OpKind::Allgather => {
+            let mut out = Buffer::empty(fp.dtype);
+            for &r in members {
+                let b = input(r);
+                let n = b.len();
+                out.extend_from(&b, 0..n);
+            }
+            Some(out)
+        }
+        OpKind::Allreduce | OpKind::Reduce | OpKind::ReduceScatter => {
+            let mut it = members.iter();
+            let mut acc = input(*it.next()?);
+            for &r in it {
+                let b = input(r);
+                let n = b.len();
+                acc.reduce_from(0, &b, 0, n, fp.reduce);
+            }
+            Some(acc)
+        }
+    }
+}
+
+/// What member `me` (group index) should hold after the call, from the full reference.
+pub fn expected_for(op: OpKind, full: &Buffer, me: u32, p: u32, root: u32) -> Option<Buffer> {
+    let ctx = Ctx { me, p, root };
+    match op {
+        OpKind::Barrier => None,
+        OpKind::Reduce if ctx.me != ctx.root => None,
+        OpKind::ReduceScatter => {
+            let mut out = Buffer::empty(full.dtype());
+            out.extend_from(full, block_elems(me, me + 1, p, full.len()));
+            Some(out)
+        }
+        _ => Some(full.clone()),
+    }
+}

@@ -1,0 +1,140 @@
+//! Which faults are active, and what they do to a link or a rank right now.
+
+use crate::scenario::Fault;
+use crate::units::Nanos;
+
+use super::rng::Rng;
+
+pub struct FaultSet {
+    faults: Vec<Fault>,
+    active: Vec<bool>,
+    /// Indices of active network faults (partition, delay, loss) and slow faults.
+    active_net: Vec<usize>,
+}
+
+fn touches(rank: Option<u32>, link: Option<[u32; 2]>, from: u32, to: u32) -> bool {
+    match (rank, link) {
+        (Some(r), _) => r == from || r == to,
+        (None, Some([a, b])) => (a == from && b == to) || (a == to && b == from),
+        (None, None) => false,
+    }
+}
+
+impl FaultSet {
+    pub fn new(faults: &[Fault]) -> FaultSet {
+        FaultSet {
+            faults: faults.to_vec(),
+            active: vec![false; faults.len()],
+            active_net: Vec::new(),
+        }
+    }
+
+    pub fn fault(&self, i: usize) -> &Fault {
+        &self.faults[i]
+    }
+
+    pub fn set_active(&mut self, i: usize, on: bool) {
+        self.active[i] = on;
+        self.active_net.retain(|&j| j != i);
+        if on
+            && matches!(
+                self.faults[i],
+                Fault::Partition { .. } | Fault::Delay { .. } | Fault::Loss { .. } | Fault::Slow { .. }
+            )
+        {
+            self.active_net.push(i);
+            self.active_net.sort_unstable();
+        }
+    }
+
+    /// Whether an active partition blocks traffic from `from` to `to`.
+    pub fn partitioned(&self, from: u32, to: u32) -> bool {
+        self.active_net.iter().any(|&i| match &self.faults[i] {
+            Fault::Partition { sides, oneway, .. } => {
+                let side_of = |r: u32| sides.iter().position(|s| s.contains(&r));
+                match (side_of(from), side_of(to)) {
+                    (Some(a), Some(b)) if a != b => !*oneway || a == 0,
+                    _ => false,
+                }
+            }
+            _ => false,
+        })
+    }
+
+    /// Extra delay of active `delay` faults on the link, jitter drawn from `rng`.
+    pub fn extra_delay(&self, from: u32, to: u32, rng: &mut Rng) -> Nanos {
+        let mut extra = 0;
+        for &i in &self.active_net {
+            if let Fault::Delay {
+                rank,
+                link,
+                extra: e,
+                jitter,
+                ..
+            } = &self.faults[i]
+            {
+                if touches(*rank, *link, from, to) {
+                    extra += e.0 + jitter.map_or(0, |j| rng.up_to(j.0));
+                }
+            }
+        }
+        extra
+    }
+
+    /// Probability that a message on the link is lost (combined over active `loss` faults).
+    pub fn loss_rate(&self, from: u32, to: u32) -> f64 {
+        let mut keep = 1.0;
+        for &i in &self.active_net {
+            if let Fault::Loss {
+                rank, link, rate, ..
+            } = &self.faults[i]
+            {
+                if touches(*rank, *link, from, to) {
+                    keep *= 1.0 - rate;
+                }
+            }
+        }
+        1.0 - keep
+    }
+
+    /// How much longer `rank`'s compute takes right now.
+    pub fn slow_factor(&self, rank: u32) -> f64 {
+        let mut f = 1.0;
+        for &i in &self.active_net {
+            if let Fault::Slow {
+                rank: r, factor, ..
+            } = &self.faults[i]
+            {
+                if *r == rank {
+                    f *= factor;
+                }
+            }
+        }
+        f
+    }
+
+    pub fn has_active_net(&self) -> bool {
+        !self.active_net.is_empty()
+    }
+}
+
+/// Ranks a fault touches, for traces and diagnosis.
+pub fn touched_ranks(f: &Fault) -> Vec<u32> {
+    let mut v: Vec<u32> = match f {
+        Fault::Preempt { rank, .. }
+        | Fault::Pause { rank, .. }
+        | Fault::Slow { rank, .. }
+        | Fault::Mismatch { rank, .. }
+        | Fault::Skip { rank, .. }
+        | Fault::Hang { rank, .. } => vec![*rank],
+        Fault::Partition { sides, .. } => sides.iter().flatten().copied().collect(),
+        Fault::Delay { rank, link, .. } | Fault::Loss { rank, link, .. } => match (rank, link) {
+            (Some(r), _) => vec![*r],
+            (None, Some([a, b])) => vec![*a, *b],
+            _ => vec![],
+        },
+    };
+    v.sort_unstable();
+    v.dedup();
+    v
+}

@@ -1,0 +1,955 @@
+//! The discrete-event engine (DESIGN §1.2).
+//!
+//! One thread, one queue ordered by `(time_ns, insertion seq)` — or a seeded shuffle of equal
+//! times when the scenario asks for it. Time is exact integer nanoseconds and advances only by
+//! events. All randomness (jitter, loss) comes from one seeded [`Rng`]. No hash-map iteration,
+//! wall clock or thread influences a run: the same scenario and seed give the same event stream.
+//!
+//! The engine drives each rank's sans-IO [`RankProcess`]: it hands it inputs, carries out its
+//! outputs (sends through the network model, timers, compute, local reduction work), and applies
+//! the scenario's faults to processes and links.
+
+mod faults;
+mod net;
+mod queue;
+mod rng;
+
+pub use faults::touched_ranks;
+pub use rng::Rng;
+
+use crate::check::reference::{expected_for, full_reference, CallKey};
+use crate::proto::{
+    Buffer, Fingerprint, Input, Msg, Outbox, Output, ProcConfig, ProtoEvent, Rank, RankProcess,
+    RankStatus, TimerKey, WaitState,
+};
+use crate::scenario::{Fault, Outcome, Scenario, TieBreak};
+use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
+use crate::units::{Bandwidth, Nanos};
+use faults::FaultSet;
+use net::Net;
+use queue::Queue;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A message on its way.
+#[derive(Debug)]
+struct Flight {
+    id: u64,
+    from: u32,
+    to: u32,
+    msg: Msg,
+    bytes: u64,
+    reliable: bool,
+    from_inc: u32,
+    to_inc: u32,
+    recv_cost: Nanos,
+    /// Already through the receive port.
+    received: bool,
+}
+
+#[derive(Debug)]
+enum Ev {
+    Start(u32),
+    Deliver(Flight),
+    /// A lost or blocked reliable message is sent again.
+    Resend(Flight),
+    Timer { rank: u32, key: TimerKey, token: u64 },
+    ComputeDone { rank: u32, token: u64 },
+    /// Outputs held back until the local reduction work before them is done.
+    Outputs { rank: u32, inc: u32, outs: Vec<Output> },
+    FaultBegin(usize),
+    FaultEnd(usize),
+    Restart(u32),
+}
+
+struct Slot {
+    proc: Option<RankProcess>,
+    incarnation: u32,
+    paused: bool,
+    /// Events that reached the rank while it was paused, in order.
+    parked: Vec<Ev>,
+    timers: Vec<(TimerKey, u64)>,
+    compute_token: Option<u64>,
+    /// Busy with local reduction work until then.
+    cpu_free: Nanos,
+    restart_pending: bool,
+    /// The call the rank is in (for result checking).
+    call: Option<(Fingerprint, u32, u32)>,
+}
+
+/// Why a run stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every rank finished (or is dead for good, or refused).
+    AllFinished,
+    /// A watchdog fired without elastic membership: the job crashes.
+    Watchdog { rank: u32 },
+    /// Nothing left to happen.
+    Quiescent,
+    TimeLimit,
+    Interrupted,
+}
+
+/// Counters of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub events: u64,
+    pub messages_sent: u64,
+    pub messages_delivered: u64,
+    pub messages_dropped: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunResult {
+    pub outcome: Outcome,
+    pub end_ns: Nanos,
+    pub stop: StopReason,
+    pub stats: Stats,
+}
+
+pub struct Engine<'r> {
+    cfg: Arc<ProcConfig>,
+    seed: u64,
+    now: Nanos,
+    time_limit: Option<Nanos>,
+    queue: Queue<Ev>,
+    shuffle: bool,
+    rng: Rng,
+    slots: Vec<Slot>,
+    net: Net,
+    faults: FaultSet,
+    reduce_bw: Option<Bandwidth>,
+    rec: &'r mut dyn Recorder,
+    record: bool,
+    out: Outbox,
+    next_token: u64,
+    next_msg: u64,
+    stats: Stats,
+    stop: Option<StopReason>,
+    /// Reference results by call, most recent last (few calls are in flight at once).
+    refs: Vec<(CallKey, Option<Buffer>)>,
+}
+
+impl<'r> Engine<'r> {
+    /// An engine for `scenario` with `seed` (the scenario's own seed unless overridden).
+    pub fn new(scenario: &Scenario, seed: u64, rec: &'r mut dyn Recorder) -> Engine<'r> {
+        let cfg = Arc::new(ProcConfig::from_scenario(scenario, seed));
+        let p = scenario.world.size;
+        let record = rec.enabled();
+        let mut e = Engine {
+            cfg: cfg.clone(),
+            seed,
+            now: 0,
+            time_limit: scenario.time_limit.map(|d| d.0),
+            queue: Queue::default(),
+            shuffle: scenario.engine.tie_break == TieBreak::Shuffle,
+            rng: Rng::new(seed),
+            slots: (0..p)
+                .map(|r| Slot {
+                    proc: Some(RankProcess::new(cfg.clone(), Rank(r), 0)),
+                    incarnation: 0,
+                    paused: false,
+                    parked: Vec::new(),
+                    timers: Vec::new(),
+                    compute_token: None,
+                    cpu_free: 0,
+                    restart_pending: false,
+                    call: None,
+                })
+                .collect(),
+            net: Net::new(scenario),
+            faults: FaultSet::new(&scenario.faults),
+            reduce_bw: scenario.network.reduce_bandwidth,
+            rec,
+            record,
+            out: Outbox::new(),
+            next_token: 0,
+            next_msg: 0,
+            stats: Stats::default(),
+            stop: None,
+            refs: Vec::new(),
+        };
+        for (i, f) in scenario.faults.iter().enumerate() {
+            if let Some(at) = f.at() {
+                e.push(at.0, Ev::FaultBegin(i));
+                if let Some(d) = f.duration() {
+                    e.push(at.0 + d.0, Ev::FaultEnd(i));
+                }
+            }
+        }
+        for r in 0..p {
+            e.push(0, Ev::Start(r));
+        }
+        e
+    }
+
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    pub fn world_size(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
+    /// What `rank`'s process reports it is doing (None: dead).
+    pub fn status(&self, rank: u32) -> Option<RankStatus> {
+        self.slots[rank as usize].proc.as_ref().map(|p| p.status())
+    }
+
+    pub fn wait_state(&self, rank: u32) -> Option<WaitState> {
+        self.slots[rank as usize]
+            .proc
+            .as_ref()
+            .and_then(|p| p.wait_state())
+    }
+
+    pub fn is_paused(&self, rank: u32) -> bool {
+        self.slots[rank as usize].paused
+    }
+
+    fn push(&mut self, t: Nanos, ev: Ev) {
+        let key = if self.shuffle {
+            Some(self.rng.next_u64() >> 24)
+        } else {
+            None
+        };
+        self.queue.push(t, ev, key);
+    }
+
+    fn emit(&mut self, ev: Event) {
+        self.stats.events += 1;
+        self.rec.record(self.now, &ev);
+    }
+
+    /// Runs to the end.
+    pub fn run(&mut self) -> RunResult {
+        self.run_until_interrupted(None)
+    }
+
+    /// Runs to the end, or until `interrupt` is set (checked every few thousand events).
+    pub fn run_until_interrupted(&mut self, interrupt: Option<&AtomicBool>) -> RunResult {
+        let mut n: u32 = 0;
+        while self.stop.is_none() {
+            n = n.wrapping_add(1);
+            if n % 4096 == 0 {
+                if let Some(flag) = interrupt {
+                    if flag.load(Ordering::Relaxed) {
+                        self.stop = Some(StopReason::Interrupted);
+                        break;
+                    }
+                }
+            }
+            self.step();
+        }
+        self.result()
+    }
+
+    /// Processes one event; false when the run has stopped.
+    pub fn step(&mut self) -> bool {
+        if self.stop.is_some() {
+            return false;
+        }
+        let Some(t) = self.queue.peek_time() else {
+            self.stop = Some(StopReason::Quiescent);
+            return false;
+        };
+        if let Some(limit) = self.time_limit {
+            if t > limit {
+                self.now = limit;
+                self.stop = Some(StopReason::TimeLimit);
+                return false;
+            }
+        }
+        let (t, ev) = self.queue.pop().expect("peeked");
+        debug_assert!(t >= self.now, "time never goes back");
+        self.now = t;
+        self.dispatch(ev);
+        if self.stop.is_none() && self.all_finished() {
+            self.stop = Some(StopReason::AllFinished);
+        }
+        self.stop.is_none()
+    }
+
+    fn all_finished(&self) -> bool {
+        self.slots.iter().all(|s| match &s.proc {
+            None => !s.restart_pending,
+            Some(p) => matches!(p.status(), RankStatus::Done | RankStatus::Refused),
+        })
+    }
+
+    /// The outcome so far (final once the run has stopped).
+    pub fn result(&self) -> RunResult {
+        let stop = self.stop.clone().unwrap_or(StopReason::Quiescent);
+        let all_done = self.slots.iter().all(|s| {
+            s.proc
+                .as_ref()
+                .is_some_and(|p| p.status() == RankStatus::Done)
+        });
+        let outcome = match stop {
+            StopReason::TimeLimit | StopReason::Interrupted if !all_done => Outcome::TimedOut,
+            _ if all_done => Outcome::Completed,
+            _ => Outcome::Stalled,
+        };
+        RunResult {
+            outcome,
+            end_ns: self.now,
+            stop,
+            stats: self.stats,
+        }
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Start(r) => {
+                if self.record {
+                    self.emit(Event::ProcessStart {
+                        rank: r,
+                        incarnation: self.slots[r as usize].incarnation,
+                    });
+                }
+                self.input(r, Input::Start);
+            }
+            Ev::Deliver(f) => self.deliver(f),
+            Ev::Resend(f) => {
+                let Flight {
+                    id,
+                    from,
+                    to,
+                    msg,
+                    bytes,
+                    reliable,
+                    from_inc,
+                    to_inc,
+                    ..
+                } = f;
+                if self.slots[from as usize].incarnation != from_inc {
+                    return; // the sender died: nobody resends
+                }
+                self.transmit(id, from, to, msg, bytes, reliable, from_inc, to_inc);
+            }
+            Ev::Timer { rank, key, token } => {
+                let slot = &mut self.slots[rank as usize];
+                let Some(pos) = slot.timers.iter().position(|&(k, tk)| k == key && tk == token)
+                else {
+                    return; // cancelled or replaced
+                };
+                if slot.paused || self.now < slot.cpu_free {
+                    self.defer(rank, Ev::Timer { rank, key, token });
+                    return;
+                }
+                slot.timers.remove(pos);
+                if self.record {
+                    let (timer, group, seq) = timer_fields(&key);
+                    self.emit(Event::Timer {
+                        rank,
+                        timer: timer.into(),
+                        group,
+                        seq,
+                    });
+                }
+                self.input(rank, Input::Timer(key));
+            }
+            Ev::ComputeDone { rank, token } => {
+                let slot = &mut self.slots[rank as usize];
+                if slot.compute_token != Some(token) {
+                    return;
+                }
+                if slot.paused {
+                    self.defer(rank, Ev::ComputeDone { rank, token });
+                    return;
+                }
+                slot.compute_token = None;
+                if self.record {
+                    self.emit(Event::ComputeDone { rank });
+                }
+                self.input(rank, Input::ComputeDone);
+            }
+            Ev::Outputs { rank, inc, outs } => {
+                let slot = &mut self.slots[rank as usize];
+                if slot.incarnation != inc || slot.proc.is_none() {
+                    return;
+                }
+                if slot.paused {
+                    self.defer(rank, Ev::Outputs { rank, inc, outs });
+                    return;
+                }
+                self.apply(rank, outs.into_iter());
+            }
+            Ev::FaultBegin(i) => self.fault(i, FaultPhase::Begin),
+            Ev::FaultEnd(i) => self.fault(i, FaultPhase::End),
+            Ev::Restart(r) => {
+                let slot = &mut self.slots[r as usize];
+                slot.restart_pending = false;
+                slot.incarnation += 1;
+                slot.proc = Some(RankProcess::new(self.cfg.clone(), Rank(r), slot.incarnation));
+                slot.paused = false;
+                self.net.reset_rank(r, self.now);
+                if self.record {
+                    self.emit(Event::ProcessStart {
+                        rank: r,
+                        incarnation: self.slots[r as usize].incarnation,
+                    });
+                }
+                self.input(r, Input::Start);
+            }
+        }
+    }
+
+    /// Parks an event of a paused (or busy) rank.
+    fn defer(&mut self, rank: u32, ev: Ev) {
+        let slot = &mut self.slots[rank as usize];
+        if slot.paused {
+            slot.parked.push(ev);
+        } else {
+            let at = slot.cpu_free;
+            self.push(at, ev);
+        }
+    }
+
+    /// Hands `input` to `rank`'s process and carries out what it asks for.
+    fn input(&mut self, rank: u32, input: Input) {
+        let now = self.now;
+        let slot = &mut self.slots[rank as usize];
+        let Some(p) = slot.proc.as_mut() else {
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        p.handle(now, input, &mut out);
+        let mut outs = std::mem::take(&mut out.out);
+        self.apply(rank, outs.drain(..));
+        out.out = outs;
+        self.out = out;
+    }
+
+    fn apply(&mut self, rank: u32, mut outs: impl Iterator<Item = Output>) {
+        while let Some(o) = outs.next() {
+            match o {
+                Output::Send {
+                    to,
+                    msg,
+                    bytes,
+                    reliable,
+                } => {
+                    let id = self.next_msg;
+                    self.next_msg += 1;
+                    let from_inc = self.slots[rank as usize].incarnation;
+                    let to_inc = self.slots.get(to.idx()).map_or(0, |s| s.incarnation);
+                    self.stats.messages_sent += 1;
+                    self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc);
+                }
+                Output::SetTimer { key, at } => {
+                    let token = self.next_token;
+                    self.next_token += 1;
+                    let slot = &mut self.slots[rank as usize];
+                    slot.timers.retain(|(k, _)| *k != key);
+                    slot.timers.push((key, token));
+                    self.push(at.max(self.now), Ev::Timer { rank, key, token });
+                }
+                Output::CancelTimer { key } => {
+                    self.slots[rank as usize].timers.retain(|(k, _)| *k != key);
+                }
+                Output::Compute { duration } => {
+                    let factor = self.faults.slow_factor(rank);
+                    let d = if factor == 1.0 {
+                        duration
+                    } else {
+                        (duration as f64 * factor).round() as Nanos
+                    };
+                    let token = self.next_token;
+                    self.next_token += 1;
+                    self.slots[rank as usize].compute_token = Some(token);
+                    if self.record {
+                        let iteration = match self.status(rank) {
+                            Some(RankStatus::Computing { iteration }) => iteration,
+                            _ => 0,
+                        };
+                        self.emit(Event::Compute {
+                            rank,
+                            iteration,
+                            duration_ns: d,
+                        });
+                    }
+                    self.push(self.now + d, Ev::ComputeDone { rank, token });
+                }
+                Output::Work { bytes } => {
+                    if let Some(bw) = self.reduce_bw {
+                        let d = bw.transfer_ns(bytes);
+                        if d > 0 {
+                            let rest: Vec<Output> = outs.collect();
+                            let slot = &mut self.slots[rank as usize];
+                            let at = self.now.max(slot.cpu_free) + d;
+                            slot.cpu_free = at;
+                            let inc = slot.incarnation;
+                            self.push(
+                                at,
+                                Ev::Outputs {
+                                    rank,
+                                    inc,
+                                    outs: rest,
+                                },
+                            );
+                            return;
+                        }
+                    }
+                }
+                Output::Event(pe) => self.proto_event(rank, pe),
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn transmit(
+        &mut self,
+        id: u64,
+        from: u32,
+        to: u32,
+        msg: Msg,
+        bytes: u64,
+        reliable: bool,
+        from_inc: u32,
+        to_inc: u32,
+    ) {
+        let mut extra = 0;
+        let mut lost = None;
+        if self.faults.has_active_net() {
+            if self.faults.partitioned(from, to) {
+                lost = Some("partition");
+            } else {
+                let rate = self.faults.loss_rate(from, to);
+                if rate > 0.0 && self.rng.unit() < rate {
+                    lost = Some("loss");
+                }
+            }
+            extra += self.faults.extra_delay(from, to, &mut self.rng);
+        }
+        if self.net.jitter > 0 {
+            extra += self.rng.up_to(self.net.jitter);
+        }
+        let timing = self.net.send(self.now, from, to, bytes, extra);
+        if self.record {
+            let (seq, step) = match &msg {
+                Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),
+            };
+            self.emit(Event::Send {
+                id,
+                from,
+                to,
+                bytes,
+                msg: msg.kind().into(),
+                seq,
+                step,
+                arrive_ns: timing.arrive,
+            });
+        }
+        let flight = Flight {
+            id,
+            from,
+            to,
+            msg,
+            bytes,
+            reliable,
+            from_inc,
+            to_inc,
+            recv_cost: timing.recv_cost,
+            received: false,
+        };
+        match lost {
+            None => self.push(timing.arrive, Ev::Deliver(flight)),
+            Some(reason) => self.lose(flight, reason, timing.depart),
+        }
+    }
+
+    /// A message is lost on the wire: resent after the retransmit timeout if reliable.
+    fn lose(&mut self, f: Flight, reason: &str, at: Nanos) {
+        self.stats.messages_dropped += 1;
+        if self.record {
+            self.emit(Event::Drop {
+                id: f.id,
+                from: f.from,
+                to: f.to,
+                reason: reason.into(),
+                retransmit: f.reliable,
+            });
+        }
+        if f.reliable {
+            let when = at.max(self.now) + self.net.retransmit;
+            self.push(when, Ev::Resend(f));
+        }
+    }
+
+    fn deliver(&mut self, mut f: Flight) {
+        let from_alive = self.slots[f.from as usize].incarnation == f.from_inc;
+        let to_slot = &self.slots[f.to as usize];
+        let drop_reason = if !from_alive {
+            Some("sender died")
+        } else if to_slot.incarnation != f.to_inc || to_slot.proc.is_none() {
+            Some("receiver died")
+        } else {
+            None
+        };
+        if let Some(reason) = drop_reason {
+            self.stats.messages_dropped += 1;
+            if self.record {
+                self.emit(Event::Drop {
+                    id: f.id,
+                    from: f.from,
+                    to: f.to,
+                    reason: reason.into(),
+                    retransmit: false,
+                });
+            }
+            return;
+        }
+        if !f.received {
+            if self.faults.has_active_net() && self.faults.partitioned(f.from, f.to) {
+                let now = self.now;
+                return self.lose(f, "partition", now);
+            }
+            let done = self.net.receive(f.to, self.now, f.recv_cost);
+            f.received = true;
+            if done > self.now {
+                self.push(done, Ev::Deliver(f));
+                return;
+            }
+        }
+        let slot = &self.slots[f.to as usize];
+        if slot.paused || self.now < slot.cpu_free {
+            let to = f.to;
+            self.defer(to, Ev::Deliver(f));
+            return;
+        }
+        self.stats.messages_delivered += 1;
+        if self.record {
+            self.emit(Event::Deliver {
+                id: f.id,
+                from: f.from,
+                to: f.to,
+            });
+        }
+        self.input(
+            f.to,
+            Input::Message {
+                from: Rank(f.from),
+                msg: f.msg,
+            },
+        );
+    }
+
+    fn fault(&mut self, i: usize, phase: FaultPhase) {
+        let f = self.faults.fault(i).clone();
+        if self.record {
+            let sides = match &f {
+                Fault::Partition { sides, .. } => Some(sides.clone()),
+                _ => None,
+            };
+            self.emit(Event::Fault {
+                index: i as u32,
+                fault: f.kind().into(),
+                phase,
+                ranks: touched_ranks(&f),
+                sides,
+                detail: describe_fault(&f),
+            });
+        }
+        let begin = phase == FaultPhase::Begin;
+        match f {
+            Fault::Preempt {
+                rank,
+                restart_after,
+                ..
+            } => {
+                if begin {
+                    self.kill(rank);
+                    if let Some(d) = restart_after {
+                        self.slots[rank as usize].restart_pending = true;
+                        self.push(self.now + d.0, Ev::Restart(rank));
+                    }
+                }
+            }
+            Fault::Pause { rank, .. } => {
+                if self.slots[rank as usize].proc.is_none() {
+                    return;
+                }
+                if begin {
+                    self.slots[rank as usize].paused = true;
+                    if self.record {
+                        self.emit(Event::ProcessPause { rank });
+                    }
+                } else {
+                    self.slots[rank as usize].paused = false;
+                    if self.record {
+                        self.emit(Event::ProcessResume { rank });
+                    }
+                    let parked = std::mem::take(&mut self.slots[rank as usize].parked);
+                    for ev in parked {
+                        self.push(self.now, ev);
+                    }
+                }
+            }
+            Fault::Partition { .. } | Fault::Delay { .. } | Fault::Loss { .. } | Fault::Slow { .. } => {
+                self.faults.set_active(i, begin)
+            }
+            Fault::Mismatch { .. } | Fault::Skip { .. } | Fault::Hang { .. } => {}
+        }
+    }
+
+    fn kill(&mut self, rank: u32) {
+        let slot = &mut self.slots[rank as usize];
+        if slot.proc.is_none() {
+            return;
+        }
+        slot.proc = None;
+        slot.paused = false;
+        slot.parked.clear();
+        slot.timers.clear();
+        slot.compute_token = None;
+        slot.call = None;
+        let inc = slot.incarnation;
+        // bump the incarnation so the dead process's messages and timers are dropped
+        slot.incarnation += 1;
+        self.net.reset_rank(rank, self.now);
+        if self.record {
+            self.emit(Event::ProcessDeath {
+                rank,
+                incarnation: inc,
+            });
+        }
+    }
+
+    fn proto_event(&mut self, rank: u32, pe: ProtoEvent) {
+        match pe {
+            ProtoEvent::Abort {
+                group,
+                generation,
+                seq,
+                step,
+                steps,
+                waiting_for,
+                reason,
+            } => {
+                self.slots[rank as usize].call = None;
+                if self.record {
+                    self.emit(Event::Abort {
+                        rank,
+                        group,
+                        generation,
+                        seq,
+                        step,
+                        steps,
+                        waiting_for: waiting_for.iter().map(|r| r.0).collect(),
+                        reason: reason.clone(),
+                    });
+                }
+                if reason.starts_with("watchdog") && self.stop.is_none() {
+                    // without elastic membership the watchdog tears the job down
+                    self.stop = Some(StopReason::Watchdog { rank });
+                }
+            }
+            ProtoEvent::Call {
+                iteration,
+                index,
+                fp,
+                members,
+            } => {
+                self.slots[rank as usize].call = Some((fp, iteration, index));
+                if self.record {
+                    self.emit(Event::Call {
+                        rank,
+                        iteration,
+                        index,
+                        group: fp.group,
+                        generation: fp.generation,
+                        seq: fp.seq,
+                        op: fp.op,
+                        algorithm: fp.algorithm,
+                        bytes: fp.bytes,
+                        dtype: fp.dtype,
+                        root: fp.root,
+                        reduce: fp.reduce,
+                        elements: fp.elements,
+                        members: members as u32,
+                    });
+                }
+            }
+            ProtoEvent::Complete {
+                group,
+                generation,
+                seq,
+                iteration,
+                index,
+                result,
+            } => {
+                let call = self.slots[rank as usize].call.take();
+                if self.record {
+                    let correct = call.map(|(fp, it, ix)| self.check_result(rank, fp, it, ix, &result));
+                    self.emit(Event::Complete {
+                        rank,
+                        group,
+                        generation,
+                        seq,
+                        iteration,
+                        index,
+                        result: if result.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{:016x}", result.hash())
+                        },
+                        correct,
+                    });
+                }
+            }
+            other => {
+                if self.record {
+                    let ev = match other {
+                        ProtoEvent::Iteration { iteration } => Event::Iteration { rank, iteration },
+                        ProtoEvent::Step {
+                            group,
+                            generation,
+                            seq,
+                            step,
+                            steps,
+                            waiting_for,
+                        } => Event::Step {
+                            rank,
+                            group,
+                            generation,
+                            seq,
+                            step,
+                            steps,
+                            waiting_for: waiting_for.iter().map(|r| r.0).collect(),
+                        },
+                        ProtoEvent::FlightRecord { entries } => Event::FlightRecord { rank, entries },
+                        ProtoEvent::WorkloadDone => Event::WorkloadDone { rank },
+                        ProtoEvent::RejoinRefused { reason } => Event::RejoinRefused { rank, reason },
+                        ProtoEvent::Abort { .. }
+                        | ProtoEvent::Call { .. }
+                        | ProtoEvent::Complete { .. } => return,
+                    };
+                    self.emit(ev);
+                }
+            }
+        }
+    }
+
+    /// Compares a rank's result with the reference computed from the members' inputs.
+    fn check_result(&mut self, rank: u32, fp: Fingerprint, iteration: u32, index: u32, result: &Buffer) -> bool {
+        let key = CallKey {
+            fp,
+            iteration,
+            index,
+            seed: self.seed,
+        };
+        let p = self.slots.len() as u32;
+        let full = match self.refs.iter().find(|(k, _)| *k == key) {
+            Some((_, b)) => b.clone(),
+            None => {
+                let members: Vec<Rank> = (0..p).map(Rank).collect();
+                let b = full_reference(&key, &members);
+                if self.refs.len() >= 8 {
+                    self.refs.remove(0);
+                }
+                self.refs.push((key, b.clone()));
+                b
+            }
+        };
+        let expected = full.and_then(|f| expected_for(fp.op, &f, rank, p, fp.root));
+        match expected {
+            None => result.is_empty(),
+            Some(e) => e.approx_eq(result),
+        }
+    }
+}
+
+/// One line describing a fault, for traces and reports.
+pub fn describe_fault(f: &Fault) -> String {
+    let span = |d: Option<crate::units::Duration>| match d {
+        Some(d) => format!(" for {d}"),
+        None => String::new(),
+    };
+    let target = |rank: &Option<u32>, link: &Option<[u32; 2]>| match (rank, link) {
+        (Some(r), _) => format!("rank {r}'s links"),
+        (None, Some([a, b])) => format!("link {a}-{b}"),
+        _ => "no link".into(),
+    };
+    match f {
+        Fault::Preempt {
+            rank, restart_after, ..
+        } => match restart_after {
+            Some(d) => format!("rank {rank} preempted, restarted after {d}"),
+            None => format!("rank {rank} preempted"),
+        },
+        Fault::Pause { rank, duration, .. } => format!("rank {rank} paused for {duration}"),
+        Fault::Partition {
+            sides,
+            duration,
+            oneway,
+            ..
+        } => {
+            let s: Vec<String> = sides
+                .iter()
+                .map(|s| s.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","))
+                .collect();
+            format!(
+                "{}partition {}{}",
+                if *oneway { "one-way " } else { "" },
+                s.join(" | "),
+                span(*duration)
+            )
+        }
+        Fault::Delay {
+            rank,
+            link,
+            duration,
+            extra,
+            jitter,
+            ..
+        } => format!(
+            "{} delayed by {extra}{}{}",
+            target(rank, link),
+            jitter.map(|j| format!(" (+ up to {j} jitter)")).unwrap_or_default(),
+            span(*duration)
+        ),
+        Fault::Loss {
+            rank,
+            link,
+            duration,
+            rate,
+            ..
+        } => format!(
+            "{} lose {:.1}% of messages{}",
+            target(rank, link),
+            rate * 100.0,
+            span(*duration)
+        ),
+        Fault::Slow {
+            rank,
+            duration,
+            factor,
+            ..
+        } => format!("rank {rank} computes {factor}x slower{}", span(*duration)),
+        Fault::Mismatch {
+            rank,
+            iteration,
+            op_index,
+            ..
+        } => format!(
+            "rank {rank} issues mismatched call {} of iteration {iteration}",
+            op_index.unwrap_or(0)
+        ),
+        Fault::Skip {
+            rank,
+            iteration,
+            op_index,
+        } => format!(
+            "rank {rank} skips call {} of iteration {iteration}",
+            op_index.unwrap_or(0)
+        ),
+        Fault::Hang { rank, iteration } => {
+            format!("rank {rank} stops issuing calls at iteration {iteration}")
+        }
+    }
+}

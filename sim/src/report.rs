@@ -1,0 +1,357 @@
+//! The result of `ringside run`: the `--json` object of DESIGN §3, and the same in sentences.
+
+use crate::diagnose::{Blocked, Diagnosis, Fold, OpView};
+use crate::scenario::{Expect, Outcome};
+use crate::units::{fmt_ms, fmt_time, Nanos};
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpReport {
+    pub iteration: u32,
+    pub index: u32,
+    pub op: String,
+    pub algorithm: String,
+    pub group: u32,
+    pub generation: u32,
+    pub seq: u64,
+    pub bytes: u64,
+    /// Earliest call.
+    pub start_ns: Nanos,
+    /// Latest completion (null while some rank has not completed).
+    pub end_ns: Option<Nanos>,
+    pub ranks_completed: u32,
+    pub ranks_called: u32,
+    pub correct: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BlockedReport {
+    pub rank: u32,
+    pub op: String,
+    pub algorithm: String,
+    pub seq: u64,
+    /// 1-based step, and the number of steps.
+    pub step: u32,
+    pub steps: u32,
+    pub waiting_for: Vec<u32>,
+    pub since_ns: Nanos,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GenerationReport {
+    pub generation: u32,
+    pub members: Vec<u32>,
+    pub formed_ns: Nanos,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ExpectReport {
+    pub ok: bool,
+    pub failures: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunReport {
+    pub scenario: String,
+    pub seed: u64,
+    pub outcome: Outcome,
+    pub virtual_time_ns: Nanos,
+    pub messages: u64,
+    pub events: u64,
+    pub digest: String,
+    pub ops: Vec<OpReport>,
+    pub blocked: Vec<BlockedReport>,
+    pub root_causes: Vec<String>,
+    /// One paragraph per root cause.
+    pub explanation: Vec<String>,
+    pub generations: Vec<GenerationReport>,
+    pub expect: ExpectReport,
+}
+
+impl OpReport {
+    pub fn from_view(o: &OpView) -> OpReport {
+        OpReport {
+            iteration: o.iteration,
+            index: o.index,
+            op: o.op.name().into(),
+            algorithm: o.algorithm.name().into(),
+            group: o.group.0,
+            generation: o.generation.0,
+            seq: o.seq.0,
+            bytes: o.bytes,
+            start_ns: o.start_ns,
+            end_ns: if o.ranks_completed >= o.ranks_called {
+                o.end_ns
+            } else {
+                None
+            },
+            ranks_completed: o.ranks_completed,
+            ranks_called: o.ranks_called,
+            correct: o.correct && o.results.len() <= 1,
+        }
+    }
+}
+
+impl BlockedReport {
+    pub fn from_blocked(b: &Blocked) -> BlockedReport {
+        BlockedReport {
+            rank: b.rank,
+            op: b.op.clone(),
+            algorithm: b.algorithm.clone(),
+            seq: b.seq,
+            step: b.step + 1,
+            steps: b.steps,
+            waiting_for: b.waiting_for.clone(),
+            since_ns: b.since_ns,
+        }
+    }
+}
+
+fn ranks_list(r: &[u32]) -> String {
+    r.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// Sentences that explain a diagnosis: who waits in what, for whom, and the root causes.
+pub fn explain(d: &Diagnosis) -> Vec<String> {
+    if d.blocked.is_empty() {
+        return Vec::new();
+    }
+    // group blocked ranks by the call they are in
+    let mut groups: Vec<(&Blocked, Vec<&Blocked>)> = Vec::new();
+    for b in &d.blocked {
+        match groups
+            .iter_mut()
+            .find(|(k, _)| k.op == b.op && k.seq == b.seq && k.group == b.group && k.generation == b.generation)
+        {
+            Some((_, v)) => v.push(b),
+            None => groups.push((b, vec![b])),
+        }
+    }
+    let causes = if d.causes.is_empty() {
+        "root cause: not determined".to_string()
+    } else {
+        format!(
+            "root cause: {}",
+            d.causes
+                .iter()
+                .map(|c| c.text.clone())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    groups
+        .iter()
+        .map(|(k, v)| {
+            let ranks: Vec<u32> = v.iter().map(|b| b.rank).collect();
+            let steps: Vec<u32> = v.iter().map(|b| b.step + 1).collect();
+            let step = if steps.iter().all(|s| *s == steps[0]) {
+                format!("step {}/{}", steps[0], k.steps)
+            } else {
+                format!("steps {}-{} of {}", steps.iter().min().unwrap_or(&0), steps.iter().max().unwrap_or(&0), k.steps)
+            };
+            let waits: Vec<String> = v
+                .iter()
+                .map(|b| format!("{} waits for {}", b.rank, ranks_list(&b.waiting_for)))
+                .collect();
+            format!(
+                "rank{} {} {} blocked in {} #{} ({}, {}): {}; {}",
+                if ranks.len() == 1 { "" } else { "s" },
+                ranks_list(&ranks),
+                if ranks.len() == 1 { "is" } else { "are" },
+                k.op,
+                k.seq,
+                k.algorithm,
+                step,
+                waits.join(", "),
+                causes
+            )
+        })
+        .collect()
+}
+
+/// Checks `expect` against a report.
+pub fn check_expect(expect: Option<&Expect>, r: &RunReport) -> ExpectReport {
+    let mut failures = Vec::new();
+    if let Some(e) = expect {
+        if let Some(o) = e.outcome {
+            if o != r.outcome {
+                failures.push(format!("outcome: expected {o}, got {}", r.outcome));
+            }
+        }
+        if let Some(b) = &e.blocked {
+            let mut want = b.clone();
+            want.sort_unstable();
+            want.dedup();
+            let mut got: Vec<u32> = r.blocked.iter().map(|b| b.rank).collect();
+            got.sort_unstable();
+            if want != got {
+                failures.push(format!(
+                    "blocked: expected [{}], got [{}]",
+                    ranks_list(&want),
+                    ranks_list(&got)
+                ));
+            }
+        }
+        if let Some(c) = &e.root_causes {
+            let mut want: Vec<String> = c.iter().map(|s| normalize_cause(s)).collect();
+            want.sort();
+            want.dedup();
+            let mut got: Vec<String> = r.root_causes.iter().map(|s| normalize_cause(s)).collect();
+            got.sort();
+            got.dedup();
+            if want != got {
+                failures.push(format!(
+                    "root_causes: expected [{}], got [{}]",
+                    want.join(", "),
+                    got.join(", ")
+                ));
+            }
+        }
+        if let Some(want) = e.correct {
+            let got = r.ops.iter().all(|o| o.correct);
+            if want != got {
+                failures.push(format!("correct: expected {want}, got {got}"));
+            }
+        }
+        if let Some(g) = e.generations {
+            let got = r.generations.len() as u32;
+            if g != got {
+                failures.push(format!("generations: expected {g}, got {got}"));
+            }
+        }
+    }
+    ExpectReport {
+        ok: failures.is_empty(),
+        failures,
+    }
+}
+
+/// Canonical form of a root-cause string: ranks sorted inside each list, sides sorted.
+pub fn normalize_cause(s: &str) -> String {
+    let Some((kind, rest)) = s.split_once(':') else {
+        return s.trim().to_string();
+    };
+    let mut sides: Vec<Vec<u64>> = rest
+        .split('|')
+        .map(|side| {
+            let mut v: Vec<u64> = side
+                .split(',')
+                .filter_map(|x| x.trim().parse().ok())
+                .collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    if kind == "partitioned" || kind == "deadlock" {
+        sides.sort();
+    }
+    format!(
+        "{}:{}",
+        kind.trim(),
+        sides
+            .iter()
+            .map(|s| s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+            .collect::<Vec<_>>()
+            .join("|")
+    )
+}
+
+impl RunReport {
+    /// The report in sentences, for a terminal.
+    pub fn human(&self) -> String {
+        let mut s = String::new();
+        let t = fmt_ms(self.virtual_time_ns);
+        let done = self.ops.iter().filter(|o| o.end_ns.is_some()).count();
+        match self.outcome {
+            crate::scenario::Outcome::Completed => s.push_str(&format!(
+                "completed at {t}: {done} collectives on {} messages, all results {}\n",
+                self.messages,
+                if self.ops.iter().all(|o| o.correct) { "correct" } else { "NOT correct" }
+            )),
+            crate::scenario::Outcome::Rebuilt => s.push_str(&format!(
+                "rebuilt and completed at {t}: {} generations, {done} collectives on {} messages\n",
+                self.generations.len(),
+                self.messages
+            )),
+            crate::scenario::Outcome::TimedOut => s.push_str(&format!(
+                "timed out at {t} (the scenario's time_limit) with {done} collectives completed\n"
+            )),
+            crate::scenario::Outcome::Stalled => {
+                s.push_str(&format!("stalled at {t}"));
+                if self.explanation.is_empty() {
+                    s.push_str(": no rank is waiting in a collective, but the workload did not finish\n");
+                } else {
+                    s.push_str(": ");
+                    s.push_str(&self.explanation.join("\n  "));
+                    s.push('\n');
+                }
+            }
+        }
+        for o in &self.ops {
+            let dur = match o.end_ns {
+                Some(e) => fmt_time(e - o.start_ns),
+                None => "unfinished".into(),
+            };
+            s.push_str(&format!(
+                "  iter {} op {}: {} #{} ({}, {} bytes) {} — {}/{} ranks{}\n",
+                o.iteration,
+                o.index,
+                o.op,
+                o.seq,
+                o.algorithm,
+                o.bytes,
+                dur,
+                o.ranks_completed,
+                o.ranks_called,
+                if o.correct { "" } else { ", WRONG RESULT" }
+            ));
+        }
+        s.push_str(&format!(
+            "seed {}, {} events, digest {}\n",
+            self.seed, self.events, self.digest
+        ));
+        if self.expect.ok {
+            s.push_str("expectations met\n");
+        } else {
+            for f in &self.expect.failures {
+                s.push_str(&format!("EXPECTATION FAILED: {f}\n"));
+            }
+        }
+        s
+    }
+}
+
+/// Builds the report of a finished run from its folded events and diagnosis.
+pub fn build(
+    name: &str,
+    seed: u64,
+    outcome: Outcome,
+    end_ns: Nanos,
+    fold: &Fold,
+    diagnosis: &Diagnosis,
+    digest: String,
+    expect: Option<&Expect>,
+) -> RunReport {
+    let mut r = RunReport {
+        scenario: name.to_string(),
+        seed,
+        outcome,
+        virtual_time_ns: end_ns,
+        messages: fold.messages_sent,
+        events: fold.events,
+        digest,
+        ops: fold.ops.values().map(OpReport::from_view).collect(),
+        blocked: diagnosis.blocked.iter().map(BlockedReport::from_blocked).collect(),
+        root_causes: diagnosis.root_causes(),
+        explanation: explain(diagnosis),
+        generations: vec![GenerationReport {
+            generation: 0,
+            members: (0..fold.ranks.len() as u32).collect(),
+            formed_ns: 0,
+        }],
+        expect: ExpectReport::default(),
+    };
+    r.ops.sort_by_key(|o| (o.generation, o.group, o.seq));
+    r.expect = check_expect(expect, &r);
+    r
+}

@@ -1,0 +1,122 @@
+//! Running a scenario end to end: engine, trace, diagnosis, report.
+
+use crate::diagnose::{diagnose, Diagnosis, Fold};
+use crate::engine::{Engine, RunResult};
+use crate::report::{self, RunReport};
+use crate::scenario::Scenario;
+use crate::trace::{Event, Recorder, TraceWriter};
+use crate::units::Nanos;
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Feeds every event to an outer recorder and to the fold the report is built from.
+struct Tee<'a> {
+    outer: &'a mut dyn Recorder,
+    fold: &'a mut Fold,
+}
+
+impl Recorder for Tee<'_> {
+    fn record(&mut self, t: Nanos, ev: &Event) {
+        self.outer.record(t, ev);
+        self.fold.apply(t, ev);
+    }
+}
+
+/// A run's event stream without the footer: what the engine emits, then the final diagnosis.
+/// This is exactly the sequence of event lines a trace holds, so `replay` uses it too.
+pub fn run_events(
+    scenario: &Scenario,
+    seed: u64,
+    rec: &mut dyn Recorder,
+    interrupt: Option<&AtomicBool>,
+) -> (RunResult, Fold, Diagnosis) {
+    let mut fold = Fold::new(scenario);
+    let result = {
+        let mut tee = Tee {
+            outer: rec,
+            fold: &mut fold,
+        };
+        let mut engine = Engine::new(scenario, seed, &mut tee);
+        engine.run_until_interrupted(interrupt)
+    };
+    fold.t = result.end_ns;
+    let diagnosis = diagnose(&fold);
+    let ev = Event::Diagnosis {
+        blocked: diagnosis.blocked_ranks(),
+        root_causes: diagnosis.root_causes(),
+    };
+    rec.record(result.end_ns, &ev);
+    fold.apply(result.end_ns, &ev);
+    (result, fold, diagnosis)
+}
+
+/// Options of one run.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// Writes the trace there.
+    pub trace: Option<&'a Path>,
+    /// Stops the run early when set (Ctrl-C); the trace is still flushed, without a footer.
+    pub interrupt: Option<&'a AtomicBool>,
+}
+
+/// A finished run.
+pub struct RunOutput {
+    pub report: RunReport,
+    pub result: RunResult,
+    pub fold: Fold,
+    pub diagnosis: Diagnosis,
+}
+
+/// Runs `scenario` and builds its report; writes the trace when asked.
+pub fn run(scenario: &Scenario, opts: &RunOptions) -> io::Result<RunOutput> {
+    match opts.trace {
+        Some(path) => {
+            let f = File::create(path).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+            })?;
+            run_to(scenario, opts, f)
+        }
+        None => run_to(scenario, opts, io::sink()),
+    }
+}
+
+fn run_to<W: io::Write>(scenario: &Scenario, opts: &RunOptions, out: W) -> io::Result<RunOutput> {
+    let seed = opts.seed.unwrap_or(scenario.seed);
+    let mut writer = TraceWriter::new(out, scenario, seed)?;
+    let (result, fold, diagnosis) = run_events(scenario, seed, &mut writer, opts.interrupt);
+    let interrupted = opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
+    let digest = if interrupted {
+        writer.flush()?;
+        writer.digest().hex()
+    } else {
+        writer.finish(result.outcome)?.hex()
+    };
+    let report = report::build(
+        &scenario.name,
+        seed,
+        result.outcome,
+        result.end_ns,
+        &fold,
+        &diagnosis,
+        digest,
+        scenario.expect.as_ref(),
+    );
+    Ok(RunOutput {
+        report,
+        result,
+        fold,
+        diagnosis,
+    })
+}
+
+/// The digest of a run without writing a trace.
+pub fn digest_of(scenario: &Scenario, seed: u64) -> String {
+    let mut writer = TraceWriter::new(io::sink(), scenario, seed).expect("a sink never fails");
+    let (result, _, _) = run_events(scenario, seed, &mut writer, None);
+    let _ = result;
+    writer.digest().hex()
+}

@@ -1,0 +1,219 @@
+//! The events of a trace. Each line is `{"t":<ns>,"kind":"<kind>",...fields}`.
+
+use crate::proto::event::FlightEntry;
+use crate::proto::{Generation, GroupId, SeqNo, TimerKey};
+use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultPhase {
+    Begin,
+    End,
+}
+
+/// How a fired timer is recorded: (name, group, seq).
+pub fn timer_fields(key: &TimerKey) -> (&'static str, Option<GroupId>, Option<SeqNo>) {
+    match key {
+        TimerKey::Watchdog { group, seq } => ("watchdog", Some(*group), Some(*seq)),
+        TimerKey::Heartbeat => ("heartbeat", None, None),
+        TimerKey::Rendezvous { .. } => ("rendezvous", None, None),
+        TimerKey::Registry { .. } => ("registry", None, None),
+    }
+}
+
+/// One trace event (without its time, which the line carries as `t`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// A scenario fault starts or ends. `ranks` are the ranks it touches; `sides` the
+    /// partition's sides.
+    Fault {
+        index: u32,
+        fault: String,
+        phase: FaultPhase,
+        ranks: Vec<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sides: Option<Vec<Vec<u32>>>,
+        detail: String,
+    },
+    /// A process starts (incarnation 0) or restarts after a preemption.
+    ProcessStart { rank: u32, incarnation: u32 },
+    /// A process dies: its state is lost, its in-flight messages are dropped.
+    ProcessDeath { rank: u32, incarnation: u32 },
+    ProcessPause { rank: u32 },
+    ProcessResume { rank: u32 },
+    /// A message leaves `from` for `to`. `id` pairs it with its deliver or drop.
+    Send {
+        id: u64,
+        from: u32,
+        to: u32,
+        bytes: u64,
+        msg: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<u32>,
+        /// When it is expected to arrive.
+        arrive_ns: u64,
+    },
+    Deliver { id: u64, from: u32, to: u32 },
+    /// A message is lost. A reliable one is sent again after the retransmit timeout.
+    Drop {
+        id: u64,
+        from: u32,
+        to: u32,
+        reason: String,
+        retransmit: bool,
+    },
+    /// A protocol timer fires on `rank`.
+    Timer {
+        rank: u32,
+        /// watchdog | heartbeat | rendezvous | registry
+        timer: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<GroupId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<SeqNo>,
+    },
+    Compute {
+        rank: u32,
+        iteration: u32,
+        duration_ns: u64,
+    },
+    ComputeDone { rank: u32 },
+    Iteration { rank: u32, iteration: u32 },
+    /// A rank issues a collective.
+    Call {
+        rank: u32,
+        iteration: u32,
+        index: u32,
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        op: OpKind,
+        algorithm: Algorithm,
+        bytes: u64,
+        dtype: Dtype,
+        root: u32,
+        reduce: ReduceOp,
+        elements: u32,
+        members: u32,
+    },
+    /// A rank's collective enters `step` and waits for `waiting_for`.
+    Step {
+        rank: u32,
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        step: u32,
+        steps: u32,
+        waiting_for: Vec<u32>,
+    },
+    Complete {
+        rank: u32,
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        iteration: u32,
+        index: u32,
+        /// Hash of the exact result bits (empty when the rank holds no result).
+        result: String,
+        /// Whether the result equals the reference computed from the inputs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        correct: Option<bool>,
+    },
+    Abort {
+        rank: u32,
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        step: u32,
+        steps: u32,
+        waiting_for: Vec<u32>,
+        reason: String,
+    },
+    /// A rank's flight recorder, dumped when its watchdog fires.
+    FlightRecord {
+        rank: u32,
+        entries: Vec<FlightEntry>,
+    },
+    WorkloadDone { rank: u32 },
+    RejoinRefused { rank: u32, reason: String },
+    /// The diagnosis at the end of the run (or when the run stops at a stall).
+    Diagnosis {
+        blocked: Vec<u32>,
+        root_causes: Vec<String>,
+    },
+    /// The footer.
+    End {
+        outcome: Outcome,
+        events: u64,
+        digest: String,
+    },
+}
+
+impl Event {
+    /// The `kind` string of the event.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Fault { .. } => "fault",
+            Event::ProcessStart { .. } => "process_start",
+            Event::ProcessDeath { .. } => "process_death",
+            Event::ProcessPause { .. } => "process_pause",
+            Event::ProcessResume { .. } => "process_resume",
+            Event::Send { .. } => "send",
+            Event::Deliver { .. } => "deliver",
+            Event::Drop { .. } => "drop",
+            Event::Timer { .. } => "timer",
+            Event::Compute { .. } => "compute",
+            Event::ComputeDone { .. } => "compute_done",
+            Event::Iteration { .. } => "iteration",
+            Event::Call { .. } => "call",
+            Event::Step { .. } => "step",
+            Event::Complete { .. } => "complete",
+            Event::Abort { .. } => "abort",
+            Event::FlightRecord { .. } => "flight_record",
+            Event::WorkloadDone { .. } => "workload_done",
+            Event::RejoinRefused { .. } => "rejoin_refused",
+            Event::Diagnosis { .. } => "diagnosis",
+            Event::End { .. } => "end",
+        }
+    }
+
+    /// The rank an event belongs to, when it belongs to one (the sender for `send`, the
+    /// receiver for `deliver`/`drop`).
+    pub fn rank(&self) -> Option<u32> {
+        match self {
+            Event::ProcessStart { rank, .. }
+            | Event::ProcessDeath { rank, .. }
+            | Event::ProcessPause { rank }
+            | Event::ProcessResume { rank }
+            | Event::Timer { rank, .. }
+            | Event::Compute { rank, .. }
+            | Event::ComputeDone { rank }
+            | Event::Iteration { rank, .. }
+            | Event::Call { rank, .. }
+            | Event::Step { rank, .. }
+            | Event::Complete { rank, .. }
+            | Event::Abort { rank, .. }
+            | Event::FlightRecord { rank, .. }
+            | Event::WorkloadDone { rank }
+            | Event::RejoinRefused { rank, .. } => Some(*rank),
+            Event::Send { from, .. } => Some(*from),
+            Event::Deliver { to, .. } | Event::Drop { to, .. } => Some(*to),
+            Event::Fault { .. } | Event::Diagnosis { .. } | Event::End { .. } => None,
+        }
+    }
+
+    /// Whether `rank` is involved (either end of a message counts).
+    pub fn involves(&self, rank: u32) -> bool {
+        match self {
+            Event::Send { from, to, .. }
+            | Event::Deliver { from, to, .. }
+            | Event::Drop { from, to, .. } => *from == rank || *to == rank,
+            Event::Fault { ranks, .. } => ranks.contains(&rank),
+            _ => self.rank() == Some(rank),
+        }
+    }
+}

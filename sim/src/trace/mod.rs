@@ -1,0 +1,18 @@
+//! Traces (DESIGN §4): JSON Lines, a header with the scenario and seed, one event per line in
+//! engine order, a footer with the outcome, the event count and a digest chained over every
+//! event line.
+
+mod event;
+mod reader;
+mod replay;
+mod writer;
+
+pub use event::{timer_fields, Event, FaultPhase};
+pub use reader::{read_trace, Footer, Header, Trace, TraceError, TraceReader};
+pub use replay::{replay, ReplayOutcome};
+pub use writer::{encode_line, Digest, NullRecorder, Recorder, TraceWriter, VecRecorder};
+
+/// The `format` field of every trace header.
+pub const FORMAT: &str = "ringside-trace";
+/// The trace format version this build writes and reads.
+pub const VERSION: u32 = 1;

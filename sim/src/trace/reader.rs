@@ -1,0 +1,255 @@
+//! Reading traces back, with errors that name the line.
+
+use super::event::Event;
+use super::writer::Digest;
+use crate::scenario::{self, Outcome, Scenario};
+use crate::units::Nanos;
+use serde::Deserialize;
+use std::io::BufRead;
+use std::path::Path;
+
+/// A trace that cannot be read, located by line (1-based; 0 = the file itself).
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct TraceError {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// The first line of a trace.
+#[derive(Clone, Debug)]
+pub struct Header {
+    pub version: u32,
+    pub ringside: String,
+    pub seed: u64,
+    pub scenario: Scenario,
+    /// The scenario exactly as embedded.
+    pub scenario_json: serde_json::Value,
+    /// Set by traces of real runs (not replayable bit-for-bit).
+    pub real: bool,
+}
+
+/// The footer, when the trace has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Footer {
+    pub outcome: Outcome,
+    pub events: u64,
+    pub digest: String,
+}
+
+/// A whole trace in memory.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub header: Header,
+    pub events: Vec<(Nanos, Event)>,
+    pub footer: Option<Footer>,
+    /// The chained digest of the event lines as read.
+    pub digest: String,
+}
+
+#[derive(Deserialize)]
+struct Line {
+    /// The footer carries no time.
+    #[serde(default)]
+    t: Nanos,
+    #[serde(flatten)]
+    ev: Event,
+}
+
+/// Reads a trace line by line; checks the header on open.
+pub struct TraceReader<R: BufRead> {
+    file: String,
+    input: R,
+    line_no: usize,
+    buf: String,
+    pub header: Header,
+    digest: Digest,
+    footer: Option<Footer>,
+}
+
+fn err(file: &str, line: usize, message: impl Into<String>) -> TraceError {
+    TraceError {
+        file: file.to_string(),
+        line,
+        message: message.into(),
+    }
+}
+
+impl TraceReader<std::io::BufReader<std::fs::File>> {
+    pub fn open(path: &Path) -> Result<Self, TraceError> {
+        let file = path.display().to_string();
+        let f = std::fs::File::open(path)
+            .map_err(|e| err(&file, 0, format!("cannot open the trace: {e}")))?;
+        TraceReader::new(std::io::BufReader::with_capacity(1 << 20, f), &file)
+    }
+}
+
+impl<R: BufRead> TraceReader<R> {
+    pub fn new(mut input: R, file: &str) -> Result<Self, TraceError> {
+        let mut buf = String::new();
+        input
+            .read_line(&mut buf)
+            .map_err(|e| err(file, 1, format!("cannot read: {e}")))?;
+        if buf.trim().is_empty() {
+            return Err(err(file, 1, "empty file: not a ringside trace"));
+        }
+        let v: serde_json::Value = serde_json::from_str(buf.trim_end())
+            .map_err(|e| err(file, 1, format!("the header is not JSON: {e}")))?;
+        let format = v.get("format").and_then(|f| f.as_str()).unwrap_or("");
+        if format != super::FORMAT {
+            return Err(err(
+                file,
+                1,
+                format!(
+                    "not a ringside trace: header `format` is {:?}, expected {:?}",
+                    format,
+                    super::FORMAT
+                ),
+            ));
+        }
+        let version = v.get("version").and_then(|f| f.as_u64()).unwrap_or(0);
+        if version != u64::from(super::VERSION) {
+            return Err(err(
+                file,
+                1,
+                format!(
+                    "unsupported trace version {version}: this ringside reads version {}",
+                    super::VERSION
+                ),
+            ));
+        }
+        let seed = v
+            .get("seed")
+            .and_then(|s| s.as_u64())
+            .ok_or_else(|| err(file, 1, "the header has no numeric `seed`"))?;
+        let scenario_json = v
+            .get("scenario")
+            .cloned()
+            .ok_or_else(|| err(file, 1, "the header has no `scenario`"))?;
+        let scenario = scenario::parse_json(&scenario_json, file)
+            .map_err(|e| err(file, 1, format!("the embedded scenario is invalid: {}: {}", e.key, e.message)))?;
+        let header = Header {
+            version: version as u32,
+            ringside: v
+                .get("ringside")
+                .and_then(|s| s.as_str())
+                .unwrap_or("")
+                .to_string(),
+            seed,
+            scenario,
+            scenario_json,
+            real: v.get("real").and_then(|r| r.as_bool()).unwrap_or(false),
+        };
+        Ok(TraceReader {
+            file: file.to_string(),
+            input,
+            line_no: 1,
+            buf,
+            header,
+            digest: Digest::new(),
+            footer: None,
+        })
+    }
+
+    /// The next event with its raw line, or None at the end (footer consumed and checked).
+    /// A final line without a newline (a run killed mid-write) is ignored.
+    pub fn next_raw(&mut self) -> Result<Option<(Nanos, Event, &str)>, TraceError> {
+        loop {
+            self.buf.clear();
+            let n = self
+                .input
+                .read_line(&mut self.buf)
+                .map_err(|e| err(&self.file, self.line_no + 1, format!("cannot read: {e}")))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            if !self.buf.ends_with('\n') {
+                // torn last line of an interrupted run
+                return Ok(None);
+            }
+            let text = self.buf.trim_end();
+            if text.is_empty() {
+                continue;
+            }
+            if self.footer.is_some() {
+                return Err(err(&self.file, self.line_no, "content after the `end` footer"));
+            }
+            let line: Line = serde_json::from_str(text).map_err(|e| {
+                err(&self.file, self.line_no, format!("malformed event: {e}"))
+            })?;
+            if let Event::End {
+                outcome,
+                events,
+                digest,
+            } = line.ev
+            {
+                if events != self.digest.lines() {
+                    return Err(err(
+                        &self.file,
+                        self.line_no,
+                        format!(
+                            "the footer counts {events} events but the trace has {}",
+                            self.digest.lines()
+                        ),
+                    ));
+                }
+                if digest != self.digest.hex() {
+                    return Err(err(
+                        &self.file,
+                        self.line_no,
+                        format!(
+                            "digest mismatch: the footer says {digest}, the events hash to {}",
+                            self.digest.hex()
+                        ),
+                    ));
+                }
+                self.footer = Some(Footer {
+                    outcome,
+                    events,
+                    digest,
+                });
+                continue;
+            }
+            self.digest.update(text.as_bytes());
+            return Ok(Some((line.t, line.ev, self.buf.trim_end())));
+        }
+    }
+
+    pub fn next_event(&mut self) -> Result<Option<(Nanos, Event)>, TraceError> {
+        Ok(self.next_raw()?.map(|(t, e, _)| (t, e)))
+    }
+
+    /// 1-based number of the line last read.
+    pub fn line_no(&self) -> usize {
+        self.line_no
+    }
+
+    pub fn footer(&self) -> Option<&Footer> {
+        self.footer.as_ref()
+    }
+
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+}
+
+/// Reads a whole trace into memory.
+pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
+    let mut r = TraceReader::open(path)?;
+    let mut events = Vec::new();
+    while let Some(e) = r.next_event()? {
+        events.push(e);
+    }
+    Ok(Trace {
+        header: r.header.clone(),
+        events,
+        footer: r.footer.clone(),
+        digest: r.digest.hex(),
+    })
+}

@@ -1,0 +1,81 @@
+//! `ringside explain TRACE [--at TIME] [--json | --dot]`
+
+use crate::Failure;
+use clap::Args;
+use ringside_sim::diagnose::{diagnose, Fold};
+use ringside_sim::report::{explain, BlockedReport};
+use ringside_sim::trace::TraceReader;
+use ringside_sim::units::{fmt_ms, Duration};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ExplainArgs {
+    /// A trace written by `ringside run --trace` (or `ringside launch`).
+    pub trace: PathBuf,
+    /// Diagnose the state at this virtual time (e.g. "25ms") instead of the end of the trace.
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Prints one JSON object.
+    #[arg(long, conflicts_with = "dot")]
+    pub json: bool,
+    /// Prints the wait-for graph in Graphviz DOT.
+    #[arg(long)]
+    pub dot: bool,
+}
+
+pub fn main(a: ExplainArgs) -> Result<(), Failure> {
+    let at = match &a.at {
+        Some(s) => Some(
+            Duration::parse(s)
+                .map_err(|e| Failure::Input(format!("--at: {e}")))?
+                .0,
+        ),
+        None => None,
+    };
+    let mut reader = TraceReader::open(&a.trace).map_err(|e| Failure::Input(e.to_string()))?;
+    let mut fold = Fold::new(&reader.header.scenario);
+    while let Some((t, ev)) = reader
+        .next_event()
+        .map_err(|e| Failure::Input(e.to_string()))?
+    {
+        if at.is_some_and(|at| t > at) {
+            break;
+        }
+        fold.apply(t, &ev);
+    }
+    if let Some(at) = at {
+        fold.t = at;
+    }
+    let d = diagnose(&fold);
+    if a.json {
+        let v = serde_json::json!({
+            "trace": a.trace.display().to_string(),
+            "scenario": reader.header.scenario.name,
+            "seed": reader.header.seed,
+            "at_ns": fold.t,
+            "blocked": d.blocked.iter().map(BlockedReport::from_blocked).collect::<Vec<_>>(),
+            "root_causes": d.root_causes(),
+            "explanation": explain(&d),
+            "edges": d.edges,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| Failure::Input(e.to_string()))?);
+    } else if a.dot {
+        println!("digraph waits {{");
+        println!("  label=\"wait-for graph at {}\";", fmt_ms(fold.t));
+        for (w, r) in &d.edges {
+            println!("  r{w} -> r{r};");
+        }
+        println!("}}");
+    } else {
+        let lines = explain(&d);
+        if lines.is_empty() {
+            println!("at {}: no rank is blocked in a collective", fmt_ms(fold.t));
+        } else {
+            println!("at {}:", fmt_ms(fold.t));
+            for l in lines {
+                println!("  {l}");
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,29 @@
+//! One module per subcommand.
+
+pub mod explain;
+pub mod replay;
+pub mod run;
+
+use crate::Failure;
+use ringside_sim::scenario::{self, Scenario};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+
+/// Loads a scenario, mapping any problem to exit code 2.
+pub fn load_scenario(path: &Path) -> Result<Scenario, Failure> {
+    scenario::load(path).map_err(|e| Failure::Input(e.to_string()))
+}
+
+/// A flag set by Ctrl-C (installed once).
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        // if a handler cannot be installed the run simply cannot be interrupted gracefully
+        let _ = ctrlc::set_handler(move || f.store(true, std::sync::atomic::Ordering::SeqCst));
+        flag
+    })
+    .clone()
+}

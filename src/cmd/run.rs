@@ -1,0 +1,59 @@
+//! `ringside run SCENARIO [--seed N] [--trace FILE] [--json]`
+
+use super::{interrupt_flag, load_scenario};
+use crate::Failure;
+use clap::Args;
+use ringside_sim::run::{run, RunOptions};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The scenario file (TOML, see scenarios/README.md).
+    pub scenario: PathBuf,
+    /// Overrides the scenario's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Writes the trace (JSON Lines) to this file.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Prints one JSON object instead of sentences.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn main(a: RunArgs) -> Result<(), Failure> {
+    let scenario = load_scenario(&a.scenario)?;
+    let flag = interrupt_flag();
+    let out = run(
+        &scenario,
+        &RunOptions {
+            seed: a.seed,
+            trace: a.trace.as_deref(),
+            interrupt: Some(&flag),
+        },
+    )?;
+    if flag.load(Ordering::SeqCst) {
+        eprintln!(
+            "interrupted at {}; the trace so far is kept",
+            ringside_sim::units::fmt_ms(out.result.end_ns)
+        );
+    }
+    let r = &out.report;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(r).map_err(|e| Failure::Input(e.to_string()))?
+        );
+    } else {
+        print!("{}", r.human());
+        if let Some(t) = &a.trace {
+            println!("trace written to {}", t.display());
+        }
+    }
+    if r.expect.ok {
+        Ok(())
+    } else {
+        Err(Failure::Check(String::new()))
+    }
+}
