@@ -7,12 +7,12 @@
 //! - [`diagnose`]: wait-for graphs and root causes;
 //! - [`check`]: properties and proptest strategies.
 
-pub mod proto;
-pub mod scenario;
-pub mod units;
-pub mod trace;
 pub mod check;
-pub mod engine;
 pub mod diagnose;
+pub mod engine;
+pub mod proto;
 pub mod report;
 pub mod run;
+pub mod scenario;
+pub mod trace;
+pub mod units;

@@ -108,7 +108,10 @@ impl BlockedReport {
 }
 
 fn ranks_list(r: &[u32]) -> String {
-    r.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+    r.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Sentences that explain a diagnosis: who waits in what, for whom, and the root causes.
@@ -119,10 +122,9 @@ pub fn explain(d: &Diagnosis) -> Vec<String> {
     // group blocked ranks by the call they are in
     let mut groups: Vec<(&Blocked, Vec<&Blocked>)> = Vec::new();
     for b in &d.blocked {
-        match groups
-            .iter_mut()
-            .find(|(k, _)| k.op == b.op && k.seq == b.seq && k.group == b.group && k.generation == b.generation)
-        {
+        match groups.iter_mut().find(|(k, _)| {
+            k.op == b.op && k.seq == b.seq && k.group == b.group && k.generation == b.generation
+        }) {
             Some((_, v)) => v.push(b),
             None => groups.push((b, vec![b])),
         }
@@ -147,7 +149,12 @@ pub fn explain(d: &Diagnosis) -> Vec<String> {
             let step = if steps.iter().all(|s| *s == steps[0]) {
                 format!("step {}/{}", steps[0], k.steps)
             } else {
-                format!("steps {}-{} of {}", steps.iter().min().unwrap_or(&0), steps.iter().max().unwrap_or(&0), k.steps)
+                format!(
+                    "steps {}-{} of {}",
+                    steps.iter().min().unwrap_or(&0),
+                    steps.iter().max().unwrap_or(&0),
+                    k.steps
+                )
             };
             let waits: Vec<String> = v
                 .iter()
@@ -250,7 +257,11 @@ pub fn normalize_cause(s: &str) -> String {
         kind.trim(),
         sides
             .iter()
-            .map(|s| s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+            .map(|s| s
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(","))
             .collect::<Vec<_>>()
             .join("|")
     )
@@ -266,7 +277,11 @@ impl RunReport {
             crate::scenario::Outcome::Completed => s.push_str(&format!(
                 "completed at {t}: {done} collectives on {} messages, all results {}\n",
                 self.messages,
-                if self.ops.iter().all(|o| o.correct) { "correct" } else { "NOT correct" }
+                if self.ops.iter().all(|o| o.correct) {
+                    "correct"
+                } else {
+                    "NOT correct"
+                }
             )),
             crate::scenario::Outcome::Rebuilt => s.push_str(&format!(
                 "rebuilt and completed at {t}: {} generations, {done} collectives on {} messages\n",
@@ -279,7 +294,9 @@ impl RunReport {
             crate::scenario::Outcome::Stalled => {
                 s.push_str(&format!("stalled at {t}"));
                 if self.explanation.is_empty() {
-                    s.push_str(": no rank is waiting in a collective, but the workload did not finish\n");
+                    s.push_str(
+                        ": no rank is waiting in a collective, but the workload did not finish\n",
+                    );
                 } else {
                     s.push_str(": ");
                     s.push_str(&self.explanation.join("\n  "));
@@ -322,6 +339,7 @@ impl RunReport {
 }
 
 /// Builds the report of a finished run from its folded events and diagnosis.
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     name: &str,
     seed: u64,
@@ -341,7 +359,11 @@ pub fn build(
         events: fold.events,
         digest,
         ops: fold.ops.values().map(OpReport::from_view).collect(),
-        blocked: diagnosis.blocked.iter().map(BlockedReport::from_blocked).collect(),
+        blocked: diagnosis
+            .blocked
+            .iter()
+            .map(BlockedReport::from_blocked)
+            .collect(),
         root_causes: diagnosis.root_causes(),
         explanation: explain(diagnosis),
         generations: vec![GenerationReport {

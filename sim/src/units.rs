@@ -77,9 +77,7 @@ fn scaled(
         .ok_or_else(|| UnitError(format!("`{s}` is too large")))?;
     let den = 10u128.pow(decimals);
     if num % den != 0 {
-        return Err(UnitError(format!(
-            "`{s}` is not a whole number of {what}"
-        )));
+        return Err(UnitError(format!("`{s}` is not a whole number of {what}")));
     }
     u64::try_from(num / den).map_err(|_| UnitError(format!("`{s}` is too large")))
 }
@@ -146,11 +144,9 @@ impl Size {
                     "`{s}` needs a unit: B, KB, MB, GB, KiB, MiB or GiB (e.g. \"64MiB\")"
                 )))
             }
-            other => {
-                return Err(UnitError(format!(
-                    "unknown size unit `{other}` in `{s}`: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
-                )))
-            }
+            other => return Err(UnitError(format!(
+                "unknown size unit `{other}` in `{s}`: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
+            ))),
         };
         scaled(s, m, d, scale, "bytes").map(Size)
     }
@@ -199,7 +195,11 @@ impl Bandwidth {
                 )))
             }
         };
-        let what = if bits { "bytes/s (bits must make whole bytes)" } else { "bytes/s" };
+        let what = if bits {
+            "bytes/s (bits must make whole bytes)"
+        } else {
+            "bytes/s"
+        };
         let bytes = if bits {
             let bits = scaled(s, m, d, scale, "bits/s")?;
             if bits % 8 != 0 {
@@ -271,7 +271,10 @@ macro_rules! string_unit_serde {
 
 string_unit_serde!(Duration, "a duration string such as \"5us\" or \"1.5ms\"");
 string_unit_serde!(Size, "a size string such as \"512B\", \"4KB\" or \"64MiB\"");
-string_unit_serde!(Bandwidth, "a bandwidth string such as \"25GB/s\" or \"100Gbit/s\"");
+string_unit_serde!(
+    Bandwidth,
+    "a bandwidth string such as \"25GB/s\" or \"100Gbit/s\""
+);
 
 /// Formats nanoseconds as milliseconds with three decimals, e.g. `25.000ms`.
 pub fn fmt_ms(ns: Nanos) -> String {

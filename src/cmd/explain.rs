@@ -58,7 +58,10 @@ pub fn main(a: ExplainArgs) -> Result<(), Failure> {
             "explanation": explain(&d),
             "edges": d.edges,
         });
-        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| Failure::Input(e.to_string()))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| Failure::Input(e.to_string()))?
+        );
     } else if a.dot {
         println!("digraph waits {{");
         println!("  label=\"wait-for graph at {}\";", fmt_ms(fold.t));

@@ -255,7 +255,9 @@ impl Fold {
             Event::Deliver { .. } => self.messages_delivered += 1,
             Event::Drop { .. } => self.messages_dropped += 1,
             Event::Timer { .. } => {}
-            Event::Compute { rank, iteration, .. } => {
+            Event::Compute {
+                rank, iteration, ..
+            } => {
                 if let Some(v) = self.rank(*rank) {
                     v.iteration = *iteration;
                 }

@@ -6,7 +6,7 @@
 
 pub mod fold;
 
-pub use fold::{CallView, Fold, FaultView, OpView, RankState, RankView};
+pub use fold::{CallView, FaultView, Fold, OpView, RankState, RankView};
 
 use crate::units::{fmt_ms, Nanos};
 use serde::Serialize;
@@ -104,9 +104,10 @@ pub fn diagnose(fold: &Fold) -> Diagnosis {
     for f in fold.active_faults().filter(|f| f.kind == "partition") {
         let Some(sides) = &f.sides else { continue };
         let side_of = |r: u32| sides.iter().position(|s| s.contains(&r));
-        if edges.iter().any(|&(a, b)| {
-            matches!((side_of(a), side_of(b)), (Some(x), Some(y)) if x != y)
-        }) {
+        if edges
+            .iter()
+            .any(|&(a, b)| matches!((side_of(a), side_of(b)), (Some(x), Some(y)) if x != y))
+        {
             let mut sides = sides.clone();
             for s in &mut sides {
                 s.sort_unstable();
@@ -114,7 +115,12 @@ pub fn diagnose(fold: &Fold) -> Diagnosis {
             sides.sort();
             let text: Vec<String> = sides
                 .iter()
-                .map(|s| s.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","))
+                .map(|s| {
+                    s.iter()
+                        .map(|r| r.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
                 .collect();
             causes.push(Cause {
                 cause: format!("partitioned:{}", text.join("|")),

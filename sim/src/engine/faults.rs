@@ -39,7 +39,10 @@ impl FaultSet {
         if on
             && matches!(
                 self.faults[i],
-                Fault::Partition { .. } | Fault::Delay { .. } | Fault::Loss { .. } | Fault::Slow { .. }
+                Fault::Partition { .. }
+                    | Fault::Delay { .. }
+                    | Fault::Loss { .. }
+                    | Fault::Slow { .. }
             )
         {
             self.active_net.push(i);

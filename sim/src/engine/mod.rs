@@ -53,10 +53,21 @@ enum Ev {
     Deliver(Flight),
     /// A lost or blocked reliable message is sent again.
     Resend(Flight),
-    Timer { rank: u32, key: TimerKey, token: u64 },
-    ComputeDone { rank: u32, token: u64 },
+    Timer {
+        rank: u32,
+        key: TimerKey,
+        token: u64,
+    },
+    ComputeDone {
+        rank: u32,
+        token: u64,
+    },
     /// Outputs held back until the local reduction work before them is done.
-    Outputs { rank: u32, inc: u32, outs: Vec<Output> },
+    Outputs {
+        rank: u32,
+        inc: u32,
+        outs: Vec<Output>,
+    },
     FaultBegin(usize),
     FaultEnd(usize),
     Restart(u32),
@@ -83,7 +94,9 @@ pub enum StopReason {
     /// Every rank finished (or is dead for good, or refused).
     AllFinished,
     /// A watchdog fired without elastic membership: the job crashes.
-    Watchdog { rank: u32 },
+    Watchdog {
+        rank: u32,
+    },
     /// Nothing left to happen.
     Quiescent,
     TimeLimit,
@@ -333,7 +346,10 @@ impl<'r> Engine<'r> {
             }
             Ev::Timer { rank, key, token } => {
                 let slot = &mut self.slots[rank as usize];
-                let Some(pos) = slot.timers.iter().position(|&(k, tk)| k == key && tk == token)
+                let Some(pos) = slot
+                    .timers
+                    .iter()
+                    .position(|&(k, tk)| k == key && tk == token)
                 else {
                     return; // cancelled or replaced
                 };
@@ -385,7 +401,11 @@ impl<'r> Engine<'r> {
                 let slot = &mut self.slots[r as usize];
                 slot.restart_pending = false;
                 slot.incarnation += 1;
-                slot.proc = Some(RankProcess::new(self.cfg.clone(), Rank(r), slot.incarnation));
+                slot.proc = Some(RankProcess::new(
+                    self.cfg.clone(),
+                    Rank(r),
+                    slot.incarnation,
+                ));
                 slot.paused = false;
                 self.net.reset_rank(r, self.now);
                 if self.record {
@@ -690,9 +710,10 @@ impl<'r> Engine<'r> {
                     }
                 }
             }
-            Fault::Partition { .. } | Fault::Delay { .. } | Fault::Loss { .. } | Fault::Slow { .. } => {
-                self.faults.set_active(i, begin)
-            }
+            Fault::Partition { .. }
+            | Fault::Delay { .. }
+            | Fault::Loss { .. }
+            | Fault::Slow { .. } => self.faults.set_active(i, begin),
             Fault::Mismatch { .. } | Fault::Skip { .. } | Fault::Hang { .. } => {}
         }
     }
@@ -785,7 +806,8 @@ impl<'r> Engine<'r> {
             } => {
                 let call = self.slots[rank as usize].call.take();
                 if self.record {
-                    let correct = call.map(|(fp, it, ix)| self.check_result(rank, fp, it, ix, &result));
+                    let correct =
+                        call.map(|(fp, it, ix)| self.check_result(rank, fp, it, ix, &result));
                     self.emit(Event::Complete {
                         rank,
                         group,
@@ -822,9 +844,13 @@ impl<'r> Engine<'r> {
                             steps,
                             waiting_for: waiting_for.iter().map(|r| r.0).collect(),
                         },
-                        ProtoEvent::FlightRecord { entries } => Event::FlightRecord { rank, entries },
+                        ProtoEvent::FlightRecord { entries } => {
+                            Event::FlightRecord { rank, entries }
+                        }
                         ProtoEvent::WorkloadDone => Event::WorkloadDone { rank },
-                        ProtoEvent::RejoinRefused { reason } => Event::RejoinRefused { rank, reason },
+                        ProtoEvent::RejoinRefused { reason } => {
+                            Event::RejoinRefused { rank, reason }
+                        }
                         ProtoEvent::Abort { .. }
                         | ProtoEvent::Call { .. }
                         | ProtoEvent::Complete { .. } => return,
@@ -836,7 +862,14 @@ impl<'r> Engine<'r> {
     }
 
     /// Compares a rank's result with the reference computed from the members' inputs.
-    fn check_result(&mut self, rank: u32, fp: Fingerprint, iteration: u32, index: u32, result: &Buffer) -> bool {
+    fn check_result(
+        &mut self,
+        rank: u32,
+        fp: Fingerprint,
+        iteration: u32,
+        index: u32,
+        result: &Buffer,
+    ) -> bool {
         let key = CallKey {
             fp,
             iteration,
@@ -877,7 +910,9 @@ pub fn describe_fault(f: &Fault) -> String {
     };
     match f {
         Fault::Preempt {
-            rank, restart_after, ..
+            rank,
+            restart_after,
+            ..
         } => match restart_after {
             Some(d) => format!("rank {rank} preempted, restarted after {d}"),
             None => format!("rank {rank} preempted"),
@@ -891,7 +926,12 @@ pub fn describe_fault(f: &Fault) -> String {
         } => {
             let s: Vec<String> = sides
                 .iter()
-                .map(|s| s.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","))
+                .map(|s| {
+                    s.iter()
+                        .map(|r| r.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
                 .collect();
             format!(
                 "{}partition {}{}",
@@ -910,7 +950,9 @@ pub fn describe_fault(f: &Fault) -> String {
         } => format!(
             "{} delayed by {extra}{}{}",
             target(rank, link),
-            jitter.map(|j| format!(" (+ up to {j} jitter)")).unwrap_or_default(),
+            jitter
+                .map(|j| format!(" (+ up to {j} jitter)"))
+                .unwrap_or_default(),
             span(*duration)
         ),
         Fault::Loss {

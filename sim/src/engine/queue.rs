@@ -62,7 +62,6 @@ impl<E> Queue<E> {
     pub fn peek_time(&self) -> Option<Nanos> {
         self.heap.peek().map(|e| e.t)
     }
-
 }
 
 #[cfg(test)]

@@ -142,7 +142,9 @@ impl Buffer {
         match (self, other) {
             (Buffer::F32(a), Buffer::F32(b)) => {
                 a.len() == b.len()
-                    && a.iter().zip(b).all(|(x, y)| close(f64::from(*x), f64::from(*y), 1e-4))
+                    && a.iter()
+                        .zip(b)
+                        .all(|(x, y)| close(f64::from(*x), f64::from(*y), 1e-4))
             }
             (Buffer::F64(a), Buffer::F64(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| close(*x, *y, 1e-10))
@@ -163,7 +165,8 @@ impl Buffer {
         iteration: u32,
         op_index: u32,
     ) -> Buffer {
-        let base = mix(seed ^ mix(u64::from(rank) << 32 | u64::from(iteration)) ^ u64::from(op_index));
+        let base =
+            mix(seed ^ mix(u64::from(rank) << 32 | u64::from(iteration)) ^ u64::from(op_index));
         let val = |e: usize| -> i64 {
             let h = mix(base ^ (e as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             match reduce {
@@ -175,11 +178,7 @@ impl Buffer {
         match dtype {
             Dtype::I64 => Buffer::I64((0..len).map(val).collect()),
             // floats: quarters for sums (exact in any order), small factors for products
-            Dtype::F32 => Buffer::F32(
-                (0..len)
-                    .map(|e| float_of(val(e), reduce) as f32)
-                    .collect(),
-            ),
+            Dtype::F32 => Buffer::F32((0..len).map(|e| float_of(val(e), reduce) as f32).collect()),
             Dtype::F64 => Buffer::F64((0..len).map(|e| float_of(val(e), reduce)).collect()),
         }
     }
@@ -237,7 +236,10 @@ mod tests {
         assert_eq!(a, Buffer::I64(vec![3, 7, -1]));
         assert!(a.reduce_from(1, &b, 0, 2, ReduceOp::Max));
         assert_eq!(a, Buffer::I64(vec![3, 7, 2]));
-        assert!(!a.reduce_from(2, &b, 0, 2, ReduceOp::Min), "out of range is refused");
+        assert!(
+            !a.reduce_from(2, &b, 0, 2, ReduceOp::Min),
+            "out of range is refused"
+        );
         assert!(!a.reduce_from(0, &Buffer::F32(vec![1.0]), 0, 1, ReduceOp::Sum));
     }
 
@@ -246,6 +248,9 @@ mod tests {
         let a = Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 0, 0, 0);
         assert_eq!(a, Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 0, 0, 0));
         assert_ne!(a, Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 1, 0, 0));
-        assert_ne!(a.hash(), Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 1, 0, 0).hash());
+        assert_ne!(
+            a.hash(),
+            Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 1, 0, 0).hash()
+        );
     }
 }

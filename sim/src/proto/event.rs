@@ -18,13 +18,22 @@ pub enum Output {
         reliable: bool,
     },
     /// Deliver `Input::Timer(key)` at virtual time `at`, replacing any timer with the same key.
-    SetTimer { key: TimerKey, at: Nanos },
-    CancelTimer { key: TimerKey },
+    SetTimer {
+        key: TimerKey,
+        at: Nanos,
+    },
+    CancelTimer {
+        key: TimerKey,
+    },
     /// Compute (the model's forward/backward pass) for `duration`, then `Input::ComputeDone`.
-    Compute { duration: Nanos },
+    Compute {
+        duration: Nanos,
+    },
     /// Local reduction of `bytes` modeled bytes: the driver charges it at the reduce bandwidth
     /// before carrying out the outputs that follow.
-    Work { bytes: u64 },
+    Work {
+        bytes: u64,
+    },
     Event(ProtoEvent),
 }
 

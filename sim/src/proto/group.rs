@@ -76,7 +76,9 @@ impl ProcessGroup {
         timeout: Nanos,
     ) -> ProcessGroup {
         let members = Members::new(members);
-        let me = members.index(me).expect("a rank builds only groups it belongs to");
+        let me = members
+            .index(me)
+            .expect("a rank builds only groups it belongs to");
         ProcessGroup {
             id,
             generation,
@@ -173,7 +175,13 @@ impl ProcessGroup {
             iteration: req.iteration,
             index: req.index,
         });
-        out.set_timer(TimerKey::Watchdog { group: self.id, seq }, now + self.timeout);
+        out.set_timer(
+            TimerKey::Watchdog {
+                group: self.id,
+                seq,
+            },
+            now + self.timeout,
+        );
         let progress = self.active.as_mut().map(|a| a.coll.start(now, out));
         let progress = match progress {
             Some(p) => p,
@@ -300,7 +308,9 @@ impl ProcessGroup {
                     seq,
                     iteration: active.iteration,
                     index: active.index,
-                    result: result.clone().unwrap_or(Buffer::empty(crate::scenario::Dtype::I64)),
+                    result: result
+                        .clone()
+                        .unwrap_or(Buffer::empty(crate::scenario::Dtype::I64)),
                 });
                 CallOutcome::Completed {
                     iteration: active.iteration,

@@ -17,7 +17,10 @@ pub use super::workload::WorkloadConfig as ProcConfig;
 pub enum Input {
     /// The process starts (first start, or a restart after a preemption).
     Start,
-    Message { from: Rank, msg: Msg },
+    Message {
+        from: Rank,
+        msg: Msg,
+    },
     Timer(TimerKey),
     /// The compute phase asked for with `Output::Compute` is over.
     ComputeDone,
@@ -27,10 +30,14 @@ pub enum Input {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RankStatus {
     Idle,
-    Computing { iteration: u32 },
+    Computing {
+        iteration: u32,
+    },
     InCollective,
     /// Stuck outside collectives (an application hang).
-    Hung { iteration: u32 },
+    Hung {
+        iteration: u32,
+    },
     /// Finished every iteration.
     Done,
     /// A restarted process that could not rejoin.

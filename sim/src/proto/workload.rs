@@ -135,9 +135,9 @@ impl WorkloadConfig {
 
     /// Whether `rank` hangs at `iteration`.
     pub fn hangs(&self, rank: u32, iteration: u32) -> bool {
-        self.bugs
-            .iter()
-            .any(|(r, b)| *r == rank && matches!(b, AppBug::Hang { iteration: i } if *i <= iteration))
+        self.bugs.iter().any(|(r, b)| {
+            *r == rank && matches!(b, AppBug::Hang { iteration: i } if *i <= iteration)
+        })
     }
 
     /// Whether `rank` skips call `index` of `iteration`.

@@ -348,7 +348,9 @@ impl fmt::Display for Algorithm {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ReduceOp {
     #[default]
@@ -556,9 +558,10 @@ impl Fault {
             | Fault::Delay { duration, .. }
             | Fault::Loss { duration, .. }
             | Fault::Slow { duration, .. } => *duration,
-            Fault::Preempt { .. } | Fault::Mismatch { .. } | Fault::Skip { .. } | Fault::Hang { .. } => {
-                None
-            }
+            Fault::Preempt { .. }
+            | Fault::Mismatch { .. }
+            | Fault::Skip { .. }
+            | Fault::Hang { .. } => None,
         }
     }
 }

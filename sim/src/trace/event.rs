@@ -38,11 +38,21 @@ pub enum Event {
         detail: String,
     },
     /// A process starts (incarnation 0) or restarts after a preemption.
-    ProcessStart { rank: u32, incarnation: u32 },
+    ProcessStart {
+        rank: u32,
+        incarnation: u32,
+    },
     /// A process dies: its state is lost, its in-flight messages are dropped.
-    ProcessDeath { rank: u32, incarnation: u32 },
-    ProcessPause { rank: u32 },
-    ProcessResume { rank: u32 },
+    ProcessDeath {
+        rank: u32,
+        incarnation: u32,
+    },
+    ProcessPause {
+        rank: u32,
+    },
+    ProcessResume {
+        rank: u32,
+    },
     /// A message leaves `from` for `to`. `id` pairs it with its deliver or drop.
     Send {
         id: u64,
@@ -57,7 +67,11 @@ pub enum Event {
         /// When it is expected to arrive.
         arrive_ns: u64,
     },
-    Deliver { id: u64, from: u32, to: u32 },
+    Deliver {
+        id: u64,
+        from: u32,
+        to: u32,
+    },
     /// A message is lost. A reliable one is sent again after the retransmit timeout.
     Drop {
         id: u64,
@@ -81,8 +95,13 @@ pub enum Event {
         iteration: u32,
         duration_ns: u64,
     },
-    ComputeDone { rank: u32 },
-    Iteration { rank: u32, iteration: u32 },
+    ComputeDone {
+        rank: u32,
+    },
+    Iteration {
+        rank: u32,
+        iteration: u32,
+    },
     /// A rank issues a collective.
     Call {
         rank: u32,
@@ -138,8 +157,13 @@ pub enum Event {
         rank: u32,
         entries: Vec<FlightEntry>,
     },
-    WorkloadDone { rank: u32 },
-    RejoinRefused { rank: u32, reason: String },
+    WorkloadDone {
+        rank: u32,
+    },
+    RejoinRefused {
+        rank: u32,
+        reason: String,
+    },
     /// The diagnosis at the end of the run (or when the run stops at a stall).
     Diagnosis {
         blocked: Vec<u32>,

@@ -127,8 +127,13 @@ impl<R: BufRead> TraceReader<R> {
             .get("scenario")
             .cloned()
             .ok_or_else(|| err(file, 1, "the header has no `scenario`"))?;
-        let scenario = scenario::parse_json(&scenario_json, file)
-            .map_err(|e| err(file, 1, format!("the embedded scenario is invalid: {}: {}", e.key, e.message)))?;
+        let scenario = scenario::parse_json(&scenario_json, file).map_err(|e| {
+            err(
+                file,
+                1,
+                format!("the embedded scenario is invalid: {}: {}", e.key, e.message),
+            )
+        })?;
         let header = Header {
             version: version as u32,
             ringside: v
@@ -174,11 +179,14 @@ impl<R: BufRead> TraceReader<R> {
                 continue;
             }
             if self.footer.is_some() {
-                return Err(err(&self.file, self.line_no, "content after the `end` footer"));
+                return Err(err(
+                    &self.file,
+                    self.line_no,
+                    "content after the `end` footer",
+                ));
             }
-            let line: Line = serde_json::from_str(text).map_err(|e| {
-                err(&self.file, self.line_no, format!("malformed event: {e}"))
-            })?;
+            let line: Line = serde_json::from_str(text)
+                .map_err(|e| err(&self.file, self.line_no, format!("malformed event: {e}")))?;
             if let Event::End {
                 outcome,
                 events,

@@ -132,7 +132,16 @@ pub fn schedule(
 
 /// Whether `schedule` knows `(op, algorithm)`.
 pub fn supported(op: OpKind, algorithm: Algorithm) -> bool {
-    schedule(op, algorithm, Ctx { me: 0, p: 1, root: 0 }).is_ok()
+    schedule(
+        op,
+        algorithm,
+        Ctx {
+            me: 0,
+            p: 1,
+            root: 0,
+        },
+    )
+    .is_ok()
 }
 
 /// Length in elements of the working buffer of `op` for `elements` per rank on `p` ranks.
@@ -178,7 +187,10 @@ impl Members {
         Arc::new(Members { ranks, index_of })
     }
     pub fn index(&self, r: Rank) -> Option<u32> {
-        self.index_of.get(r.idx()).copied().filter(|&i| i != u32::MAX)
+        self.index_of
+            .get(r.idx())
+            .copied()
+            .filter(|&i| i != u32::MAX)
     }
     pub fn len(&self) -> usize {
         self.ranks.len()
