@@ -118,7 +118,7 @@ impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0;
         for (unit, scale) in [("s", 1_000_000_000u64), ("ms", 1_000_000), ("us", 1_000)] {
-            if ns != 0 && ns % scale == 0 {
+            if ns != 0 && ns.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", ns / scale);
             }
         }
@@ -163,7 +163,7 @@ impl fmt::Display for Size {
             ("MB", 1_000_000),
             ("KB", 1_000),
         ] {
-            if b != 0 && b % scale == 0 {
+            if b != 0 && b.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", b / scale);
             }
         }
@@ -236,7 +236,7 @@ impl fmt::Display for Bandwidth {
             ("MB/s", 1_000_000),
             ("KB/s", 1_000),
         ] {
-            if b % scale == 0 {
+            if b.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", b / scale);
             }
         }

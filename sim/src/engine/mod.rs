@@ -248,7 +248,7 @@ impl<'r> Engine<'r> {
         let mut n: u32 = 0;
         while self.stop.is_none() {
             n = n.wrapping_add(1);
-            if n % 4096 == 0 {
+            if n.is_multiple_of(4096) {
                 if let Some(flag) = interrupt {
                     if flag.load(Ordering::Relaxed) {
                         self.stop = Some(StopReason::Interrupted);
