@@ -154,6 +154,7 @@ pub fn buffer_len(op: OpKind, elements: u32, p: u32) -> usize {
 }
 
 /// Element range of blocks `[lo, hi)` of `nb` in a buffer of `len` elements.
+#[inline]
 pub fn block_elems(lo: u32, hi: u32, nb: u32, len: usize) -> Range<usize> {
     let nb = u64::from(nb.max(1));
     let len = len as u64;
@@ -162,7 +163,14 @@ pub fn block_elems(lo: u32, hi: u32, nb: u32, len: usize) -> Range<usize> {
 }
 
 /// Modeled bytes of blocks `[lo, hi)` of `nb` in a buffer of `n` bytes.
+#[inline]
 pub fn block_bytes(lo: u32, hi: u32, nb: u32, n: u64) -> u64 {
+    if n <= u64::from(u32::MAX) {
+        // b * n fits in u64: avoid 128-bit division on the hot path
+        let nb = u64::from(nb.max(1));
+        let at = |b: u32| u64::from(b) * n / nb;
+        return at(hi) - at(lo);
+    }
     let nb = u128::from(nb.max(1));
     let at = |b: u32| (u128::from(b) * u128::from(n) / nb) as u64;
     at(hi) - at(lo)
