@@ -77,9 +77,7 @@ fn scaled(
         .ok_or_else(|| UnitError(format!("`{s}` is too large")))?;
     let den = 10u128.pow(decimals);
     if num % den != 0 {
-        return Err(UnitError(format!(
-            "`{s}` is not a whole number of {what}"
-        )));
+        return Err(UnitError(format!("`{s}` is not a whole number of {what}")));
     }
     u64::try_from(num / den).map_err(|_| UnitError(format!("`{s}` is too large")))
 }
@@ -120,7 +118,7 @@ impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ns = self.0;
         for (unit, scale) in [("s", 1_000_000_000u64), ("ms", 1_000_000), ("us", 1_000)] {
-            if ns != 0 && ns % scale == 0 {
+            if ns != 0 && ns.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", ns / scale);
             }
         }
@@ -148,7 +146,8 @@ impl Size {
             }
             other => {
                 return Err(UnitError(format!(
-                    "unknown size unit `{other}` in `{s}`: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
+                    "unknown size unit `{other}` in `{s}`: \
+                     use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
                 )))
             }
         };
@@ -167,7 +166,7 @@ impl fmt::Display for Size {
             ("MB", 1_000_000),
             ("KB", 1_000),
         ] {
-            if b != 0 && b % scale == 0 {
+            if b != 0 && b.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", b / scale);
             }
         }
@@ -199,7 +198,11 @@ impl Bandwidth {
                 )))
             }
         };
-        let what = if bits { "bytes/s (bits must make whole bytes)" } else { "bytes/s" };
+        let what = if bits {
+            "bytes/s (bits must make whole bytes)"
+        } else {
+            "bytes/s"
+        };
         let bytes = if bits {
             let bits = scaled(s, m, d, scale, "bits/s")?;
             if bits % 8 != 0 {
@@ -236,7 +239,7 @@ impl fmt::Display for Bandwidth {
             ("MB/s", 1_000_000),
             ("KB/s", 1_000),
         ] {
-            if b % scale == 0 {
+            if b.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", b / scale);
             }
         }
@@ -271,7 +274,10 @@ macro_rules! string_unit_serde {
 
 string_unit_serde!(Duration, "a duration string such as \"5us\" or \"1.5ms\"");
 string_unit_serde!(Size, "a size string such as \"512B\", \"4KB\" or \"64MiB\"");
-string_unit_serde!(Bandwidth, "a bandwidth string such as \"25GB/s\" or \"100Gbit/s\"");
+string_unit_serde!(
+    Bandwidth,
+    "a bandwidth string such as \"25GB/s\" or \"100Gbit/s\""
+);
 
 /// Formats nanoseconds as milliseconds with three decimals, e.g. `25.000ms`.
 pub fn fmt_ms(ns: Nanos) -> String {
