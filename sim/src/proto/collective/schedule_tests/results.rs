@@ -4,7 +4,7 @@
 use super::driver::{
     plans_agree, run, run_schedules, Net, Outcome, Setup, ALGORITHMS, DTYPES, REDUCES,
 };
-use crate::proto::collective::{block_elems, Action, Ctx, Schedule, StepPlan};
+use crate::proto::collective::{block_elems, supported, Action, Ctx, Schedule, StepPlan};
 use crate::proto::Buffer;
 use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
 use proptest::prelude::*;
@@ -244,4 +244,42 @@ impl Schedule for Forlorn {
 fn deadlock_is_caught() {
     let s = Setup::new(OpKind::Allreduce, Algorithm::Direct, 2);
     run_schedules(&s, Net::FIFO, vec![Box::new(Forlorn), Box::new(Forlorn)]);
+}
+
+#[test]
+fn supported_names_exactly_the_implemented_algorithms() {
+    use Algorithm as A;
+    let every = [
+        A::Ring,
+        A::RecursiveDoubling,
+        A::Rabenseifner,
+        A::Tree,
+        A::Direct,
+        A::Binomial,
+        A::ScatterAllgather,
+        A::RecursiveHalving,
+        A::Dissemination,
+        A::Hierarchical,
+    ];
+    // a new variant must be added to `every`
+    for a in every {
+        match a {
+            A::Ring
+            | A::RecursiveDoubling
+            | A::Rabenseifner
+            | A::Tree
+            | A::Direct
+            | A::Binomial
+            | A::ScatterAllgather
+            | A::RecursiveHalving
+            | A::Dissemination
+            | A::Hierarchical => {}
+        }
+    }
+    for op in OpKind::ALL {
+        for algorithm in every {
+            let implemented = ALGORITHMS.contains(&(op, algorithm));
+            assert_eq!(supported(op, algorithm), implemented, "{op} {algorithm}");
+        }
+    }
 }
