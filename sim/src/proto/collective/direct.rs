@@ -10,8 +10,8 @@
 //!   (one owner reduces each block, everyone else copies it, so all agree bit for bit);
 //!   2a + 2n(p-1)/p b.
 //!
-//! Rank i addresses its peers in the order i+1, i+2, ... (mod p), so in the t-th slot every
-//! rank receives from exactly one sender and no receive port is contended.
+//! In the all-to-all steps rank i addresses its peers in the order i+1, i+2, ... (mod p), so in
+//! the t-th slot every rank receives from exactly one sender and no receive port is contended.
 
 use super::binomial::{abs, rel};
 use super::{Action, Ctx, Schedule, StepPlan};
