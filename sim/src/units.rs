@@ -146,8 +146,9 @@ impl Size {
             }
             other => {
                 return Err(UnitError(format!(
-                "unknown size unit `{other}` in `{s}`: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
-            )))
+                    "unknown size unit `{other}` in `{s}`: \
+                     use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
+                )))
             }
         };
         scaled(s, m, d, scale, "bytes").map(Size)
