@@ -1,0 +1,162 @@
+//! The engine as a library user drives it: exact results, exact costs, determinism.
+
+use ringside_sim::run::{run, RunOptions};
+use ringside_sim::scenario::{parse, Outcome, Scenario};
+
+fn scenario(text: &str) -> Scenario {
+    parse(text, "inline.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[test]
+fn ring_allreduce_is_exact_and_identical_across_ranks() {
+    for p in 1..=9u32 {
+        for elements in [1u32, 5, 7, 13, 64] {
+            for reduce in ["sum", "prod", "max", "min"] {
+                let s = scenario(&format!(
+                    "name = \"exact\"\n[world]\nsize = {p}\n[workload]\niterations = 2\ndtype = \"i64\"\nelements = {elements}\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\nreduce = \"{reduce}\"\nalgorithm = \"ring\"\n"
+                ));
+                let out = run(&s, &RunOptions::default()).expect("runs");
+                let r = &out.report;
+                assert_eq!(r.outcome, Outcome::Completed, "p={p} e={elements} {reduce}");
+                assert_eq!(r.ops.len(), 2);
+                for (key, op) in &out.fold.ops {
+                    assert!(op.correct, "p={p} e={elements} {reduce}: {key:?} wrong");
+                    assert_eq!(op.ranks_completed, p);
+                    assert_eq!(
+                        op.results.len(),
+                        1,
+                        "p={p} e={elements} {reduce}: every rank holds the same bits"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Time of the first op in a scenario with no compute, in ns.
+fn op_time(text: &str) -> u64 {
+    let s = scenario(text);
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    let op = &out.report.ops[0];
+    op.end_ns.expect("completed") - op.start_ns
+}
+
+#[test]
+fn ring_allreduce_time_is_the_textbook_formula() {
+    // latency a, bandwidth 1 GB/s so b = 1 ns/byte; n divisible by p keeps chunks whole
+    for (p, n, a) in [
+        (2u64, 1_000_000u64, 5_000u64),
+        (3, 3_000_000, 5_000),
+        (4, 4_000_000, 1_000),
+        (5, 1_000_000, 10_000),
+        (7, 7_000_000, 2_500),
+        (8, 8_192_000, 5_000),
+        (12, 1_200_000, 700),
+        (16, 16_000_000, 5_000),
+    ] {
+        let t = op_time(&format!(
+            "name = \"f\"\n[world]\nsize = {p}\n[network]\nlatency = \"{a}ns\"\nbandwidth = \"1GB/s\"\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"{n}B\"\nalgorithm = \"ring\"\n"
+        ));
+        let formula = 2 * (p - 1) * a + 2 * (p - 1) * n / p;
+        assert_eq!(t, formula, "p={p} n={n} a={a}");
+    }
+}
+
+#[test]
+fn ring_allreduce_time_rounds_within_a_nanosecond_per_step() {
+    // 25 GB/s: b = 0.04 ns/byte, chunk sizes that do not divide evenly
+    for (p, n) in [(3u64, 67_108_864u64), (6, 10_000_001), (9, 123_457)] {
+        let t = op_time(&format!(
+            "name = \"f\"\n[world]\nsize = {p}\n[network]\nlatency = \"5us\"\nbandwidth = \"25GB/s\"\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"{n}B\"\n"
+        ));
+        let exact = 2.0 * (p - 1) as f64 * 5_000.0 + 2.0 * (p - 1) as f64 / p as f64 * n as f64 / 25.0;
+        let steps = 2 * (p - 1);
+        assert!(
+            (t as f64 - exact).abs() <= steps as f64 + 1.0,
+            "p={p} n={n}: {t} vs {exact}"
+        );
+    }
+}
+
+#[test]
+fn dissemination_barrier_takes_ceil_log2_p_latencies() {
+    for p in 1..=33u64 {
+        let t = op_time(&format!(
+            "name = \"b\"\n[world]\nsize = {p}\n[network]\nlatency = \"3us\"\n[workload]\n[[workload.ops]]\nop = \"barrier\"\n"
+        ));
+        let rounds = if p <= 1 { 0 } else { 64 - (p - 1).leading_zeros() as u64 };
+        assert_eq!(t, rounds * 3_000, "p={p}");
+    }
+}
+
+#[test]
+fn reduce_bandwidth_charges_the_gamma_term() {
+    // ring allreduce: (p-1)/p n of reductions on the critical path
+    let (p, n) = (4u64, 4_000_000u64);
+    let t = op_time(&format!(
+        "name = \"g\"\n[world]\nsize = {p}\n[network]\nlatency = \"5us\"\nbandwidth = \"1GB/s\"\nreduce_bandwidth = \"2GB/s\"\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"{n}B\"\n"
+    ));
+    let formula = 2 * (p - 1) * 5_000 + 2 * (p - 1) * n / p + (p - 1) * n / p / 2;
+    assert_eq!(t, formula);
+}
+
+#[test]
+fn intra_host_links_are_used_between_ranks_of_a_host() {
+    let slow = op_time("name = \"h\"\n[world]\nsize = 4\n[network]\nlatency = \"10us\"\nbandwidth = \"1GB/s\"\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"4000000B\"\n");
+    let fast = op_time("name = \"h\"\n[world]\nsize = 4\nranks_per_host = 4\n[network]\nlatency = \"10us\"\nbandwidth = \"1GB/s\"\n[network.intra_host]\nlatency = \"1us\"\nbandwidth = \"10GB/s\"\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"4000000B\"\n");
+    assert_eq!(slow, 6 * 10_000 + 6 * 1_000_000);
+    assert_eq!(fast, 6 * 1_000 + 6 * 100_000);
+}
+
+#[test]
+fn jitter_is_seeded() {
+    let text = "name = \"j\"\n[world]\nsize = 5\n[network]\njitter = \"3us\"\n[workload]\niterations = 3\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n";
+    let s = scenario(text);
+    let a = run(&s, &RunOptions { seed: Some(1), ..Default::default() }).expect("runs");
+    let b = run(&s, &RunOptions { seed: Some(1), ..Default::default() }).expect("runs");
+    let c = run(&s, &RunOptions { seed: Some(2), ..Default::default() }).expect("runs");
+    assert_eq!(a.report.digest, b.report.digest);
+    assert_ne!(a.report.digest, c.report.digest, "another seed, other jitter");
+    assert_ne!(a.report.virtual_time_ns, c.report.virtual_time_ns);
+}
+
+#[test]
+fn shuffled_tie_break_is_seeded_and_still_correct() {
+    let text = "name = \"s\"\n[world]\nsize = 6\n[engine]\ntie_break = \"shuffle\"\n[workload]\niterations = 2\ndtype = \"i64\"\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n[[workload.ops]]\nop = \"barrier\"\n";
+    let s = scenario(text);
+    let a = run(&s, &RunOptions::default()).expect("runs");
+    let b = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(a.report.digest, b.report.digest);
+    assert_eq!(a.report.outcome, Outcome::Completed);
+    assert!(a.report.ops.iter().all(|o| o.correct));
+}
+
+#[test]
+fn partitions_hold_traffic_until_they_heal() {
+    let base = "name = \"p\"\n[world]\nsize = 4\n[group]\ntimeout = \"2s\"\n[network]\nretransmit_timeout = \"10ms\"\n[workload]\ncompute = \"1ms\"\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n";
+    // heals after 50ms: completes late
+    let s = scenario(&format!("{base}[[faults]]\nkind = \"partition\"\nsides = [[0, 1], [2, 3]]\nat = \"500us\"\nduration = \"50ms\"\n"));
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Completed);
+    assert!(out.report.virtual_time_ns > 50_000_000);
+    assert!(out.report.ops.iter().all(|o| o.correct));
+    // permanent: stalls at the watchdog
+    let s = scenario(&format!("{base}[[faults]]\nkind = \"partition\"\nsides = [[0, 1], [2, 3]]\nat = \"500us\"\n"));
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert_eq!(out.report.virtual_time_ns, 2_001_000_000);
+    // one-way 0 -> others: still stalls, since rank 1 needs rank 0's chunks
+    let s = scenario(&format!("{base}[[faults]]\nkind = \"partition\"\nsides = [[0], [1, 2, 3]]\noneway = true\nat = \"500us\"\n"));
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+}
+
+#[test]
+fn a_restarted_rank_without_elastic_membership_says_it_cannot_rejoin() {
+    let s = scenario("name = \"r\"\n[world]\nsize = 3\n[group]\ntimeout = \"1s\"\n[workload]\ncompute = \"5ms\"\niterations = 2\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n[[faults]]\nkind = \"preempt\"\nrank = 1\nat = \"2ms\"\nrestart_after = \"10ms\"\n");
+    let mut rec = ringside_sim::trace::VecRecorder::default();
+    let (result, _, _) = ringside_sim::run::run_events(&s, 0, &mut rec, None);
+    assert_eq!(result.outcome, Outcome::Stalled);
+    assert!(rec.events.iter().any(|(t, e)| *t == 12_000_000
+        && matches!(e, ringside_sim::trace::Event::RejoinRefused { rank: 1, reason } if reason.contains("not elastic"))));
+}
