@@ -428,23 +428,6 @@ impl Collective {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blocks_cover_the_buffer_exactly() {
-        for len in [0usize, 1, 5, 7, 64] {
-            for nb in [1u32, 2, 3, 8, 9] {
-                let total: usize = (0..nb).map(|b| block_elems(b, b + 1, nb, len).len()).sum();
-                assert_eq!(total, len);
-                let bytes: u64 = (0..nb).map(|b| block_bytes(b, b + 1, nb, 1001)).sum();
-                assert_eq!(bytes, 1001);
-            }
-        }
-    }
-}
-
 /// The working buffer of `op` for this rank, with `input` (of `elements` values) placed:
 /// allgather puts it in block `me` of p; broadcast keeps it only at the root.
 pub fn prepare(op: OpKind, ctx: Ctx, elements: u32, input: Buffer) -> Buffer {
@@ -474,5 +457,22 @@ pub fn extract(op: OpKind, ctx: Ctx, buf: Buffer) -> Option<Buffer> {
             Some(out)
         }
         _ => Some(buf),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_buffer_exactly() {
+        for len in [0usize, 1, 5, 7, 64] {
+            for nb in [1u32, 2, 3, 8, 9] {
+                let total: usize = (0..nb).map(|b| block_elems(b, b + 1, nb, len).len()).sum();
+                assert_eq!(total, len);
+                let bytes: u64 = (0..nb).map(|b| block_bytes(b, b + 1, nb, 1001)).sum();
+                assert_eq!(bytes, 1001);
+            }
+        }
     }
 }
