@@ -144,9 +144,12 @@ impl Size {
                     "`{s}` needs a unit: B, KB, MB, GB, KiB, MiB or GiB (e.g. \"64MiB\")"
                 )))
             }
-            other => return Err(UnitError(format!(
-                "unknown size unit `{other}` in `{s}`: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
-            ))),
+            other => {
+                return Err(UnitError(format!(
+                    "unknown size unit `{other}` in `{s}`: \
+                     use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
+                )))
+            }
         };
         scaled(s, m, d, scale, "bytes").map(Size)
     }
