@@ -224,7 +224,7 @@ fn algorithm_of(key: &str, op: OpKind, a: Algorithm) -> Result<(), Invalid> {
         return fail(
             key,
             format!(
-                "`{a}` is not a {op} algorithm: use one of {}",
+                "`{a}` is not an algorithm for {op}: use one of {}",
                 names.join(", ")
             ),
         );

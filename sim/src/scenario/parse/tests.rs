@@ -545,3 +545,241 @@ fn unreadable_files() {
     assert_eq!((e.line, e.key.as_str()), (23, "group.elastic"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// 1-based line of the first line of `text` that starts with `prefix`.
+fn line_starting(text: &str, prefix: &str) -> usize {
+    text.lines()
+        .position(|l| l.starts_with(prefix))
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("no line starts with {prefix:?}"))
+}
+
+#[track_caller]
+fn not_yet(text: &str, support: Support, key: &str, line_prefix: &str, fragment: &str) {
+    let e = parse_with(text, "s.toml", &support).unwrap_err();
+    let line = line_starting(text, line_prefix);
+    assert_eq!((e.key.as_str(), e.line), (key, line), "{e}");
+    assert!(
+        e.message
+            .starts_with(&format!("not supported yet: {key} (")),
+        "{e}"
+    );
+    assert!(e.message.contains(fragment), "{e}");
+    // plain parsing does not ask what the engine supports
+    assert!(parse(text, "s.toml").is_ok());
+}
+
+#[test]
+fn everything_is_supported_by_support_all() {
+    for text in [DESIGN_EXAMPLE, EVERY_KEY] {
+        assert_eq!(
+            parse_with(text, "s.toml", &Support::ALL).unwrap(),
+            parse(text, "s.toml").unwrap()
+        );
+    }
+}
+
+#[test]
+fn unsupported_features_name_their_key() {
+    let all = Support::ALL;
+    let t = EVERY_KEY;
+    not_yet(
+        t,
+        Support {
+            shuffle: false,
+            ..all
+        },
+        "engine.tie_break",
+        "tie_break",
+        "shuffled",
+    );
+    not_yet(
+        t,
+        Support {
+            loggp: false,
+            ..all
+        },
+        "network.model",
+        "model",
+        "LogGP",
+    );
+    not_yet(
+        t,
+        Support {
+            elastic: false,
+            ..all
+        },
+        "group.elastic",
+        "[group.elastic]",
+        "rebuild",
+    );
+    not_yet(
+        t,
+        Support {
+            store_rendezvous: false,
+            ..all
+        },
+        "group.elastic.rendezvous",
+        "rendezvous",
+        "\"quorum\"",
+    );
+    not_yet(
+        t,
+        Support { mesh: false, ..all },
+        "group.mesh",
+        "[group.mesh]",
+        "mesh",
+    );
+    not_yet(
+        t,
+        Support {
+            registry: false,
+            ..all
+        },
+        "workload.registry",
+        "[[workload.registry]]",
+        "registry",
+    );
+    not_yet(
+        t,
+        Support {
+            restart: false,
+            ..all
+        },
+        "faults[0].restart_after",
+        "restart_after",
+        "restart",
+    );
+    let t2 = t.replace("tie_break = \"shuffle\"", "");
+    not_yet(
+        &t2,
+        Support {
+            jitter: false,
+            ..all
+        },
+        "faults[3].jitter",
+        "jitter",
+        "jitter",
+    );
+    let kinds = Support {
+        fault_kinds: &["preempt", "pause"],
+        ..all
+    };
+    not_yet(
+        t,
+        kinds,
+        "faults[2].kind",
+        "kind = \"partition\"",
+        "the engine injects preempt, pause",
+    );
+
+    let d = DESIGN_EXAMPLE;
+    not_yet(
+        d,
+        Support {
+            two_level: false,
+            ..all
+        },
+        "world.ranks_per_host",
+        "ranks_per_host",
+        "two-level",
+    );
+    not_yet(
+        d,
+        Support {
+            reduce_bandwidth: false,
+            ..all
+        },
+        "network.reduce_bandwidth",
+        "reduce_bandwidth",
+        "reductions",
+    );
+    let d2 = d.replace("jitter = \"0s\"", "jitter = \"1us\"");
+    not_yet(
+        &d2,
+        Support {
+            jitter: false,
+            ..all
+        },
+        "network.jitter",
+        "jitter",
+        "jitter",
+    );
+    // a zero jitter is no jitter
+    assert!(parse_with(
+        d,
+        "s.toml",
+        &Support {
+            jitter: false,
+            ..all
+        }
+    )
+    .is_ok());
+}
+
+#[test]
+fn unsupported_algorithms_name_the_op_or_its_algorithm() {
+    let all = Support::ALL;
+    let t = EVERY_KEY;
+    let no_direct_reduce = Support {
+        algorithm: |op, a| !(op == OpKind::Reduce && a == Algorithm::Direct),
+        ..all
+    };
+    not_yet(
+        t,
+        no_direct_reduce,
+        "workload.ops[1].algorithm",
+        "algorithm = \"direct\"",
+        "the engine runs reduce with binomial",
+    );
+    let no_barrier = Support {
+        algorithm: |op, _| op != OpKind::Barrier,
+        ..all
+    };
+    not_yet(
+        t,
+        no_barrier,
+        "workload.ops[2].op",
+        "op = \"barrier\"",
+        "no barrier algorithm runs",
+    );
+    let no_broadcast = Support {
+        algorithm: |op, _| op != OpKind::Broadcast,
+        ..all
+    };
+    not_yet(
+        t,
+        no_broadcast,
+        "faults[6].op",
+        "op = \"broadcast\"",
+        "broadcast `direct`",
+    );
+    let d = DESIGN_EXAMPLE;
+    let ring_only = Support {
+        algorithm: |_, a| a != Algorithm::Ring,
+        ..all
+    };
+    not_yet(
+        d,
+        ring_only,
+        "group.algorithm",
+        "algorithm = \"ring\"",
+        "allreduce `ring`",
+    );
+}
+
+#[test]
+fn the_shipped_scenarios_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            if let Err(e) = load(&path) {
+                panic!("{e}");
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no scenarios in {}", dir.display());
+}
