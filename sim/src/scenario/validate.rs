@@ -112,6 +112,23 @@ fn network(s: &Scenario) -> Result<(), Invalid> {
                     "the loggp model needs all of `L`, `o`, `g` and `G`",
                 );
             }
+            // alpha-beta parameters would be silently ignored; defaults cannot be told apart
+            // from values written out, so only values other than the default are reported
+            let ignored = "is ignored by the loggp model, which uses `L`, `o`, `g` and `G`: \
+                           remove it";
+            let defaults = Network::default();
+            if n.latency != defaults.latency {
+                return fail("network.latency", format!("`latency` {ignored}"));
+            }
+            if n.bandwidth != defaults.bandwidth {
+                return fail("network.bandwidth", format!("`bandwidth` {ignored}"));
+            }
+            if n.intra_host.is_some() {
+                return fail(
+                    "network.intra_host",
+                    format!("[network.intra_host] {ignored}"),
+                );
+            }
         }
         NetModel::AlphaBeta => {
             if let Some((k, _)) = loggp.iter().find(|(_, v)| v.is_some()) {

@@ -137,6 +137,41 @@ fn loggp_needs_all_four_parameters() {
 }
 
 #[test]
+fn alpha_beta_parameters_with_loggp() {
+    let loggp = "[network]\nmodel = \"loggp\"\nL = \"1us\"\no = \"1us\"\ng = \"1us\"\nG = \"1ns\"";
+    let network = format!("{loggp}\nlatency = \"2us\" # <-");
+    rejects(
+        S {
+            network: &network,
+            ..BASE
+        },
+        "network.latency",
+        "ignored by the loggp model",
+    );
+    let network = format!("{loggp}\nbandwidth = \"1GB/s\" # <-");
+    rejects(
+        S {
+            network: &network,
+            ..BASE
+        },
+        "network.bandwidth",
+        "ignored by the loggp model",
+    );
+    let world = "[world]\nsize = 4\nranks_per_host = 2";
+    let network =
+        format!("{loggp}\n[network.intra_host] # <-\nlatency = \"1us\"\nbandwidth = \"1GB/s\"");
+    rejects(
+        S {
+            world,
+            network: &network,
+            ..BASE
+        },
+        "network.intra_host",
+        "ignored by the loggp model",
+    );
+}
+
+#[test]
 fn loggp_parameters_with_alpha_beta() {
     let network = "[network]\no = \"1us\" # <-";
     rejects(S { network, ..BASE }, "network.o", "would be ignored");
