@@ -494,6 +494,14 @@ fn garbage_never_panics() {
         let e = err(&text);
         assert!(e.line >= 1, "{e}");
     }
+    // nesting far deeper than the parser recurses
+    for text in [
+        format!("a = {}", "[".repeat(100_000)),
+        format!("a = {}", "{ b = ".repeat(10_000)),
+        "[a.".repeat(10_000),
+    ] {
+        assert_eq!(err(&text).line, 1);
+    }
     // every prefix of a valid scenario, and every single-byte corruption of it
     let full = EVERY_KEY;
     for cut in (0..full.len()).step_by(3) {
@@ -782,4 +790,42 @@ fn the_shipped_scenarios_load() {
         }
     }
     assert!(n > 0, "no scenarios in {}", dir.display());
+}
+
+/// Merges `over` into `base`: tables key by key, anything else replaced.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_readme_examples_parse() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/README.md");
+    let readme = std::fs::read_to_string(path).unwrap();
+    let base = "name = \"readme\"\n[world]\nsize = 8\nranks_per_host = 2\n[workload]\n\
+                iterations = 3\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n";
+    let blocks: Vec<&str> = readme
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    assert!(blocks.len() >= 10, "found {} examples", blocks.len());
+    for block in blocks {
+        let text = if block.contains("name = ") {
+            block.to_string()
+        } else {
+            let mut t: toml::Table = toml::from_str(base).unwrap();
+            merge(&mut t, toml::from_str(block).unwrap());
+            toml::to_string(&t).unwrap()
+        };
+        if let Err(e) = parse(&text, "README.md") {
+            panic!("{block}\n=> {e}");
+        }
+    }
 }
