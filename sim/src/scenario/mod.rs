@@ -5,6 +5,8 @@
 //! engine does not implement yet, as described by a [`Support`].
 
 mod cause;
+#[cfg(test)]
+mod examples;
 mod fault_de;
 mod locate;
 mod model;
