@@ -224,6 +224,10 @@ impl Bandwidth {
 
     /// Time to move `bytes` at this bandwidth, rounded up to whole nanoseconds.
     pub fn transfer_ns(self, bytes: u64) -> Nanos {
+        if bytes <= 18_000_000_000 {
+            // bytes * 1e9 fits in u64
+            return (bytes * 1_000_000_000).div_ceil(self.0.max(1));
+        }
         let num = u128::from(bytes) * 1_000_000_000;
         let bw = u128::from(self.0.max(1));
         u64::try_from(num.div_ceil(bw)).unwrap_or(u64::MAX)

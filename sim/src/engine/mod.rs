@@ -141,14 +141,18 @@ pub struct Engine<'r> {
     stop: Option<StopReason>,
     /// Reference results by call, most recent last (few calls are in flight at once).
     refs: Vec<(CallKey, Option<Buffer>)>,
+    /// Set when a rank may have finished (done, refused, died), so the end is checked then.
+    maybe_finished: bool,
 }
 
 impl<'r> Engine<'r> {
     /// An engine for `scenario` with `seed` (the scenario's own seed unless overridden).
     pub fn new(scenario: &Scenario, seed: u64, rec: &'r mut dyn Recorder) -> Engine<'r> {
-        let cfg = Arc::new(ProcConfig::from_scenario(scenario, seed));
-        let p = scenario.world.size;
         let record = rec.enabled();
+        let mut cfg = ProcConfig::from_scenario(scenario, seed);
+        cfg.step_events = record;
+        let cfg = Arc::new(cfg);
+        let p = scenario.world.size;
         let mut e = Engine {
             cfg: cfg.clone(),
             seed,
@@ -181,6 +185,7 @@ impl<'r> Engine<'r> {
             stats: Stats::default(),
             stop: None,
             refs: Vec::new(),
+            maybe_finished: false,
         };
         for (i, f) in scenario.faults.iter().enumerate() {
             if let Some(at) = f.at() {
@@ -281,8 +286,11 @@ impl<'r> Engine<'r> {
         debug_assert!(t >= self.now, "time never goes back");
         self.now = t;
         self.dispatch(ev);
-        if self.stop.is_none() && self.all_finished() {
-            self.stop = Some(StopReason::AllFinished);
+        if self.maybe_finished {
+            self.maybe_finished = false;
+            if self.stop.is_none() && self.all_finished() {
+                self.stop = Some(StopReason::AllFinished);
+            }
         }
         self.stop.is_none()
     }
@@ -730,6 +738,7 @@ impl<'r> Engine<'r> {
         slot.compute_token = None;
         slot.call = None;
         let inc = slot.incarnation;
+        self.maybe_finished = true;
         // bump the incarnation so the dead process's messages and timers are dropped
         slot.incarnation += 1;
         self.net.reset_rank(rank, self.now);
@@ -825,6 +834,12 @@ impl<'r> Engine<'r> {
                 }
             }
             other => {
+                if matches!(
+                    other,
+                    ProtoEvent::WorkloadDone | ProtoEvent::RejoinRefused { .. }
+                ) {
+                    self.maybe_finished = true;
+                }
                 if self.record {
                     let ev = match other {
                         ProtoEvent::Iteration { iteration } => Event::Iteration { rank, iteration },

@@ -1,43 +1,116 @@
 //! The event queue: ordered by (time, key), where key is the insertion sequence number or, when
 //! the scenario asks for a shuffled tie-break, a seeded random key.
+//!
+//! Events live in a slab; the ordering structure holds small `(time, key, slot)` entries.
+//! With insertion-order ties, keys only grow (time never goes back and the sequence number
+//! increases), so a radix heap orders them in amortized O(1); a shuffled tie-break can insert
+//! below the last key popped, so it uses a binary heap.
 
 use crate::units::Nanos;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
-struct Entry<E> {
-    t: Nanos,
-    key: u64,
-    ev: E,
+/// A monotone priority queue over times (Ahuja, Mehlhorn, Orlin & Tarjan's radix heap):
+/// bucket i >= 1 holds times whose highest bit differing from the last popped time is bit i-1;
+/// bucket 0 holds events at exactly the last popped time, first in first out. Equal times keep
+/// their insertion order through every move, which is the engine's tie-break.
+struct RadixHeap {
+    last: u64,
+    now: VecDeque<u32>,
+    buckets: Vec<Vec<(u64, u32)>>,
+    /// Bit i set when bucket i (1..=64) is non-empty.
+    nonempty: u128,
+    len: usize,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.t == other.t && self.key == other.key
+impl RadixHeap {
+    fn new() -> RadixHeap {
+        RadixHeap {
+            last: 0,
+            now: VecDeque::new(),
+            buckets: (0..65).map(|_| Vec::new()).collect(),
+            nonempty: 0,
+            len: 0,
+        }
     }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+
+    fn bucket(&self, t: u64) -> usize {
+        (64 - (t ^ self.last).leading_zeros()) as usize
     }
-}
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse for earliest first
-        (other.t, other.key).cmp(&(self.t, self.key))
+
+    fn push(&mut self, t: u64, slot: u32) {
+        debug_assert!(
+            t >= self.last,
+            "radix heap times must not go below the last popped"
+        );
+        let b = self.bucket(t);
+        if b == 0 {
+            self.now.push_back(slot);
+        } else {
+            self.buckets[b].push((t, slot));
+            self.nonempty |= 1 << b;
+        }
+        self.len += 1;
+    }
+
+    fn refill(&mut self) {
+        if !self.now.is_empty() || self.nonempty == 0 {
+            return;
+        }
+        let i = self.nonempty.trailing_zeros() as usize;
+        let mut items = std::mem::take(&mut self.buckets[i]);
+        self.nonempty &= !(1 << i);
+        self.last = items.iter().map(|e| e.0).min().unwrap_or(self.last);
+        for &(t, s) in &items {
+            let b = self.bucket(t);
+            if b == 0 {
+                self.now.push_back(s);
+            } else {
+                self.buckets[b].push((t, s));
+                self.nonempty |= 1 << b;
+            }
+        }
+        // keep the emptied vector's capacity for reuse
+        items.clear();
+        if self.buckets[i].is_empty() {
+            self.buckets[i] = items;
+        }
+    }
+
+    fn pop(&mut self) -> Option<(u64, u32)> {
+        if self.len == 0 {
+            return None;
+        }
+        self.refill();
+        let s = self.now.pop_front()?;
+        self.len -= 1;
+        Some((self.last, s))
+    }
+
+    fn peek(&mut self) -> Option<u64> {
+        if self.len == 0 {
+            return None;
+        }
+        self.refill();
+        Some(self.last)
     }
 }
 
 pub struct Queue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    radix: RadixHeap,
+    heap: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
+    slab: Vec<Option<E>>,
+    free: Vec<u32>,
     seq: u64,
 }
 
 impl<E> Default for Queue<E> {
     fn default() -> Self {
         Queue {
+            radix: RadixHeap::new(),
             heap: BinaryHeap::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
             seq: 0,
         }
     }
@@ -52,15 +125,40 @@ impl<E> Queue<E> {
             Some(k) => (k << 24) | (self.seq & 0xFF_FFFF),
             None => self.seq,
         };
-        self.heap.push(Entry { t, key, ev });
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.slab.push(Some(ev));
+                (self.slab.len() - 1) as u32
+            }
+        };
+        if shuffle_key.is_some() {
+            self.heap.push(Reverse((t, key, slot)));
+        } else {
+            self.radix.push(t, slot);
+        }
     }
 
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        self.heap.pop().map(|e| (e.t, e.ev))
+        let (t, slot) = match self.heap.peek() {
+            Some(_) => {
+                let Reverse((t, _, slot)) = self.heap.pop()?;
+                (t, slot)
+            }
+            None => self.radix.pop()?,
+        };
+        self.free.push(slot);
+        self.slab[slot as usize].take().map(|e| (t, e))
     }
 
-    pub fn peek_time(&self) -> Option<Nanos> {
-        self.heap.peek().map(|e| e.t)
+    pub fn peek_time(&mut self) -> Option<Nanos> {
+        match self.heap.peek() {
+            Some(Reverse((t, _, _))) => Some(*t),
+            None => self.radix.peek(),
+        }
     }
 }
 
@@ -76,7 +174,38 @@ mod tests {
         q.push(5, "c", None);
         assert_eq!(q.pop(), Some((3, "a")));
         assert_eq!(q.pop(), Some((5, "b")));
+        q.push(5, "d", None);
         assert_eq!(q.pop(), Some((5, "c")));
+        assert_eq!(q.pop(), Some((5, "d")));
         assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn radix_order_matches_a_sort() {
+        let mut q = Queue::default();
+        let mut rng = super::super::Rng::new(3);
+        let mut now = 0;
+        let mut popped = Vec::new();
+        let mut pushed = 0u64;
+        for round in 0..2000u64 {
+            for _ in 0..(round % 3) {
+                let t = now + rng.up_to(1000);
+                q.push(t, (t, pushed), None);
+                pushed += 1;
+            }
+            if let Some((t, e)) = q.pop() {
+                assert_eq!(t, e.0);
+                assert!(t >= now);
+                now = t;
+                popped.push(e);
+            }
+        }
+        while let Some((_, e)) = q.pop() {
+            popped.push(e);
+        }
+        assert_eq!(popped.len() as u64, pushed);
+        let mut sorted = popped.clone();
+        sorted.sort();
+        assert_eq!(popped, sorted, "time order, then insertion order");
     }
 }

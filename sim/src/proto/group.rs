@@ -64,9 +64,16 @@ pub struct ProcessGroup {
     active: Option<Active>,
     pending: Vec<(u32, Box<CollMsg>)>,
     recorder: VecDeque<FlightEntry>,
+    step_events: bool,
 }
 
 impl ProcessGroup {
+    /// Whether to emit a `Step` event at every step (on by default; drivers that record
+    /// nothing turn it off to save the work).
+    pub fn set_step_events(&mut self, on: bool) {
+        self.step_events = on;
+    }
+
     /// `me` must be one of `members`.
     pub fn new(
         id: GroupId,
@@ -89,6 +96,7 @@ impl ProcessGroup {
             active: None,
             pending: Vec::new(),
             recorder: VecDeque::new(),
+            step_events: true,
         }
     }
 
@@ -367,12 +375,15 @@ impl ProcessGroup {
 
     fn emit_step(&mut self, out: &mut Outbox) {
         if let Some(a) = &self.active {
-            let ws = a.coll.wait_state();
             if let Some(e) = self.recorder.back_mut() {
-                if e.fp.seq == ws.seq {
-                    e.step = ws.step;
+                if e.fp.seq == a.coll.fp.seq {
+                    e.step = a.coll.step();
                 }
             }
+            if !self.step_events {
+                return;
+            }
+            let ws = a.coll.wait_state();
             out.event(ProtoEvent::Step {
                 group: ws.group,
                 generation: ws.generation,

@@ -68,6 +68,8 @@ pub struct WorkloadConfig {
     pub ops: Vec<OpCall>,
     /// Application bugs, by rank.
     pub bugs: Vec<(u32, AppBug)>,
+    /// Emit an event at every collective step (drivers that record nothing turn it off).
+    pub step_events: bool,
 }
 
 impl WorkloadConfig {
@@ -130,6 +132,7 @@ impl WorkloadConfig {
                 .map(|o| OpCall::resolve(o, s.group.algorithm, w.dtype))
                 .collect(),
             bugs,
+            step_events: true,
         }
     }
 

@@ -14,9 +14,55 @@
 //! The working buffer of an op has `len` elements split into `nblocks` blocks; block `b` covers
 //! elements `[b*len/nb, (b+1)*len/nb)` and modeled bytes `[b*n/nb, (b+1)*n/nb)`, so chunk sizes
 //! are exact even when neither divides evenly.
+//!
+//! Steps are global rounds: a chunk sent in step k is received in step k of its destination,
+//! so every rank of a call has the same number of steps, and a rank with nothing to do in a
+//! round has an empty step (which passes at once). Within a step a rank sends to and receives
+//! from each peer at most once. Whenever several ranks end with the same result, either one
+//! rank reduced it and the others copied it, or partners combined the same two operands (which
+//! float reductions do bit-identically), so all of them hold the same bits.
+//!
+//! The algorithms, and their costs for a = latency, b = 1/bandwidth, n bytes, p a power of two:
+//!
+//! | op | algorithm | module | cost |
+//! |---|---|---|---|
+//! | allreduce | `ring` | [`ring`] | 2(p-1) a + 2n(p-1)/p b |
+//! | allreduce | `recursive_doubling` | [`recursive_doubling`] | lg p a + n lg p b |
+//! | allreduce | `rabenseifner` | [`rabenseifner`] | 2 lg p a + 2n(p-1)/p b |
+//! | allreduce | `tree` | [`tree`] | 2 lg p (a + n b) |
+//! | allreduce | `direct` | [`direct`] | 2a + 2n(p-1)/p b |
+//! | broadcast | `binomial` | [`binomial`] | lg p (a + n b) |
+//! | broadcast | `scatter_allgather` | [`scatter_allgather`] | (lg p + p - 1) a + 2n(p-1)/p b |
+//! | broadcast | `direct` | [`direct`] | a + (p-1) n b |
+//! | reduce | `binomial` | [`binomial`] | lg p (a + n b) |
+//! | reduce | `direct` | [`direct`] | a + (p-1) n b |
+//! | allgather | `ring` | [`ring`] | (p-1) a + n(p-1)/p b |
+//! | allgather | `recursive_doubling` | [`recursive_doubling`] | lg p a + n(p-1)/p b |
+//! | allgather | `direct` | [`direct`] | a + n(p-1)/p b |
+//! | reduce_scatter | `ring` | [`ring`] | (p-1) a + n(p-1)/p b |
+//! | reduce_scatter | `recursive_halving` | [`recursive_halving`] | lg p a + n(p-1)/p b |
+//! | reduce_scatter | `direct` | [`direct`] | a + n(p-1)/p b |
+//! | barrier | `dissemination` | [`dissemination`] | ceil(lg p) a |
+//! | barrier | `tree` | [`tree`] | 2 ceil(lg p) a |
+//!
+//! Every algorithm runs on any p >= 1 (p = 1 takes no steps). Recursive doubling and halving
+//! fold a non-power of two onto one ([`fold`]); trees are clipped at p, which makes their cost
+//! an upper bound there. Rooted ops work on ranks relative to the root. `hierarchical` needs
+//! the topology and is not implemented.
 
+pub mod binomial;
+pub mod direct;
 pub mod dissemination;
+pub mod fold;
+pub mod rabenseifner;
+pub mod recursive_doubling;
+pub mod recursive_halving;
 pub mod ring;
+pub mod scatter_allgather;
+pub mod tree;
+
+#[cfg(test)]
+mod schedule_tests;
 
 use super::data::Buffer;
 use super::event::Outbox;
@@ -121,13 +167,37 @@ pub fn schedule(
     algorithm: Algorithm,
     ctx: Ctx,
 ) -> Result<Box<dyn Schedule>, UnsupportedAlgorithm> {
-    match (op, algorithm) {
-        (OpKind::Allreduce, Algorithm::Ring) => Ok(Box::new(ring::RingAllreduce::new(ctx))),
-        (OpKind::Barrier, Algorithm::Dissemination) => {
-            Ok(Box::new(dissemination::Dissemination::new(ctx)))
+    use Algorithm as A;
+    use OpKind as O;
+    let sched: Box<dyn Schedule> = match (op, algorithm) {
+        (O::Allreduce, A::Ring) => Box::new(ring::RingAllreduce::new(ctx)),
+        (O::Allreduce, A::RecursiveDoubling) => {
+            Box::new(recursive_doubling::RecursiveDoublingAllreduce::new(ctx))
         }
-        _ => Err(UnsupportedAlgorithm { op, algorithm }),
-    }
+        (O::Allreduce, A::Rabenseifner) => Box::new(rabenseifner::Rabenseifner::new(ctx)),
+        (O::Allreduce, A::Tree) => Box::new(tree::Tree::allreduce(ctx)),
+        (O::Broadcast, A::Binomial) => Box::new(binomial::BinomialBroadcast::new(ctx)),
+        (O::Broadcast, A::ScatterAllgather) => {
+            Box::new(scatter_allgather::ScatterAllgather::new(ctx))
+        }
+        (O::Reduce, A::Binomial) => Box::new(binomial::BinomialReduce::new(ctx)),
+        (O::Allgather, A::Ring) => Box::new(ring::RingAllgather::new(ctx)),
+        (O::Allgather, A::RecursiveDoubling) => {
+            Box::new(recursive_doubling::RecursiveDoublingAllgather::new(ctx))
+        }
+        (O::ReduceScatter, A::Ring) => Box::new(ring::RingReduceScatter::new(ctx)),
+        (O::ReduceScatter, A::RecursiveHalving) => {
+            Box::new(recursive_halving::RecursiveHalvingReduceScatter::new(ctx))
+        }
+        (O::Barrier, A::Dissemination) => Box::new(dissemination::Dissemination::new(ctx)),
+        (O::Barrier, A::Tree) => Box::new(tree::Tree::barrier(ctx)),
+        (_, A::Direct) => match direct::Direct::new(op, ctx) {
+            Some(d) => Box::new(d),
+            None => return Err(UnsupportedAlgorithm { op, algorithm }),
+        },
+        _ => return Err(UnsupportedAlgorithm { op, algorithm }),
+    };
+    Ok(sched)
 }
 
 /// Whether `schedule` knows `(op, algorithm)`.
@@ -154,6 +224,7 @@ pub fn buffer_len(op: OpKind, elements: u32, p: u32) -> usize {
 }
 
 /// Element range of blocks `[lo, hi)` of `nb` in a buffer of `len` elements.
+#[inline]
 pub fn block_elems(lo: u32, hi: u32, nb: u32, len: usize) -> Range<usize> {
     let nb = u64::from(nb.max(1));
     let len = len as u64;
@@ -162,7 +233,14 @@ pub fn block_elems(lo: u32, hi: u32, nb: u32, len: usize) -> Range<usize> {
 }
 
 /// Modeled bytes of blocks `[lo, hi)` of `nb` in a buffer of `n` bytes.
+#[inline]
 pub fn block_bytes(lo: u32, hi: u32, nb: u32, n: u64) -> u64 {
+    if n <= u64::from(u32::MAX) {
+        // b * n fits in u64: avoid 128-bit division on the hot path
+        let nb = u64::from(nb.max(1));
+        let at = |b: u32| u64::from(b) * n / nb;
+        return at(hi) - at(lo);
+    }
     let nb = u128::from(nb.max(1));
     let at = |b: u32| (u128::from(b) * u128::from(n) / nb) as u64;
     at(hi) - at(lo)

@@ -1,6 +1,8 @@
-//! Ring allreduce (Patarasuk & Yuan; the bandwidth-optimal algorithm of NCCL and MPICH).
+//! Ring algorithms: allreduce, allgather and reduce-scatter, each rank talking only to its
+//! neighbours r + 1 and r - 1.
 //!
-//! The buffer is cut into p blocks. In p-1 reduce-scatter steps, rank r sends block (r-s) mod p
+//! Ring allreduce (Patarasuk & Yuan; the bandwidth-optimal algorithm of NCCL and MPICH):
+//! the buffer is cut into p blocks. In p-1 reduce-scatter steps, rank r sends block (r-s) mod p
 //! to its right neighbour and reduces block (r-s-1) mod p arriving from its left; afterwards rank
 //! r holds the full reduction of block (r+1) mod p. In p-1 allgather steps the finished blocks
 //! travel once more around the ring, copied. Cost: 2(p-1)a + 2(p-1)/p n b (+ (p-1)/p n g).
@@ -42,5 +44,68 @@ impl Schedule for RingAllreduce {
         let recv = (me + shift + 2 * p - s - 1) % p;
         plan.send(right, &[(send, send + 1)]);
         plan.recv(left, &[(recv, recv + 1)], action);
+    }
+}
+
+/// Ring allgather: in step s rank r passes block r - s (its own first, then the one it just
+/// received) to its right neighbour and copies block r - s - 1 from its left.
+/// Cost: (p-1) a + n(p-1)/p b.
+pub struct RingAllgather {
+    ctx: Ctx,
+}
+
+impl RingAllgather {
+    pub fn new(ctx: Ctx) -> Self {
+        RingAllgather { ctx }
+    }
+}
+
+impl Schedule for RingAllgather {
+    fn steps(&self) -> u32 {
+        self.ctx.p - 1
+    }
+
+    fn nblocks(&self) -> u32 {
+        self.ctx.p
+    }
+
+    fn plan(&self, s: u32, plan: &mut StepPlan) {
+        let Ctx { me, p, .. } = self.ctx;
+        let send = (me + p - s) % p;
+        let recv = (me + 2 * p - s - 1) % p;
+        plan.send((me + 1) % p, &[(send, send + 1)]);
+        plan.recv((me + p - 1) % p, &[(recv, recv + 1)], Action::Copy);
+    }
+}
+
+/// Ring reduce-scatter: the reduce-scatter half of the ring allreduce, shifted by one block
+/// so that rank r ends with the full reduction of its own block r: in step s it sends block
+/// r - s - 1 to the right and reduces block r - s - 2 arriving from the left.
+/// Cost: (p-1) a + n(p-1)/p b.
+pub struct RingReduceScatter {
+    ctx: Ctx,
+}
+
+impl RingReduceScatter {
+    pub fn new(ctx: Ctx) -> Self {
+        RingReduceScatter { ctx }
+    }
+}
+
+impl Schedule for RingReduceScatter {
+    fn steps(&self) -> u32 {
+        self.ctx.p - 1
+    }
+
+    fn nblocks(&self) -> u32 {
+        self.ctx.p
+    }
+
+    fn plan(&self, s: u32, plan: &mut StepPlan) {
+        let Ctx { me, p, .. } = self.ctx;
+        let send = (me + 2 * p - s - 1) % p;
+        let recv = (me + 2 * p - s - 2) % p;
+        plan.send((me + 1) % p, &[(send, send + 1)]);
+        plan.recv((me + p - 1) % p, &[(recv, recv + 1)], Action::Reduce);
     }
 }
