@@ -1,12 +1,19 @@
 //! Scenarios: the TOML model of DESIGN §2, its units, and validation.
 //!
 //! `load` and `parse` return either a validated [`Scenario`] or a [`ScenarioError`] that names
-//! the file, the line and the key at fault.
+//! the file, the line and the key at fault. `load_with` and `parse_with` also reject what the
+//! engine does not implement yet, as described by a [`Support`].
 
+mod cause;
+#[cfg(test)]
+mod examples;
+mod fault_de;
+mod locate;
 mod model;
 mod parse;
 mod validate;
 
+pub use cause::{RootCause, RootCauseError};
 pub use model::*;
-pub use parse::{load, parse, parse_json, ScenarioError};
-pub use validate::validate;
+pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
+pub use validate::{unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_WORLD_SIZE};

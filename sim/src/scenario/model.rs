@@ -440,9 +440,11 @@ pub enum RegistryAction {
     Monitor,
 }
 
-/// Either one rank's links or one link, for `delay` and `loss`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+/// One injected fault (DESIGN §2). `delay` and `loss` apply to either all links of one `rank` or
+/// to one `link`. Deserialization is written by hand (see `fault_de.rs`) so that errors inside a
+/// fault keep their position and name their key.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Fault {
     Preempt {
         rank: u32,
@@ -523,6 +525,19 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl Fault {
+    /// Every fault kind, as written in `kind = "..."`.
+    pub const KINDS: [&'static str; 9] = [
+        "preempt",
+        "pause",
+        "partition",
+        "delay",
+        "loss",
+        "slow",
+        "mismatch",
+        "skip",
+        "hang",
+    ];
+
     pub fn kind(&self) -> &'static str {
         match self {
             Fault::Preempt { .. } => "preempt",

@@ -1,11 +1,22 @@
 //! TOML -> [`Scenario`], with errors that name the file, line and key.
+//!
+//! Three stages, each mapped back to the text: TOML syntax (toml's recoverable parser gives the
+//! position), the typed model (serde errors carry a byte span, mapped to the innermost key
+//! written there), and validation (a key path, mapped to the line where that key is written, or
+//! where its nearest written ancestor is when the key itself was left out).
 
+use super::locate::{KeyPath, Located};
 use super::model::Scenario;
+use super::validate::{unsupported, validate, Invalid, Support};
+use serde::Deserialize;
+use std::fmt;
 use std::path::Path;
 
 /// A scenario that cannot be used, located in its file.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {key}: {message}")]
+///
+/// Displayed as `file:line: key: message`; the key is left out when the error is not about one
+/// key (the file cannot be read, or is not TOML at all), and the line when there is no position.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScenarioError {
     pub file: String,
     /// 1-based line, 0 when the error has no position (e.g. the file cannot be read).
@@ -15,54 +26,102 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:", self.file)?;
+        if self.line > 0 {
+            write!(f, "{}:", self.line)?;
+        }
+        if !self.key.is_empty() {
+            write!(f, " {}:", self.key)?;
+        }
+        write!(f, " {}", self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl ScenarioError {
+    fn new(file: &str, line: usize, key: impl ToString, message: impl Into<String>) -> Self {
+        ScenarioError {
+            file: file.to_string(),
+            line,
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
 /// Reads and validates a scenario file.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-        file: file.clone(),
-        line: 0,
-        key: String::new(),
-        message: format!("cannot read the scenario: {e}"),
-    })?;
+    let text = read(path, &file)?;
     parse(&text, &file)
+}
+
+/// Reads and validates a scenario file, and rejects features the engine does not support yet.
+pub fn load_with(path: &Path, support: &Support) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let text = read(path, &file)?;
+    parse_with(&text, &file, support)
+}
+
+fn read(path: &Path, file: &str) -> Result<String, ScenarioError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| ScenarioError::new(file, 0, "", format!("cannot read the scenario: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..valid]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        ScenarioError::new(file, line, "", "the file is not UTF-8 text")
+    })
 }
 
 /// Parses and validates scenario text; `file` is used in error messages.
 pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    parse_inner(text, file, None)
+}
+
+/// Parses and validates scenario text, and rejects features the engine does not support yet.
+pub fn parse_with(text: &str, file: &str, support: &Support) -> Result<Scenario, ScenarioError> {
+    parse_inner(text, file, Some(support))
+}
+
+fn parse_inner(
+    text: &str,
+    file: &str,
+    support: Option<&Support>,
+) -> Result<Scenario, ScenarioError> {
+    let doc =
+        Located::parse(text).map_err(|e| ScenarioError::new(file, e.line, e.key, e.message))?;
     let scenario: Scenario = toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
-            .unwrap_or(0);
-        ScenarioError {
-            file: file.to_string(),
-            line,
-            key: String::new(),
-            message: e.message().to_string(),
-        }
+        let (key, line, message) = doc.serde_error(e.span(), e.message());
+        ScenarioError::new(file, line, key, message)
     })?;
-    super::validate(&scenario).map_err(|(key, message)| ScenarioError {
-        file: file.to_string(),
-        line: 0,
-        key,
-        message,
+    let at_key = |(key, message): Invalid| {
+        let line = KeyPath::parse(&key).map_or(1, |p| doc.line_of(&p));
+        ScenarioError::new(file, line, key, message)
+    };
+    validate(&scenario).map_err(at_key)?;
+    if let Some(support) = support {
+        unsupported(&scenario, support).map_err(at_key)?;
+    }
+    Ok(scenario)
+}
+
+/// Parses a scenario embedded as JSON (a trace header), and validates it. Errors are reported
+/// on line 1 (the header line) under the key `scenario`.
+pub fn parse_json(value: &serde_json::Value, file: &str) -> Result<Scenario, ScenarioError> {
+    let scenario = Scenario::deserialize(value)
+        .map_err(|e| ScenarioError::new(file, 1, "scenario", e.to_string()))?;
+    validate(&scenario).map_err(|(key, message)| {
+        ScenarioError::new(file, 1, format!("scenario.{key}"), message)
     })?;
     Ok(scenario)
 }
 
-/// Parses a scenario embedded as JSON (a trace header), and validates it.
-pub fn parse_json(value: &serde_json::Value, file: &str) -> Result<Scenario, ScenarioError> {
-    let scenario: Scenario = serde_json::from_value(value.clone()).map_err(|e| ScenarioError {
-        file: file.to_string(),
-        line: 1,
-        key: "scenario".into(),
-        message: e.to_string(),
-    })?;
-    super::validate(&scenario).map_err(|(key, message)| ScenarioError {
-        file: file.to_string(),
-        line: 1,
-        key: format!("scenario.{key}"),
-        message,
-    })?;
-    Ok(scenario)
-}
+#[cfg(test)]
+mod tests;
