@@ -308,12 +308,12 @@ impl Layout {
             nb: nb1,
             len,
             n,
-            elem_chunk: if len % nb1 as usize == 0 {
+            elem_chunk: if len.is_multiple_of(nb1 as usize) {
                 len / nb1 as usize
             } else {
                 0
             },
-            byte_chunk: if n % u64::from(nb1) == 0 {
+            byte_chunk: if n.is_multiple_of(u64::from(nb1)) {
                 n / u64::from(nb1)
             } else {
                 0
