@@ -247,7 +247,7 @@ pub fn block_bytes(lo: u32, hi: u32, nb: u32, n: u64) -> u64 {
 }
 
 /// Shared, immutable description of a group's membership for its collectives.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Members {
     /// World rank of each group index.
     pub ranks: Vec<Rank>,
