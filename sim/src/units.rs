@@ -144,9 +144,11 @@ impl Size {
                     "`{s}` needs a unit: B, KB, MB, GB, KiB, MiB or GiB (e.g. \"64MiB\")"
                 )))
             }
-            other => return Err(UnitError(format!(
+            other => {
+                return Err(UnitError(format!(
                 "unknown size unit `{other}` in `{s}`: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
-            ))),
+            )))
+            }
         };
         scaled(s, m, d, scale, "bytes").map(Size)
     }

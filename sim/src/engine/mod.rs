@@ -662,9 +662,9 @@ impl<'r> Engine<'r> {
     fn fault(&mut self, i: usize, phase: FaultPhase) {
         let f = self.faults.fault(i).clone();
         if self.record {
-            let sides = match &f {
-                Fault::Partition { sides, .. } => Some(sides.clone()),
-                _ => None,
+            let (sides, oneway) = match &f {
+                Fault::Partition { sides, oneway, .. } => (Some(sides.clone()), *oneway),
+                _ => (None, false),
             };
             self.emit(Event::Fault {
                 index: i as u32,
@@ -672,6 +672,7 @@ impl<'r> Engine<'r> {
                 phase,
                 ranks: touched_ranks(&f),
                 sides,
+                oneway,
                 detail: describe_fault(&f),
             });
         }
