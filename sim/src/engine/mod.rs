@@ -281,10 +281,34 @@ impl<'r> Engine<'r> {
         debug_assert!(t >= self.now, "time never goes back");
         self.now = t;
         self.dispatch(ev);
+        if let Some(StopReason::Watchdog { rank }) = self.stop {
+            self.dump_flight_records(rank);
+        }
         if self.stop.is_none() && self.all_finished() {
             self.stop = Some(StopReason::AllFinished);
         }
         self.stop.is_none()
+    }
+
+    /// The job is torn down after `fired`'s watchdog: as PyTorch's dump-on-timeout, every
+    /// other live rank dumps its flight recorder too (a frozen or dead one cannot).
+    fn dump_flight_records(&mut self, fired: u32) {
+        if !self.record {
+            return;
+        }
+        for r in 0..self.slots.len() as u32 {
+            let slot = &self.slots[r as usize];
+            if r == fired || slot.paused {
+                continue;
+            }
+            let Some(p) = slot.proc.as_ref() else {
+                continue;
+            };
+            let entries = p.flight_record();
+            if !entries.is_empty() {
+                self.emit(Event::FlightRecord { rank: r, entries });
+            }
+        }
     }
 
     fn all_finished(&self) -> bool {
