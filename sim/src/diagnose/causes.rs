@@ -190,11 +190,12 @@ impl CauseBook {
             let v = &fold.ranks[r as usize];
             let since = v.paused_since.unwrap_or(v.since_ns);
             let how = last_fault(fold, "pause", r)
-                .map(|f| format!(" ({})", f.detail))
+                .and_then(|f| f.detail.rsplit_once(" for ").map(|(_, d)| d.to_string()))
+                .map(|d| format!(" for {d}"))
                 .unwrap_or_default();
             (
                 format!(
-                    "rank {r} has been paused since {}{how} and handles nothing",
+                    "rank {r} was paused at {}{how} (frozen: it handles nothing)",
                     fmt_ms(since)
                 ),
                 vec![r],
@@ -298,10 +299,13 @@ impl CauseBook {
         keys
     }
 
-    /// Compares every rank's signature of `slot`: the most common one is right; a tie goes to
-    /// the signature the scenario's program declares, then to the earliest call site, then to
-    /// the variant with the lowest rank. Every other rank is a culprit: `skipped` when it is at
-    /// a later call of its program with the same parameters or another op, else `mismatch`.
+    /// Compares every rank's signature of `slot`. Ranks are grouped by the parameters they
+    /// called it with (what their messages carry); the largest group is right, a tie going to
+    /// the group whose call the scenario's program declares, then to the earliest call site,
+    /// then to the group with the lowest rank. Every rank outside it is a culprit: `skipped`
+    /// when it is at a later call of its program (it skipped the one the others are in), else
+    /// `mismatch`. Ranks with the right parameters at another call site consume the same
+    /// messages, so they are no culprit here.
     fn judge(&mut self, fold: &Fold, slot: Slot) -> SlotVerdict {
         let mut culprits = BTreeMap::new();
         let Some(op) = fold.ops.get(&slot) else {
@@ -324,25 +328,39 @@ impl CauseBook {
                 })
             })
         };
-        let best = (0..vs.len())
-            .max_by(|&i, &j| {
-                let key = |k: usize| {
-                    (
-                        vs[k].count,
-                        declared(&vs[k]),
-                        std::cmp::Reverse(vs[k].sig.site()),
-                        std::cmp::Reverse(vs[k].ranks.iter().min().copied().unwrap_or(u32::MAX)),
-                    )
-                };
-                key(i).cmp(&key(j))
-            })
-            .unwrap_or(0);
-        let want = vs[best].sig;
-        let majority = vs[best].ranks.clone();
+        // groups of variants with equal parameters, by the index of their first variant
+        let mut groups: Vec<Vec<usize>> = Vec::new();
         for (k, v) in vs.iter().enumerate() {
-            if k == best {
-                continue;
+            match groups.iter_mut().find(|g| vs[g[0]].sig.same_params(&v.sig)) {
+                Some(g) => g.push(k),
+                None => groups.push(vec![k]),
             }
+        }
+        let rank_key = |g: &Vec<usize>| {
+            let count: u32 = g.iter().map(|&k| vs[k].count).sum();
+            let decl = g.iter().any(|&k| declared(&vs[k]));
+            let site = g.iter().map(|&k| vs[k].sig.site()).min().unwrap_or((0, 0));
+            let low = g
+                .iter()
+                .flat_map(|&k| vs[k].ranks.iter().copied())
+                .min()
+                .unwrap_or(u32::MAX);
+            (count, decl, std::cmp::Reverse(site), std::cmp::Reverse(low))
+        };
+        let Some(best) = groups.iter().max_by_key(|g| rank_key(g)) else {
+            return SlotVerdict { culprits };
+        };
+        // the right call: the most common variant of the right parameters
+        let Some(&main) = best.iter().max_by_key(|&&k| vs[k].count) else {
+            return SlotVerdict { culprits };
+        };
+        let want = vs[main].sig;
+        let majority: Vec<u32> = best
+            .iter()
+            .flat_map(|&k| vs[k].ranks.iter().copied())
+            .collect();
+        let seq = slot.2 .0;
+        for v in vs.iter().filter(|v| !v.sig.same_params(&want)) {
             let skipped = v.sig.site() > want.site();
             for &r in &v.ranks {
                 let key = if skipped {
@@ -350,7 +368,6 @@ impl CauseBook {
                 } else {
                     CauseKey::Mismatch(r)
                 };
-                let seq = slot.2 .0;
                 let text = if skipped {
                     format!(
                         "rank {r} skipped {}: its call #{seq} is {}, a later call of its \
@@ -401,6 +418,32 @@ impl CauseBook {
         key
     }
 
+    /// A pause of `r` that overlapped `[window, now]`: the rank fell behind while frozen.
+    fn paused_during(&mut self, fold: &Fold, r: u32, window: Nanos) -> Option<CauseKey> {
+        let f = fold.faults.iter().rev().find(|f| {
+            f.kind == "pause"
+                && f.ranks == [r]
+                && f.begin_ns <= fold.t
+                && f.end_ns.is_none_or(|e| e >= window)
+        })?;
+        let key = CauseKey::Paused(r);
+        self.note(&key, || {
+            let until = match f.end_ns {
+                Some(e) if e <= fold.t => format!(" until {}", fmt_ms(e)),
+                _ => String::new(),
+            };
+            (
+                format!(
+                    "rank {r} was paused from {}{until} ({}) and fell behind",
+                    fmt_ms(f.begin_ns),
+                    f.detail
+                ),
+                vec![r],
+            )
+        });
+        Some(key)
+    }
+
     /// `waiter`'s watchdog fired while the chunk from `from` was still on its way.
     pub fn late(&mut self, fold: &Fold, waiter: u32, from: u32) -> CauseKey {
         let v = &fold.ranks[waiter as usize];
@@ -412,6 +455,10 @@ impl CauseBook {
             .position(|f| f.kind == "partition" && during(&f) && f.cuts(from, waiter))
         {
             return self.partitioned(fold, i);
+        }
+        // a frozen receiver takes its chunks only after it resumes
+        if let Some(k) = self.paused_during(fold, waiter, window) {
+            return k;
         }
         if let Some(f) = fold
             .faults
@@ -446,8 +493,13 @@ impl CauseBook {
         key
     }
 
-    /// A watchdog fired while rank `r`, which others wait for, was still working.
-    pub fn working(&mut self, fold: &Fold, r: u32) -> CauseKey {
+    /// A watchdog of `waiter` fired while rank `r`, which it waits for, was still working.
+    pub fn working(&mut self, fold: &Fold, waiter: u32, r: u32) -> CauseKey {
+        let v = &fold.ranks[waiter as usize];
+        let window = v.call.as_ref().map_or(v.since_ns, |c| c.called_ns);
+        if let Some(k) = self.paused_during(fold, r, window) {
+            return k;
+        }
         let key = CauseKey::Slow(r);
         self.note(&key, || {
             let v = &fold.ranks[r as usize];

@@ -49,8 +49,10 @@ fn classify(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) ->
     let slot = slot_of(ca);
     let issued = vb.call_at(slot);
     if let Some(pc) = issued {
+        // only the parameters (the message fingerprint) decide what a rank consumes: a call
+        // that is the same op with the same parameters from another call site still matches
         let mine = fold.ranks[a as usize].call_at(slot).map(|c| c.sig);
-        if mine.is_some_and(|s| s != pc.sig) {
+        if mine.is_some_and(|s| !s.same_params(&pc.sig)) {
             let keys = book.mismatch(fold, slot, &[a, b]);
             if !keys.is_empty() {
                 return Class::Root(keys);
@@ -348,7 +350,7 @@ fn lateness(
             if waiter[j] {
                 stack.push(j as u32);
             } else {
-                let k = book.working(fold, j as u32);
+                let k = book.working(fold, start, j as u32);
                 if !keys.contains(&k) {
                     keys.push(k);
                 }
