@@ -174,8 +174,31 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
         let i = v.rank as usize;
         let aborted = v.call.as_ref().is_some_and(|c| c.aborted.is_some());
         if waiter[i] && aborted && blocked_by[i].is_empty() {
-            for key in lateness(fold, &mut book, &g, &waiter, &in_flight, v.rank) {
-                late_seeds.push((key, v.rank));
+            late_seeds.extend(lateness(fold, &mut book, &g, &waiter, &in_flight, v.rank));
+        }
+    }
+    // the same lateness holds back other waiters too (a chunk late on the same slow link, a
+    // peer still computing): they cannot finish before the job is torn down either
+    if !late_seeds.is_empty() {
+        let found: Vec<CauseKey> = late_seeds.iter().map(|(k, _)| k.clone()).collect();
+        for v in &fold.ranks {
+            let a = v.rank;
+            if !waiter[a as usize] || !blocked_by[a as usize].is_empty() {
+                continue;
+            }
+            for &b in &in_flight[a as usize] {
+                let k = book.late(fold, a, b);
+                if found.contains(&k) {
+                    late_seeds.push((k, a));
+                }
+            }
+            for b in g.neighbors_directed(NodeIndex::new(a as usize), Direction::Outgoing) {
+                if !waiter[b.index()] {
+                    let k = book.working(fold, a, b.index() as u32);
+                    if found.contains(&k) {
+                        late_seeds.push((k, a));
+                    }
+                }
             }
         }
     }
@@ -321,7 +344,10 @@ fn progress(g: &DiGraph<(), ()>, waiter: &[bool], blocked_by: &[Vec<CauseKey>]) 
 }
 
 /// Why the watchdog of `start`, which was in progress, fired anyway: follow its waits to the
-/// chunks still on their way and the peers still working.
+/// chunks still on their way and the peers still working. Each rank at that frontier — the
+/// one whose chunk is late, the one waiting for a peer that has not arrived — is blocked on
+/// the lateness (its call cannot finish before the job is torn down), and so is everyone
+/// upstream of it, `start` included.
 fn lateness(
     fold: &Fold,
     book: &mut CauseBook,
@@ -329,33 +355,26 @@ fn lateness(
     waiter: &[bool],
     in_flight: &[Vec<u32>],
     start: u32,
-) -> Vec<CauseKey> {
-    let mut keys = Vec::new();
+) -> Vec<(CauseKey, u32)> {
+    let mut seeds = Vec::new();
     let mut seen = vec![false; waiter.len()];
     let mut stack = vec![start];
     seen[start as usize] = true;
     while let Some(a) = stack.pop() {
         for &b in &in_flight[a as usize] {
-            let k = book.late(fold, a, b);
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
+            seeds.push((book.late(fold, a, b), a));
         }
         for b in g.neighbors_directed(NodeIndex::new(a as usize), Direction::Outgoing) {
             let j = b.index();
-            if seen[j] {
-                continue;
-            }
-            seen[j] = true;
             if waiter[j] {
-                stack.push(j as u32);
-            } else {
-                let k = book.working(fold, start, j as u32);
-                if !keys.contains(&k) {
-                    keys.push(k);
+                if !seen[j] {
+                    seen[j] = true;
+                    stack.push(j as u32);
                 }
+            } else {
+                seeds.push((book.working(fold, start, j as u32), a));
             }
         }
     }
-    keys
+    seeds
 }
