@@ -287,6 +287,10 @@ pub struct Fold {
     pub first_abort: Option<(Nanos, u32)>,
     pub diagnosis: Option<(Vec<u32>, Vec<String>)>,
     pub outcome: Option<Outcome>,
+    /// For each receiver, the latest (seq, step) of a collective chunk each sender sent it:
+    /// (sender, seq, step). Schedules send to a peer in increasing steps, so a chunk of
+    /// (seq, step) was sent when this is at or past it.
+    pub sent: Vec<Vec<(u32, u64, u32)>>,
     /// Accumulated waiting on stragglers, by (rank, fault), in first-seen order.
     pub lateness: Vec<Lateness>,
     /// The program every rank runs, when the fold knows the scenario: it settles a tie between
@@ -332,6 +336,7 @@ impl Fold {
             first_abort: None,
             diagnosis: None,
             outcome: None,
+            sent: vec![Vec::new(); p as usize],
             lateness: Vec::new(),
             workload: None,
         }
@@ -424,6 +429,25 @@ impl Fold {
                 if let Some(v) = self.rank(*rank) {
                     v.paused = false;
                     v.paused_since = None;
+                }
+            }
+            Event::Send {
+                from,
+                to,
+                seq: Some(seq),
+                step: Some(step),
+                ..
+            } => {
+                self.messages_sent += 1;
+                if let Some(list) = self.sent.get_mut(*to as usize) {
+                    match list.iter_mut().find(|e| e.0 == *from) {
+                        Some(e) => {
+                            if (*seq, *step) > (e.1, e.2) {
+                                *e = (*from, *seq, *step);
+                            }
+                        }
+                        None => list.push((*from, *seq, *step)),
+                    }
                 }
             }
             Event::Send { .. } => self.messages_sent += 1,
@@ -691,6 +715,14 @@ impl Fold {
             }
         }
         acc
+    }
+
+    /// Whether `from` has sent `to` its chunk of collective `seq`, step `step` (or a later one).
+    pub fn has_sent(&self, from: u32, to: u32, seq: u64, step: u32) -> bool {
+        self.sent.get(to as usize).is_some_and(|list| {
+            list.iter()
+                .any(|e| e.0 == from && (e.1, e.2) >= (seq, step))
+        })
     }
 
     /// Faults active at the fold's time.

@@ -58,15 +58,11 @@ fn classify(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) ->
                 return Class::Root(keys);
             }
         }
-        // a sender enters step k (and sends its chunks of step k) before a receiver can
-        // finish step k: b has sent what a waits for once it is at step k or beyond
-        let sent = match &vb.call {
-            Some(cb) if slot_of(cb) == slot => cb.step >= ca.step,
-            _ => pc.completed,
-        };
-        if sent {
-            return Class::InFlight;
-        }
+    }
+    // the trace shows whether b sent it: then it is on its way (or arrived and is being
+    // reduced); a partition or a dead sender were ruled out above
+    if fold.has_sent(b, a, ca.seq.0, ca.step) {
+        return Class::InFlight;
     }
     if vb.paused {
         return Class::Root(vec![book.paused(fold, b)]);

@@ -11,8 +11,8 @@
 //!   cuts `b -> a`, `b` issued this collective with another signature (mismatch, skip), `b`
 //!   finished its workload without issuing it (skip), or `b` is alive but stopped issuing
 //!   collectives (hang);
-//! - `in_flight`: `b` has already sent that chunk (a sender enters step k before a receiver
-//!   can finish it), so the chunk is on its way — late perhaps, but coming;
+//! - `in_flight`: the trace shows `b` sent that chunk (a send event with its collective and
+//!   step), so it is on its way — late perhaps, but coming;
 //! - `waits`: `b` has not sent it yet; whether `a` is stuck depends on `b`.
 //!
 //! A rank is **blocked** when it reaches a root-cause edge through `waits` edges; it is **in
@@ -153,3 +153,6 @@ pub fn diagnose(fold: &Fold) -> Diagnosis {
     d.stragglers = causes::stragglers(fold);
     d
 }
+
+#[cfg(test)]
+mod tests;
