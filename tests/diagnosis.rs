@@ -562,3 +562,22 @@ fn explain_dot_draws_the_wait_for_graph() {
     assert!(dot.contains("allreduce #1 (ring)\\nstep "), "{dot}");
     assert!(dot.trim_end().ends_with('}'));
 }
+
+#[test]
+fn a_rank_preempted_before_it_starts_is_preempted_not_hung() {
+    let c = stalled(
+        "preempted at 0",
+        job(
+            4,
+            ONE_AR,
+            "[[faults]]\nkind = \"preempt\"\nrank = 0\nat = \"0s\"",
+        ),
+        &[1, 2, 3],
+        &["preempted:0"],
+    );
+    let r = run_case(&c);
+    let mut blocked: Vec<u32> = r.blocked.iter().map(|b| b.rank).collect();
+    blocked.sort_unstable();
+    assert_eq!((r.outcome, blocked), (Outcome::Stalled, vec![1, 2, 3]));
+    assert_eq!(r.root_causes, vec!["preempted:0"]);
+}

@@ -342,6 +342,9 @@ impl<'r> Engine<'r> {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::Start(r) => {
+                if self.slots[r as usize].proc.is_none() {
+                    return; // preempted before it could start
+                }
                 if self.record {
                     self.emit(Event::ProcessStart {
                         rank: r,
