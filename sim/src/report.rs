@@ -1,6 +1,6 @@
 //! The result of `ringside run`: the `--json` object of DESIGN §3, and the same in sentences.
 
-use crate::diagnose::{Blocked, Diagnosis, Fold, OpView};
+use crate::diagnose::{ranks_phrase, Blocked, Diagnosis, Fold, OpView, Straggler};
 use crate::scenario::{Expect, Outcome};
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use serde::Serialize;
@@ -35,6 +35,8 @@ pub struct BlockedReport {
     pub steps: u32,
     pub waiting_for: Vec<u32>,
     pub since_ns: Nanos,
+    /// The root causes this rank waits on.
+    pub root_causes: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -64,6 +66,9 @@ pub struct RunReport {
     pub root_causes: Vec<String>,
     /// One paragraph per root cause.
     pub explanation: Vec<String>,
+    /// Ranks others waited for while a slow, delay or loss fault touched them (slow, not
+    /// stalled).
+    pub stragglers: Vec<Straggler>,
     pub generations: Vec<GenerationReport>,
     pub expect: ExpectReport,
 }
@@ -103,6 +108,7 @@ impl BlockedReport {
             steps: b.steps,
             waiting_for: b.waiting_for.clone(),
             since_ns: b.since_ns,
+            root_causes: b.causes.clone(),
         }
     }
 }
@@ -114,66 +120,89 @@ fn ranks_list(r: &[u32]) -> String {
         .join(",")
 }
 
-/// Sentences that explain a diagnosis: who waits in what, for whom, and the root causes.
+/// At most this many "a waits for b" clauses per paragraph.
+const MAX_WAITS: usize = 12;
+
+/// One paragraph per root cause: which ranks are blocked on it, in which collective and step,
+/// who waits for whom, and what happened.
 pub fn explain(d: &Diagnosis) -> Vec<String> {
     if d.blocked.is_empty() {
         return Vec::new();
     }
-    // group blocked ranks by the call they are in
-    let mut groups: Vec<(&Blocked, Vec<&Blocked>)> = Vec::new();
-    for b in &d.blocked {
-        match groups.iter_mut().find(|(k, _)| {
+    if d.causes.is_empty() {
+        // every blocked rank has a cause by construction; keep a sentence for the impossible
+        let all: Vec<&Blocked> = d.blocked.iter().collect();
+        return vec![format!(
+            "{}; root cause: not determined",
+            blocked_clause(&all)
+        )];
+    }
+    d.causes
+        .iter()
+        .map(|c| {
+            let mine: Vec<&Blocked> = d
+                .blocked
+                .iter()
+                .filter(|b| c.blocked.contains(&b.rank))
+                .collect();
+            format!("{}; root cause: {}", blocked_clause(&mine), c.text)
+        })
+        .collect()
+}
+
+/// `ranks 0,1 are blocked in allreduce #3 (ring, step 2/4): 0 waits for 2, 1 waits for 0`.
+fn blocked_clause(bs: &[&Blocked]) -> String {
+    // the calls the ranks are blocked in, first seen first
+    let mut calls: Vec<(&Blocked, Vec<&Blocked>)> = Vec::new();
+    for b in bs {
+        match calls.iter_mut().find(|(k, _)| {
             k.op == b.op && k.seq == b.seq && k.group == b.group && k.generation == b.generation
         }) {
             Some((_, v)) => v.push(b),
-            None => groups.push((b, vec![b])),
+            None => calls.push((b, vec![b])),
         }
     }
-    let causes = if d.causes.is_empty() {
-        "root cause: not determined".to_string()
-    } else {
-        format!(
-            "root cause: {}",
-            d.causes
-                .iter()
-                .map(|c| c.text.clone())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
-    };
-    groups
+    let parts: Vec<String> = calls
         .iter()
-        .map(|(k, v)| {
+        .enumerate()
+        .map(|(i, (k, v))| {
             let ranks: Vec<u32> = v.iter().map(|b| b.rank).collect();
             let steps: Vec<u32> = v.iter().map(|b| b.step + 1).collect();
-            let step = if steps.iter().all(|s| *s == steps[0]) {
-                format!("step {}/{}", steps[0], k.steps)
+            let lo = steps.iter().min().copied().unwrap_or(0);
+            let hi = steps.iter().max().copied().unwrap_or(0);
+            let step = if lo == hi {
+                format!("step {lo}/{}", k.steps)
             } else {
-                format!(
-                    "steps {}-{} of {}",
-                    steps.iter().min().unwrap_or(&0),
-                    steps.iter().max().unwrap_or(&0),
-                    k.steps
-                )
+                format!("steps {lo}-{hi} of {}", k.steps)
             };
-            let waits: Vec<String> = v
-                .iter()
-                .map(|b| format!("{} waits for {}", b.rank, ranks_list(&b.waiting_for)))
-                .collect();
+            let verb = match (i, ranks.len()) {
+                (0, 1) => " is blocked",
+                (0, _) => " are blocked",
+                _ => "",
+            };
             format!(
-                "rank{} {} {} blocked in {} #{} ({}, {}): {}; {}",
-                if ranks.len() == 1 { "" } else { "s" },
-                ranks_list(&ranks),
-                if ranks.len() == 1 { "is" } else { "are" },
+                "{}{verb} in {} #{} ({}, {step})",
+                ranks_phrase(&ranks),
                 k.op,
                 k.seq,
-                k.algorithm,
-                step,
-                waits.join(", "),
-                causes
+                k.algorithm
             )
         })
-        .collect()
+        .collect();
+    let mut waits: Vec<String> = bs
+        .iter()
+        .take(MAX_WAITS)
+        .map(|b| format!("{} waits for {}", b.rank, ranks_list(&b.waiting_for)))
+        .collect();
+    if bs.len() > MAX_WAITS {
+        waits.push(format!("... ({} more)", bs.len() - MAX_WAITS));
+    }
+    format!("{}: {}", parts.join(" and "), waits.join(", "))
+}
+
+/// One sentence per straggler.
+pub fn explain_stragglers(d: &Diagnosis) -> Vec<String> {
+    d.stragglers.iter().map(|s| s.text.clone()).collect()
 }
 
 /// Checks `expect` against a report.
@@ -298,10 +327,17 @@ impl RunReport {
                         ": no rank is waiting in a collective, but the workload did not finish\n",
                     );
                 } else {
-                    s.push_str(": ");
-                    s.push_str(&self.explanation.join("\n  "));
-                    s.push('\n');
+                    s.push_str(":\n");
+                    for p in &self.explanation {
+                        s.push_str(&format!("  {p}\n"));
+                    }
                 }
+            }
+        }
+        if !self.stragglers.is_empty() {
+            s.push_str("stragglers (slow, not stalled):\n");
+            for st in &self.stragglers {
+                s.push_str(&format!("  {}\n", st.text));
             }
         }
         for o in &self.ops {
@@ -366,6 +402,7 @@ pub fn build(
             .collect(),
         root_causes: diagnosis.root_causes(),
         explanation: explain(diagnosis),
+        stragglers: diagnosis.stragglers.clone(),
         generations: vec![GenerationReport {
             generation: 0,
             members: (0..fold.ranks.len() as u32).collect(),

@@ -46,6 +46,7 @@ pub fn run_events(
     let ev = Event::Diagnosis {
         blocked: diagnosis.blocked_ranks(),
         root_causes: diagnosis.root_causes(),
+        stragglers: diagnosis.straggler_names(),
     };
     rec.record(result.end_ns, &ev);
     fold.apply(result.end_ns, &ev);

@@ -2,8 +2,8 @@
 
 use crate::Failure;
 use clap::Args;
-use ringside_sim::diagnose::{diagnose, Fold};
-use ringside_sim::report::{explain, BlockedReport};
+use ringside_sim::diagnose::{diagnose, to_dot, Fold};
+use ringside_sim::report::{explain, explain_stragglers, BlockedReport};
 use ringside_sim::trace::TraceReader;
 use ringside_sim::units::{fmt_ms, Duration};
 use std::path::PathBuf;
@@ -55,27 +55,47 @@ pub fn main(a: ExplainArgs) -> Result<(), Failure> {
             "at_ns": fold.t,
             "blocked": d.blocked.iter().map(BlockedReport::from_blocked).collect::<Vec<_>>(),
             "root_causes": d.root_causes(),
+            "causes": d.causes,
             "explanation": explain(&d),
+            "stragglers": d.stragglers,
+            "in_progress": d.in_progress,
             "edges": d.edges,
+            "waits": d.waits,
         });
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| Failure::Input(e.to_string()))?
         );
     } else if a.dot {
-        println!("digraph waits {{");
-        println!("  label=\"wait-for graph at {}\";", fmt_ms(fold.t));
-        for (w, r) in &d.edges {
-            println!("  r{w} -> r{r};");
-        }
-        println!("}}");
+        print!("{}", to_dot(&fold, &d));
     } else {
         let lines = explain(&d);
         if lines.is_empty() {
-            println!("at {}: no rank is blocked in a collective", fmt_ms(fold.t));
+            print!("at {}: no rank is blocked in a collective", fmt_ms(fold.t));
+            if d.in_progress.is_empty() {
+                println!();
+            } else {
+                println!(
+                    "; {} in progress",
+                    ringside_sim::diagnose::ranks_phrase(&d.in_progress)
+                );
+            }
         } else {
             println!("at {}:", fmt_ms(fold.t));
             for l in lines {
+                println!("  {l}");
+            }
+            if !d.in_progress.is_empty() {
+                println!(
+                    "  {} in progress",
+                    ringside_sim::diagnose::ranks_phrase(&d.in_progress)
+                );
+            }
+        }
+        let st = explain_stragglers(&d);
+        if !st.is_empty() {
+            println!("stragglers (slow, not stalled):");
+            for l in st {
                 println!("  {l}");
             }
         }

@@ -3,12 +3,92 @@
 //! The same fold serves the run's own report, `explain` on a recorded trace, and the TUI, so
 //! all three see exactly the same state for the same events.
 
+use crate::proto::workload::WorkloadConfig;
 use crate::proto::{Generation, GroupId, SeqNo};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, Scenario};
 use crate::trace::{Event, FaultPhase};
 use crate::units::Nanos;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// How many recent calls the fold remembers per rank (as the flight recorder does).
+pub const CALL_HISTORY: usize = 64;
+
+/// A collective call as one rank issued it: where in the program (iteration, index) and with
+/// which parameters. Two ranks in the same (group, generation, seq) must agree on all of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct CallSig {
+    pub iteration: u32,
+    pub index: u32,
+    pub op: OpKind,
+    pub algorithm: Algorithm,
+    pub bytes: u64,
+    pub dtype: Dtype,
+    pub root: u32,
+    pub reduce: ReduceOp,
+    pub elements: u32,
+}
+
+impl CallSig {
+    /// Same parameters (the message fingerprint, without the slot), wherever in the program.
+    pub fn same_params(&self, o: &CallSig) -> bool {
+        (
+            self.op,
+            self.algorithm,
+            self.bytes,
+            self.dtype,
+            self.root,
+            self.reduce,
+            self.elements,
+        ) == (
+            o.op,
+            o.algorithm,
+            o.bytes,
+            o.dtype,
+            o.root,
+            o.reduce,
+            o.elements,
+        )
+    }
+
+    /// The call site in the training loop.
+    pub fn site(&self) -> (u32, u32) {
+        (self.iteration, self.index)
+    }
+}
+
+/// The identity of a collective: (group, generation, seq).
+pub type Slot = (GroupId, Generation, SeqNo);
+
+/// One of a rank's recent calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PastCall {
+    pub slot: Slot,
+    pub sig: CallSig,
+    pub called_ns: Nanos,
+    /// Completed on this rank.
+    pub completed: bool,
+}
+
+/// The ranks that issued one collective with the same signature.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Variant {
+    pub sig: CallSig,
+    pub count: u32,
+    /// The ranks, in call order (dropped once every member completed one agreed call).
+    pub ranks: Vec<u32>,
+}
+
+/// Time others spent waiting for a rank while a straggler fault (slow, delay, loss) touched it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Lateness {
+    /// The rank others waited for.
+    pub rank: u32,
+    /// Index of the fault in the scenario.
+    pub fault: u32,
+    pub waited_ns: Nanos,
+}
 
 /// What a rank is doing, as the trace shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -69,6 +149,9 @@ pub struct CallView {
     pub called_ns: Nanos,
     /// Set when the watchdog aborted the call: the abort's reason.
     pub aborted: Option<String>,
+    /// Waiting before this time has been charged to stragglers already.
+    #[serde(skip)]
+    pub charged_ns: Nanos,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -87,6 +170,21 @@ pub struct RankView {
     /// The last (iteration, index) this rank issued.
     pub last_call: Option<(u32, u32)>,
     pub since_ns: Nanos,
+    /// The last calls this rank issued, oldest first (at most [`CALL_HISTORY`]).
+    pub history: VecDeque<PastCall>,
+}
+
+impl RankView {
+    /// What this rank issued in `slot`, if it is still in the history.
+    pub fn call_at(&self, slot: Slot) -> Option<&PastCall> {
+        // seq numbers of one (group, generation) are consecutive, so look from the newest
+        self.history.iter().rev().find(|c| c.slot == slot)
+    }
+
+    /// Whether the rank is alive and not frozen.
+    pub fn is_live(&self) -> bool {
+        !matches!(self.state, RankState::Dead | RankState::Refused) && !self.paused
+    }
 }
 
 /// Aggregate of one collective across ranks, keyed by (group, generation, seq).
@@ -108,6 +206,10 @@ pub struct OpView {
     pub correct: bool,
     /// Distinct result hashes seen (agreement holds when there is at most one).
     pub results: Vec<String>,
+    /// Group size, as the callers saw it.
+    pub members: u32,
+    /// The distinct signatures the ranks called this collective with, first seen first.
+    pub variants: Vec<Variant>,
 }
 
 /// A fault as the trace shows it.
@@ -117,9 +219,57 @@ pub struct FaultView {
     pub kind: String,
     pub ranks: Vec<u32>,
     pub sides: Option<Vec<Vec<u32>>>,
+    /// A one-way partition drops only traffic from the first side to the others.
+    pub oneway: bool,
     pub detail: String,
     pub begin_ns: Nanos,
     pub end_ns: Option<Nanos>,
+}
+
+impl FaultView {
+    pub fn active_at(&self, t: Nanos) -> bool {
+        self.begin_ns <= t && self.end_ns.is_none_or(|e| e > t)
+    }
+
+    /// Whether this (partition) fault drops traffic from `from` to `to`; mirrors the engine.
+    pub fn cuts(&self, from: u32, to: u32) -> bool {
+        let Some(sides) = &self.sides else {
+            return false;
+        };
+        let side_of = |r: u32| sides.iter().position(|s| s.contains(&r));
+        match (side_of(from), side_of(to)) {
+            (Some(a), Some(b)) if a != b => !self.oneway || a == 0,
+            _ => false,
+        }
+    }
+
+    /// Whether this delay or loss fault acts on the link between `a` and `b`: the fault's one
+    /// rank is an end of it, or the fault's link is this link.
+    pub fn on_link(&self, a: u32, b: u32) -> bool {
+        match self.ranks.as_slice() {
+            [r] => *r == a || *r == b,
+            [x, y] => (*x == a && *y == b) || (*x == b && *y == a),
+            _ => false,
+        }
+    }
+
+    /// The fault slows others down when they wait for `awaited` (a straggler fault).
+    pub fn slows(&self, waiter: u32, awaited: u32) -> bool {
+        match self.kind.as_str() {
+            "slow" => self.ranks == [awaited],
+            "delay" | "loss" => self.on_link(waiter, awaited),
+            _ => false,
+        }
+    }
+
+    /// Which rank to name for lateness on the link `awaited -> waiter`: the fault's rank for a
+    /// rank fault, else the rank waited for.
+    pub fn straggler(&self, awaited: u32) -> u32 {
+        match self.ranks.as_slice() {
+            [r] => *r,
+            _ => awaited,
+        }
+    }
 }
 
 /// The state of a run after some prefix of its events.
@@ -137,11 +287,25 @@ pub struct Fold {
     pub first_abort: Option<(Nanos, u32)>,
     pub diagnosis: Option<(Vec<u32>, Vec<String>)>,
     pub outcome: Option<Outcome>,
+    /// For each receiver, the latest (seq, step) of a collective chunk each sender sent it:
+    /// (sender, seq, step). Schedules send to a peer in increasing steps, so a chunk of
+    /// (seq, step) was sent when this is at or past it.
+    pub sent: Vec<Vec<(u32, u64, u32)>>,
+    /// Accumulated waiting on stragglers, by (rank, fault), in first-seen order.
+    pub lateness: Vec<Lateness>,
+    /// The program every rank runs, when the fold knows the scenario: it settles a tie between
+    /// two equally common signatures of one collective.
+    pub workload: Option<Arc<WorkloadConfig>>,
 }
 
 impl Fold {
     pub fn new(scenario: &Scenario) -> Fold {
-        Fold::with_size(scenario.world.size)
+        let mut f = Fold::with_size(scenario.world.size);
+        f.workload = Some(Arc::new(WorkloadConfig::from_scenario(
+            scenario,
+            scenario.seed,
+        )));
+        f
     }
 
     pub fn with_size(p: u32) -> Fold {
@@ -161,6 +325,7 @@ impl Fold {
                     calls: 0,
                     last_call: None,
                     since_ns: 0,
+                    history: VecDeque::new(),
                 })
                 .collect(),
             ops: BTreeMap::new(),
@@ -171,6 +336,9 @@ impl Fold {
             first_abort: None,
             diagnosis: None,
             outcome: None,
+            sent: vec![Vec::new(); p as usize],
+            lateness: Vec::new(),
+            workload: None,
         }
     }
 
@@ -200,18 +368,28 @@ impl Fold {
                 phase,
                 ranks,
                 sides,
+                oneway,
                 detail,
             } => match phase {
-                FaultPhase::Begin => self.faults.push(FaultView {
-                    index: *index,
-                    kind: fault.clone(),
-                    ranks: ranks.clone(),
-                    sides: sides.clone(),
-                    detail: detail.clone(),
-                    begin_ns: t,
-                    end_ns: None,
-                }),
+                FaultPhase::Begin => {
+                    if is_straggler_kind(fault) {
+                        self.close_all_waits(t);
+                    }
+                    self.faults.push(FaultView {
+                        index: *index,
+                        kind: fault.clone(),
+                        ranks: ranks.clone(),
+                        sides: sides.clone(),
+                        oneway: *oneway,
+                        detail: detail.clone(),
+                        begin_ns: t,
+                        end_ns: None,
+                    })
+                }
                 FaultPhase::End => {
+                    if is_straggler_kind(fault) {
+                        self.close_all_waits(t);
+                    }
                     if let Some(f) = self
                         .faults
                         .iter_mut()
@@ -223,6 +401,7 @@ impl Fold {
                 }
             },
             Event::ProcessStart { rank, incarnation } => {
+                self.close_wait(*rank, t);
                 if let Some(v) = self.rank(*rank) {
                     v.incarnation = *incarnation;
                     v.dead_since = None;
@@ -232,6 +411,7 @@ impl Fold {
                 self.set_state(*rank, t, RankState::Running);
             }
             Event::ProcessDeath { rank, .. } => {
+                self.close_wait(*rank, t);
                 if let Some(v) = self.rank(*rank) {
                     v.dead_since = Some(t);
                     v.paused = false;
@@ -249,6 +429,25 @@ impl Fold {
                 if let Some(v) = self.rank(*rank) {
                     v.paused = false;
                     v.paused_since = None;
+                }
+            }
+            Event::Send {
+                from,
+                to,
+                seq: Some(seq),
+                step: Some(step),
+                ..
+            } => {
+                self.messages_sent += 1;
+                if let Some(list) = self.sent.get_mut(*to as usize) {
+                    match list.iter_mut().find(|e| e.0 == *from) {
+                        Some(e) => {
+                            if (*seq, *step) > (e.1, e.2) {
+                                *e = (*from, *seq, *step);
+                            }
+                        }
+                        None => list.push((*from, *seq, *step)),
+                    }
                 }
             }
             Event::Send { .. } => self.messages_sent += 1,
@@ -283,8 +482,9 @@ impl Fold {
                 root,
                 reduce,
                 elements,
-                ..
+                members,
             } => {
+                self.close_wait(*rank, t);
                 if let Some(v) = self.rank(*rank) {
                     v.calls += 1;
                     v.last_call = Some((*iteration, *index));
@@ -308,29 +508,63 @@ impl Fold {
                         since_ns: t,
                         called_ns: t,
                         aborted: None,
+                        charged_ns: t,
                     });
                 }
                 self.set_state(*rank, t, RankState::Waiting);
-                let op = self
-                    .ops
-                    .entry((*group, *generation, *seq))
-                    .or_insert_with(|| OpView {
-                        iteration: *iteration,
-                        index: *index,
-                        op: *op,
-                        algorithm: *algorithm,
-                        group: *group,
-                        generation: *generation,
-                        seq: *seq,
-                        bytes: *bytes,
-                        start_ns: t,
-                        end_ns: None,
-                        ranks_called: 0,
-                        ranks_completed: 0,
-                        correct: true,
-                        results: Vec::new(),
+                let sig = CallSig {
+                    iteration: *iteration,
+                    index: *index,
+                    op: *op,
+                    algorithm: *algorithm,
+                    bytes: *bytes,
+                    dtype: *dtype,
+                    root: *root,
+                    reduce: *reduce,
+                    elements: *elements,
+                };
+                let slot = (*group, *generation, *seq);
+                if let Some(v) = self.rank(*rank) {
+                    if v.history.len() == CALL_HISTORY {
+                        v.history.pop_front();
+                    }
+                    v.history.push_back(PastCall {
+                        slot,
+                        sig,
+                        called_ns: t,
+                        completed: false,
                     });
+                }
+                let op = self.ops.entry(slot).or_insert_with(|| OpView {
+                    iteration: *iteration,
+                    index: *index,
+                    op: *op,
+                    algorithm: *algorithm,
+                    group: *group,
+                    generation: *generation,
+                    seq: *seq,
+                    bytes: *bytes,
+                    start_ns: t,
+                    end_ns: None,
+                    ranks_called: 0,
+                    ranks_completed: 0,
+                    correct: true,
+                    results: Vec::new(),
+                    members: *members,
+                    variants: Vec::new(),
+                });
                 op.ranks_called += 1;
+                match op.variants.iter_mut().find(|v| v.sig == sig) {
+                    Some(v) => {
+                        v.count += 1;
+                        v.ranks.push(*rank);
+                    }
+                    None => op.variants.push(Variant {
+                        sig,
+                        count: 1,
+                        ranks: vec![*rank],
+                    }),
+                }
             }
             Event::Step {
                 rank,
@@ -340,6 +574,7 @@ impl Fold {
                 seq,
                 ..
             } => {
+                self.close_wait(*rank, t);
                 if let Some(v) = self.rank(*rank) {
                     if let Some(c) = v.call.as_mut().filter(|c| c.seq == *seq) {
                         c.step = *step;
@@ -358,12 +593,21 @@ impl Fold {
                 correct,
                 ..
             } => {
+                self.close_wait(*rank, t);
+                let slot = (*group, *generation, *seq);
                 if let Some(v) = self.rank(*rank) {
                     v.call = None;
+                    if let Some(c) = v.history.iter_mut().rev().find(|c| c.slot == slot) {
+                        c.completed = true;
+                    }
                 }
                 self.set_state(*rank, t, RankState::Running);
-                if let Some(op) = self.ops.get_mut(&(*group, *generation, *seq)) {
+                if let Some(op) = self.ops.get_mut(&slot) {
                     op.ranks_completed += 1;
+                    if op.ranks_completed >= op.members && op.variants.len() == 1 {
+                        // everyone agreed and finished: the rank list is no longer needed
+                        op.variants[0].ranks = Vec::new();
+                    }
                     op.end_ns = Some(op.end_ns.map_or(t, |e| e.max(t)));
                     if *correct == Some(false) {
                         op.correct = false;
@@ -385,6 +629,7 @@ impl Fold {
                 if self.first_abort.is_none() && reason.starts_with("watchdog") {
                     self.first_abort = Some((t, *rank));
                 }
+                self.close_wait(*rank, t);
                 if let Some(v) = self.rank(*rank) {
                     if let Some(c) = v.call.as_mut().filter(|c| c.seq == *seq) {
                         c.step = *step;
@@ -401,13 +646,102 @@ impl Fold {
             Event::Diagnosis {
                 blocked,
                 root_causes,
+                ..
             } => self.diagnosis = Some((blocked.clone(), root_causes.clone())),
             Event::End { outcome, .. } => self.outcome = Some(*outcome),
         }
     }
 
+    /// Ends the current wait interval of `rank` at `t`: the time it waited for a peer that a
+    /// straggler fault touched is charged to that peer (or to the fault's rank).
+    fn close_wait(&mut self, rank: u32, t: Nanos) {
+        let Some(v) = self.ranks.get_mut(rank as usize) else {
+            return;
+        };
+        let Some(c) = v.call.as_mut() else {
+            return;
+        };
+        let since = c.charged_ns.max(c.since_ns);
+        c.charged_ns = t;
+        if c.aborted.is_some() || t <= since || c.waiting_for.is_empty() {
+            return;
+        }
+        if !self
+            .faults
+            .iter()
+            .any(|f| f.end_ns.is_none() && is_straggler_kind(&f.kind))
+        {
+            return;
+        }
+        let waited = t - since;
+        for &w in &c.waiting_for {
+            for f in self.faults.iter().filter(|f| f.end_ns.is_none()) {
+                if f.slows(rank, w) {
+                    add_lateness(&mut self.lateness, f.straggler(w), f.index, waited);
+                }
+            }
+        }
+    }
+
+    /// Closes every rank's wait interval (a straggler fault begins or ends).
+    fn close_all_waits(&mut self, t: Nanos) {
+        for r in 0..self.ranks.len() as u32 {
+            self.close_wait(r, t);
+        }
+    }
+
+    /// Lateness charged so far, plus the waits still open at the fold's time.
+    pub fn lateness_now(&self) -> Vec<Lateness> {
+        let mut acc = self.lateness.clone();
+        let active: Vec<&FaultView> = self
+            .active_faults()
+            .filter(|f| is_straggler_kind(&f.kind))
+            .collect();
+        if active.is_empty() {
+            return acc;
+        }
+        for v in &self.ranks {
+            let Some(c) = &v.call else { continue };
+            let since = c.charged_ns.max(c.since_ns);
+            if c.aborted.is_some() || self.t <= since || v.state == RankState::Dead {
+                continue;
+            }
+            for &w in &c.waiting_for {
+                for f in &active {
+                    if f.slows(v.rank, w) {
+                        add_lateness(&mut acc, f.straggler(w), f.index, self.t - since);
+                    }
+                }
+            }
+        }
+        acc
+    }
+
+    /// Whether `from` has sent `to` its chunk of collective `seq`, step `step` (or a later one).
+    pub fn has_sent(&self, from: u32, to: u32, seq: u64, step: u32) -> bool {
+        self.sent.get(to as usize).is_some_and(|list| {
+            list.iter()
+                .any(|e| e.0 == from && (e.1, e.2) >= (seq, step))
+        })
+    }
+
     /// Faults active at the fold's time.
     pub fn active_faults(&self) -> impl Iterator<Item = &FaultView> {
         self.faults.iter().filter(|f| f.end_ns.is_none())
+    }
+}
+
+fn is_straggler_kind(kind: &str) -> bool {
+    matches!(kind, "slow" | "delay" | "loss")
+}
+
+fn add_lateness(acc: &mut Vec<Lateness>, rank: u32, fault: u32, waited: Nanos) {
+    match acc.iter_mut().find(|l| l.rank == rank && l.fault == fault) {
+        Some(l) => l.waited_ns += waited,
+        None => acc.push(Lateness {
+            rank,
+            fault,
+            waited_ns: waited,
+        }),
     }
 }

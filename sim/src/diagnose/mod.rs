@@ -1,16 +1,45 @@
 //! Diagnosis from a trace alone: who is blocked, on what, waiting for whom, and why.
 //!
+//! The input is a [`Fold`]: the state of every rank after some prefix of a trace's events, so
+//! the same diagnosis serves a finished run, `explain` on a recorded trace at any time, and
+//! the TUI.
+//!
 //! The wait-for graph has an edge `a -> b` when rank `a` is inside a collective (running, or
-//! aborted by its watchdog) and still waits for a message of the current step from `b`.
-//! Root causes are the ranks or links at the far end of those edges that a fault explains.
+//! aborted by its watchdog) and still waits for a chunk of its current step from `b`. Each
+//! edge is classified ([`EdgeKind`]):
+//! - `root_cause`: the far end explains the wait by itself: `b` is dead or paused, a partition
+//!   cuts `b -> a`, `b` issued this collective with another signature (mismatch, skip), `b`
+//!   finished its workload without issuing it (skip), or `b` is alive but stopped issuing
+//!   collectives (hang);
+//! - `in_flight`: the trace shows `b` sent that chunk (a send event with its collective and
+//!   step), so it is on its way — late perhaps, but coming;
+//! - `waits`: `b` has not sent it yet; whether `a` is stuck depends on `b`.
+//!
+//! A rank is **blocked** when it reaches a root-cause edge through `waits` edges; it is **in
+//! progress** when every chain it waits on ends in a chunk on its way or in a healthy peer
+//! that is working (computing, or still in an earlier collective). Waiters that are neither
+//! sit in or upstream of a cycle of `waits` edges with nothing on its way: a **deadlock**,
+//! reported per strongly connected component. Finally a rank whose watchdog fired while it was
+//! merely in progress is blocked all the same (its call is gone): the cause is lateness, named
+//! as `slow:R` (or as the partition that held the chunk back until recently).
+//!
+//! Stragglers — ranks that others waited for while a `slow`, `delay` or `loss` fault touched
+//! them — are reported separately, never as blocked.
 
+mod causes;
+mod dot;
 pub mod fold;
+mod graph;
 
-pub use fold::{CallView, FaultView, Fold, OpView, RankState, RankView};
+pub use causes::{fmt_ranks, ranks_phrase, CauseKey};
+pub use dot::to_dot;
+pub use fold::{
+    CallSig, CallView, FaultView, Fold, Lateness, OpView, PastCall, RankState, RankView, Slot,
+    Variant,
+};
 
-use crate::units::{fmt_ms, Nanos};
+use crate::units::Nanos;
 use serde::Serialize;
-use std::collections::BTreeSet;
 
 /// A rank that waits, directly or transitively, on a root cause.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -28,6 +57,8 @@ pub struct Blocked {
     pub steps: u32,
     pub waiting_for: Vec<u32>,
     pub since_ns: Nanos,
+    /// The root causes this rank waits on (DESIGN §2 vocabulary).
+    pub causes: Vec<String>,
 }
 
 /// A root cause with its explanation.
@@ -35,17 +66,60 @@ pub struct Blocked {
 pub struct Cause {
     /// In the vocabulary of DESIGN §2, e.g. `preempted:2`.
     pub cause: String,
-    /// One paragraph for humans.
+    /// What happened, for humans, e.g. `rank 2 was preempted at 12.000ms`.
     pub text: String,
+    /// The ranks the cause names (the culprits; the sides of a partition).
+    pub ranks: Vec<u32>,
+    /// The ranks blocked on it.
+    pub blocked: Vec<u32>,
+}
+
+/// A rank that others waited for while a straggler fault touched it: slow, not stalled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Straggler {
+    /// `slow:R`.
+    pub straggler: String,
+    pub rank: u32,
+    /// Scenario indices of the faults that made it late.
+    pub faults: Vec<u32>,
+    /// Time others spent waiting for it, summed over the waiting ranks.
+    pub waited_ns: Nanos,
+    pub text: String,
+}
+
+/// What a wait-for edge means (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    RootCause,
+    InFlight,
+    Waits,
+}
+
+/// One wait-for edge: `from` waits for a chunk from `to`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WaitEdge {
+    pub from: u32,
+    pub to: u32,
+    pub kind: EdgeKind,
+    /// For root-cause edges, the causes the edge shows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Diagnosis {
     pub t: Nanos,
+    /// Ranks blocked on a root cause, by rank.
     pub blocked: Vec<Blocked>,
     pub causes: Vec<Cause>,
-    /// Wait-for edges (waiter, awaited).
+    /// Wait-for edges (waiter, awaited), every one of them.
     pub edges: Vec<(u32, u32)>,
+    /// The same edges, classified.
+    pub waits: Vec<WaitEdge>,
+    /// Ranks inside a collective that are waiting but will progress.
+    pub in_progress: Vec<u32>,
+    pub stragglers: Vec<Straggler>,
 }
 
 impl Diagnosis {
@@ -56,116 +130,29 @@ impl Diagnosis {
     pub fn blocked_ranks(&self) -> Vec<u32> {
         self.blocked.iter().map(|b| b.rank).collect()
     }
-}
 
-fn waits(v: &RankView) -> Option<&CallView> {
-    v.call.as_ref().filter(|c| !c.waiting_for.is_empty())
-}
-
-/// Diagnoses the state in `fold`.
-pub fn diagnose(fold: &Fold) -> Diagnosis {
-    let mut edges = Vec::new();
-    for v in &fold.ranks {
-        if v.state == RankState::Dead {
-            continue;
-        }
-        if let Some(c) = waits(v) {
-            for &w in &c.waiting_for {
-                edges.push((v.rank, w));
-            }
-        }
-    }
-    // ranks at the end of wait chains that a fault explains
-    let mut causes: Vec<Cause> = Vec::new();
-    let mut culprits = BTreeSet::new();
-    let awaited: BTreeSet<u32> = edges.iter().map(|e| e.1).collect();
-    for &r in &awaited {
-        let Some(v) = fold.ranks.get(r as usize) else {
-            continue;
-        };
-        if v.state == RankState::Dead || v.state == RankState::Refused {
-            let at = v.dead_since.unwrap_or(v.since_ns);
-            culprits.insert(r);
-            causes.push(Cause {
-                cause: format!("preempted:{r}"),
-                text: format!("rank {r} was preempted at {}", fmt_ms(at)),
-            });
-        } else if v.paused {
-            culprits.insert(r);
-            causes.push(Cause {
-                cause: format!("paused:{r}"),
-                text: format!(
-                    "rank {r} has been paused since {}",
-                    fmt_ms(v.paused_since.unwrap_or(v.since_ns))
-                ),
-            });
-        }
-    }
-    for f in fold.active_faults().filter(|f| f.kind == "partition") {
-        let Some(sides) = &f.sides else { continue };
-        let side_of = |r: u32| sides.iter().position(|s| s.contains(&r));
-        if edges
+    pub fn straggler_names(&self) -> Vec<String> {
+        self.stragglers
             .iter()
-            .any(|&(a, b)| matches!((side_of(a), side_of(b)), (Some(x), Some(y)) if x != y))
-        {
-            let mut sides = sides.clone();
-            for s in &mut sides {
-                s.sort_unstable();
-            }
-            sides.sort();
-            let text: Vec<String> = sides
-                .iter()
-                .map(|s| {
-                    s.iter()
-                        .map(|r| r.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .collect();
-            causes.push(Cause {
-                cause: format!("partitioned:{}", text.join("|")),
-                text: format!(
-                    "the network has been partitioned into {} since {}",
-                    text.iter()
-                        .map(|s| format!("{{{s}}}"))
-                        .collect::<Vec<_>>()
-                        .join(" and "),
-                    fmt_ms(f.begin_ns)
-                ),
-            });
-            for (a, b) in &edges {
-                if side_of(*a) != side_of(*b) {
-                    culprits.insert(*b);
-                }
-            }
-        }
+            .map(|s| s.straggler.clone())
+            .collect()
     }
-    let blocked = fold
-        .ranks
-        .iter()
-        .filter(|v| v.state != RankState::Dead)
-        .filter_map(|v| {
-            let c = waits(v)?;
-            Some(Blocked {
-                rank: v.rank,
-                op: c.op.name().into(),
-                algorithm: c.algorithm.name().into(),
-                group: c.group.0,
-                generation: c.generation.0,
-                seq: c.seq.0,
-                iteration: c.iteration,
-                index: c.index,
-                step: c.step,
-                steps: c.steps,
-                waiting_for: c.waiting_for.clone(),
-                since_ns: c.since_ns,
-            })
-        })
-        .collect();
-    Diagnosis {
-        t: fold.t,
-        blocked,
-        causes,
-        edges,
+
+    /// Ranks that a root cause names (dead, paused, hung, mismatched, partitioned...).
+    pub fn culprits(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.causes.iter().flat_map(|c| c.ranks.clone()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 }
+
+/// Diagnoses the state in `fold` at `fold.t`.
+pub fn diagnose(fold: &Fold) -> Diagnosis {
+    let mut d = graph::analyze(fold);
+    d.stragglers = causes::stragglers(fold);
+    d
+}
+
+#[cfg(test)]
+mod tests;

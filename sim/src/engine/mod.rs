@@ -286,6 +286,9 @@ impl<'r> Engine<'r> {
         debug_assert!(t >= self.now, "time never goes back");
         self.now = t;
         self.dispatch(ev);
+        if let Some(StopReason::Watchdog { rank }) = self.stop {
+            self.dump_flight_records(rank);
+        }
         if self.maybe_finished {
             self.maybe_finished = false;
             if self.stop.is_none() && self.all_finished() {
@@ -293,6 +296,27 @@ impl<'r> Engine<'r> {
             }
         }
         self.stop.is_none()
+    }
+
+    /// The job is torn down after `fired`'s watchdog: as PyTorch's dump-on-timeout, every
+    /// other live rank dumps its flight recorder too (a frozen or dead one cannot).
+    fn dump_flight_records(&mut self, fired: u32) {
+        if !self.record {
+            return;
+        }
+        for r in 0..self.slots.len() as u32 {
+            let slot = &self.slots[r as usize];
+            if r == fired || slot.paused {
+                continue;
+            }
+            let Some(p) = slot.proc.as_ref() else {
+                continue;
+            };
+            let entries = p.flight_record();
+            if !entries.is_empty() {
+                self.emit(Event::FlightRecord { rank: r, entries });
+            }
+        }
     }
 
     fn all_finished(&self) -> bool {
@@ -326,6 +350,9 @@ impl<'r> Engine<'r> {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::Start(r) => {
+                if self.slots[r as usize].proc.is_none() {
+                    return; // preempted before it could start
+                }
                 if self.record {
                     self.emit(Event::ProcessStart {
                         rank: r,
@@ -670,9 +697,9 @@ impl<'r> Engine<'r> {
     fn fault(&mut self, i: usize, phase: FaultPhase) {
         let f = self.faults.fault(i).clone();
         if self.record {
-            let sides = match &f {
-                Fault::Partition { sides, .. } => Some(sides.clone()),
-                _ => None,
+            let (sides, oneway) = match &f {
+                Fault::Partition { sides, oneway, .. } => (Some(sides.clone()), *oneway),
+                _ => (None, false),
             };
             self.emit(Event::Fault {
                 index: i as u32,
@@ -680,6 +707,7 @@ impl<'r> Engine<'r> {
                 phase,
                 ranks: touched_ranks(&f),
                 sides,
+                oneway,
                 detail: describe_fault(&f),
             });
         }

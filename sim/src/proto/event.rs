@@ -90,7 +90,10 @@ impl Outbox {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlightState {
+    /// Issued, but no chunk of a peer has been taken yet (as a NCCL kernel enqueued but not
+    /// started: a rank stuck here never heard from a matching peer).
     Scheduled,
+    /// A matching chunk from a peer arrived: the collective runs.
     Started,
     Completed,
     Aborted,
@@ -103,7 +106,11 @@ pub struct FlightEntry {
     pub iteration: u32,
     pub index: u32,
     pub state: FlightState,
+    /// When the call was issued.
     pub start_ns: Nanos,
+    /// When the first matching chunk from a peer arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ns: Option<Nanos>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_ns: Option<Nanos>,
     /// Step reached (for started or aborted collectives).

@@ -183,8 +183,9 @@ impl ProcessGroup {
             fp,
             iteration: req.iteration,
             index: req.index,
-            state: FlightState::Started,
+            state: FlightState::Scheduled,
             start_ns: now,
+            started_ns: None,
             end_ns: None,
             step: 0,
             steps: coll.steps(),
@@ -238,6 +239,11 @@ impl ProcessGroup {
             self.pending.push((from, msg));
             return CallOutcome::Pending;
         }
+        let seq = msg.fp.seq;
+        self.mark_started(seq, now);
+        let Some(active) = self.active.as_mut() else {
+            return CallOutcome::Pending;
+        };
         match active.coll.on_chunk(now, from, msg, out) {
             Ok(progress) => self.after(now, progress, false, out),
             Err(msg) => {
@@ -366,6 +372,9 @@ impl ProcessGroup {
                 k += 1;
             }
         }
+        if !mine.is_empty() {
+            self.mark_started(fp.seq, now);
+        }
         let mut stepped = true;
         for (from, msg) in mine {
             let Some(active) = self.active.as_mut() else {
@@ -411,6 +420,16 @@ impl ProcessGroup {
             self.recorder.pop_front();
         }
         self.recorder.push_back(e);
+    }
+
+    /// A matching chunk arrived for `seq`: a scheduled entry becomes started.
+    fn mark_started(&mut self, seq: SeqNo, now: Nanos) {
+        if let Some(e) = self.recorder.back_mut() {
+            if e.fp.seq == seq && e.state == FlightState::Scheduled {
+                e.state = FlightState::Started;
+                e.started_ns = Some(now);
+            }
+        }
     }
 
     fn update_record(&mut self, seq: SeqNo, state: FlightState, now: Nanos, step: u32) {

@@ -103,6 +103,11 @@ impl RankProcess {
         }
     }
 
+    /// The flight recorder of the rank's world group, oldest first.
+    pub fn flight_record(&self) -> Vec<super::event::FlightEntry> {
+        self.world.flight_record()
+    }
+
     /// What the rank is blocked on, if it is inside a collective.
     pub fn wait_state(&self) -> Option<WaitState> {
         self.world.wait_state()

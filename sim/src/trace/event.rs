@@ -22,6 +22,10 @@ pub fn timer_fields(key: &TimerKey) -> (&'static str, Option<GroupId>, Option<Se
     }
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// One trace event (without its time, which the line carries as `t`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -35,6 +39,9 @@ pub enum Event {
         ranks: Vec<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sides: Option<Vec<Vec<u32>>>,
+        /// A one-way partition: only traffic from the first side to the others is dropped.
+        #[serde(default, skip_serializing_if = "is_false")]
+        oneway: bool,
         detail: String,
     },
     /// A process starts (incarnation 0) or restarts after a preemption.
@@ -168,6 +175,9 @@ pub enum Event {
     Diagnosis {
         blocked: Vec<u32>,
         root_causes: Vec<String>,
+        /// Ranks others waited for while a straggler fault touched them (`slow:R`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stragglers: Vec<String>,
     },
     /// The footer.
     End {

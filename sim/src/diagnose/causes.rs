@@ -1,0 +1,566 @@
+//! Root causes: their identity in the DESIGN §2 vocabulary, the culprit of a mismatched
+//! collective, and the sentences that explain them.
+
+use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
+use super::Straggler;
+use crate::units::{fmt_ms, fmt_time, Nanos};
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::Direction;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A root cause, as identified (its string form is the DESIGN §2 vocabulary).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CauseKey {
+    Preempted(u32),
+    Paused(u32),
+    /// The partition's sides, each sorted, sides sorted.
+    Partitioned(Vec<Vec<u32>>),
+    Mismatch(u32),
+    Skipped(u32),
+    Hung(u32),
+    Deadlock(Vec<u32>),
+    /// A watchdog fired while the rank it waited for was merely late (a straggler).
+    Slow(u32),
+    QuorumLost,
+}
+
+impl fmt::Display for CauseKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CauseKey::Preempted(r) => write!(f, "preempted:{r}"),
+            CauseKey::Paused(r) => write!(f, "paused:{r}"),
+            CauseKey::Partitioned(sides) => {
+                let s: Vec<String> = sides.iter().map(|s| join(s)).collect();
+                write!(f, "partitioned:{}", s.join("|"))
+            }
+            CauseKey::Mismatch(r) => write!(f, "mismatch:{r}"),
+            CauseKey::Skipped(r) => write!(f, "skipped:{r}"),
+            CauseKey::Hung(r) => write!(f, "hung:{r}"),
+            CauseKey::Deadlock(rs) => write!(f, "deadlock:{}", join(rs)),
+            CauseKey::Slow(r) => write!(f, "slow:{r}"),
+            CauseKey::QuorumLost => write!(f, "quorum_lost"),
+        }
+    }
+}
+
+fn join(r: &[u32]) -> String {
+    r.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A list of ranks for sentences: runs of four or more become `a-b`.
+pub fn fmt_ranks(r: &[u32]) -> String {
+    let mut v = r.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        if j - i >= 3 {
+            parts.push(format!("{}-{}", v[i], v[j]));
+        } else {
+            parts.extend(v[i..=j].iter().map(|x| x.to_string()));
+        }
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// "rank 3" or "ranks 0,1,2".
+pub fn ranks_phrase(r: &[u32]) -> String {
+    if r.len() == 1 {
+        format!("rank {}", r[0])
+    } else {
+        format!("ranks {}", fmt_ranks(r))
+    }
+}
+
+fn call_name(sig: &CallSig, seq: u64) -> String {
+    format!(
+        "{} #{seq} (iteration {}, op {})",
+        sig.op, sig.iteration, sig.index
+    )
+}
+
+/// How `got` differs from `want`, e.g. `bytes 1048576 instead of 67108864`.
+fn differences(got: &CallSig, want: &CallSig) -> String {
+    let mut d = Vec::new();
+    if got.op != want.op {
+        d.push(format!("op {} instead of {}", got.op, want.op));
+    }
+    if got.algorithm != want.algorithm && got.op == want.op {
+        d.push(format!(
+            "algorithm {} instead of {}",
+            got.algorithm, want.algorithm
+        ));
+    }
+    if got.bytes != want.bytes {
+        d.push(format!("bytes {} instead of {}", got.bytes, want.bytes));
+    }
+    if got.dtype != want.dtype {
+        d.push(format!(
+            "dtype {} instead of {}",
+            got.dtype.name(),
+            want.dtype.name()
+        ));
+    }
+    if got.root != want.root {
+        d.push(format!("root {} instead of {}", got.root, want.root));
+    }
+    if got.reduce != want.reduce {
+        d.push(format!(
+            "reduce {} instead of {}",
+            got.reduce.name(),
+            want.reduce.name()
+        ));
+    }
+    if got.elements != want.elements {
+        d.push(format!(
+            "{} elements instead of {}",
+            got.elements, want.elements
+        ));
+    }
+    if d.is_empty() {
+        "the same parameters".into()
+    } else {
+        d.join(", ")
+    }
+}
+
+/// The verdict on one collective that ranks issued with different signatures.
+struct SlotVerdict {
+    culprits: BTreeMap<u32, CauseKey>,
+}
+
+/// Collects causes and their explanations while the graph is classified.
+#[derive(Default)]
+pub(super) struct CauseBook {
+    texts: BTreeMap<CauseKey, (String, Vec<u32>)>,
+    slots: BTreeMap<Slot, SlotVerdict>,
+}
+
+impl CauseBook {
+    fn note(&mut self, key: &CauseKey, text: impl FnOnce() -> (String, Vec<u32>)) {
+        if !self.texts.contains_key(key) {
+            let t = text();
+            self.texts.insert(key.clone(), t);
+        }
+    }
+
+    /// The sentence and the named ranks of a cause.
+    pub fn describe(&self, key: &CauseKey) -> (String, Vec<u32>) {
+        self.texts
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| (key.to_string(), Vec::new()))
+    }
+
+    pub fn preempted(&mut self, fold: &Fold, r: u32) -> CauseKey {
+        let key = CauseKey::Preempted(r);
+        self.note(&key, || {
+            let v = &fold.ranks[r as usize];
+            let at = last_fault(fold, "preempt", r)
+                .map(|f| f.begin_ns)
+                .or(v.dead_since)
+                .unwrap_or(v.since_ns);
+            let text = if v.state == RankState::Refused {
+                format!(
+                    "rank {r} was preempted at {}; its restarted process could not rejoin the \
+                     group (it is not elastic)",
+                    fmt_ms(at)
+                )
+            } else {
+                format!("rank {r} was preempted at {}", fmt_ms(at))
+            };
+            (text, vec![r])
+        });
+        key
+    }
+
+    pub fn paused(&mut self, fold: &Fold, r: u32) -> CauseKey {
+        let key = CauseKey::Paused(r);
+        self.note(&key, || {
+            let v = &fold.ranks[r as usize];
+            let since = v.paused_since.unwrap_or(v.since_ns);
+            let how = last_fault(fold, "pause", r)
+                .and_then(|f| f.detail.rsplit_once(" for ").map(|(_, d)| d.to_string()))
+                .map(|d| format!(" for {d}"))
+                .unwrap_or_default();
+            (
+                format!(
+                    "rank {r} was paused at {}{how} (frozen: it handles nothing)",
+                    fmt_ms(since)
+                ),
+                vec![r],
+            )
+        });
+        key
+    }
+
+    /// The partition `fold.faults[i]`.
+    pub fn partitioned(&mut self, fold: &Fold, i: usize) -> CauseKey {
+        let f = &fold.faults[i];
+        let mut sides = f.sides.clone().unwrap_or_default();
+        for s in &mut sides {
+            s.sort_unstable();
+        }
+        let mut sorted = sides.clone();
+        sorted.sort();
+        let key = CauseKey::Partitioned(sorted);
+        self.note(&key, || {
+            let names: Vec<String> = sides.iter().map(|s| format!("{{{}}}", join(s))).collect();
+            let when = match f.end_ns {
+                Some(e) if e <= fold.t => format!(
+                    "from {} until {} (chunks it dropped are sent again only after the \
+                     retransmit timeout)",
+                    fmt_ms(f.begin_ns),
+                    fmt_ms(e)
+                ),
+                _ => format!("since {}", fmt_ms(f.begin_ns)),
+            };
+            let text = if f.oneway {
+                format!(
+                    "a one-way partition drops all traffic from {} to {} {when}",
+                    names[0],
+                    names[1..].join(" and ")
+                )
+            } else {
+                format!(
+                    "the network is partitioned into {} {when}",
+                    names.join(" and ")
+                )
+            };
+            (text, sides.iter().flatten().copied().collect())
+        });
+        key
+    }
+
+    pub fn hung(&mut self, fold: &Fold, r: u32) -> CauseKey {
+        let key = CauseKey::Hung(r);
+        self.note(&key, || {
+            let v = &fold.ranks[r as usize];
+            let after = match v.last_call {
+                Some((it, ix)) => format!(" after iteration {it}, op {ix}"),
+                None => " before its first call".into(),
+            };
+            (
+                format!(
+                    "rank {r} stopped issuing collectives at {}{after}: it is alive, not \
+                     computing and in no collective",
+                    fmt_ms(v.since_ns)
+                ),
+                vec![r],
+            )
+        });
+        key
+    }
+
+    /// Rank `r` finished its workload and never issued `slot`, which `waiter` waits in.
+    pub fn skipped_done(&mut self, fold: &Fold, r: u32, slot: Slot, waiter: u32) -> CauseKey {
+        let key = CauseKey::Skipped(r);
+        self.note(&key, || {
+            let what = fold.ranks[waiter as usize]
+                .call_at(slot)
+                .map(|c| call_name(&c.sig, slot.2 .0))
+                .unwrap_or_else(|| format!("collective #{}", slot.2));
+            (
+                format!(
+                    "rank {r} finished its workload without issuing {what}, which rank {waiter} \
+                     waits in: it skipped a call"
+                ),
+                vec![r],
+            )
+        });
+        key
+    }
+
+    /// The culprits of `slot` among `pair` (all of the slot's culprits if neither is one).
+    pub fn mismatch(&mut self, fold: &Fold, slot: Slot, pair: &[u32]) -> Vec<CauseKey> {
+        if !self.slots.contains_key(&slot) {
+            let v = self.judge(fold, slot);
+            self.slots.insert(slot, v);
+        }
+        let verdict = &self.slots[&slot];
+        let mut keys: Vec<CauseKey> = pair
+            .iter()
+            .filter_map(|r| verdict.culprits.get(r).cloned())
+            .collect();
+        if keys.is_empty() {
+            keys = verdict.culprits.values().cloned().collect();
+        }
+        keys.dedup();
+        keys
+    }
+
+    /// Compares every rank's signature of `slot`. Ranks are grouped by the parameters they
+    /// called it with (what their messages carry); the largest group is right, a tie going to
+    /// the group whose call the scenario's program declares, then to the earliest call site,
+    /// then to the group with the lowest rank. Every rank outside it is a culprit: `skipped`
+    /// when it is at a later call of its program (it skipped the one the others are in), else
+    /// `mismatch`. Ranks with the right parameters at another call site consume the same
+    /// messages, so they are no culprit here.
+    fn judge(&mut self, fold: &Fold, slot: Slot) -> SlotVerdict {
+        let mut culprits = BTreeMap::new();
+        let Some(op) = fold.ops.get(&slot) else {
+            return SlotVerdict { culprits };
+        };
+        let vs = &op.variants;
+        if vs.len() < 2 {
+            return SlotVerdict { culprits };
+        }
+        let declared = |v: &Variant| {
+            fold.workload.as_ref().is_some_and(|w| {
+                w.ops.get(v.sig.index as usize).is_some_and(|o| {
+                    o.op == v.sig.op
+                        && o.algorithm == v.sig.algorithm
+                        && o.bytes == v.sig.bytes
+                        && o.root == v.sig.root
+                        && o.reduce == v.sig.reduce
+                        && o.dtype == v.sig.dtype
+                        && w.elements == v.sig.elements
+                })
+            })
+        };
+        // groups of variants with equal parameters, by the index of their first variant
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (k, v) in vs.iter().enumerate() {
+            match groups.iter_mut().find(|g| vs[g[0]].sig.same_params(&v.sig)) {
+                Some(g) => g.push(k),
+                None => groups.push(vec![k]),
+            }
+        }
+        let rank_key = |g: &Vec<usize>| {
+            let count: u32 = g.iter().map(|&k| vs[k].count).sum();
+            let decl = g.iter().any(|&k| declared(&vs[k]));
+            let site = g.iter().map(|&k| vs[k].sig.site()).min().unwrap_or((0, 0));
+            let low = g
+                .iter()
+                .flat_map(|&k| vs[k].ranks.iter().copied())
+                .min()
+                .unwrap_or(u32::MAX);
+            (count, decl, std::cmp::Reverse(site), std::cmp::Reverse(low))
+        };
+        let Some(best) = groups.iter().max_by_key(|g| rank_key(g)) else {
+            return SlotVerdict { culprits };
+        };
+        // the right call: the most common variant of the right parameters
+        let Some(&main) = best.iter().max_by_key(|&&k| vs[k].count) else {
+            return SlotVerdict { culprits };
+        };
+        let want = vs[main].sig;
+        let majority: Vec<u32> = best
+            .iter()
+            .flat_map(|&k| vs[k].ranks.iter().copied())
+            .collect();
+        let seq = slot.2 .0;
+        for v in vs.iter().filter(|v| !v.sig.same_params(&want)) {
+            let skipped = v.sig.site() > want.site();
+            for &r in &v.ranks {
+                let key = if skipped {
+                    CauseKey::Skipped(r)
+                } else {
+                    CauseKey::Mismatch(r)
+                };
+                let text = if skipped {
+                    format!(
+                        "rank {r} skipped {}: its call #{seq} is {}, a later call of its \
+                         program, while {} called the former",
+                        call_name(&want, seq),
+                        call_name(&v.sig, seq),
+                        ranks_phrase(&majority)
+                    )
+                } else {
+                    format!(
+                        "rank {r} called {} with {}, unlike {}",
+                        call_name(&v.sig, seq),
+                        differences(&v.sig, &want),
+                        ranks_phrase(&majority)
+                    )
+                };
+                self.texts.entry(key.clone()).or_insert((text, vec![r]));
+                culprits.insert(r, key);
+            }
+        }
+        SlotVerdict { culprits }
+    }
+
+    pub fn deadlock(&mut self, _fold: &Fold, g: &DiGraph<(), ()>, ranks: &[u32]) -> CauseKey {
+        let key = CauseKey::Deadlock(ranks.to_vec());
+        self.note(&key, || {
+            let mut waits = Vec::new();
+            for &r in ranks {
+                let mut to: Vec<u32> = g
+                    .neighbors_directed(NodeIndex::new(r as usize), Direction::Outgoing)
+                    .map(|x| x.index() as u32)
+                    .filter(|x| ranks.contains(x))
+                    .collect();
+                to.sort_unstable();
+                to.dedup();
+                waits.push(format!("{r} waits for {}", join(&to)));
+            }
+            (
+                format!(
+                    "{} wait for each other in a cycle with no chunk on its way ({}): a \
+                     deadlock",
+                    ranks_phrase(ranks),
+                    waits.join(", ")
+                ),
+                ranks.to_vec(),
+            )
+        });
+        key
+    }
+
+    /// A pause of `r` that overlapped `[window, now]`: the rank fell behind while frozen.
+    fn paused_during(&mut self, fold: &Fold, r: u32, window: Nanos) -> Option<CauseKey> {
+        let f = fold.faults.iter().rev().find(|f| {
+            f.kind == "pause"
+                && f.ranks == [r]
+                && f.begin_ns <= fold.t
+                && f.end_ns.is_none_or(|e| e >= window)
+        })?;
+        let key = CauseKey::Paused(r);
+        self.note(&key, || {
+            let until = match f.end_ns {
+                Some(e) if e <= fold.t => format!(" until {}", fmt_ms(e)),
+                _ => String::new(),
+            };
+            (
+                format!(
+                    "rank {r} was paused from {}{until} ({}) and fell behind",
+                    fmt_ms(f.begin_ns),
+                    f.detail
+                ),
+                vec![r],
+            )
+        });
+        Some(key)
+    }
+
+    /// `waiter`'s watchdog fired while the chunk from `from` was still on its way.
+    pub fn late(&mut self, fold: &Fold, waiter: u32, from: u32) -> CauseKey {
+        let v = &fold.ranks[waiter as usize];
+        let window = v.call.as_ref().map_or(v.since_ns, |c| c.called_ns);
+        let during = |f: &&FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= window);
+        if let Some(i) = fold
+            .faults
+            .iter()
+            .position(|f| f.kind == "partition" && during(&f) && f.cuts(from, waiter))
+        {
+            return self.partitioned(fold, i);
+        }
+        // a frozen receiver takes its chunks only after it resumes
+        if let Some(k) = self.paused_during(fold, waiter, window) {
+            return k;
+        }
+        if let Some(f) = fold
+            .faults
+            .iter()
+            .filter(during)
+            .find(|f| matches!(f.kind.as_str(), "delay" | "loss") && f.on_link(waiter, from))
+        {
+            let r = f.straggler(from);
+            let key = CauseKey::Slow(r);
+            self.note(&key, || {
+                (
+                    format!(
+                        "rank {r} is a straggler: the chunk rank {waiter} waits for from rank \
+                         {from} was still on its way when the watchdog fired ({})",
+                        f.detail
+                    ),
+                    vec![r],
+                )
+            });
+            return key;
+        }
+        let key = CauseKey::Slow(from);
+        self.note(&key, || {
+            (
+                format!(
+                    "rank {from} is a straggler: its chunk for rank {waiter} was still on its \
+                     way when the watchdog fired"
+                ),
+                vec![from],
+            )
+        });
+        key
+    }
+
+    /// A watchdog of `waiter` fired while rank `r`, which it waits for, was still working.
+    pub fn working(&mut self, fold: &Fold, waiter: u32, r: u32) -> CauseKey {
+        let v = &fold.ranks[waiter as usize];
+        let window = v.call.as_ref().map_or(v.since_ns, |c| c.called_ns);
+        if let Some(k) = self.paused_during(fold, r, window) {
+            return k;
+        }
+        let key = CauseKey::Slow(r);
+        self.note(&key, || {
+            let v = &fold.ranks[r as usize];
+            let doing = match v.state {
+                RankState::Computing => format!("still computing iteration {}", v.iteration),
+                _ => format!("{} and had not reached the collective", v.state.name()),
+            };
+            let why = last_fault(fold, "slow", r)
+                .map(|f| format!(" ({})", f.detail))
+                .unwrap_or_default();
+            (
+                format!("rank {r} is a straggler: it was {doing} when the watchdog fired{why}"),
+                vec![r],
+            )
+        });
+        key
+    }
+}
+
+/// The most recent fault of `kind` that touches exactly rank `r`.
+fn last_fault<'f>(fold: &'f Fold, kind: &str, r: u32) -> Option<&'f FaultView> {
+    fold.faults
+        .iter()
+        .rev()
+        .find(|f| f.kind == kind && f.ranks == [r] && f.begin_ns <= fold.t)
+}
+
+/// Ranks that others waited for while a slow, delay or loss fault touched them.
+pub(super) fn stragglers(fold: &Fold) -> Vec<Straggler> {
+    let mut by_rank: BTreeMap<u32, (Nanos, Vec<u32>)> = BTreeMap::new();
+    for l in fold.lateness_now() {
+        if l.waited_ns == 0 {
+            continue;
+        }
+        let e = by_rank.entry(l.rank).or_default();
+        e.0 += l.waited_ns;
+        if !e.1.contains(&l.fault) {
+            e.1.push(l.fault);
+        }
+    }
+    by_rank
+        .into_iter()
+        .map(|(rank, (waited, mut faults))| {
+            faults.sort_unstable();
+            let why: Vec<String> = faults
+                .iter()
+                .filter_map(|i| fold.faults.iter().rev().find(|f| f.index == *i))
+                .map(|f| f.detail.clone())
+                .collect();
+            Straggler {
+                straggler: format!("slow:{rank}"),
+                rank,
+                faults,
+                waited_ns: waited,
+                text: format!(
+                    "rank {rank} is a straggler, slow but not stalled: others waited {} for it \
+                     in all ({})",
+                    fmt_time(waited),
+                    why.join("; ")
+                ),
+            }
+        })
+        .collect()
+}

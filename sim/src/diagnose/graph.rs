@@ -1,0 +1,376 @@
+//! The wait-for graph at one point in time, and who is blocked on what.
+
+use super::causes::{CauseBook, CauseKey};
+use super::fold::{CallView, Fold, RankState, RankView, Slot};
+use super::{Blocked, Cause, Diagnosis, EdgeKind, WaitEdge};
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::NodeFiltered;
+use petgraph::Direction;
+use std::collections::{BTreeMap, VecDeque};
+
+/// What one wait-for edge tells.
+enum Class {
+    /// The wait is explained at the far end (one or, for a two-sided mismatch, two causes).
+    Root(Vec<CauseKey>),
+    /// The awaited chunk was sent and is on its way.
+    InFlight,
+    /// The awaited rank has not sent it yet.
+    Waits,
+}
+
+/// A rank inside a collective that waits for peers (and is neither dead nor frozen).
+fn waiting_call(v: &RankView) -> Option<&CallView> {
+    if !v.is_live() {
+        return None;
+    }
+    v.call.as_ref().filter(|c| !c.waiting_for.is_empty())
+}
+
+fn slot_of(c: &CallView) -> Slot {
+    (c.group, c.generation, c.seq)
+}
+
+/// Classifies the edge `a -> b` of waiter `a` in call `ca`.
+fn classify(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) -> Class {
+    let Some(vb) = fold.ranks.get(b as usize) else {
+        return Class::Waits;
+    };
+    if matches!(vb.state, RankState::Dead | RankState::Refused) {
+        return Class::Root(vec![book.preempted(fold, b)]);
+    }
+    if let Some(i) = fold
+        .faults
+        .iter()
+        .position(|f| f.kind == "partition" && f.active_at(fold.t) && f.cuts(b, a))
+    {
+        return Class::Root(vec![book.partitioned(fold, i)]);
+    }
+    let slot = slot_of(ca);
+    let issued = vb.call_at(slot);
+    if let Some(pc) = issued {
+        // only the parameters (the message fingerprint) decide what a rank consumes: a call
+        // that is the same op with the same parameters from another call site still matches
+        let mine = fold.ranks[a as usize].call_at(slot).map(|c| c.sig);
+        if mine.is_some_and(|s| !s.same_params(&pc.sig)) {
+            let keys = book.mismatch(fold, slot, &[a, b]);
+            if !keys.is_empty() {
+                return Class::Root(keys);
+            }
+        }
+    }
+    // the trace shows whether b sent it: then it is on its way (or arrived and is being
+    // reduced); a partition or a dead sender were ruled out above
+    if fold.has_sent(b, a, ca.seq.0, ca.step) {
+        return Class::InFlight;
+    }
+    if vb.paused {
+        return Class::Root(vec![book.paused(fold, b)]);
+    }
+    if issued.is_none() {
+        match vb.state {
+            RankState::Done => return Class::Root(vec![book.skipped_done(fold, b, slot, a)]),
+            RankState::Running if vb.call.is_none() => {
+                return Class::Root(vec![book.hung(fold, b)]);
+            }
+            _ => {}
+        }
+    }
+    Class::Waits
+}
+
+/// Membership causes (`quorum_lost`): ranks that wait for a generation rather than for a peer
+/// inside a collective. The fold records no rendezvous waits yet; when it does, each such rank
+/// whose rendezvous cannot reach a quorum is a seed of `CauseKey::QuorumLost` here.
+fn membership_seeds(_fold: &Fold) -> Vec<(CauseKey, u32)> {
+    Vec::new()
+}
+
+/// Builds the wait-for graph of `fold` and finds the blocked ranks and their root causes.
+pub(super) fn analyze(fold: &Fold) -> Diagnosis {
+    let n = fold.ranks.len();
+    let mut book = CauseBook::default();
+    let mut waiter = vec![false; n];
+    let mut waits: Vec<WaitEdge> = Vec::new();
+    let mut seeds: Vec<(CauseKey, u32)> = Vec::new();
+    // `waits` edges only: the graph transitive blocking and deadlocks are computed on
+    let mut g: DiGraph<(), ()> = DiGraph::with_capacity(n, n);
+    for _ in 0..n {
+        g.add_node(());
+    }
+    let mut in_flight: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for v in &fold.ranks {
+        let Some(c) = waiting_call(v) else { continue };
+        waiter[v.rank as usize] = true;
+        for &b in &c.waiting_for {
+            let (kind, causes) = match classify(fold, &mut book, v.rank, c, b) {
+                Class::Root(keys) => {
+                    for k in &keys {
+                        seeds.push((k.clone(), v.rank));
+                    }
+                    (EdgeKind::RootCause, keys)
+                }
+                Class::InFlight => {
+                    in_flight[v.rank as usize].push(b);
+                    (EdgeKind::InFlight, Vec::new())
+                }
+                Class::Waits => {
+                    if (b as usize) < n {
+                        g.add_edge(
+                            NodeIndex::new(v.rank as usize),
+                            NodeIndex::new(b as usize),
+                            (),
+                        );
+                    }
+                    (EdgeKind::Waits, Vec::new())
+                }
+            };
+            waits.push(WaitEdge {
+                from: v.rank,
+                to: b,
+                kind,
+                causes: causes.iter().map(|k| k.to_string()).collect(),
+            });
+        }
+    }
+    seeds.extend(membership_seeds(fold));
+
+    // 1. blocked on root causes, transitively through `waits` edges
+    let mut blocked_by: Vec<Vec<CauseKey>> = vec![Vec::new(); n];
+    propagate(&g, &waiter, &seeds, &mut blocked_by);
+
+    // 2. in progress: every chain ends in a chunk on its way or a working peer
+    let progressing = progress(&g, &waiter, &blocked_by);
+
+    // 3. deadlocks: cycles of `waits` among the rest
+    let rest: Vec<bool> = (0..n)
+        .map(|i| waiter[i] && blocked_by[i].is_empty() && !progressing[i])
+        .collect();
+    let mut dl_seeds = Vec::new();
+    {
+        let sub = NodeFiltered::from_fn(&g, |x: NodeIndex| rest[x.index()]);
+        for scc in tarjan_scc(&sub) {
+            let cyclic = scc.len() > 1 || g.contains_edge(scc[0], scc[0]);
+            if !cyclic {
+                continue;
+            }
+            let mut ranks: Vec<u32> = scc.iter().map(|x| x.index() as u32).collect();
+            ranks.sort_unstable();
+            let key = book.deadlock(fold, &g, &ranks);
+            for &r in &ranks {
+                dl_seeds.push((key.clone(), r));
+            }
+        }
+    }
+    propagate(&g, &waiter, &dl_seeds, &mut blocked_by);
+
+    // 4. a watchdog that fired while its rank was merely in progress: the chunks were late
+    let mut late_seeds = Vec::new();
+    for v in &fold.ranks {
+        let i = v.rank as usize;
+        let aborted = v.call.as_ref().is_some_and(|c| c.aborted.is_some());
+        if waiter[i] && aborted && blocked_by[i].is_empty() {
+            late_seeds.extend(lateness(fold, &mut book, &g, &waiter, &in_flight, v.rank));
+        }
+    }
+    // the same lateness holds back other waiters too (a chunk late on the same slow link, a
+    // peer still computing): they cannot finish before the job is torn down either
+    if !late_seeds.is_empty() {
+        let found: Vec<CauseKey> = late_seeds.iter().map(|(k, _)| k.clone()).collect();
+        for v in &fold.ranks {
+            let a = v.rank;
+            if !waiter[a as usize] || !blocked_by[a as usize].is_empty() {
+                continue;
+            }
+            for &b in &in_flight[a as usize] {
+                let k = book.late(fold, a, b);
+                if found.contains(&k) {
+                    late_seeds.push((k, a));
+                }
+            }
+            for b in g.neighbors_directed(NodeIndex::new(a as usize), Direction::Outgoing) {
+                if !waiter[b.index()] {
+                    let k = book.working(fold, a, b.index() as u32);
+                    if found.contains(&k) {
+                        late_seeds.push((k, a));
+                    }
+                }
+            }
+        }
+    }
+    propagate(&g, &waiter, &late_seeds, &mut blocked_by);
+
+    // the report
+    let mut blocked = Vec::new();
+    let mut in_progress = Vec::new();
+    let mut per_cause: BTreeMap<CauseKey, Vec<u32>> = BTreeMap::new();
+    for v in &fold.ranks {
+        let i = v.rank as usize;
+        if !waiter[i] {
+            continue;
+        }
+        let Some(c) = v.call.as_ref() else { continue };
+        if blocked_by[i].is_empty() {
+            in_progress.push(v.rank);
+            continue;
+        }
+        let mut keys = blocked_by[i].clone();
+        keys.sort();
+        keys.dedup();
+        for k in &keys {
+            per_cause.entry(k.clone()).or_default().push(v.rank);
+        }
+        blocked.push(Blocked {
+            rank: v.rank,
+            op: c.op.name().into(),
+            algorithm: c.algorithm.name().into(),
+            group: c.group.0,
+            generation: c.generation.0,
+            seq: c.seq.0,
+            iteration: c.iteration,
+            index: c.index,
+            step: c.step,
+            steps: c.steps,
+            waiting_for: c.waiting_for.clone(),
+            since_ns: c.since_ns,
+            causes: keys.iter().map(|k| k.to_string()).collect(),
+        });
+    }
+    let causes = per_cause
+        .into_iter()
+        .map(|(k, blocked)| {
+            let (text, ranks) = book.describe(&k);
+            Cause {
+                cause: k.to_string(),
+                text,
+                ranks,
+                blocked,
+            }
+        })
+        .collect();
+    Diagnosis {
+        t: fold.t,
+        blocked,
+        causes,
+        edges: waits.iter().map(|e| (e.from, e.to)).collect(),
+        waits,
+        in_progress,
+        stragglers: Vec::new(),
+    }
+}
+
+/// Marks every waiter that reaches a seed through `waits` edges as blocked by the seed's cause.
+fn propagate(
+    g: &DiGraph<(), ()>,
+    waiter: &[bool],
+    seeds: &[(CauseKey, u32)],
+    blocked_by: &mut [Vec<CauseKey>],
+) {
+    let mut by_key: BTreeMap<&CauseKey, Vec<u32>> = BTreeMap::new();
+    for (k, r) in seeds {
+        by_key.entry(k).or_default().push(*r);
+    }
+    let mut seen = vec![false; waiter.len()];
+    let mut touched = Vec::new();
+    for (key, starts) in by_key {
+        let mut queue: VecDeque<u32> = VecDeque::new();
+        for r in starts {
+            let i = r as usize;
+            if i < seen.len() && !seen[i] {
+                seen[i] = true;
+                touched.push(i);
+                queue.push_back(r);
+            }
+        }
+        while let Some(r) = queue.pop_front() {
+            let i = r as usize;
+            if !blocked_by[i].contains(key) {
+                blocked_by[i].push(key.clone());
+            }
+            for up in g.neighbors_directed(NodeIndex::new(i), Direction::Incoming) {
+                let j = up.index();
+                if waiter[j] && !seen[j] {
+                    seen[j] = true;
+                    touched.push(j);
+                    queue.push_back(j as u32);
+                }
+            }
+        }
+        for i in touched.drain(..) {
+            seen[i] = false;
+        }
+    }
+}
+
+/// Waiters that will progress: not blocked, and every `waits` edge leads to a rank that is not
+/// waiting (it works) or that itself progresses (least fixpoint, so cycles do not count).
+fn progress(g: &DiGraph<(), ()>, waiter: &[bool], blocked_by: &[Vec<CauseKey>]) -> Vec<bool> {
+    let n = waiter.len();
+    let mut pending = vec![0usize; n];
+    let mut done = vec![false; n];
+    let mut queue = VecDeque::new();
+    for i in 0..n {
+        if !waiter[i] || !blocked_by[i].is_empty() {
+            continue;
+        }
+        pending[i] = g
+            .neighbors_directed(NodeIndex::new(i), Direction::Outgoing)
+            .filter(|b| waiter[b.index()])
+            .count();
+        if pending[i] == 0 {
+            done[i] = true;
+            queue.push_back(i);
+        }
+    }
+    while let Some(b) = queue.pop_front() {
+        for up in g.neighbors_directed(NodeIndex::new(b), Direction::Incoming) {
+            let a = up.index();
+            if !waiter[a] || !blocked_by[a].is_empty() || done[a] {
+                continue;
+            }
+            // parallel edges are counted once each, in both directions
+            pending[a] -= 1;
+            if pending[a] == 0 {
+                done[a] = true;
+                queue.push_back(a);
+            }
+        }
+    }
+    done
+}
+
+/// Why the watchdog of `start`, which was in progress, fired anyway: follow its waits to the
+/// chunks still on their way and the peers still working. Each rank at that frontier — the
+/// one whose chunk is late, the one waiting for a peer that has not arrived — is blocked on
+/// the lateness (its call cannot finish before the job is torn down), and so is everyone
+/// upstream of it, `start` included.
+fn lateness(
+    fold: &Fold,
+    book: &mut CauseBook,
+    g: &DiGraph<(), ()>,
+    waiter: &[bool],
+    in_flight: &[Vec<u32>],
+    start: u32,
+) -> Vec<(CauseKey, u32)> {
+    let mut seeds = Vec::new();
+    let mut seen = vec![false; waiter.len()];
+    let mut stack = vec![start];
+    seen[start as usize] = true;
+    while let Some(a) = stack.pop() {
+        for &b in &in_flight[a as usize] {
+            seeds.push((book.late(fold, a, b), a));
+        }
+        for b in g.neighbors_directed(NodeIndex::new(a as usize), Direction::Outgoing) {
+            let j = b.index();
+            if waiter[j] {
+                if !seen[j] {
+                    seen[j] = true;
+                    stack.push(j as u32);
+                }
+            } else {
+                seeds.push((book.working(fold, start, j as u32), a));
+            }
+        }
+    }
+    seeds
+}

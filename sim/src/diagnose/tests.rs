@@ -1,0 +1,190 @@
+//! Unit tests of the diagnosis on hand-made event sequences (states the engine's correct
+//! protocols never reach, such as a deadlock, included).
+
+use super::*;
+use crate::proto::{Generation, GroupId, SeqNo};
+use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
+use crate::trace::{Event, FaultPhase};
+
+fn call(rank: u32, seq: u64, bytes: u64) -> Event {
+    Event::Call {
+        rank,
+        iteration: 0,
+        index: 0,
+        group: GroupId(0),
+        generation: Generation(0),
+        seq: SeqNo(seq),
+        op: OpKind::Allreduce,
+        algorithm: Algorithm::Ring,
+        bytes,
+        dtype: Dtype::F32,
+        root: 0,
+        reduce: ReduceOp::Sum,
+        elements: 4,
+        members: 3,
+    }
+}
+
+fn step(rank: u32, seq: u64, step: u32, waiting_for: Vec<u32>) -> Event {
+    Event::Step {
+        rank,
+        group: GroupId(0),
+        generation: Generation(0),
+        seq: SeqNo(seq),
+        step,
+        steps: 4,
+        waiting_for,
+    }
+}
+
+fn send(from: u32, to: u32, seq: u64, step: u32) -> Event {
+    Event::Send {
+        id: 0,
+        from,
+        to,
+        bytes: 8,
+        msg: "coll".into(),
+        seq: Some(seq),
+        step: Some(step),
+        arrive_ns: 0,
+    }
+}
+
+fn fold(events: &[Event]) -> Fold {
+    let mut f = Fold::with_size(3);
+    for r in 0..3 {
+        f.apply(
+            0,
+            &Event::ProcessStart {
+                rank: r,
+                incarnation: 0,
+            },
+        );
+    }
+    for (i, e) in events.iter().enumerate() {
+        f.apply(10 + i as u64, e);
+    }
+    f
+}
+
+#[test]
+fn a_cycle_with_nothing_on_its_way_is_a_deadlock() {
+    // 0 and 1 wait for each other and neither sent; 2 waits for 0
+    let f = fold(&[
+        call(0, 1, 64),
+        step(0, 1, 0, vec![1]),
+        call(1, 1, 64),
+        step(1, 1, 0, vec![0]),
+        call(2, 1, 64),
+        step(2, 1, 0, vec![0]),
+    ]);
+    let d = diagnose(&f);
+    assert_eq!(d.root_causes(), vec!["deadlock:0,1"]);
+    assert_eq!(d.blocked_ranks(), vec![0, 1, 2]);
+    assert_eq!(d.causes[0].blocked, vec![0, 1, 2]);
+    assert!(d.in_progress.is_empty());
+}
+
+#[test]
+fn a_cycle_with_a_chunk_on_its_way_is_progress() {
+    // the same cycle, but 1 already sent its chunk of step 0 to 0
+    let f = fold(&[
+        call(0, 1, 64),
+        step(0, 1, 0, vec![1]),
+        call(1, 1, 64),
+        send(1, 0, 1, 0),
+        step(1, 1, 0, vec![0]),
+        call(2, 1, 64),
+        step(2, 1, 0, vec![0]),
+    ]);
+    let d = diagnose(&f);
+    assert!(d.causes.is_empty(), "{:?}", d.root_causes());
+    assert!(d.blocked.is_empty());
+    assert_eq!(d.in_progress, vec![0, 1, 2]);
+    assert_eq!(
+        d.waits.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        vec![EdgeKind::InFlight, EdgeKind::Waits, EdgeKind::Waits]
+    );
+}
+
+#[test]
+fn waiting_for_a_computing_peer_is_progress() {
+    let f = fold(&[
+        Event::Compute {
+            rank: 1,
+            iteration: 0,
+            duration_ns: 100,
+        },
+        call(0, 1, 64),
+        step(0, 1, 0, vec![1]),
+    ]);
+    let d = diagnose(&f);
+    assert!(d.causes.is_empty());
+    assert_eq!(d.in_progress, vec![0]);
+}
+
+#[test]
+fn a_waiter_on_a_dead_rank_is_blocked_and_so_is_whoever_waits_for_it() {
+    let f = fold(&[
+        call(0, 1, 64),
+        step(0, 1, 0, vec![1]),
+        call(2, 1, 64),
+        step(2, 1, 0, vec![0]),
+        Event::ProcessDeath {
+            rank: 1,
+            incarnation: 0,
+        },
+    ]);
+    let d = diagnose(&f);
+    assert_eq!(d.root_causes(), vec!["preempted:1"]);
+    assert_eq!(d.blocked_ranks(), vec![0, 2]);
+    assert_eq!(d.culprits(), vec![1]);
+}
+
+#[test]
+fn a_mismatch_names_the_minority() {
+    let f = fold(&[
+        call(0, 1, 64),
+        step(0, 1, 0, vec![2]),
+        call(1, 1, 64),
+        step(1, 1, 0, vec![0]),
+        call(2, 1, 32),
+        step(2, 1, 0, vec![1]),
+    ]);
+    let d = diagnose(&f);
+    assert_eq!(d.root_causes(), vec!["mismatch:2"]);
+    assert_eq!(d.blocked_ranks(), vec![0, 1, 2]);
+    assert!(
+        d.causes[0].text.contains("bytes 32 instead of 64"),
+        "{}",
+        d.causes[0].text
+    );
+}
+
+#[test]
+fn partitions_cut_both_ways_or_one_way() {
+    let mut f = fold(&[call(0, 1, 64), step(0, 1, 0, vec![2])]);
+    f.apply(
+        50,
+        &Event::Fault {
+            index: 0,
+            fault: "partition".into(),
+            phase: FaultPhase::Begin,
+            ranks: vec![0, 1, 2],
+            sides: Some(vec![vec![2], vec![0, 1]]),
+            oneway: true,
+            detail: String::new(),
+        },
+    );
+    let fv = &f.faults[0];
+    assert!(fv.cuts(2, 0) && !fv.cuts(0, 2));
+    let d = diagnose(&f);
+    assert_eq!(d.root_causes(), vec!["partitioned:0,1|2"]);
+}
+
+#[test]
+fn rank_lists_compress_runs() {
+    assert_eq!(fmt_ranks(&[4, 0, 1, 2]), "0,1,2,4");
+    assert_eq!(fmt_ranks(&[0, 1, 2, 3, 4, 5, 7]), "0-5,7");
+    assert_eq!(ranks_phrase(&[3]), "rank 3");
+}
