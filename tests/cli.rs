@@ -98,7 +98,9 @@ fn run_json_has_every_contract_field() {
     assert_eq!(j["outcome"], "stalled");
     assert_eq!(j["root_causes"], serde_json::json!(["preempted:2"]));
     assert_eq!(j["blocked"][0]["waiting_for"], serde_json::json!([2]));
-    assert!(j["expect"]["failures"].as_array().is_some_and(|f| f.is_empty()));
+    assert!(j["expect"]["failures"]
+        .as_array()
+        .is_some_and(|f| f.is_empty()));
     let g = &j["generations"][0];
     assert_eq!(g["members"], serde_json::json!([0, 1, 2]));
 }
@@ -123,7 +125,13 @@ fn seed_override_and_failed_expectation_exit_1() {
         "name = \"wrong\"\n[world]\nsize = 2\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n[expect]\noutcome = \"stalled\"\n",
     )
     .expect("write");
-    let o = ringside(&["run", path.to_str().expect("utf-8"), "--seed", "9", "--json"]);
+    let o = ringside(&[
+        "run",
+        path.to_str().expect("utf-8"),
+        "--seed",
+        "9",
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let j = json(&o);
     assert_eq!(j["seed"], 9);
@@ -181,7 +189,12 @@ fn bad_input_exits_2_naming_file_line_and_key() {
         std::fs::write(&path, text).expect("write");
         let o = ringside(&["run", path.to_str().expect("utf-8")]);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{name}: exit 2, got {:?}: {err}", o.status);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{name}: exit 2, got {:?}: {err}",
+            o.status
+        );
         assert!(!err.contains("panicked"), "{name}: panicked: {err}");
         assert!(err.contains("bad.toml"), "{name}: names the file: {err}");
         assert!(
@@ -200,7 +213,13 @@ fn trace_has_header_events_footer_and_a_chained_digest() {
     let dir = tempfile::tempdir().expect("temp dir");
     let trace = dir.path().join("t.jsonl");
     let t = trace.to_str().expect("utf-8");
-    let o = ringside(&["run", "scenarios/healthy-allreduce.toml", "--trace", t, "--json"]);
+    let o = ringside(&[
+        "run",
+        "scenarios/healthy-allreduce.toml",
+        "--trace",
+        t,
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     let report = json(&o);
     let text = std::fs::read_to_string(&trace).expect("trace written");
@@ -225,7 +244,12 @@ fn trace_has_header_events_footer_and_a_chained_digest() {
     assert_eq!(read.digest, footer["digest"].as_str().expect("hex"));
     // replay proves the stream identical
     let o = ringside(&["replay", t]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // a tampered event is caught: replay names the first diverging line
     let tampered = dir.path().join("tampered.jsonl");
     let mut changed = lines.clone();
@@ -233,7 +257,12 @@ fn trace_has_header_events_footer_and_a_chained_digest() {
     changed[5] = &edited;
     std::fs::write(&tampered, changed.join("\n") + "\n").expect("write");
     let o = ringside(&["replay", tampered.to_str().expect("utf-8")]);
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(String::from_utf8_lossy(&o.stderr).contains("line 6"));
 }
 
@@ -276,7 +305,7 @@ fn an_interrupted_run_leaves_a_readable_trace() {
     )
     .expect("write");
     let trace = dir.path().join("t.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    let child = Command::new(env!("CARGO_BIN_EXE_ringside"))
         .args([
             "run",
             scenario.to_str().expect("utf-8"),
@@ -299,12 +328,23 @@ fn an_interrupted_run_leaves_a_readable_trace() {
     assert!(killed.is_ok_and(|s| s.success()), "SIGINT sent");
     let out = child.wait_with_output().expect("exits");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("interrupted"), "says it was interrupted: {err}");
+    assert!(
+        err.contains("interrupted"),
+        "says it was interrupted: {err}"
+    );
     let read = ringside_sim::trace::read_trace(&trace).expect("the partial trace is readable");
     assert!(read.footer.is_none(), "no footer: the run did not end");
-    assert!(read.events.len() > 1000, "events up to the interrupt are kept");
+    assert!(
+        read.events.len() > 1000,
+        "events up to the interrupt are kept"
+    );
     assert_eq!(read.header.scenario.name, "long");
     // explain works on it too
     let o = ringside(&["explain", trace.to_str().expect("utf-8")]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

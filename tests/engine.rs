@@ -69,7 +69,8 @@ fn ring_allreduce_time_rounds_within_a_nanosecond_per_step() {
         let t = op_time(&format!(
             "name = \"f\"\n[world]\nsize = {p}\n[network]\nlatency = \"5us\"\nbandwidth = \"25GB/s\"\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"{n}B\"\n"
         ));
-        let exact = 2.0 * (p - 1) as f64 * 5_000.0 + 2.0 * (p - 1) as f64 / p as f64 * n as f64 / 25.0;
+        let exact =
+            2.0 * (p - 1) as f64 * 5_000.0 + 2.0 * (p - 1) as f64 / p as f64 * n as f64 / 25.0;
         let steps = 2 * (p - 1);
         assert!(
             (t as f64 - exact).abs() <= steps as f64 + 1.0,
@@ -84,7 +85,11 @@ fn dissemination_barrier_takes_ceil_log2_p_latencies() {
         let t = op_time(&format!(
             "name = \"b\"\n[world]\nsize = {p}\n[network]\nlatency = \"3us\"\n[workload]\n[[workload.ops]]\nop = \"barrier\"\n"
         ));
-        let rounds = if p <= 1 { 0 } else { 64 - (p - 1).leading_zeros() as u64 };
+        let rounds = if p <= 1 {
+            0
+        } else {
+            64 - (p - 1).leading_zeros() as u64
+        };
         assert_eq!(t, rounds * 3_000, "p={p}");
     }
 }
@@ -112,11 +117,35 @@ fn intra_host_links_are_used_between_ranks_of_a_host() {
 fn jitter_is_seeded() {
     let text = "name = \"j\"\n[world]\nsize = 5\n[network]\njitter = \"3us\"\n[workload]\niterations = 3\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n";
     let s = scenario(text);
-    let a = run(&s, &RunOptions { seed: Some(1), ..Default::default() }).expect("runs");
-    let b = run(&s, &RunOptions { seed: Some(1), ..Default::default() }).expect("runs");
-    let c = run(&s, &RunOptions { seed: Some(2), ..Default::default() }).expect("runs");
+    let a = run(
+        &s,
+        &RunOptions {
+            seed: Some(1),
+            ..Default::default()
+        },
+    )
+    .expect("runs");
+    let b = run(
+        &s,
+        &RunOptions {
+            seed: Some(1),
+            ..Default::default()
+        },
+    )
+    .expect("runs");
+    let c = run(
+        &s,
+        &RunOptions {
+            seed: Some(2),
+            ..Default::default()
+        },
+    )
+    .expect("runs");
     assert_eq!(a.report.digest, b.report.digest);
-    assert_ne!(a.report.digest, c.report.digest, "another seed, other jitter");
+    assert_ne!(
+        a.report.digest, c.report.digest,
+        "another seed, other jitter"
+    );
     assert_ne!(a.report.virtual_time_ns, c.report.virtual_time_ns);
 }
 
@@ -141,7 +170,9 @@ fn partitions_hold_traffic_until_they_heal() {
     assert!(out.report.virtual_time_ns > 50_000_000);
     assert!(out.report.ops.iter().all(|o| o.correct));
     // permanent: stalls at the watchdog
-    let s = scenario(&format!("{base}[[faults]]\nkind = \"partition\"\nsides = [[0, 1], [2, 3]]\nat = \"500us\"\n"));
+    let s = scenario(&format!(
+        "{base}[[faults]]\nkind = \"partition\"\nsides = [[0, 1], [2, 3]]\nat = \"500us\"\n"
+    ));
     let out = run(&s, &RunOptions::default()).expect("runs");
     assert_eq!(out.report.outcome, Outcome::Stalled);
     assert_eq!(out.report.virtual_time_ns, 2_001_000_000);

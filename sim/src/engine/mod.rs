@@ -83,6 +83,9 @@ struct Slot {
     compute_token: Option<u64>,
     /// Busy with local reduction work until then.
     cpu_free: Nanos,
+    /// Batches of outputs held back behind reduction work (`Ev::Outputs` not yet carried out):
+    /// a rank whose code says it is done is not finished while its last outputs wait here.
+    held: u32,
     restart_pending: bool,
     /// The call the rank is in (for result checking).
     call: Option<(Fingerprint, u32, u32)>,
@@ -170,6 +173,7 @@ impl<'r> Engine<'r> {
                     timers: Vec::new(),
                     compute_token: None,
                     cpu_free: 0,
+                    held: 0,
                     restart_pending: false,
                     call: None,
                 })
@@ -298,7 +302,7 @@ impl<'r> Engine<'r> {
     fn all_finished(&self) -> bool {
         self.slots.iter().all(|s| match &s.proc {
             None => !s.restart_pending,
-            Some(p) => matches!(p.status(), RankStatus::Done | RankStatus::Refused),
+            Some(p) => s.held == 0 && matches!(p.status(), RankStatus::Done | RankStatus::Refused),
         })
     }
 
@@ -401,6 +405,8 @@ impl<'r> Engine<'r> {
                     self.defer(rank, Ev::Outputs { rank, inc, outs });
                     return;
                 }
+                slot.held -= 1;
+                self.maybe_finished = true;
                 self.apply(rank, outs.into_iter());
             }
             Ev::FaultBegin(i) => self.fault(i, FaultPhase::Begin),
@@ -511,6 +517,7 @@ impl<'r> Engine<'r> {
                             let slot = &mut self.slots[rank as usize];
                             let at = self.now.max(slot.cpu_free) + d;
                             slot.cpu_free = at;
+                            slot.held += 1;
                             let inc = slot.incarnation;
                             self.push(
                                 at,
@@ -737,6 +744,7 @@ impl<'r> Engine<'r> {
         slot.timers.clear();
         slot.compute_token = None;
         slot.call = None;
+        slot.held = 0;
         let inc = slot.incarnation;
         self.maybe_finished = true;
         // bump the incarnation so the dead process's messages and timers are dropped
