@@ -235,15 +235,11 @@ fn reductions_add_the_papers_gamma_terms() {
 #[test]
 fn every_op_and_algorithm_is_correct_through_the_engine() {
     for op in OpKind::ALL {
-        for &algorithm in op
-            .algorithms()
-            .iter()
-            .filter(|a| **a != Algorithm::Hierarchical)
-        {
+        for &algorithm in op.algorithms() {
             for p in 1..=9u32 {
                 // hierarchical runs on a two-level topology; the others on a flat one
-                let hosts = if algorithm == Algorithm::Hierarchical {
-                    vec![1, 2, 3, 4]
+                let hosts: Vec<u32> = if algorithm == Algorithm::Hierarchical {
+                    (1..=4).filter(|&rph| rph <= p).collect()
                 } else {
                     vec![1]
                 };
@@ -282,6 +278,28 @@ fn every_op_and_algorithm_is_correct_through_the_engine() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn hierarchical_allreduce_costs_two_intra_host_rings_and_one_across_hosts() {
+    // 2(l-1)(a_l + n/l b_l) + 2(H-1)(a + n/p b), with b_l = 0.1 ns/byte and b = 1 ns/byte
+    for (p, l) in [(8u64, 4u64), (8, 2), (12, 3), (16, 4), (6, 6), (4, 1)] {
+        let n = 2 * LCM;
+        let text = format!(
+            "name = \"hier\"\n[world]\nsize = {p}\nranks_per_host = {l}\n\
+             [network]\nlatency = \"5us\"\nbandwidth = \"1GB/s\"\n{}\
+             [workload]\n[[workload.ops]]\nop = \"allreduce\"\nalgorithm = \"hierarchical\"\n\
+             bytes = \"{n}B\"\n",
+            if l > 1 {
+                "[network.intra_host]\nlatency = \"1us\"\nbandwidth = \"10GB/s\"\n"
+            } else {
+                ""
+            }
+        );
+        let h = p / l;
+        let want = 2 * (l - 1) * (1_000 + n / l / 10) + 2 * (h - 1) * (5_000 + n / p);
+        assert_eq!(op_time(&text), want, "p={p} l={l}");
     }
 }
 

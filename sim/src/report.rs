@@ -311,8 +311,13 @@ impl RunReport {
                 Some(e) => fmt_time(e - o.start_ns),
                 None => "unfinished".into(),
             };
+            let group = if o.group == 0 {
+                String::new()
+            } else {
+                format!(" in group {}", o.group)
+            };
             s.push_str(&format!(
-                "  iter {} op {}: {} #{} ({}, {} bytes) {} — {}/{} ranks{}\n",
+                "  iter {} op {}: {} #{}{group} ({}, {} bytes) {} — {}/{} ranks{}\n",
                 o.iteration,
                 o.index,
                 o.op,
@@ -375,7 +380,9 @@ pub fn build(
         }],
         expect: ExpectReport::default(),
     };
-    r.ops.sort_by_key(|o| (o.generation, o.group, o.seq));
+    // in the order the workload issues them; the sub-groups of one call by group number
+    r.ops
+        .sort_by_key(|o| (o.generation, o.iteration, o.index, o.group, o.seq));
     r.expect = check_expect(expect, &r);
     r
 }

@@ -899,11 +899,17 @@ impl<'r> Engine<'r> {
             index,
             seed: self.seed,
         };
-        let p = self.slots.len() as u32;
+        // the call's group: the world, or the mesh sub-group the fingerprint names
+        let Some(members) = self.cfg.group_members(fp.group) else {
+            return false;
+        };
+        let Some(me) = members.iter().position(|&r| r == Rank(rank)) else {
+            return false;
+        };
+        let p = members.len() as u32;
         let full = match self.refs.iter().find(|(k, _)| *k == key) {
             Some((_, b)) => b.clone(),
             None => {
-                let members: Vec<Rank> = (0..p).map(Rank).collect();
                 let b = full_reference(&key, &members);
                 if self.refs.len() >= 8 {
                     self.refs.remove(0);
@@ -912,7 +918,8 @@ impl<'r> Engine<'r> {
                 b
             }
         };
-        let expected = full.and_then(|f| expected_for(fp.op, &f, rank, p, fp.root));
+        let root = fp.root.min(p - 1);
+        let expected = full.and_then(|f| expected_for(fp.op, &f, me as u32, p, root));
         match expected {
             None => result.is_empty(),
             Some(e) => e.approx_eq(result),

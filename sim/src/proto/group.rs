@@ -65,6 +65,8 @@ pub struct ProcessGroup {
     pending: Vec<(u32, Box<CollMsg>)>,
     recorder: VecDeque<FlightEntry>,
     step_events: bool,
+    /// Consecutive members per host, for `hierarchical` (1: flat).
+    per_host: u32,
 }
 
 impl ProcessGroup {
@@ -97,7 +99,14 @@ impl ProcessGroup {
             pending: Vec::new(),
             recorder: VecDeque::new(),
             step_events: true,
+            per_host: 1,
         }
+    }
+
+    /// Tells the group that hosts hold `ranks_per_host` world ranks each, so that `hierarchical`
+    /// knows how its members sit on them (see `collective::hierarchical::local_size`).
+    pub fn set_ranks_per_host(&mut self, ranks_per_host: u32) {
+        self.per_host = collective::hierarchical::local_size(&self.members.ranks, ranks_per_host);
     }
 
     pub fn members(&self) -> &[Rank] {
@@ -150,7 +159,7 @@ impl ProcessGroup {
             fp,
             members: p as usize,
         });
-        let sched = match collective::schedule(req.op, req.algorithm, ctx) {
+        let sched = match collective::schedule_with(req.op, req.algorithm, ctx, self.per_host) {
             Ok(s) => s,
             Err(e) => {
                 // validated scenarios never get here; a driver fed by hand might

@@ -2,7 +2,9 @@
 //! scenario's collectives in order. Application bugs (`mismatch`, `skip`, `hang`) are part of
 //! the application, so they live here, as the configuration of the rank's workload.
 
-use crate::scenario::{Algorithm, Dtype, Fault, OpKind, OpSpec, ReduceOp, Scenario};
+use super::mesh::MeshLayout;
+use super::types::{GroupId, Rank};
+use crate::scenario::{Algorithm, Dtype, Fault, Mesh, OpKind, OpSpec, ReduceOp, Scenario};
 use crate::units::Nanos;
 
 /// One collective of the loop, with every parameter resolved.
@@ -70,6 +72,10 @@ pub struct WorkloadConfig {
     pub bugs: Vec<(u32, AppBug)>,
     /// Emit an event at every collective step (drivers that record nothing turn it off).
     pub step_events: bool,
+    /// World ranks per host (the two-level topology), for `hierarchical`.
+    pub ranks_per_host: u32,
+    /// The device mesh whose sub-groups ops may run on.
+    pub mesh: Option<Mesh>,
 }
 
 impl WorkloadConfig {
@@ -133,7 +139,24 @@ impl WorkloadConfig {
                 .collect(),
             bugs,
             step_events: true,
+            ranks_per_host: s.world.ranks_per_host.max(1),
+            mesh: s.group.mesh.clone(),
         }
+    }
+
+    /// The mesh laid over the world, if there is one that fits.
+    pub fn mesh_layout(&self) -> Option<MeshLayout> {
+        self.mesh
+            .as_ref()
+            .and_then(|m| MeshLayout::new(m, self.world_size))
+    }
+
+    /// The members of group `id` in group order: the world (group 0), or a mesh sub-group.
+    pub fn group_members(&self, id: GroupId) -> Option<Vec<Rank>> {
+        if id == GroupId(0) {
+            return Some((0..self.world_size).map(Rank).collect());
+        }
+        self.mesh_layout()?.members(id)
     }
 
     /// Whether `rank` hangs at `iteration`.

@@ -31,6 +31,7 @@
 //! | allreduce | `rabenseifner` | [`rabenseifner`] | 2 lg p a + 2n(p-1)/p b |
 //! | allreduce | `tree` | [`tree`] | 2 lg p (a + n b) |
 //! | allreduce | `direct` | [`direct`] | 2a + 2n(p-1)/p b |
+//! | allreduce | `hierarchical` | [`hierarchical`] | 2(l-1) a_l + 2(l-1)/l n b_l + 2(H-1) a + 2(H-1)/p n b |
 //! | broadcast | `binomial` | [`binomial`] | lg p (a + n b) |
 //! | broadcast | `scatter_allgather` | [`scatter_allgather`] | (lg p + p - 1) a + 2n(p-1)/p b |
 //! | broadcast | `direct` | [`direct`] | a + (p-1) n b |
@@ -47,13 +48,15 @@
 //!
 //! Every algorithm runs on any p >= 1 (p = 1 takes no steps). Recursive doubling and halving
 //! fold a non-power of two onto one ([`fold`]); trees are clipped at p, which makes their cost
-//! an upper bound there. Rooted ops work on ranks relative to the root. `hierarchical` needs
-//! the topology and is not implemented.
+//! an upper bound there. Rooted ops work on ranks relative to the root. `hierarchical` runs on
+//! H hosts of l ranks each (a_l, b_l: the intra-host link); [`schedule_with`] is told how many
+//! consecutive members of the group share a host, and [`schedule`] assumes one per host.
 
 pub mod binomial;
 pub mod direct;
 pub mod dissemination;
 pub mod fold;
+pub mod hierarchical;
 pub mod rabenseifner;
 pub mod recursive_doubling;
 pub mod recursive_halving;
@@ -161,11 +164,23 @@ pub struct UnsupportedAlgorithm {
     pub algorithm: Algorithm,
 }
 
-/// The schedule of `op` with `algorithm` for the rank described by `ctx`.
+/// The schedule of `op` with `algorithm` for the rank described by `ctx`, every member on its
+/// own host.
 pub fn schedule(
     op: OpKind,
     algorithm: Algorithm,
     ctx: Ctx,
+) -> Result<Box<dyn Schedule>, UnsupportedAlgorithm> {
+    schedule_with(op, algorithm, ctx, 1)
+}
+
+/// [`schedule`] for a group whose members sit `per_host` to a host, in order (see
+/// [`hierarchical::local_size`]); only `hierarchical` looks at it.
+pub fn schedule_with(
+    op: OpKind,
+    algorithm: Algorithm,
+    ctx: Ctx,
+    per_host: u32,
 ) -> Result<Box<dyn Schedule>, UnsupportedAlgorithm> {
     use Algorithm as A;
     use OpKind as O;
@@ -176,6 +191,7 @@ pub fn schedule(
         }
         (O::Allreduce, A::Rabenseifner) => Box::new(rabenseifner::Rabenseifner::new(ctx)),
         (O::Allreduce, A::Tree) => Box::new(tree::Tree::allreduce(ctx)),
+        (O::Allreduce, A::Hierarchical) => Box::new(hierarchical::Hierarchical::new(ctx, per_host)),
         (O::Broadcast, A::Binomial) => Box::new(binomial::BinomialBroadcast::new(ctx)),
         (O::Broadcast, A::ScatterAllgather) => {
             Box::new(scatter_allgather::ScatterAllgather::new(ctx))
