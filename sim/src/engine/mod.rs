@@ -903,14 +903,14 @@ impl<'r> Engine<'r> {
         let Some(members) = self.cfg.group_members(fp.group) else {
             return false;
         };
-        let Some(me) = members.iter().position(|&r| r == Rank(rank)) else {
+        let Some(me) = members.index(Rank(rank)) else {
             return false;
         };
         let p = members.len() as u32;
         let full = match self.refs.iter().find(|(k, _)| *k == key) {
             Some((_, b)) => b.clone(),
             None => {
-                let b = full_reference(&key, &members);
+                let b = full_reference(&key, &members.ranks);
                 if self.refs.len() >= 8 {
                     self.refs.remove(0);
                 }
@@ -919,7 +919,7 @@ impl<'r> Engine<'r> {
             }
         };
         let root = fp.root.min(p - 1);
-        let expected = full.and_then(|f| expected_for(fp.op, &f, me as u32, p, root));
+        let expected = full.and_then(|f| expected_for(fp.op, &f, me, p, root));
         match expected {
             None => result.is_empty(),
             Some(e) => e.approx_eq(result),

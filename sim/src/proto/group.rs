@@ -84,7 +84,17 @@ impl ProcessGroup {
         me: Rank,
         timeout: Nanos,
     ) -> ProcessGroup {
-        let members = Members::new(members);
+        ProcessGroup::with_members(id, generation, Members::new(members), me, timeout)
+    }
+
+    /// [`ProcessGroup::new`] with members other ranks of the group share.
+    pub fn with_members(
+        id: GroupId,
+        generation: Generation,
+        members: Arc<Members>,
+        me: Rank,
+        timeout: Nanos,
+    ) -> ProcessGroup {
         let me = members
             .index(me)
             .expect("a rank builds only groups it belongs to");
@@ -103,10 +113,10 @@ impl ProcessGroup {
         }
     }
 
-    /// Tells the group that hosts hold `ranks_per_host` world ranks each, so that `hierarchical`
-    /// knows how its members sit on them (see `collective::hierarchical::local_size`).
-    pub fn set_ranks_per_host(&mut self, ranks_per_host: u32) {
-        self.per_host = collective::hierarchical::local_size(&self.members.ranks, ranks_per_host);
+    /// Tells `hierarchical` that `per_host` consecutive members share a host (see
+    /// `collective::hierarchical::local_size`).
+    pub fn set_per_host(&mut self, per_host: u32) {
+        self.per_host = per_host.max(1);
     }
 
     pub fn members(&self) -> &[Rank] {
@@ -127,7 +137,14 @@ impl ProcessGroup {
 
     /// The flight recorder's entries, oldest first.
     pub fn flight_record(&self) -> Vec<FlightEntry> {
-        self.recorder.iter().cloned().collect()
+        let mut entries: Vec<FlightEntry> = self.recorder.iter().cloned().collect();
+        // the running call's step is read when asked for, not written at every step
+        if let (Some(a), Some(e)) = (&self.active, entries.last_mut()) {
+            if e.fp.seq == a.coll.fp.seq && e.state == FlightState::Started {
+                e.step = a.coll.step();
+            }
+        }
+        entries
     }
 
     /// Issues a call. Only one call per group runs at a time.
@@ -384,11 +401,6 @@ impl ProcessGroup {
 
     fn emit_step(&mut self, out: &mut Outbox) {
         if let Some(a) = &self.active {
-            if let Some(e) = self.recorder.back_mut() {
-                if e.fp.seq == a.coll.fp.seq {
-                    e.step = a.coll.step();
-                }
-            }
             if !self.step_events {
                 return;
             }

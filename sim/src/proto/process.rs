@@ -1,5 +1,6 @@
 //! One rank's process: the workload loop driving its process group.
 
+use super::collective::hierarchical::local_size;
 use super::data::Buffer;
 use super::event::{Outbox, ProtoEvent};
 use super::group::{CallOutcome, CallRequest, ProcessGroup};
@@ -68,10 +69,11 @@ pub struct RankProcess {
 impl RankProcess {
     /// A fresh process of `me`; `incarnation` counts restarts (0 = first start).
     pub fn new(cfg: Arc<WorkloadConfig>, me: Rank, incarnation: u32) -> RankProcess {
-        let members = (0..cfg.world_size).map(Rank).collect();
-        let mut world = ProcessGroup::new(GroupId(0), Generation(0), members, me, cfg.timeout);
+        let members = cfg.world_members.clone();
+        let mut world =
+            ProcessGroup::with_members(GroupId(0), Generation(0), members, me, cfg.timeout);
         world.set_step_events(cfg.step_events);
-        world.set_ranks_per_host(cfg.ranks_per_host);
+        world.set_per_host(cfg.world_per_host);
         let subgroups = mesh_groups(&cfg, me);
         RankProcess {
             cfg,
@@ -265,9 +267,10 @@ fn mesh_groups(cfg: &WorkloadConfig, me: Rank) -> Vec<ProcessGroup> {
     (0..mesh.dims())
         .map(|d| {
             let (id, members) = mesh.group_of(d, me);
+            let per_host = local_size(&members, cfg.ranks_per_host);
             let mut g = ProcessGroup::new(id, Generation(0), members, me, cfg.timeout);
             g.set_step_events(cfg.step_events);
-            g.set_ranks_per_host(cfg.ranks_per_host);
+            g.set_per_host(per_host);
             g
         })
         .collect()

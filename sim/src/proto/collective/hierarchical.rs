@@ -16,6 +16,7 @@
 //! 2(l-1) a_l + 2(l-1)/l n b_l + 2(H-1) a + 2(H-1)/p n b. A group whose members do not sit on
 //! hosts in equal runs (see [`local_size`]) runs with l = 1, which is the ring allreduce.
 
+use super::ring::wrap;
 use super::{Action, Ctx, Schedule, StepPlan};
 use crate::proto::Rank;
 
@@ -66,14 +67,14 @@ impl Schedule for Hierarchical {
 
     fn plan(&self, step: u32, plan: &mut StepPlan) {
         let (l, hn, h, i) = (self.local, self.hosts, self.host, self.i);
-        let right = self.member(h, (i + 1) % l);
-        let left = self.member(h, (i + l - 1) % l);
+        let right = self.member(h, wrap(i + 1, l));
+        let left = self.member(h, wrap(i + l - 1, l));
         let inter = 2 * (hn - 1);
         if step < l - 1 {
             // reduce-scatter inside the host: local rank i ends with big block i
             let s = step;
-            let send = (i + 2 * l - s - 1) % l;
-            let recv = (i + 2 * l - s - 2) % l;
+            let send = wrap(i + 2 * l - s - 1, l);
+            let recv = wrap(i + 2 * l - s - 2, l);
             plan.send(right, &[self.big(send)]);
             plan.recv(left, &[self.big(recv)], Action::Reduce);
         } else if step < l - 1 + inter {
@@ -84,23 +85,23 @@ impl Schedule for Hierarchical {
             } else {
                 (step - (hn - 1), Action::Copy, 1)
             };
-            let send = (h + shift + 2 * hn - s) % hn;
-            let recv = (h + shift + 2 * hn - s - 1) % hn;
+            let send = wrap(h + shift + 2 * hn - s, hn);
+            let recv = wrap(h + shift + 2 * hn - s - 1, hn);
             let first = i * hn;
             plan.send(
-                self.member((h + 1) % hn, i),
+                self.member(wrap(h + 1, hn), i),
                 &[(first + send, first + send + 1)],
             );
             plan.recv(
-                self.member((h + hn - 1) % hn, i),
+                self.member(wrap(h + hn - 1, hn), i),
                 &[(first + recv, first + recv + 1)],
                 action,
             );
         } else {
             // allgather of the big blocks inside the host, starting with its own
             let s = step - (l - 1) - inter;
-            let send = (i + l - s) % l;
-            let recv = (i + 2 * l - s - 1) % l;
+            let send = wrap(i + l - s, l);
+            let recv = wrap(i + 2 * l - s - 1, l);
             plan.send(right, &[self.big(send)]);
             plan.recv(left, &[self.big(recv)], Action::Copy);
         }

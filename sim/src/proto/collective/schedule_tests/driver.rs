@@ -9,8 +9,8 @@
 //! everything happens at time 0 and messages are delivered in the order they were sent (FIFO).
 
 use crate::proto::collective::{
-    extract, prepare, schedule_with, Collective, Ctx, Members, Progress, Schedule, StepPlan,
-    Transfer,
+    extract, prepare, schedule_with, AnySchedule, Collective, Ctx, Members, Progress, Schedule,
+    StepPlan, Transfer,
 };
 use crate::proto::{
     Buffer, CollMsg, Fingerprint, Generation, GroupId, Msg, Outbox, Output, Rank, SeqNo,
@@ -205,7 +205,7 @@ pub fn run(s: &Setup, net: Net) -> Outcome {
 }
 
 /// `run` with the given schedule for each rank.
-pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<Box<dyn Schedule>>) -> Outcome {
+pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<impl Into<AnySchedule>>) -> Outcome {
     let p = s.p;
     let members = Members::new((0..p).map(Rank).collect());
     let fp = s.fingerprint();

@@ -269,7 +269,8 @@ impl Schedule for Forlorn {
 #[should_panic(expected = "deadlock")]
 fn deadlock_is_caught() {
     let s = Setup::new(OpKind::Allreduce, Algorithm::Direct, 2);
-    run_schedules(&s, Net::FIFO, vec![Box::new(Forlorn), Box::new(Forlorn)]);
+    let forlorn = || Box::new(Forlorn) as Box<dyn Schedule>;
+    run_schedules(&s, Net::FIFO, vec![forlorn(), forlorn()]);
 }
 
 #[test]
