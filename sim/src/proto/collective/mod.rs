@@ -125,8 +125,11 @@ impl StepPlan {
 
     fn push_ranges(&mut self, blocks: &[(u32, u32)]) -> Range<usize> {
         let start = self.ranges.len();
-        self.ranges
-            .extend(blocks.iter().copied().filter(|(lo, hi)| lo < hi));
+        for &(lo, hi) in blocks {
+            if lo < hi {
+                self.ranges.push((lo, hi));
+            }
+        }
         start..self.ranges.len()
     }
 
@@ -397,12 +400,20 @@ impl Collective {
         self.sched.plan(self.step, &mut self.plan);
         let blocks = self.blocks;
         for t in &self.plan.sends {
-            let mut data = Buffer::empty(self.buf.dtype());
-            let mut bytes = 0;
-            for &(lo, hi) in &self.plan.ranges[t.ranges.clone()] {
-                data.extend_from(&self.buf, blocks.elems(lo, hi));
-                bytes += blocks.bytes(lo, hi);
-            }
+            let ranges = &self.plan.ranges[t.ranges.clone()];
+            let (data, bytes) = match ranges {
+                // one run of blocks, the usual case: one exact copy
+                &[(lo, hi)] => (self.buf.part(blocks.elems(lo, hi)), blocks.bytes(lo, hi)),
+                _ => {
+                    let mut data = Buffer::empty(self.buf.dtype());
+                    let mut bytes = 0;
+                    for &(lo, hi) in ranges {
+                        data.extend_from(&self.buf, blocks.elems(lo, hi));
+                        bytes += blocks.bytes(lo, hi);
+                    }
+                    (data, bytes)
+                }
+            };
             let msg = Msg::Coll(Box::new(CollMsg {
                 fp: self.fp,
                 step: self.step,
