@@ -13,7 +13,8 @@ use std::sync::{Arc, OnceLock};
 
 /// Loads a scenario, mapping any problem to exit code 2.
 pub fn load_scenario(path: &Path) -> Result<Scenario, Failure> {
-    scenario::load(path).map_err(|e| Failure::Input(e.to_string()))
+    scenario::load_with(path, &ringside_sim::engine::SUPPORT)
+        .map_err(|e| Failure::Input(e.to_string()))
 }
 
 /// A flag set by Ctrl-C (installed once).

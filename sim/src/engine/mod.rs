@@ -1025,3 +1025,13 @@ pub fn describe_fault(f: &Fault) -> String {
         }
     }
 }
+
+/// What this engine implements; scenarios asking for more are rejected with
+/// "not supported yet: <key>" instead of being silently ignored.
+pub const SUPPORT: crate::scenario::Support = crate::scenario::Support {
+    elastic: false,
+    store_rendezvous: false,
+    registry: false,
+    algorithm: crate::proto::collective::supported,
+    ..crate::scenario::Support::ALL
+};

@@ -84,11 +84,12 @@ impl ProcessGroup {
         me: Rank,
         timeout: Nanos,
     ) -> ProcessGroup {
-        ProcessGroup::with_members(id, generation, Members::new(members), me, timeout)
+        ProcessGroup::shared(id, generation, Members::new(members), me, timeout)
     }
 
-    /// [`ProcessGroup::new`] with members other ranks of the group share.
-    pub fn with_members(
+    /// Like [`ProcessGroup::new`] with a member list shared among the ranks of one process
+    /// (or one driver), so a world of p ranks holds one list, not p.
+    pub fn shared(
         id: GroupId,
         generation: Generation,
         members: Arc<Members>,

@@ -69,9 +69,13 @@ pub struct RankProcess {
 impl RankProcess {
     /// A fresh process of `me`; `incarnation` counts restarts (0 = first start).
     pub fn new(cfg: Arc<WorkloadConfig>, me: Rank, incarnation: u32) -> RankProcess {
-        let members = cfg.world_members.clone();
-        let mut world =
-            ProcessGroup::with_members(GroupId(0), Generation(0), members, me, cfg.timeout);
+        let mut world = ProcessGroup::shared(
+            GroupId(0),
+            Generation(0),
+            cfg.world_members.clone(),
+            me,
+            cfg.timeout,
+        );
         world.set_step_events(cfg.step_events);
         world.set_per_host(cfg.world_per_host);
         let subgroups = mesh_groups(&cfg, me);

@@ -37,7 +37,9 @@ impl Recorder for VecRecorder {
     }
 }
 
-/// A hash chained over event lines: `d_i = FNV-1a(d_{i-1} as 8 LE bytes ++ line_i)`.
+/// A hash chained over event lines: each line's bytes are folded, eight at a time, into the
+/// previous line's digest (`d_i = H(d_{i-1}, line_i)`), so the last digest covers every event
+/// in order. The function is fixed here (not taken from a crate) so digests never change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Digest {
     state: u64,
@@ -60,10 +62,20 @@ impl Digest {
 
     /// Adds one event line (without its newline).
     pub fn update(&mut self, line: &[u8]) {
-        let mut h = Fnv::new();
-        h.write(&self.state.to_le_bytes());
-        h.write(line);
-        self.state = h.finish();
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h = self.state;
+        let mut chunks = line.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            h = (h.rotate_left(23) ^ w).wrapping_mul(K);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            h = (h.rotate_left(23) ^ u64::from_le_bytes(last)).wrapping_mul(K);
+        }
+        self.state = crate::proto::data::mix(h ^ line.len() as u64);
         self.lines += 1;
     }
 
@@ -79,14 +91,19 @@ impl Digest {
 /// Serializes one event line (without newline) into `buf`: `{"t":N,"kind":...}`.
 pub fn encode_line(buf: &mut Vec<u8>, t: Nanos, ev: &Event) {
     buf.clear();
-    buf.extend_from_slice(b"{\"t\":");
-    buf.extend_from_slice(t.to_string().as_bytes());
-    buf.push(b',');
-    let start = buf.len();
-    // an enum with an internal tag always serializes as a non-empty object
-    if serde_json::to_writer(&mut *buf, ev).is_ok() && buf.len() > start {
-        buf.remove(start);
+    // the event serializes as `{"kind":...}`: write it after a placeholder, then put
+    // `{"t":N,` over the placeholder and its opening brace
+    let mut num = itoa::Buffer::new();
+    let t = num.format(t);
+    let prefix_len = 6 + t.len(); // {"t": N ,
+    buf.resize(prefix_len - 1, b' ');
+    if serde_json::to_writer(&mut *buf, ev).is_err() {
+        buf.truncate(prefix_len - 1);
+        buf.extend_from_slice(b"{}");
     }
+    buf[..5].copy_from_slice(b"{\"t\":");
+    buf[5..5 + t.len()].copy_from_slice(t.as_bytes());
+    buf[prefix_len - 1] = b',';
 }
 
 /// Writes a trace as the run goes: the header first, then each event line, then the footer.

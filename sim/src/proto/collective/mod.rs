@@ -405,7 +405,8 @@ impl Collective {
                 // one run of blocks, the usual case: one exact copy
                 &[(lo, hi)] => (self.buf.part(blocks.elems(lo, hi)), blocks.bytes(lo, hi)),
                 _ => {
-                    let mut data = Buffer::empty(self.buf.dtype());
+                    let elems = ranges.iter().map(|&(lo, hi)| blocks.elems(lo, hi).len());
+                    let mut data = Buffer::with_capacity(self.buf.dtype(), elems.sum());
                     let mut bytes = 0;
                     for &(lo, hi) in ranges {
                         data.extend_from(&self.buf, blocks.elems(lo, hi));
