@@ -30,6 +30,9 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Diagnose a recorded trace: who is blocked, on what, waiting for whom, and why.
     Explain(cmd::explain::ExplainArgs),
+    /// Every applicable algorithm of the scenario's ops over a range of sizes: simulated time,
+    /// algorithm bandwidth and bus bandwidth (as nccl-tests).
+    Sweep(cmd::sweep::SweepArgs),
 }
 
 /// A failure that maps to an exit code.
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::main(a),
         Command::Replay(a) => cmd::replay::main(a),
         Command::Explain(a) => cmd::explain::main(a),
+        Command::Sweep(a) => cmd::sweep::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,7 +5,8 @@
 //! - [`scenario`]: the scenario format;
 //! - [`trace`]: JSON Lines traces, digests and replay;
 //! - [`diagnose`]: wait-for graphs and root causes;
-//! - [`check`]: properties and proptest strategies.
+//! - [`check`]: properties and proptest strategies;
+//! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them.
 
 pub mod check;
 pub mod diagnose;
@@ -14,5 +15,6 @@ pub mod proto;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod sweep;
 pub mod trace;
 pub mod units;

@@ -1,7 +1,7 @@
 //! The result of `ringside run`: the `--json` object of DESIGN §3, and the same in sentences.
 
 use crate::diagnose::{ranks_phrase, Blocked, Diagnosis, Fold, OpView, Straggler};
-use crate::scenario::{Expect, Outcome};
+use crate::scenario::{Expect, OpKind, Outcome};
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use serde::Serialize;
 
@@ -92,7 +92,9 @@ impl OpReport {
             },
             ranks_completed: o.ranks_completed,
             ranks_called: o.ranks_called,
-            correct: o.correct && o.results.len() <= 1,
+            // agreement: every rank of an allreduce, broadcast or allgather holds the same
+            // bits; a reduce-scatter's ranks hold different blocks
+            correct: o.correct && (o.op == OpKind::ReduceScatter || o.results.len() <= 1),
         }
     }
 }
@@ -345,8 +347,13 @@ impl RunReport {
                 Some(e) => fmt_time(e - o.start_ns),
                 None => "unfinished".into(),
             };
+            let group = if o.group == 0 {
+                String::new()
+            } else {
+                format!(" in group {}", o.group)
+            };
             s.push_str(&format!(
-                "  iter {} op {}: {} #{} ({}, {} bytes) {} — {}/{} ranks{}\n",
+                "  iter {} op {}: {} #{}{group} ({}, {} bytes) {} — {}/{} ranks{}\n",
                 o.iteration,
                 o.index,
                 o.op,
@@ -410,7 +417,9 @@ pub fn build(
         }],
         expect: ExpectReport::default(),
     };
-    r.ops.sort_by_key(|o| (o.generation, o.group, o.seq));
+    // in the order the workload issues them; the sub-groups of one call by group number
+    r.ops
+        .sort_by_key(|o| (o.generation, o.iteration, o.index, o.group, o.seq));
     r.expect = check_expect(expect, &r);
     r
 }

@@ -3,6 +3,7 @@
 pub mod explain;
 pub mod replay;
 pub mod run;
+pub mod sweep;
 
 use crate::Failure;
 use ringside_sim::scenario::{self, Scenario};

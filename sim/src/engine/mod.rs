@@ -83,6 +83,9 @@ struct Slot {
     compute_token: Option<u64>,
     /// Busy with local reduction work until then.
     cpu_free: Nanos,
+    /// Batches of outputs held back behind reduction work (`Ev::Outputs` not yet carried out):
+    /// a rank whose code says it is done is not finished while its last outputs wait here.
+    held: u32,
     restart_pending: bool,
     /// The call the rank is in (for result checking).
     call: Option<(Fingerprint, u32, u32)>,
@@ -170,6 +173,7 @@ impl<'r> Engine<'r> {
                     timers: Vec::new(),
                     compute_token: None,
                     cpu_free: 0,
+                    held: 0,
                     restart_pending: false,
                     call: None,
                 })
@@ -322,7 +326,7 @@ impl<'r> Engine<'r> {
     fn all_finished(&self) -> bool {
         self.slots.iter().all(|s| match &s.proc {
             None => !s.restart_pending,
-            Some(p) => matches!(p.status(), RankStatus::Done | RankStatus::Refused),
+            Some(p) => s.held == 0 && matches!(p.status(), RankStatus::Done | RankStatus::Refused),
         })
     }
 
@@ -428,6 +432,8 @@ impl<'r> Engine<'r> {
                     self.defer(rank, Ev::Outputs { rank, inc, outs });
                     return;
                 }
+                slot.held -= 1;
+                self.maybe_finished = true;
                 self.apply(rank, outs.into_iter());
             }
             Ev::FaultBegin(i) => self.fault(i, FaultPhase::Begin),
@@ -538,6 +544,7 @@ impl<'r> Engine<'r> {
                             let slot = &mut self.slots[rank as usize];
                             let at = self.now.max(slot.cpu_free) + d;
                             slot.cpu_free = at;
+                            slot.held += 1;
                             let inc = slot.incarnation;
                             self.push(
                                 at,
@@ -765,6 +772,7 @@ impl<'r> Engine<'r> {
         slot.timers.clear();
         slot.compute_token = None;
         slot.call = None;
+        slot.held = 0;
         let inc = slot.incarnation;
         self.maybe_finished = true;
         // bump the incarnation so the dead process's messages and timers are dropped
@@ -919,12 +927,18 @@ impl<'r> Engine<'r> {
             index,
             seed: self.seed,
         };
-        let p = self.slots.len() as u32;
+        // the call's group: the world, or the mesh sub-group the fingerprint names
+        let Some(members) = self.cfg.group_members(fp.group) else {
+            return false;
+        };
+        let Some(me) = members.index(Rank(rank)) else {
+            return false;
+        };
+        let p = members.len() as u32;
         let full = match self.refs.iter().find(|(k, _)| *k == key) {
             Some((_, b)) => b.clone(),
             None => {
-                let members: Vec<Rank> = (0..p).map(Rank).collect();
-                let b = full_reference(&key, &members);
+                let b = full_reference(&key, &members.ranks);
                 if self.refs.len() >= 8 {
                     self.refs.remove(0);
                 }
@@ -932,7 +946,8 @@ impl<'r> Engine<'r> {
                 b
             }
         };
-        let expected = full.and_then(|f| expected_for(fp.op, &f, rank, p, fp.root));
+        let root = fp.root.min(p - 1);
+        let expected = full.and_then(|f| expected_for(fp.op, &f, me, p, root));
         match expected {
             None => result.is_empty(),
             Some(e) => e.approx_eq(result),
@@ -1044,7 +1059,6 @@ pub fn describe_fault(f: &Fault) -> String {
 pub const SUPPORT: crate::scenario::Support = crate::scenario::Support {
     elastic: false,
     store_rendezvous: false,
-    mesh: false,
     registry: false,
     algorithm: crate::proto::collective::supported,
     ..crate::scenario::Support::ALL

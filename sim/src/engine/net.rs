@@ -5,9 +5,21 @@
 //! and messages arriving together serialize on the receive port. Ranks on the same host use the
 //! `intra_host` link when one is given.
 //!
-//! `loggp` (as LogGOPSim): the sender's CPU spends `o` per message, consecutive injections of a
-//! rank are at least `g` apart, a message of k bytes spends `(k-1)G` on the wire after its first
-//! byte, travels `L`, and costs the receiver's CPU another `o`. A zero-byte message takes 2o + L.
+//! `loggp`, with the semantics of LogGOPSim (Hoefler, Schneider & Lumsdaine; its default network,
+//! which has no congestion). Per rank there is a CPU, which pays the overheads, and a NIC with a
+//! send gap and a receive gap. A message of k bytes issued at t:
+//! - starts when the sender's CPU is free and its send gap has passed: s = max(t, cpu, gap_s);
+//!   the CPU is then busy until s + o, and the next send waits until s + g + (k-1)G;
+//! - its first byte reaches the receiver at s + o + L;
+//! - the receiver takes it when its CPU is free and its receive gap has passed:
+//!   r = max(s + o + L, cpu, gap_r); its CPU is busy until r + o + (k-1)G (the bytes are
+//!   charged at the receiver), which is when the message is handed to the process, and the
+//!   next message waits until r + g + (k-1)G.
+//!
+//! Without contention a message thus takes 2o + L + (k-1)G; a zero-byte message 2o + L. Every
+//! message is eager (LogGOPSim's rendezvous above `S` bytes is not modelled), and a send is
+//! booked when it is issued: one waiting for its gap holds the CPU slot it will use, where
+//! LogGOPSim would let a message that arrives meanwhile take the CPU first.
 
 use crate::scenario::{NetModel, Scenario};
 use crate::units::{Bandwidth, Nanos};
@@ -26,28 +38,28 @@ struct LogGp {
     gb: Nanos,
 }
 
-/// When a message leaves and when its last byte reaches the receiver's NIC.
+/// When a message leaves, when it reaches the receiver, and what taking it in costs there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
     pub depart: Nanos,
+    /// alpha-beta: its last byte reaches the receiver; LogGP: its first byte.
     pub arrive: Nanos,
-    /// How long the message occupies the receive side (port, or CPU overhead for LogGP).
+    /// alpha-beta: how long it holds the receive port; LogGP: the receiver's o + (k-1)G.
     pub recv_cost: Nanos,
 }
 
 pub struct Net {
-    model: NetModel,
     inter: LinkParams,
     intra: Option<LinkParams>,
     ranks_per_host: u32,
     loggp: Option<LogGp>,
     pub jitter: Nanos,
     pub retransmit: Nanos,
-    /// When each rank's send port (LogGP: NIC) is free again.
+    /// When each rank's send port (LogGP: its send gap) is free again.
     send_free: Vec<Nanos>,
-    /// When each rank's receive port (LogGP: CPU, for the receive overhead) is free again.
+    /// When each rank's receive port (LogGP: its receive gap) is free again.
     recv_free: Vec<Nanos>,
-    /// LogGP: when each rank's CPU is free of send overheads.
+    /// LogGP: when each rank's CPU is free of send and receive overheads.
     cpu_free: Vec<Nanos>,
 }
 
@@ -65,7 +77,6 @@ impl Net {
             NetModel::AlphaBeta => None,
         };
         Net {
-            model: n.model,
             inter: LinkParams {
                 latency: n.latency.0,
                 bandwidth: n.bandwidth,
@@ -93,21 +104,20 @@ impl Net {
 
     /// Plans a send issued at `t`; `extra` is added wire delay (faults, jitter).
     pub fn send(&mut self, t: Nanos, from: u32, to: u32, bytes: u64, extra: Nanos) -> Timing {
-        let (f, _) = (from as usize, to as usize);
-        match (self.model, self.loggp) {
-            (NetModel::Loggp, Some(lg)) => {
+        let f = from as usize;
+        match self.loggp {
+            Some(lg) => {
                 let start = t.max(self.cpu_free[f]).max(self.send_free[f]);
-                let wire = bytes.saturating_sub(1) * lg.gb;
+                let wire = bytes.saturating_sub(1).saturating_mul(lg.gb);
                 self.cpu_free[f] = start + lg.o;
-                // the next injection waits for the gap and for this message's bytes
-                self.send_free[f] = start + lg.o + lg.g.max(wire);
+                self.send_free[f] = start + lg.g + wire;
                 Timing {
                     depart: start,
-                    arrive: start + lg.o + wire + lg.l + extra,
-                    recv_cost: lg.o,
+                    arrive: start + lg.o + lg.l + extra,
+                    recv_cost: lg.o + wire,
                 }
             }
-            _ => {
+            None => {
                 let link = self.link(from, to);
                 let ser = link.bandwidth.transfer_ns(bytes);
                 let start = t.max(self.send_free[f]);
@@ -125,17 +135,22 @@ impl Net {
     /// the receive side is doing; reserves the receive side until then.
     pub fn receive(&mut self, to: u32, arrive: Nanos, recv_cost: Nanos) -> Nanos {
         let r = to as usize;
-        let done = match self.model {
-            // the receiver's CPU pays o after the message is there
-            NetModel::Loggp => arrive.max(self.recv_free[r].max(self.cpu_free[r])) + recv_cost,
-            // the bytes stream in during [arrive - cost, arrive] unless the port is busy
-            NetModel::AlphaBeta => arrive.max(self.recv_free[r] + recv_cost),
-        };
-        self.recv_free[r] = done;
-        if self.model == NetModel::Loggp {
-            self.cpu_free[r] = self.cpu_free[r].max(done);
+        match self.loggp {
+            Some(lg) => {
+                // the CPU pays o and the bytes' (k-1)G; the receive gap g + (k-1)G
+                let start = arrive.max(self.cpu_free[r]).max(self.recv_free[r]);
+                let wire = recv_cost.saturating_sub(lg.o);
+                self.cpu_free[r] = start + recv_cost;
+                self.recv_free[r] = start + lg.g + wire;
+                start + recv_cost
+            }
+            None => {
+                // the bytes stream in during [arrive - cost, arrive] unless the port is busy
+                let done = arrive.max(self.recv_free[r] + recv_cost);
+                self.recv_free[r] = done;
+                done
+            }
         }
-        done
     }
 
     /// Forgets a dead rank's port state.
@@ -144,5 +159,63 @@ impl Net {
         self.send_free[r] = now;
         self.recv_free[r] = now;
         self.cpu_free[r] = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::parse;
+
+    fn loggp(p: u32) -> Net {
+        let s = parse(
+            &format!(
+                "name = \"n\"\n[world]\nsize = {p}\n[network]\nmodel = \"loggp\"\n\
+                 L = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"6ns\"\n\
+                 [workload]\n[[workload.ops]]\nop = \"barrier\"\n"
+            ),
+            "net.toml",
+        )
+        .expect("valid");
+        Net::new(&s)
+    }
+
+    /// Sends at `t` and receives at once: when the receiver's process has the message.
+    fn one(net: &mut Net, t: Nanos, from: u32, to: u32, bytes: u64) -> Nanos {
+        let m = net.send(t, from, to, bytes, 0);
+        net.receive(to, m.arrive, m.recv_cost)
+    }
+
+    #[test]
+    fn loggp_message_costs() {
+        // zero and one byte: 2o + L; k bytes: 2o + L + (k-1)G
+        assert_eq!(one(&mut loggp(2), 0, 0, 1, 0), 5_500);
+        assert_eq!(one(&mut loggp(2), 0, 0, 1, 1), 5_500);
+        assert_eq!(one(&mut loggp(2), 0, 0, 1, 1001), 5_500 + 6_000);
+    }
+
+    #[test]
+    fn loggp_sends_wait_for_the_cpu_and_the_gap() {
+        let mut net = loggp(3);
+        // small messages: the next send waits max(o, g) = o
+        assert_eq!(net.send(0, 0, 1, 1, 0).depart, 0);
+        assert_eq!(net.send(0, 0, 2, 1, 0).depart, 1_500);
+        // a large message holds the gap for g + (k-1)G
+        let mut net = loggp(3);
+        net.send(0, 0, 1, 1001, 0);
+        assert_eq!(net.send(0, 0, 2, 1, 0).depart, 1_000 + 6_000);
+    }
+
+    #[test]
+    fn loggp_receives_serialize_on_the_receiver() {
+        let mut net = loggp(3);
+        let a = net.send(0, 0, 2, 1001, 0);
+        let b = net.send(0, 1, 2, 1, 0);
+        assert_eq!((a.arrive, b.arrive), (4_000, 4_000));
+        // the first pays o + 1000 G on the CPU; the second waits for the CPU
+        assert_eq!(net.receive(2, a.arrive, a.recv_cost), 4_000 + 1_500 + 6_000);
+        assert_eq!(net.receive(2, b.arrive, b.recv_cost), 11_500 + 1_500);
+        // a send of the receiver waits for its CPU too
+        assert_eq!(net.send(4_000, 2, 0, 1, 0).depart, 13_000);
     }
 }

@@ -55,6 +55,15 @@ impl Buffer {
         self.len() == 0
     }
 
+    /// A new buffer holding `self[range]`.
+    pub fn part(&self, range: Range<usize>) -> Buffer {
+        match self {
+            Buffer::F32(s) => Buffer::F32(s[range].to_vec()),
+            Buffer::F64(s) => Buffer::F64(s[range].to_vec()),
+            Buffer::I64(s) => Buffer::I64(s[range].to_vec()),
+        }
+    }
+
     /// Appends `src[range]` to `self` (same dtype).
     pub fn extend_from(&mut self, src: &Buffer, range: Range<usize>) {
         match (self, src) {

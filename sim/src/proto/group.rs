@@ -65,6 +65,8 @@ pub struct ProcessGroup {
     pending: Vec<(u32, Box<CollMsg>)>,
     recorder: VecDeque<FlightEntry>,
     step_events: bool,
+    /// Consecutive members per host, for `hierarchical` (1: flat).
+    per_host: u32,
 }
 
 impl ProcessGroup {
@@ -108,7 +110,14 @@ impl ProcessGroup {
             pending: Vec::new(),
             recorder: VecDeque::new(),
             step_events: true,
+            per_host: 1,
         }
+    }
+
+    /// Tells `hierarchical` that `per_host` consecutive members share a host (see
+    /// `collective::hierarchical::local_size`).
+    pub fn set_per_host(&mut self, per_host: u32) {
+        self.per_host = per_host.max(1);
     }
 
     pub fn members(&self) -> &[Rank] {
@@ -129,7 +138,14 @@ impl ProcessGroup {
 
     /// The flight recorder's entries, oldest first.
     pub fn flight_record(&self) -> Vec<FlightEntry> {
-        self.recorder.iter().cloned().collect()
+        let mut entries: Vec<FlightEntry> = self.recorder.iter().cloned().collect();
+        // the running call's step is read when asked for, not written at every step
+        if let (Some(a), Some(e)) = (&self.active, entries.last_mut()) {
+            if e.fp.seq == a.coll.fp.seq && e.state == FlightState::Started {
+                e.step = a.coll.step();
+            }
+        }
+        entries
     }
 
     /// Issues a call. Only one call per group runs at a time.
@@ -161,7 +177,7 @@ impl ProcessGroup {
             fp,
             members: p as usize,
         });
-        let sched = match collective::schedule(req.op, req.algorithm, ctx) {
+        let sched = match collective::schedule_with(req.op, req.algorithm, ctx, self.per_host) {
             Ok(s) => s,
             Err(e) => {
                 // validated scenarios never get here; a driver fed by hand might
@@ -395,11 +411,6 @@ impl ProcessGroup {
 
     fn emit_step(&mut self, out: &mut Outbox) {
         if let Some(a) = &self.active {
-            if let Some(e) = self.recorder.back_mut() {
-                if e.fp.seq == a.coll.fp.seq {
-                    e.step = a.coll.step();
-                }
-            }
             if !self.step_events {
                 return;
             }

@@ -19,6 +19,7 @@ pub mod collective;
 pub mod data;
 pub mod event;
 pub mod group;
+pub mod mesh;
 pub mod msg;
 pub mod process;
 pub mod types;

@@ -1,10 +1,11 @@
 //! One rank's process: the workload loop driving its process group.
 
+use super::collective::hierarchical::local_size;
 use super::data::Buffer;
 use super::event::{Outbox, ProtoEvent};
 use super::group::{CallOutcome, CallRequest, ProcessGroup};
 use super::msg::Msg;
-use super::types::{Generation, GroupId, Rank, TimerKey};
+use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
 use super::wait::WaitState;
 use super::workload::WorkloadConfig;
 use crate::units::Nanos;
@@ -59,6 +60,8 @@ pub struct RankProcess {
     me: Rank,
     incarnation: u32,
     world: ProcessGroup,
+    /// This rank's sub-group along each dimension of the device mesh, in dimension order.
+    subgroups: Vec<ProcessGroup>,
     iteration: u32,
     phase: Phase,
 }
@@ -74,11 +77,14 @@ impl RankProcess {
             cfg.timeout,
         );
         world.set_step_events(cfg.step_events);
+        world.set_per_host(cfg.world_per_host);
+        let subgroups = mesh_groups(&cfg, me);
         RankProcess {
             cfg,
             me,
             incarnation,
             world,
+            subgroups,
             iteration: 0,
             phase: Phase::NotStarted,
         }
@@ -110,7 +116,17 @@ impl RankProcess {
 
     /// What the rank is blocked on, if it is inside a collective.
     pub fn wait_state(&self) -> Option<WaitState> {
-        self.world.wait_state()
+        self.world
+            .wait_state()
+            .or_else(|| self.subgroups.iter().find_map(|g| g.wait_state()))
+    }
+
+    /// The group `id` of this rank: the world or one of its mesh sub-groups.
+    fn group_mut(&mut self, id: GroupId) -> Option<&mut ProcessGroup> {
+        if id == self.world.id {
+            return Some(&mut self.world);
+        }
+        self.subgroups.iter_mut().find(|g| g.id == id)
     }
 
     pub fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
@@ -134,16 +150,16 @@ impl RankProcess {
             }
             Input::Message { from, msg } => match msg {
                 Msg::Coll(m) => {
-                    if m.fp.group == self.world.id {
-                        let o = self.world.on_message(now, from, m, out);
+                    if let Some(g) = self.group_mut(m.fp.group) {
+                        let o = g.on_message(now, from, m, out);
                         self.on_outcome(now, o, out);
                     }
                 }
             },
             Input::Timer(key) => {
                 if let TimerKey::Watchdog { group, seq } = key {
-                    if group == self.world.id {
-                        let o = self.world.on_watchdog(now, seq, out);
+                    if let Some(g) = self.group_mut(group) {
+                        let o = g.on_watchdog(now, seq, out);
                         self.on_outcome(now, o, out);
                     }
                 }
@@ -204,7 +220,33 @@ impl RankProcess {
                 elements: self.cfg.elements,
                 input,
             };
-            match self.world.call(now, req, out) {
+            let group = match &call.group {
+                None => &mut self.world,
+                Some(dim) => {
+                    let d = self
+                        .cfg
+                        .mesh
+                        .as_ref()
+                        .and_then(|m| m.dims.iter().position(|x| x == dim));
+                    match d.and_then(|d| self.subgroups.get_mut(d)) {
+                        Some(g) => g,
+                        None => {
+                            // validated scenarios never get here
+                            out.event(ProtoEvent::Abort {
+                                group: GroupId(0),
+                                generation: Generation(0),
+                                seq: SeqNo(0),
+                                step: 0,
+                                steps: 0,
+                                waiting_for: Vec::new(),
+                                reason: format!("no mesh dimension `{dim}` to run the call on"),
+                            });
+                            return;
+                        }
+                    }
+                }
+            };
+            match group.call(now, req, out) {
                 CallOutcome::Completed { .. } => index += 1,
                 CallOutcome::Pending => return,
                 CallOutcome::Aborted => {
@@ -224,4 +266,21 @@ impl RankProcess {
             }
         }
     }
+}
+
+/// This rank's sub-group along each dimension of the configured mesh (none without a mesh).
+fn mesh_groups(cfg: &WorkloadConfig, me: Rank) -> Vec<ProcessGroup> {
+    let Some(mesh) = cfg.mesh_layout() else {
+        return Vec::new();
+    };
+    (0..mesh.dims())
+        .map(|d| {
+            let (id, members) = mesh.group_of(d, me);
+            let per_host = local_size(&members, cfg.ranks_per_host);
+            let mut g = ProcessGroup::new(id, Generation(0), members, me, cfg.timeout);
+            g.set_step_events(cfg.step_events);
+            g.set_per_host(per_host);
+            g
+        })
+        .collect()
 }

@@ -2,9 +2,11 @@
 //! scenario's collectives in order. Application bugs (`mismatch`, `skip`, `hang`) are part of
 //! the application, so they live here, as the configuration of the rank's workload.
 
+use super::collective::hierarchical::local_size;
 use super::collective::Members;
-use super::types::Rank;
-use crate::scenario::{Algorithm, Dtype, Fault, OpKind, OpSpec, ReduceOp, Scenario};
+use super::mesh::MeshLayout;
+use super::types::{GroupId, Rank};
+use crate::scenario::{Algorithm, Dtype, Fault, Mesh, OpKind, OpSpec, ReduceOp, Scenario};
 use crate::units::Nanos;
 use std::sync::Arc;
 
@@ -73,8 +75,14 @@ pub struct WorkloadConfig {
     pub bugs: Vec<(u32, AppBug)>,
     /// Emit an event at every collective step (drivers that record nothing turn it off).
     pub step_events: bool,
-    /// The world group's members, shared by every rank built from this configuration.
+    /// World ranks per host (the two-level topology), for `hierarchical`.
+    pub ranks_per_host: u32,
+    /// The world group's members, shared by every rank.
     pub world_members: Arc<Members>,
+    /// How many consecutive world ranks share a host, as `hierarchical` sees it.
+    pub world_per_host: u32,
+    /// The device mesh whose sub-groups ops may run on.
+    pub mesh: Option<Mesh>,
 }
 
 impl WorkloadConfig {
@@ -123,6 +131,8 @@ impl WorkloadConfig {
                 _ => None,
             })
             .collect();
+        let world_members = Members::new((0..s.world.size).map(Rank).collect());
+        let world_per_host = local_size(&world_members.ranks, s.world.ranks_per_host);
         WorkloadConfig {
             world_size: s.world.size,
             seed,
@@ -138,8 +148,26 @@ impl WorkloadConfig {
                 .collect(),
             bugs,
             step_events: true,
-            world_members: Members::new((0..s.world.size).map(Rank).collect()),
+            ranks_per_host: s.world.ranks_per_host.max(1),
+            world_members,
+            world_per_host,
+            mesh: s.group.mesh.clone(),
         }
+    }
+
+    /// The mesh laid over the world, if there is one that fits.
+    pub fn mesh_layout(&self) -> Option<MeshLayout> {
+        self.mesh
+            .as_ref()
+            .and_then(|m| MeshLayout::new(m, self.world_size))
+    }
+
+    /// The members of group `id`: the world (group 0), or a mesh sub-group.
+    pub fn group_members(&self, id: GroupId) -> Option<Arc<Members>> {
+        if id == GroupId(0) {
+            return Some(self.world_members.clone());
+        }
+        self.mesh_layout()?.members(id).map(Members::new)
     }
 
     /// Whether `rank` hangs at `iteration`.

@@ -31,6 +31,7 @@
 //! | allreduce | `rabenseifner` | [`rabenseifner`] | 2 lg p a + 2n(p-1)/p b |
 //! | allreduce | `tree` | [`tree`] | 2 lg p (a + n b) |
 //! | allreduce | `direct` | [`direct`] | 2a + 2n(p-1)/p b |
+//! | allreduce | `hierarchical` | [`hierarchical`] | 2(l-1) a_l + 2(l-1)/l n b_l + 2(H-1) a + 2(H-1)/p n b |
 //! | broadcast | `binomial` | [`binomial`] | lg p (a + n b) |
 //! | broadcast | `scatter_allgather` | [`scatter_allgather`] | (lg p + p - 1) a + 2n(p-1)/p b |
 //! | broadcast | `direct` | [`direct`] | a + (p-1) n b |
@@ -47,13 +48,18 @@
 //!
 //! Every algorithm runs on any p >= 1 (p = 1 takes no steps). Recursive doubling and halving
 //! fold a non-power of two onto one ([`fold`]); trees are clipped at p, which makes their cost
-//! an upper bound there. Rooted ops work on ranks relative to the root. `hierarchical` needs
-//! the topology and is not implemented.
+//! an upper bound there. Rooted ops work on ranks relative to the root. `hierarchical` runs on
+//! H hosts of l ranks each (a_l, b_l: the intra-host link); [`schedule_with`] is told how many
+//! consecutive members of the group share a host, and [`schedule`] assumes one per host.
 
+mod any;
 pub mod binomial;
+mod blocks;
 pub mod direct;
 pub mod dissemination;
 pub mod fold;
+pub mod hierarchical;
+mod members;
 pub mod rabenseifner;
 pub mod recursive_doubling;
 pub mod recursive_halving;
@@ -64,6 +70,10 @@ pub mod tree;
 #[cfg(test)]
 mod schedule_tests;
 
+pub use any::AnySchedule;
+pub use blocks::{block_bytes, block_elems, Blocks};
+pub use members::Members;
+
 use super::data::Buffer;
 use super::event::Outbox;
 use super::msg::{CollMsg, Fingerprint, Msg};
@@ -71,8 +81,13 @@ use super::types::Rank;
 use super::wait::WaitState;
 use crate::scenario::{Algorithm, OpKind};
 use crate::units::Nanos;
+use smallvec::SmallVec;
 use std::ops::Range;
 use std::sync::Arc;
+
+/// Above this many receives in a step, chunks find their receive through an index by peer
+/// instead of a scan (a direct algorithm receives from every other rank at once).
+const FEW_PEERS: usize = 8;
 
 /// What a received chunk does to the local buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,13 +106,14 @@ pub struct Transfer {
     pub action: Action,
 }
 
-/// The transfers of one step for one rank; reused across steps to avoid allocation.
+/// The transfers of one step for one rank; reused across steps to avoid allocation. The few
+/// transfers of most steps live inline, next to the rest of the call's state.
 #[derive(Clone, Debug, Default)]
 pub struct StepPlan {
-    pub sends: Vec<Transfer>,
-    pub recvs: Vec<Transfer>,
+    pub sends: SmallVec<[Transfer; 2]>,
+    pub recvs: SmallVec<[Transfer; 2]>,
     /// Block ranges `[lo, hi)` referenced by the transfers.
-    pub ranges: Vec<(u32, u32)>,
+    pub ranges: SmallVec<[(u32, u32); 4]>,
 }
 
 impl StepPlan {
@@ -109,8 +125,11 @@ impl StepPlan {
 
     fn push_ranges(&mut self, blocks: &[(u32, u32)]) -> Range<usize> {
         let start = self.ranges.len();
-        self.ranges
-            .extend(blocks.iter().copied().filter(|(lo, hi)| lo < hi));
+        for &(lo, hi) in blocks {
+            if lo < hi {
+                self.ranges.push((lo, hi));
+            }
+        }
         start..self.ranges.len()
     }
 
@@ -161,38 +180,49 @@ pub struct UnsupportedAlgorithm {
     pub algorithm: Algorithm,
 }
 
-/// The schedule of `op` with `algorithm` for the rank described by `ctx`.
+/// The schedule of `op` with `algorithm` for the rank described by `ctx`, every member on its
+/// own host.
 pub fn schedule(
     op: OpKind,
     algorithm: Algorithm,
     ctx: Ctx,
-) -> Result<Box<dyn Schedule>, UnsupportedAlgorithm> {
+) -> Result<AnySchedule, UnsupportedAlgorithm> {
+    schedule_with(op, algorithm, ctx, 1)
+}
+
+/// [`schedule`] for a group whose members sit `per_host` to a host, in order (see
+/// [`hierarchical::local_size`]); only `hierarchical` looks at it.
+pub fn schedule_with(
+    op: OpKind,
+    algorithm: Algorithm,
+    ctx: Ctx,
+    per_host: u32,
+) -> Result<AnySchedule, UnsupportedAlgorithm> {
     use Algorithm as A;
     use OpKind as O;
-    let sched: Box<dyn Schedule> = match (op, algorithm) {
-        (O::Allreduce, A::Ring) => Box::new(ring::RingAllreduce::new(ctx)),
+    let sched: AnySchedule = match (op, algorithm) {
+        (O::Allreduce, A::Ring) => ring::RingAllreduce::new(ctx).into(),
         (O::Allreduce, A::RecursiveDoubling) => {
-            Box::new(recursive_doubling::RecursiveDoublingAllreduce::new(ctx))
+            recursive_doubling::RecursiveDoublingAllreduce::new(ctx).into()
         }
-        (O::Allreduce, A::Rabenseifner) => Box::new(rabenseifner::Rabenseifner::new(ctx)),
-        (O::Allreduce, A::Tree) => Box::new(tree::Tree::allreduce(ctx)),
-        (O::Broadcast, A::Binomial) => Box::new(binomial::BinomialBroadcast::new(ctx)),
-        (O::Broadcast, A::ScatterAllgather) => {
-            Box::new(scatter_allgather::ScatterAllgather::new(ctx))
-        }
-        (O::Reduce, A::Binomial) => Box::new(binomial::BinomialReduce::new(ctx)),
-        (O::Allgather, A::Ring) => Box::new(ring::RingAllgather::new(ctx)),
+        (O::Allreduce, A::Rabenseifner) => rabenseifner::Rabenseifner::new(ctx).into(),
+        (O::Allreduce, A::Tree) => tree::Tree::allreduce(ctx).into(),
+        (O::Allreduce, A::Hierarchical) => hierarchical::Hierarchical::new(ctx, per_host).into(),
+        (O::Broadcast, A::Binomial) => binomial::BinomialBroadcast::new(ctx).into(),
+        (O::Broadcast, A::ScatterAllgather) => scatter_allgather::ScatterAllgather::new(ctx).into(),
+        (O::Reduce, A::Binomial) => binomial::BinomialReduce::new(ctx).into(),
+        (O::Allgather, A::Ring) => ring::RingAllgather::new(ctx).into(),
         (O::Allgather, A::RecursiveDoubling) => {
-            Box::new(recursive_doubling::RecursiveDoublingAllgather::new(ctx))
+            recursive_doubling::RecursiveDoublingAllgather::new(ctx).into()
         }
-        (O::ReduceScatter, A::Ring) => Box::new(ring::RingReduceScatter::new(ctx)),
+        (O::ReduceScatter, A::Ring) => ring::RingReduceScatter::new(ctx).into(),
         (O::ReduceScatter, A::RecursiveHalving) => {
-            Box::new(recursive_halving::RecursiveHalvingReduceScatter::new(ctx))
+            recursive_halving::RecursiveHalvingReduceScatter::new(ctx).into()
         }
-        (O::Barrier, A::Dissemination) => Box::new(dissemination::Dissemination::new(ctx)),
-        (O::Barrier, A::Tree) => Box::new(tree::Tree::barrier(ctx)),
+        (O::Barrier, A::Dissemination) => dissemination::Dissemination::new(ctx).into(),
+        (O::Barrier, A::Tree) => tree::Tree::barrier(ctx).into(),
         (_, A::Direct) => match direct::Direct::new(op, ctx) {
-            Some(d) => Box::new(d),
+            Some(d) => d.into(),
             None => return Err(UnsupportedAlgorithm { op, algorithm }),
         },
         _ => return Err(UnsupportedAlgorithm { op, algorithm }),
@@ -223,61 +253,6 @@ pub fn buffer_len(op: OpKind, elements: u32, p: u32) -> usize {
     }
 }
 
-/// Element range of blocks `[lo, hi)` of `nb` in a buffer of `len` elements.
-#[inline]
-pub fn block_elems(lo: u32, hi: u32, nb: u32, len: usize) -> Range<usize> {
-    let nb = u64::from(nb.max(1));
-    let len = len as u64;
-    let at = |b: u32| (u64::from(b) * len / nb) as usize;
-    at(lo)..at(hi)
-}
-
-/// Modeled bytes of blocks `[lo, hi)` of `nb` in a buffer of `n` bytes.
-#[inline]
-pub fn block_bytes(lo: u32, hi: u32, nb: u32, n: u64) -> u64 {
-    if n <= u64::from(u32::MAX) {
-        // b * n fits in u64: avoid 128-bit division on the hot path
-        let nb = u64::from(nb.max(1));
-        let at = |b: u32| u64::from(b) * n / nb;
-        return at(hi) - at(lo);
-    }
-    let nb = u128::from(nb.max(1));
-    let at = |b: u32| (u128::from(b) * u128::from(n) / nb) as u64;
-    at(hi) - at(lo)
-}
-
-/// Shared, immutable description of a group's membership for its collectives.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Members {
-    /// World rank of each group index.
-    pub ranks: Vec<Rank>,
-    /// Group index of each world rank (`u32::MAX` when not a member).
-    pub index_of: Vec<u32>,
-}
-
-impl Members {
-    pub fn new(ranks: Vec<Rank>) -> Arc<Members> {
-        let world = ranks.iter().map(|r| r.idx() + 1).max().unwrap_or(0);
-        let mut index_of = vec![u32::MAX; world];
-        for (i, r) in ranks.iter().enumerate() {
-            index_of[r.idx()] = i as u32;
-        }
-        Arc::new(Members { ranks, index_of })
-    }
-    pub fn index(&self, r: Rank) -> Option<u32> {
-        self.index_of
-            .get(r.idx())
-            .copied()
-            .filter(|&i| i != u32::MAX)
-    }
-    pub fn len(&self) -> usize {
-        self.ranks.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.ranks.is_empty()
-    }
-}
-
 /// What a call to the executor led to.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Progress {
@@ -289,69 +264,22 @@ pub enum Progress {
     Rejected,
 }
 
-/// Block geometry of one call's buffer, with the divisions done once when sizes divide evenly.
-#[derive(Clone, Copy, Debug)]
-struct Layout {
-    nb: u32,
-    len: usize,
-    n: u64,
-    /// Elements per block when `len` divides evenly, else 0.
-    elem_chunk: usize,
-    /// Bytes per block when `n` divides evenly, else 0.
-    byte_chunk: u64,
-}
-
-impl Layout {
-    fn new(nb: u32, len: usize, n: u64) -> Layout {
-        let nb1 = nb.max(1);
-        Layout {
-            nb: nb1,
-            len,
-            n,
-            elem_chunk: if len.is_multiple_of(nb1 as usize) {
-                len / nb1 as usize
-            } else {
-                0
-            },
-            byte_chunk: if n.is_multiple_of(u64::from(nb1)) {
-                n / u64::from(nb1)
-            } else {
-                0
-            },
-        }
-    }
-
-    #[inline]
-    fn elems(&self, lo: u32, hi: u32) -> Range<usize> {
-        if self.elem_chunk > 0 || self.len == 0 {
-            lo as usize * self.elem_chunk..hi as usize * self.elem_chunk
-        } else {
-            block_elems(lo, hi, self.nb, self.len)
-        }
-    }
-
-    #[inline]
-    fn bytes(&self, lo: u32, hi: u32) -> u64 {
-        if self.byte_chunk > 0 || self.n == 0 {
-            u64::from(hi - lo) * self.byte_chunk
-        } else {
-            block_bytes(lo, hi, self.nb, self.n)
-        }
-    }
-}
-
 /// One running collective on one rank.
 pub struct Collective {
     pub fp: Fingerprint,
     members: Arc<Members>,
     ctx: Ctx,
-    sched: Box<dyn Schedule>,
-    layout: Layout,
+    sched: AnySchedule,
+    blocks: Blocks,
     buf: Buffer,
     step: u32,
     steps: u32,
     plan: StepPlan,
-    got: Vec<bool>,
+    /// Which of `plan.recvs` have arrived.
+    got: SmallVec<[bool; 4]>,
+    /// Index in `plan.recvs` of each group member's receive (`u32::MAX`: none), when a step
+    /// receives from many peers; empty otherwise.
+    by_peer: Vec<u32>,
     missing: usize,
     early: Vec<(u32, Box<CollMsg>)>,
     pub started_ns: Nanos,
@@ -364,23 +292,25 @@ impl Collective {
         fp: Fingerprint,
         members: Arc<Members>,
         ctx: Ctx,
-        sched: Box<dyn Schedule>,
+        sched: impl Into<AnySchedule>,
         buf: Buffer,
         now: Nanos,
     ) -> Collective {
+        let sched = sched.into();
         let steps = sched.steps();
-        let layout = Layout::new(sched.nblocks(), buf.len(), fp.bytes);
+        let blocks = Blocks::new(sched.nblocks(), buf.len(), fp.bytes);
         Collective {
             fp,
             members,
             ctx,
             sched,
-            layout,
+            blocks,
             buf,
             step: 0,
             steps,
             plan: StepPlan::default(),
-            got: Vec::new(),
+            got: SmallVec::new(),
+            by_peer: Vec::new(),
             missing: 0,
             early: Vec::new(),
             started_ns: now,
@@ -468,19 +398,23 @@ impl Collective {
             return;
         }
         self.sched.plan(self.step, &mut self.plan);
-        let layout = self.layout;
+        let blocks = self.blocks;
         for t in &self.plan.sends {
             let ranges = &self.plan.ranges[t.ranges.clone()];
-            let elems: usize = ranges
-                .iter()
-                .map(|&(lo, hi)| layout.elems(lo, hi).len())
-                .sum();
-            let mut data = Buffer::with_capacity(self.buf.dtype(), elems);
-            let mut bytes = 0;
-            for &(lo, hi) in ranges {
-                data.extend_from(&self.buf, layout.elems(lo, hi));
-                bytes += layout.bytes(lo, hi);
-            }
+            let (data, bytes) = match ranges {
+                // one run of blocks, the usual case: one exact copy
+                &[(lo, hi)] => (self.buf.part(blocks.elems(lo, hi)), blocks.bytes(lo, hi)),
+                _ => {
+                    let elems = ranges.iter().map(|&(lo, hi)| blocks.elems(lo, hi).len());
+                    let mut data = Buffer::with_capacity(self.buf.dtype(), elems.sum());
+                    let mut bytes = 0;
+                    for &(lo, hi) in ranges {
+                        data.extend_from(&self.buf, blocks.elems(lo, hi));
+                        bytes += blocks.bytes(lo, hi);
+                    }
+                    (data, bytes)
+                }
+            };
             let msg = Msg::Coll(Box::new(CollMsg {
                 fp: self.fp,
                 step: self.step,
@@ -490,19 +424,39 @@ impl Collective {
         }
         self.got.resize(self.plan.recvs.len(), false);
         self.missing = self.plan.recvs.len();
+        self.by_peer.clear();
+        if self.plan.recvs.len() > FEW_PEERS {
+            self.by_peer.resize(self.members.len(), u32::MAX);
+            // in reverse, so that a peer named twice maps to its first receive
+            for (i, t) in self.plan.recvs.iter().enumerate().rev() {
+                if let Some(slot) = self.by_peer.get_mut(t.peer as usize) {
+                    *slot = i as u32;
+                }
+            }
+        }
+    }
+
+    /// The first receive of the current step from group member `from` still missing.
+    fn missing_from(&self, from: u32) -> Option<usize> {
+        if let Some(&i) = self.by_peer.get(from as usize) {
+            let i = i as usize;
+            if i < self.got.len() && !self.got[i] {
+                return Some(i);
+            }
+        }
+        (0..self.plan.recvs.len()).find(|&i| self.plan.recvs[i].peer == from && !self.got[i])
     }
 
     /// Applies a chunk of the current step: Some(all of the step arrived?), or None if the
     /// chunk does not fit what the plan expects from that peer.
     fn apply(&mut self, from: u32, data: &Buffer, out: &mut Outbox) -> Option<bool> {
-        let i = (0..self.plan.recvs.len())
-            .find(|&i| self.plan.recvs[i].peer == from && !self.got[i])?;
-        let layout = self.layout;
+        let i = self.missing_from(from)?;
+        let blocks = self.blocks;
         let t = &self.plan.recvs[i];
         let ranges = &self.plan.ranges[t.ranges.clone()];
         let expected: usize = ranges
             .iter()
-            .map(|&(lo, hi)| layout.elems(lo, hi).len())
+            .map(|&(lo, hi)| blocks.elems(lo, hi).len())
             .sum();
         if expected != data.len() || data.dtype() != self.buf.dtype() {
             return None;
@@ -510,11 +464,11 @@ impl Collective {
         let mut off = 0;
         let mut bytes = 0;
         for &(lo, hi) in ranges {
-            let r = layout.elems(lo, hi);
+            let r = blocks.elems(lo, hi);
             let ok = match t.action {
                 Action::Copy => self.buf.copy_from(r.start, data, off, r.len()),
                 Action::Reduce => {
-                    bytes += layout.bytes(lo, hi);
+                    bytes += blocks.bytes(lo, hi);
                     self.buf
                         .reduce_from(r.start, data, off, r.len(), self.fp.reduce)
                 }
@@ -591,22 +545,5 @@ pub fn extract(op: OpKind, ctx: Ctx, buf: Buffer) -> Option<Buffer> {
             Some(out)
         }
         _ => Some(buf),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blocks_cover_the_buffer_exactly() {
-        for len in [0usize, 1, 5, 7, 64] {
-            for nb in [1u32, 2, 3, 8, 9] {
-                let total: usize = (0..nb).map(|b| block_elems(b, b + 1, nb, len).len()).sum();
-                assert_eq!(total, len);
-                let bytes: u64 = (0..nb).map(|b| block_bytes(b, b + 1, nb, 1001)).sum();
-                assert_eq!(bytes, 1001);
-            }
-        }
     }
 }

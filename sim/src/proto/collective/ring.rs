@@ -9,6 +9,15 @@
 
 use super::{Action, Ctx, Schedule, StepPlan};
 
+/// `x mod p` for x < 3p, without a division (this runs for every message of a ring).
+#[inline]
+pub fn wrap(mut x: u32, p: u32) -> u32 {
+    while x >= p {
+        x -= p;
+    }
+    x
+}
+
 pub struct RingAllreduce {
     ctx: Ctx,
 }
@@ -30,15 +39,8 @@ impl Schedule for RingAllreduce {
 
     fn plan(&self, step: u32, plan: &mut StepPlan) {
         let Ctx { me, p, .. } = self.ctx;
-        // every index below is < 3p: subtract instead of dividing (this is the hot path)
-        let wrap = |mut x: u32| {
-            while x >= p {
-                x -= p;
-            }
-            x
-        };
-        let right = wrap(me + 1);
-        let left = wrap(me + p - 1);
+        let right = wrap(me + 1, p);
+        let left = wrap(me + p - 1, p);
         // position in the ring phase, and the action of the phase
         let (s, action) = if step < p - 1 {
             (step, Action::Reduce)
@@ -47,8 +49,8 @@ impl Schedule for RingAllreduce {
         };
         // reduce-scatter: send block me - s; allgather: send block me + 1 - s (the finished one)
         let shift = if action == Action::Reduce { 0 } else { 1 };
-        let send = wrap(me + shift + 2 * p - s);
-        let recv = wrap(me + shift + 2 * p - s - 1);
+        let send = wrap(me + shift + 2 * p - s, p);
+        let recv = wrap(me + shift + 2 * p - s - 1, p);
         plan.send(right, &[(send, send + 1)]);
         plan.recv(left, &[(recv, recv + 1)], action);
     }

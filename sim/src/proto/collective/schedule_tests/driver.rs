@@ -9,7 +9,8 @@
 //! everything happens at time 0 and messages are delivered in the order they were sent (FIFO).
 
 use crate::proto::collective::{
-    extract, prepare, schedule, Collective, Ctx, Members, Progress, Schedule, StepPlan, Transfer,
+    extract, prepare, schedule_with, AnySchedule, Collective, Ctx, Members, Progress, Schedule,
+    StepPlan, Transfer,
 };
 use crate::proto::{
     Buffer, CollMsg, Fingerprint, Generation, GroupId, Msg, Outbox, Output, Rank, SeqNo,
@@ -25,6 +26,7 @@ pub const ALGORITHMS: &[(OpKind, Algorithm)] = &[
     (OpKind::Allreduce, Algorithm::Rabenseifner),
     (OpKind::Allreduce, Algorithm::Tree),
     (OpKind::Allreduce, Algorithm::Direct),
+    (OpKind::Allreduce, Algorithm::Hierarchical),
     (OpKind::Broadcast, Algorithm::Binomial),
     (OpKind::Broadcast, Algorithm::ScatterAllgather),
     (OpKind::Broadcast, Algorithm::Direct),
@@ -56,6 +58,8 @@ pub struct Setup {
     pub seed: u64,
     /// Modeled size n.
     pub bytes: u64,
+    /// Consecutive ranks per host (for `hierarchical`).
+    pub per_host: u32,
 }
 
 impl Setup {
@@ -70,6 +74,7 @@ impl Setup {
             reduce: ReduceOp::Sum,
             seed: 1,
             bytes: 1 << 20,
+            per_host: 1,
         }
     }
 
@@ -192,13 +197,15 @@ impl World {
 /// Runs one call on all ranks; panics on a rejected chunk or a deadlock, naming the setup.
 pub fn run(s: &Setup, net: Net) -> Outcome {
     let scheds = (0..s.p)
-        .map(|me| schedule(s.op, s.algorithm, s.ctx(me)).expect("supported algorithm"))
+        .map(|me| {
+            schedule_with(s.op, s.algorithm, s.ctx(me), s.per_host).expect("supported algorithm")
+        })
         .collect();
     run_schedules(s, net, scheds)
 }
 
 /// `run` with the given schedule for each rank.
-pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<Box<dyn Schedule>>) -> Outcome {
+pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<impl Into<AnySchedule>>) -> Outcome {
     let p = s.p;
     let members = Members::new((0..p).map(Rank).collect());
     let fp = s.fingerprint();
@@ -281,7 +288,9 @@ pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<Box<dyn Schedule>>) -> Out
 /// step matched by a receive of the same blocks in the same step of its destination.
 pub fn plans_agree(s: &Setup) -> Result<(), String> {
     let scheds: Vec<_> = (0..s.p)
-        .map(|me| schedule(s.op, s.algorithm, s.ctx(me)).expect("supported algorithm"))
+        .map(|me| {
+            schedule_with(s.op, s.algorithm, s.ctx(me), s.per_host).expect("supported algorithm")
+        })
         .collect();
     let (steps, nb) = (scheds[0].steps(), scheds[0].nblocks());
     if scheds

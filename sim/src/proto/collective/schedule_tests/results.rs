@@ -119,6 +119,32 @@ fn rooted_ops_from_every_root() {
 }
 
 #[test]
+fn hierarchical_on_every_host_layout() {
+    for p in 1..=24 {
+        for per_host in 1..=p {
+            for reduce in REDUCES {
+                let s = Setup {
+                    per_host,
+                    reduce,
+                    elements: 9,
+                    seed: u64::from(p * 31 + per_host),
+                    ..Setup::new(OpKind::Allreduce, Algorithm::Hierarchical, p)
+                };
+                check(&s, Net::FIFO).unwrap();
+                check(
+                    &s,
+                    Net {
+                        latency: 7,
+                        bytes_per_ns: 3,
+                    },
+                )
+                .unwrap();
+            }
+        }
+    }
+}
+
+#[test]
 fn plans_fit_together_up_to_65_ranks() {
     for &(op, algorithm) in ALGORITHMS {
         for p in 1..=65 {
@@ -243,7 +269,8 @@ impl Schedule for Forlorn {
 #[should_panic(expected = "deadlock")]
 fn deadlock_is_caught() {
     let s = Setup::new(OpKind::Allreduce, Algorithm::Direct, 2);
-    run_schedules(&s, Net::FIFO, vec![Box::new(Forlorn), Box::new(Forlorn)]);
+    let forlorn = || Box::new(Forlorn) as Box<dyn Schedule>;
+    run_schedules(&s, Net::FIFO, vec![forlorn(), forlorn()]);
 }
 
 #[test]

@@ -41,7 +41,10 @@ fn cost(op: OpKind, algorithm: Algorithm, p: u32, a: f64, nb: f64) -> Option<Cos
         }
     };
     let c = match (op, algorithm) {
-        (O::Allreduce, A::Ring) => Cost::Exact(2.0 * (pf - 1.0) * a + 2.0 * frac * nb),
+        // one rank per host: the ring
+        (O::Allreduce, A::Ring | A::Hierarchical) => {
+            Cost::Exact(2.0 * (pf - 1.0) * a + 2.0 * frac * nb)
+        }
         (O::Allreduce, A::RecursiveDoubling) if pow2 => Cost::Exact(lg * a + lg * nb),
         (O::Allreduce, A::Rabenseifner) if pow2 => Cost::Exact(2.0 * lg * a + 2.0 * frac * nb),
         (O::Allreduce, A::Tree) => tree(2, a + nb),
@@ -122,6 +125,40 @@ fn completion_times_match_the_cost_formulas_latency_heavy() {
         latency: 20_000_000,
         bytes_per_ns: 16,
     });
+}
+
+#[test]
+fn hierarchical_costs_two_rings_inside_and_one_across() {
+    // one link for all: 2(l-1)(a + n/l b) + 2(H-1)(a + n/p b)
+    let net = Net {
+        latency: 5_000,
+        bytes_per_ns: 16,
+    };
+    for (p, l) in [
+        (8u32, 4u32),
+        (8, 2),
+        (12, 3),
+        (12, 4),
+        (16, 4),
+        (6, 6),
+        (6, 1),
+    ] {
+        let s = Setup {
+            per_host: l,
+            bytes: N,
+            ..Setup::new(OpKind::Allreduce, Algorithm::Hierarchical, p)
+        };
+        let h = p / l;
+        let (a, nb) = (net.latency as f64, N as f64 / net.bytes_per_ns as f64);
+        let want = 2.0 * f64::from(l - 1) * (a + nb / f64::from(l))
+            + 2.0 * f64::from(h - 1) * (a + nb / f64::from(p));
+        let got = run(&s, net);
+        let t = got.end_ns as f64;
+        assert!(
+            (t - want).abs() <= f64::from(got.steps),
+            "p={p} l={l}: took {t} ns, model says {want}"
+        );
+    }
 }
 
 #[test]

@@ -1,0 +1,126 @@
+//! End-to-end tests of `ringside sweep`: the table, the JSON rows, and what they say about the
+//! algorithms (ring wins on large allreduces, recursive doubling on tiny ones).
+
+use std::process::{Command, Output};
+
+const SCENARIO: &str = "name = \"sweep\"\n[world]\nsize = 8\n\
+    [network]\nlatency = \"5us\"\nbandwidth = \"25GB/s\"\n\
+    [workload]\niterations = 3\ncompute = \"10ms\"\n\
+    [[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n\
+    [[workload.ops]]\nop = \"barrier\"\n\
+    [[faults]]\nkind = \"preempt\"\nrank = 3\nat = \"1ms\"\n";
+
+fn sweep(args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sweep.toml");
+    std::fs::write(&path, SCENARIO).expect("write");
+    let mut all = vec!["sweep", path.to_str().expect("utf-8")];
+    all.extend_from_slice(args);
+    Command::new(env!("CARGO_BIN_EXE_ringside"))
+        .args(&all)
+        .output()
+        .expect("the ringside binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}
+
+const ALLREDUCE: [&str; 5] = [
+    "ring",
+    "recursive_doubling",
+    "rabenseifner",
+    "tree",
+    "direct",
+];
+
+#[test]
+fn the_table_lists_every_algorithm_at_every_size_and_marks_the_fastest() {
+    let out = stdout(&sweep(&["--bytes", "1KiB..1MiB"]));
+    assert!(out.contains("op 0: allreduce on 8 ranks"), "{out}");
+    assert!(out.contains("op 1: barrier on 8 ranks"), "{out}");
+    let header = out.lines().nth(1).expect("a header");
+    for col in ["bytes", "algorithm", "time", "algbw", "busbw"] {
+        assert!(header.contains(col), "{header}");
+    }
+    // 11 sizes x 5 algorithms, then the barrier's 2 algorithms once
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words
+                .iter()
+                .any(|w| ALLREDUCE.contains(w) || *w == "dissemination")
+        })
+        .collect();
+    assert_eq!(rows.len(), 11 * 5 + 2, "{out}");
+    for size in ["1KiB", "64KiB", "1MiB"] {
+        assert!(
+            out.lines().any(|l| l.trim_start().starts_with(size)),
+            "{size}: {out}"
+        );
+    }
+    // one fastest (or a tie) per size, and for the barrier
+    let marked = out.lines().filter(|l| l.ends_with(" *")).count();
+    assert!(marked >= 12, "{out}");
+    // hierarchical needs a two-level topology: not in a flat world
+    assert!(!out.contains("hierarchical"), "{out}");
+}
+
+#[test]
+fn json_rows_agree_with_the_cost_model() {
+    let out = stdout(&sweep(&["--bytes", "1KiB..64MiB", "--json"]));
+    let rows: serde_json::Value = serde_json::from_str(&out).expect("a JSON array");
+    let rows = rows.as_array().expect("an array");
+    assert_eq!(rows.len(), 17 * 5 + 2);
+    let time = |alg: &str, bytes: u64| {
+        rows.iter()
+            .find(|r| r["op"] == "allreduce" && r["algorithm"] == alg && r["bytes"] == bytes)
+            .and_then(|r| r["time_ns"].as_u64())
+            .unwrap_or_else(|| panic!("no row for {alg} at {bytes}"))
+    };
+    // large n: ring is bandwidth-optimal; tiny n: recursive doubling has fewer latencies
+    assert!(time("ring", 64 << 20) < time("recursive_doubling", 64 << 20));
+    assert!(time("recursive_doubling", 1 << 10) < time("ring", 1 << 10));
+    // faults are left out: the preempted rank does not stop the sweep, and every time is the
+    // undisturbed one: ring = 2(p-1) a + 2(p-1)/p n b, each chunk rounded up to a whole ns
+    let chunk = ((64u64 << 20) / 8 * 1_000_000_000).div_ceil(25_000_000_000);
+    assert_eq!(time("ring", 64 << 20), 14 * (5_000 + chunk));
+    for r in rows {
+        let t = r["time_ns"].as_u64().expect("time") as f64;
+        let bytes = r["bytes"].as_u64().expect("bytes") as f64;
+        if r["op"] == "barrier" {
+            assert!(r["algbw_gbps"].is_null() && r["busbw_gbps"].is_null());
+            continue;
+        }
+        let algbw = r["algbw_gbps"].as_f64().expect("algbw");
+        let busbw = r["busbw_gbps"].as_f64().expect("busbw");
+        assert!((algbw - bytes / t).abs() < 1e-9, "{r}");
+        assert!((busbw - algbw * 2.0 * 7.0 / 8.0).abs() < 1e-9, "{r}");
+        assert_eq!(r["ranks"], 8);
+    }
+    // exactly the fastest rows are marked, per size
+    for bytes in (10..=26).map(|k| 1u64 << k) {
+        let at: Vec<&serde_json::Value> = rows.iter().filter(|r| r["bytes"] == bytes).collect();
+        let best = at.iter().filter_map(|r| r["time_ns"].as_u64()).min();
+        for r in at {
+            assert_eq!(r["fastest"] == true, r["time_ns"].as_u64() == best, "{r}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_range_is_bad_input() {
+    for bad in ["1KiB", "1KiB..1Kb", "2KiB..1KiB"] {
+        let o = sweep(&["--bytes", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--bytes"), "{bad}: {err}");
+    }
+}
