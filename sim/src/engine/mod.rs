@@ -13,9 +13,12 @@ mod faults;
 mod net;
 mod queue;
 mod rng;
+mod variant;
 
 pub use faults::touched_ranks;
 pub use rng::Rng;
+#[doc(hidden)]
+pub use variant::Variant;
 
 use crate::check::reference::{expected_for, full_reference, CallKey};
 use crate::proto::{
@@ -83,6 +86,9 @@ struct Slot {
     compute_token: Option<u64>,
     /// Busy with local reduction work until then.
     cpu_free: Nanos,
+    /// Batches of outputs held back behind reduction work (`Ev::Outputs` not yet carried out):
+    /// a rank whose code says it is done is not finished while its last outputs wait here.
+    held: u32,
     restart_pending: bool,
     /// The call the rank is in (for result checking).
     call: Option<(Fingerprint, u32, u32)>,
@@ -127,6 +133,8 @@ pub struct Engine<'r> {
     time_limit: Option<Nanos>,
     queue: Queue<Ev>,
     shuffle: bool,
+    /// A broken variant's tie-break (see [`Variant`]).
+    unstable_ties: bool,
     rng: Rng,
     slots: Vec<Slot>,
     net: Net,
@@ -148,9 +156,21 @@ pub struct Engine<'r> {
 impl<'r> Engine<'r> {
     /// An engine for `scenario` with `seed` (the scenario's own seed unless overridden).
     pub fn new(scenario: &Scenario, seed: u64, rec: &'r mut dyn Recorder) -> Engine<'r> {
+        Engine::with_variant(scenario, seed, rec, Variant::default())
+    }
+
+    /// Like [`Engine::new`], running a deliberately broken `variant` (tests only).
+    #[doc(hidden)]
+    pub fn with_variant(
+        scenario: &Scenario,
+        seed: u64,
+        rec: &'r mut dyn Recorder,
+        variant: Variant,
+    ) -> Engine<'r> {
         let record = rec.enabled();
         let mut cfg = ProcConfig::from_scenario(scenario, seed);
         cfg.step_events = record;
+        cfg.mutation = variant.mutation;
         let cfg = Arc::new(cfg);
         let p = scenario.world.size;
         let mut e = Engine {
@@ -160,6 +180,7 @@ impl<'r> Engine<'r> {
             time_limit: scenario.time_limit.map(|d| d.0),
             queue: Queue::default(),
             shuffle: scenario.engine.tie_break == TieBreak::Shuffle,
+            unstable_ties: variant.nondeterministic_ties,
             rng: Rng::new(seed),
             slots: (0..p)
                 .map(|r| Slot {
@@ -170,6 +191,7 @@ impl<'r> Engine<'r> {
                     timers: Vec::new(),
                     compute_token: None,
                     cpu_free: 0,
+                    held: 0,
                     restart_pending: false,
                     call: None,
                 })
@@ -232,6 +254,8 @@ impl<'r> Engine<'r> {
     fn push(&mut self, t: Nanos, ev: Ev) {
         let key = if self.shuffle {
             Some(self.rng.next_u64() >> 24)
+        } else if self.unstable_ties {
+            Some(variant::unstable_key() >> 24)
         } else {
             None
         };
@@ -298,7 +322,7 @@ impl<'r> Engine<'r> {
     fn all_finished(&self) -> bool {
         self.slots.iter().all(|s| match &s.proc {
             None => !s.restart_pending,
-            Some(p) => matches!(p.status(), RankStatus::Done | RankStatus::Refused),
+            Some(p) => s.held == 0 && matches!(p.status(), RankStatus::Done | RankStatus::Refused),
         })
     }
 
@@ -361,7 +385,9 @@ impl<'r> Engine<'r> {
                 else {
                     return; // cancelled or replaced
                 };
-                if slot.paused || self.now < slot.cpu_free {
+                // a rank's outputs are carried out in the order its code produced them: nothing
+                // new is handed to it while earlier outputs wait behind reduction work
+                if slot.paused || self.now < slot.cpu_free || slot.held > 0 {
                     self.defer(rank, Ev::Timer { rank, key, token });
                     return;
                 }
@@ -401,6 +427,8 @@ impl<'r> Engine<'r> {
                     self.defer(rank, Ev::Outputs { rank, inc, outs });
                     return;
                 }
+                slot.held -= 1;
+                self.maybe_finished = true;
                 self.apply(rank, outs.into_iter());
             }
             Ev::FaultBegin(i) => self.fault(i, FaultPhase::Begin),
@@ -433,7 +461,7 @@ impl<'r> Engine<'r> {
         if slot.paused {
             slot.parked.push(ev);
         } else {
-            let at = slot.cpu_free;
+            let at = slot.cpu_free.max(self.now);
             self.push(at, ev);
         }
     }
@@ -511,6 +539,7 @@ impl<'r> Engine<'r> {
                             let slot = &mut self.slots[rank as usize];
                             let at = self.now.max(slot.cpu_free) + d;
                             slot.cpu_free = at;
+                            slot.held += 1;
                             let inc = slot.incarnation;
                             self.push(
                                 at,
@@ -645,7 +674,7 @@ impl<'r> Engine<'r> {
             }
         }
         let slot = &self.slots[f.to as usize];
-        if slot.paused || self.now < slot.cpu_free {
+        if slot.paused || self.now < slot.cpu_free || slot.held > 0 {
             let to = f.to;
             self.defer(to, Ev::Deliver(f));
             return;
@@ -737,6 +766,7 @@ impl<'r> Engine<'r> {
         slot.timers.clear();
         slot.compute_token = None;
         slot.call = None;
+        slot.held = 0;
         let inc = slot.incarnation;
         self.maybe_finished = true;
         // bump the incarnation so the dead process's messages and timers are dropped

@@ -11,6 +11,7 @@ use super::collective::{self, Collective, Ctx, Members, Progress};
 use super::data::Buffer;
 use super::event::{FlightEntry, FlightState, Outbox, ProtoEvent};
 use super::msg::{CollMsg, Fingerprint};
+use super::mutation::{self, Mutation};
 use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
 use super::wait::WaitState;
 use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
@@ -65,6 +66,7 @@ pub struct ProcessGroup {
     pending: Vec<(u32, Box<CollMsg>)>,
     recorder: VecDeque<FlightEntry>,
     step_events: bool,
+    mutation: Option<Mutation>,
 }
 
 impl ProcessGroup {
@@ -72,6 +74,12 @@ impl ProcessGroup {
     /// nothing turn it off to save the work).
     pub fn set_step_events(&mut self, on: bool) {
         self.step_events = on;
+    }
+
+    /// Plants a deliberately broken variant (tests only).
+    #[doc(hidden)]
+    pub fn set_mutation(&mut self, mutation: Option<Mutation>) {
+        self.mutation = mutation;
     }
 
     /// `me` must be one of `members`.
@@ -108,6 +116,7 @@ impl ProcessGroup {
             pending: Vec::new(),
             recorder: VecDeque::new(),
             step_events: true,
+            mutation: None,
         }
     }
 
@@ -161,7 +170,7 @@ impl ProcessGroup {
             fp,
             members: p as usize,
         });
-        let sched = match collective::schedule(req.op, req.algorithm, ctx) {
+        let sched = match mutation::schedule(self.mutation, req.op, req.algorithm, ctx) {
             Ok(s) => s,
             Err(e) => {
                 // validated scenarios never get here; a driver fed by hand might
@@ -236,6 +245,9 @@ impl ProcessGroup {
         if msg.fp != active.coll.fp {
             // same slot, different parameters: a mismatched call is never consumed
             self.pending.push((from, msg));
+            return CallOutcome::Pending;
+        }
+        if self.mutation == Some(Mutation::DropEarlyChunks) && msg.step > active.coll.step() {
             return CallOutcome::Pending;
         }
         match active.coll.on_chunk(now, from, msg, out) {

@@ -20,6 +20,8 @@ pub mod data;
 pub mod event;
 pub mod group;
 pub mod msg;
+#[doc(hidden)]
+pub mod mutation;
 pub mod process;
 pub mod types;
 pub mod wait;

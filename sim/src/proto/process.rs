@@ -74,6 +74,7 @@ impl RankProcess {
             cfg.timeout,
         );
         world.set_step_events(cfg.step_events);
+        world.set_mutation(cfg.mutation);
         RankProcess {
             cfg,
             me,

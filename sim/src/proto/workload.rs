@@ -3,6 +3,7 @@
 //! the application, so they live here, as the configuration of the rank's workload.
 
 use super::collective::Members;
+use super::mutation::Mutation;
 use super::types::Rank;
 use crate::scenario::{Algorithm, Dtype, Fault, OpKind, OpSpec, ReduceOp, Scenario};
 use crate::units::Nanos;
@@ -75,6 +76,9 @@ pub struct WorkloadConfig {
     pub step_events: bool,
     /// The world group's members, shared by every rank built from this configuration.
     pub world_members: Arc<Members>,
+    /// A deliberately broken variant of the protocol code (tests only; never from a scenario).
+    #[doc(hidden)]
+    pub mutation: Option<Mutation>,
 }
 
 impl WorkloadConfig {
@@ -139,6 +143,7 @@ impl WorkloadConfig {
             bugs,
             step_events: true,
             world_members: Members::new((0..s.world.size).map(Rank).collect()),
+            mutation: None,
         }
     }
 
