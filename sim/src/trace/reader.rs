@@ -66,6 +66,8 @@ pub struct TraceReader<R: BufRead> {
     pub header: Header,
     digest: Digest,
     footer: Option<Footer>,
+    /// The line cut off in the middle (no newline) that ended the trace, if one did.
+    torn: Option<usize>,
 }
 
 fn err(file: &str, line: usize, message: impl Into<String>) -> TraceError {
@@ -154,6 +156,7 @@ impl<R: BufRead> TraceReader<R> {
             header,
             digest: Digest::new(),
             footer: None,
+            torn: None,
         })
     }
 
@@ -172,6 +175,7 @@ impl<R: BufRead> TraceReader<R> {
             self.line_no += 1;
             if !self.buf.ends_with('\n') {
                 // torn last line of an interrupted run
+                self.torn = Some(self.line_no);
                 return Ok(None);
             }
             let text = self.buf.trim_end();
@@ -236,6 +240,11 @@ impl<R: BufRead> TraceReader<R> {
 
     pub fn footer(&self) -> Option<&Footer> {
         self.footer.as_ref()
+    }
+
+    /// The line that was cut off in the middle (no newline) and ended the trace, if any.
+    pub fn torn_line(&self) -> Option<usize> {
+        self.torn
     }
 
     pub fn digest(&self) -> &Digest {
