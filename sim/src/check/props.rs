@@ -1,0 +1,245 @@
+//! The named properties of DESIGN §5 as plain functions over a finished run.
+//!
+//! A [`Property`] is a name and a check `fn(&Case, &RunOutput) -> Result<(), String>`. The
+//! checks live outside the protocol (TigerBeetle's habit): they see only the case and what the
+//! run produced — the folded events, the diagnosis, the report — and re-run the case when they
+//! need to (determinism). [`registry`] lists the properties `ringside check` runs by default;
+//! other properties plug in by adding a `Property` to that list, or to the list handed to the
+//! swarm.
+
+use super::bound::healing;
+use super::Case;
+use crate::run::{run_events_with, RunOutput};
+use crate::scenario::{Fault, OpKind, Outcome};
+use crate::trace::{replay_reader, ReplayOutcome, TraceReader, TraceWriter};
+use crate::units::fmt_ms;
+
+/// A named property of a finished run.
+#[derive(Clone, Copy)]
+pub struct Property {
+    /// A short name, used in messages and in the files of a failing case.
+    pub name: &'static str,
+    /// `Err(why)` when the run breaks the property.
+    pub check: fn(&Case, &RunOutput) -> Result<(), String>,
+}
+
+impl std::fmt::Debug for Property {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// All ranks that complete collective (group, generation, seq) hold identical results.
+pub const AGREEMENT: Property = Property {
+    name: "agreement",
+    check: agreement,
+};
+
+/// Every completed result equals the reduction of exactly the inputs of the call's members.
+pub const VALIDITY: Property = Property {
+    name: "validity",
+    check: validity,
+};
+
+/// Once every fault has healed, the workload finishes in time; otherwise the run completes or
+/// stops at a stall that the diagnosis locates.
+pub const LIVENESS: Property = Property {
+    name: "liveness",
+    check: liveness,
+};
+
+/// The same scenario and seed give the same digest, and replaying the trace agrees.
+pub const DETERMINISM: Property = Property {
+    name: "determinism",
+    check: determinism,
+};
+
+/// The properties `ringside check` runs, in order (cheapest first).
+///
+/// Diagnosis soundness (every root cause names ranks or links a fault really touched) and one
+/// world per generation (generations increase; no two member sets share one) belong here too:
+/// they come with the diagnosis and elastic-membership code, as
+/// `Property { name: "diagnosis_sound", check: ... }` and
+/// `Property { name: "one_world_per_generation", check: ... }` entries.
+pub fn registry() -> Vec<Property> {
+    vec![AGREEMENT, VALIDITY, LIVENESS, DETERMINISM]
+}
+
+/// The property of `registry()` called `name`.
+pub fn by_name(name: &str) -> Option<Property> {
+    registry().into_iter().find(|p| p.name == name)
+}
+
+/// The first sequence number of the world group at which some rank issues a call the workload
+/// does not say (a mismatched or skipped call), if any. From there on ranks legitimately
+/// disagree: the collective contract requires every member to issue the same call, and a
+/// skipped call shifts the skipping rank's later calls onto its peers' sequence numbers.
+fn first_buggy_seq(case: &Case) -> Option<u64> {
+    let ops = case.scenario.workload.ops.len() as u64;
+    case.scenario
+        .faults
+        .iter()
+        .filter_map(|f| match f {
+            Fault::Mismatch {
+                iteration,
+                op_index,
+                ..
+            }
+            | Fault::Skip {
+                iteration,
+                op_index,
+                ..
+            } => Some(u64::from(*iteration) * ops + u64::from(op_index.unwrap_or(0)) + 1),
+            _ => None,
+        })
+        .min()
+}
+
+fn checked_ops<'a>(
+    case: &Case,
+    out: &'a RunOutput,
+) -> impl Iterator<Item = &'a crate::diagnose::OpView> {
+    let limit = first_buggy_seq(case).unwrap_or(u64::MAX);
+    out.fold.ops.values().filter(move |o| o.seq.0 < limit)
+}
+
+fn describe(o: &crate::diagnose::OpView) -> String {
+    format!(
+        "{} #{} ({}, iteration {} op {}, generation {})",
+        o.op, o.seq.0, o.algorithm, o.iteration, o.index, o.generation.0
+    )
+}
+
+/// **agreement**: every rank that completed a collective holds the same result bits
+/// (reduce-scatter excepted: there each rank holds its own block, which validity checks).
+/// Calls from the first mismatched or skipped call on are not checked (see
+/// [`first_buggy_seq`]).
+pub fn agreement(case: &Case, out: &RunOutput) -> Result<(), String> {
+    for o in checked_ops(case, out) {
+        if o.op != OpKind::ReduceScatter && o.results.len() > 1 {
+            return Err(format!(
+                "{}: the {} ranks that completed it hold {} different results ({})",
+                describe(o),
+                o.ranks_completed,
+                o.results.len(),
+                o.results.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// **validity**: every completed result equals the reference computed from the inputs of the
+/// call's members. Calls from the first mismatched or skipped call on are not checked.
+pub fn validity(case: &Case, out: &RunOutput) -> Result<(), String> {
+    for o in checked_ops(case, out) {
+        if !o.correct {
+            return Err(format!(
+                "{}: a rank completed it with a result that differs from the reduction of the \
+                 members' inputs",
+                describe(o)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// **liveness**, in two phases as TigerBeetle's VOPR: faults (the safety phase), then a phase
+/// in which every fault has healed and the run must converge.
+///
+/// - When every fault is transient and together they cannot hold a call back past the
+///   collective timeout ([`healing`](super::bound::healing)), the run must complete, and by
+///   the deadline computed from the timeouts and the cost model.
+/// - Otherwise (a preemption, a fault that never ends, an application bug, or transient faults
+///   long enough to trip the watchdog) the run must complete, or stop at a stall the diagnosis
+///   locates: outcome `stalled`, with a root cause or, when the cause is not in the diagnosis's
+///   vocabulary, the blocked ranks named. A run that neither completes nor stalls before its
+///   time limit fails.
+pub fn liveness(case: &Case, out: &RunOutput) -> Result<(), String> {
+    let h = healing(&case.scenario);
+    let r = &out.report;
+    let end = out.result.end_ns;
+    if h.heals {
+        if r.outcome != Outcome::Completed {
+            return Err(format!(
+                "every fault heals in time (the last ends at {}, together they hold a call \
+                 back by at most {}), yet the run {} at {}{}",
+                fmt_ms(h.last_end),
+                fmt_ms(h.hold_back),
+                r.outcome,
+                fmt_ms(end),
+                if r.explanation.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", r.explanation.join("; "))
+                }
+            ));
+        }
+        if end > h.deadline {
+            return Err(format!(
+                "every fault heals in time, yet the run completed only at {}, after the \
+                 deadline {} (last fault end + hold-back + twice the workload's cost bound)",
+                fmt_ms(end),
+                fmt_ms(h.deadline)
+            ));
+        }
+        return Ok(());
+    }
+    match r.outcome {
+        Outcome::Completed | Outcome::Rebuilt => Ok(()),
+        Outcome::Stalled => {
+            let live_waiting = out.fold.ranks.iter().any(|v| {
+                v.state != crate::diagnose::RankState::Dead
+                    && v.call.as_ref().is_some_and(|c| !c.waiting_for.is_empty())
+            });
+            if live_waiting && r.root_causes.is_empty() && r.blocked.is_empty() {
+                Err(format!(
+                    "the run stalled at {} with ranks waiting in collectives, but the \
+                     diagnosis names neither a root cause nor a blocked rank",
+                    fmt_ms(end)
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        Outcome::TimedOut => Err(format!(
+            "the run neither completed nor stalled by its time limit ({}): it was still \
+             making progress, or livelocked ({})",
+            fmt_ms(end),
+            h.why_not.unwrap_or_default()
+        )),
+    }
+}
+
+/// **determinism**: a second run of the case gives the same digest as the first, and
+/// replaying the second run's trace reproduces it line for line.
+pub fn determinism(case: &Case, out: &RunOutput) -> Result<(), String> {
+    let mut trace = Vec::new();
+    let digest = {
+        let mut w = TraceWriter::new(&mut trace, &case.scenario, case.seed)
+            .map_err(|e| format!("cannot write a trace into memory: {e}"))?;
+        let (result, _, _) = run_events_with(&case.scenario, case.seed, &mut w, None, case.variant);
+        w.finish(result.outcome)
+            .map_err(|e| format!("cannot write a trace into memory: {e}"))?
+            .hex()
+    };
+    if digest != out.report.digest {
+        return Err(format!(
+            "two runs of the same scenario and seed {} gave different digests: {} and {digest}",
+            case.seed, out.report.digest
+        ));
+    }
+    let reader = TraceReader::new(trace.as_slice(), "(in memory)")
+        .map_err(|e| format!("the trace just written cannot be read: {e}"))?;
+    match replay_reader(reader, case.variant) {
+        Ok(ReplayOutcome::Identical { .. }) => Ok(()),
+        Ok(ReplayOutcome::Diverged {
+            line,
+            expected,
+            actual,
+        }) => Err(format!(
+            "replaying the trace diverged at line {line}:\n  recorded: {expected}\n  replayed: {actual}"
+        )),
+        Err(e) => Err(format!("the trace just written cannot be replayed: {e}")),
+    }
+}
