@@ -30,6 +30,9 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Diagnose a recorded trace: who is blocked, on what, waiting for whom, and why.
     Explain(cmd::explain::ExplainArgs),
+    /// Property-test the protocol code: random scenarios or fault schedules, every property of
+    /// DESIGN §5; a failure is shrunk and written with its trace.
+    Check(cmd::check::CheckArgs),
 }
 
 /// A failure that maps to an exit code.
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::main(a),
         Command::Replay(a) => cmd::replay::main(a),
         Command::Explain(a) => cmd::explain::main(a),
+        Command::Check(a) => cmd::check::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
