@@ -225,7 +225,11 @@ fn print_failure(swarm: &Swarm, paths: &[PathBuf], s: &Summary, f: &Found) {
             println!("minimal scenario: {}", files.scenario.display());
             println!("its trace:        {}", files.trace.display());
             if let Err(why) = &files.replay {
-                println!("note: {why}");
+                if f.property == "determinism" {
+                    println!("note: {why}, as a nondeterministic run would");
+                } else {
+                    println!("note: {why}");
+                }
             }
             println!("replay it with:");
             println!("  ringside replay {}{extra}", files.trace.display());

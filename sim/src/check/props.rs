@@ -161,11 +161,18 @@ pub fn liveness(case: &Case, out: &RunOutput) -> Result<(), String> {
     let end = out.result.end_ns;
     if h.heals {
         if r.outcome != Outcome::Completed {
+            let faults = if case.scenario.faults.is_empty() {
+                "there are no faults".to_string()
+            } else {
+                format!(
+                    "every fault heals in time (the last ends at {}, together they hold a call \
+                     back by at most {})",
+                    fmt_ms(h.last_end),
+                    fmt_ms(h.hold_back)
+                )
+            };
             return Err(format!(
-                "every fault heals in time (the last ends at {}, together they hold a call \
-                 back by at most {}), yet the run {} at {}{}",
-                fmt_ms(h.last_end),
-                fmt_ms(h.hold_back),
+                "{faults}, yet the run {} at {}{}",
                 r.outcome,
                 fmt_ms(end),
                 if r.explanation.is_empty() {
