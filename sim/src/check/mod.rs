@@ -9,7 +9,7 @@
 //! - [`shrink`]: structural shrinking of a failing scenario, after proptest's;
 //! - [`swarm`]: many seeded cases, sharded, under a wall-clock budget; a failure is shrunk to
 //!   a minimal scenario and written with its trace, ready to replay;
-//! - [`reference`]: the expected result of a collective, from its members' inputs.
+//! - [`reference`](mod@reference): the expected result of a collective, from its members' inputs.
 //!
 //! Other crates use the same pieces in their own tests. A property test of the protocol under
 //! random fault schedules:

@@ -9,6 +9,7 @@
 
 use super::bound::healing;
 use super::Case;
+use crate::diagnose::RankState;
 use crate::run::{run_events_with, RunOutput};
 use crate::scenario::{Fault, OpKind, Outcome};
 use crate::trace::{replay_reader, ReplayOutcome, TraceReader, TraceWriter};
@@ -112,8 +113,8 @@ fn describe(o: &crate::diagnose::OpView) -> String {
 
 /// **agreement**: every rank that completed a collective holds the same result bits
 /// (reduce-scatter excepted: there each rank holds its own block, which validity checks).
-/// Calls from the first mismatched or skipped call on are not checked (see
-/// [`first_buggy_seq`]).
+/// Calls from the first mismatched or skipped call on are not checked: the collective contract
+/// requires every member to issue the same call.
 pub fn agreement(case: &Case, out: &RunOutput) -> Result<(), String> {
     for o in checked_ops(case, out) {
         if o.op != OpKind::ReduceScatter && o.results.len() > 1 {
@@ -148,19 +149,20 @@ pub fn validity(case: &Case, out: &RunOutput) -> Result<(), String> {
 /// in which every fault has healed and the run must converge.
 ///
 /// - When every fault is transient and together they cannot hold a call back past the
-///   collective timeout ([`healing`](super::bound::healing)), the run must complete, and by
+///   collective timeout ([`healing`]), the run must complete, and by
 ///   the deadline computed from the timeouts and the cost model.
 /// - Otherwise (a preemption, a fault that never ends, an application bug, or transient faults
-///   long enough to trip the watchdog) the run must complete, or stop at a stall the diagnosis
-///   locates: outcome `stalled`, with a root cause or, when the cause is not in the diagnosis's
-///   vocabulary, the blocked ranks named. A run that neither completes nor stalls before its
+///   long enough to trip the watchdog) the run must complete, or stop at a diagnosed stall:
+///   outcome `stalled`, the blocked ranks named, and a root cause whenever the final state
+///   shows one (a dead, paused or partitioned-away peer). A run that neither completes nor stalls before its
 ///   time limit fails.
 pub fn liveness(case: &Case, out: &RunOutput) -> Result<(), String> {
     let h = healing(&case.scenario);
     let r = &out.report;
     let end = out.result.end_ns;
+    let finished = matches!(r.outcome, Outcome::Completed | Outcome::Rebuilt);
     if h.heals {
-        if r.outcome != Outcome::Completed {
+        if !finished {
             let faults = if case.scenario.faults.is_empty() {
                 "there are no faults".to_string()
             } else {
@@ -193,29 +195,71 @@ pub fn liveness(case: &Case, out: &RunOutput) -> Result<(), String> {
         return Ok(());
     }
     match r.outcome {
-        Outcome::Completed | Outcome::Rebuilt => Ok(()),
-        Outcome::Stalled => {
-            let live_waiting = out.fold.ranks.iter().any(|v| {
-                v.state != crate::diagnose::RankState::Dead
-                    && v.call.as_ref().is_some_and(|c| !c.waiting_for.is_empty())
-            });
-            if live_waiting && r.root_causes.is_empty() && r.blocked.is_empty() {
-                Err(format!(
-                    "the run stalled at {} with ranks waiting in collectives, but the \
-                     diagnosis names neither a root cause nor a blocked rank",
-                    fmt_ms(end)
-                ))
-            } else {
-                Ok(())
-            }
-        }
-        Outcome::TimedOut => Err(format!(
+        _ if finished => Ok(()),
+        Outcome::Stalled => stall_diagnosed(out),
+        _ => Err(format!(
             "the run neither completed nor stalled by its time limit ({}): it was still \
              making progress, or livelocked ({})",
             fmt_ms(end),
             h.why_not.unwrap_or_default()
         )),
     }
+}
+
+/// A stall is diagnosed when the diagnosis names the blocked ranks, and names a root cause
+/// whenever one is evident in the final state: a live rank waits for a rank that is dead
+/// (preempted, or restarted and refused), paused, or on the other side of an active partition.
+/// (Causes outside that core — application bugs, stragglers, a fault that ended before the
+/// watchdog fired — are demanded by diagnosis soundness.)
+fn stall_diagnosed(out: &RunOutput) -> Result<(), String> {
+    let fold = &out.fold;
+    let r = &out.report;
+    let end = fmt_ms(out.result.end_ns);
+    let waiting: Vec<(u32, &[u32])> = fold
+        .ranks
+        .iter()
+        .filter(|v| v.state != RankState::Dead)
+        .filter_map(|v| {
+            let c = v.call.as_ref()?;
+            (!c.waiting_for.is_empty()).then_some((v.rank, c.waiting_for.as_slice()))
+        })
+        .collect();
+    if waiting.is_empty() || !r.root_causes.is_empty() {
+        return Ok(());
+    }
+    if r.blocked.is_empty() {
+        return Err(format!(
+            "the run stalled at {end} with ranks waiting in collectives, but the diagnosis \
+             names neither a root cause nor a blocked rank"
+        ));
+    }
+    let separated = |a: u32, b: u32| {
+        fold.active_faults().any(|f| {
+            let side = |r: u32| f.sides.as_ref()?.iter().position(|s| s.contains(&r));
+            f.kind == "partition" && matches!((side(a), side(b)), (Some(x), Some(y)) if x != y)
+        })
+    };
+    for (rank, awaited) in waiting {
+        for &w in awaited {
+            let Some(peer) = fold.ranks.get(w as usize) else {
+                continue;
+            };
+            let why = if matches!(peer.state, RankState::Dead | RankState::Refused) {
+                "is dead"
+            } else if peer.paused {
+                "is paused"
+            } else if separated(rank, w) {
+                "is cut off by a partition"
+            } else {
+                continue;
+            };
+            return Err(format!(
+                "the run stalled at {end} with rank {rank} waiting for rank {w}, which {why}, \
+                 yet the diagnosis names no root cause"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// **determinism**: a second run of the case gives the same digest as the first, and

@@ -324,11 +324,11 @@ impl Swarm {
                 }
             };
             summary.cases += 1;
-            obs.progress(summary.cases, total, start.elapsed());
             if let Some(f) = found {
                 summary.found = Some(Box::new(f));
                 break;
             }
+            obs.progress(summary.cases, total, start.elapsed());
         }
         summary.elapsed = start.elapsed();
         summary
