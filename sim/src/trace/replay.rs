@@ -50,6 +50,14 @@ impl<R: BufRead> Recorder for Compare<'_, R> {
             return;
         }
         encode_line(&mut self.line, t, ev);
+        match self.reader.next_if_same(&self.line) {
+            Ok(true) => {
+                self.compared += 1;
+                return;
+            }
+            Ok(false) => {}
+            Err(e) => return self.error = Some(e),
+        }
         // None: the trace has no more events; Some(None): the same line; Some(Some(l)): l differs
         let next = match self.reader.next_raw() {
             Err(e) => return self.error = Some(e),
