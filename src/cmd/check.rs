@@ -5,7 +5,7 @@ use crate::Failure;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ringside_sim::check::swarm::{Found, Observer, Shard, Summary, Swarm};
-use ringside_sim::check::{props, Variant};
+use ringside_sim::check::Variant;
 use ringside_sim::proto::mutation::Mutation;
 use ringside_sim::units::Duration;
 use std::io::IsTerminal;
@@ -167,8 +167,9 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
     }
 }
 
-fn names() -> String {
-    props::registry()
+fn names(swarm: &Swarm) -> String {
+    swarm
+        .properties
         .iter()
         .map(|p| p.name)
         .collect::<Vec<_>>()
@@ -189,7 +190,7 @@ fn print_summary(swarm: &Swarm, s: &Summary) {
          {:.0} cases/s; seed {}, shard {}",
         s.cases,
         s.properties,
-        names(),
+        names(swarm),
         s.checks,
         s.elapsed.as_secs_f64(),
         s.cases_per_sec(),

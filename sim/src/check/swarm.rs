@@ -93,7 +93,8 @@ pub struct Swarm {
     pub properties: Vec<Property>,
     /// Where a failing case's files go; None writes nothing.
     pub out_dir: Option<PathBuf>,
-    /// Most shrink steps (each runs the case once).
+    /// Most shrink steps (each runs the case once). Shrinking a failure found near the end of
+    /// the budget may run past it: a small scenario is worth the wait.
     pub max_shrink_steps: u32,
     #[doc(hidden)]
     pub variant: Variant,
