@@ -33,6 +33,9 @@ enum Command {
     /// Every applicable algorithm of the scenario's ops over a range of sizes: simulated time,
     /// algorithm bandwidth and bus bandwidth (as nccl-tests).
     Sweep(cmd::sweep::SweepArgs),
+    /// Property-test the protocol code: random scenarios or fault schedules, every property of
+    /// DESIGN §5; a failure is shrunk and written with its trace.
+    Check(cmd::check::CheckArgs),
 }
 
 /// A failure that maps to an exit code.
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => cmd::replay::main(a),
         Command::Explain(a) => cmd::explain::main(a),
         Command::Sweep(a) => cmd::sweep::main(a),
+        Command::Check(a) => cmd::check::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,85 +1,374 @@
-//! DESIGN §5 properties under proptest-generated fault schedules, and proof that each
-//! property can fail on a deliberately broken variant.
+//! The properties of DESIGN §5 and `ringside check`.
 //!
-//! Case count: 32 by default (CI-sized), `PROPTEST_CASES=N` for more; the RNG seed is fixed
-//! unless `PROPTEST_RNG_SEED=S` is set. A failure prints the scenario file that reproduces it.
+//! Each property passes on the real code and fails on a deliberately broken variant of it; a
+//! planted bug is shrunk to a small scenario whose files replay; the CLI runs a swarm of 64
+//! cases (`RINGSIDE_CHECK_CASES=N` for more).
 
 use proptest::prelude::*;
-use proptest::test_runner::TestRunner;
-use ringside_sim::check::properties::{diagnosis_sound, real_diagnoser, run_diagnosed};
-use ringside_sim::check::strategies::{config, fault_schedule};
-use ringside_sim::diagnose::{diagnose, Cause, Diagnosis, Fold};
+use ringside_sim::check::bound::healing;
+use ringside_sim::check::props::{self, Property, AGREEMENT, DETERMINISM, LIVENESS, VALIDITY};
+use ringside_sim::check::swarm::{Quiet, Swarm};
+use ringside_sim::check::{strategy, Case, Gen, Variant};
+use ringside_sim::proto::mutation::Mutation;
+use ringside_sim::scenario::{parse, Outcome, Scenario};
+use ringside_sim::trace::{replay_with, ReplayOutcome};
+use std::process::{Command, Output};
+
+fn scenario(text: &str) -> Scenario {
+    parse(text, "inline.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// `p` ranks running `ops` (TOML of `[[workload.ops]]` entries), no faults.
+fn world(p: u32, extra: &str, ops: &str) -> Scenario {
+    scenario(&format!(
+        "name = \"t\"\nseed = 5\n[world]\nsize = {p}\n[network]\nlatency = \"2us\"\n\
+         bandwidth = \"10GB/s\"\n{extra}\n[group]\ntimeout = \"1s\"\n[workload]\niterations = 2\n\
+         elements = 48\n{ops}"
+    ))
+}
+
+const RING_ALLREDUCE: &str =
+    "[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\nalgorithm = \"ring\"\n";
+
+fn holds(p: Property, case: &Case) -> Result<(), String> {
+    (p.check)(case, &case.run())
+}
+
+#[track_caller]
+fn passes(p: Property, case: &Case) {
+    if let Err(why) = holds(p, case) {
+        panic!("{} fails on the real code: {why}", p.name);
+    }
+}
+
+#[track_caller]
+fn fails(p: Property, case: &Case) -> String {
+    match holds(p, case) {
+        Ok(()) => panic!("{} holds on {:?}", p.name, case.variant),
+        Err(why) => why,
+    }
+}
+
+#[test]
+fn every_property_holds_on_the_real_code() {
+    for p in [1, 2, 3, 4, 7, 8] {
+        let ops = format!(
+            "[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n\
+             [[workload.ops]]\nop = \"allgather\"\nbytes = \"256KiB\"\n\
+             [[workload.ops]]\nop = \"reduce_scatter\"\nbytes = \"1MiB\"\n\
+             [[workload.ops]]\nop = \"broadcast\"\nbytes = \"1MiB\"\nroot = {}\n",
+            p - 1
+        );
+        let case = Case::new(world(p, "jitter = \"1us\"", &ops));
+        for prop in props::registry() {
+            passes(prop, &case);
+        }
+    }
+}
+
+#[test]
+fn a_wrong_ring_chunk_breaks_validity_and_agreement() {
+    let real = Case::new(world(4, "", RING_ALLREDUCE));
+    passes(VALIDITY, &real);
+    passes(AGREEMENT, &real);
+    let broken = real
+        .clone()
+        .with_variant(Variant::mutated(Mutation::RingWrongChunk));
+    let why = fails(VALIDITY, &broken);
+    assert!(why.contains("allreduce #1 (ring"), "{why}");
+    let why = fails(AGREEMENT, &broken);
+    assert!(why.contains("2 different results"), "{why}");
+}
+
+#[test]
+fn an_allgather_that_drops_a_rank_breaks_validity() {
+    for algorithm in ["ring", "recursive_doubling", "direct"] {
+        for p in [2, 5, 8] {
+            let ops = format!(
+                "[[workload.ops]]\nop = \"allgather\"\nbytes = \"64KiB\"\nalgorithm = \"{algorithm}\"\n"
+            );
+            let real = Case::new(world(p, "", &ops));
+            passes(VALIDITY, &real);
+            let broken = real.with_variant(Variant::mutated(Mutation::AllgatherDropRank));
+            let why = fails(VALIDITY, &broken);
+            assert!(why.contains("allgather #1"), "{algorithm} on {p}: {why}");
+        }
+    }
+}
+
+#[test]
+fn dropping_early_chunks_breaks_liveness() {
+    // jitter reorders a peer's messages, so some arrive a step early
+    let real = Case::new(world(8, "jitter = \"20us\"", RING_ALLREDUCE));
+    assert_eq!(real.run().report.outcome, Outcome::Completed);
+    passes(LIVENESS, &real);
+    let broken = real.with_variant(Variant::mutated(Mutation::DropEarlyChunks));
+    let why = fails(LIVENESS, &broken);
+    assert!(
+        why.contains("there are no faults, yet the run stalled"),
+        "{why}"
+    );
+}
+
+#[test]
+fn nondeterministic_ties_break_determinism() {
+    // no jitter, no compute: many events at the same instants
+    let real = Case::new(world(8, "", RING_ALLREDUCE));
+    passes(DETERMINISM, &real);
+    let broken = real.with_variant(Variant {
+        nondeterministic_ties: true,
+        ..Variant::default()
+    });
+    let why = fails(DETERMINISM, &broken);
+    assert!(
+        why.contains("different digests") || why.contains("diverged at line"),
+        "{why}"
+    );
+}
+
+#[test]
+fn liveness_demands_completion_only_once_faults_heal() {
+    let base = "name = \"l\"\n[world]\nsize = 4\n[network]\nretransmit_timeout = \"2ms\"\n\
+                [group]\ntimeout = \"200ms\"\n[workload]\n\
+                iterations = 3\ncompute = \"1ms\"\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n";
+    // heals: a short pause, a short partition; the run completes in time
+    let healing_case = Case::new(scenario(&format!(
+        "{base}[[faults]]\nkind = \"pause\"\nrank = 1\nat = \"1ms\"\nduration = \"5ms\"\n\
+         [[faults]]\nkind = \"partition\"\nsides = [[0], [2, 3]]\nat = \"2ms\"\nduration = \"3ms\"\n"
+    )));
+    assert!(healing(&healing_case.scenario).heals);
+    assert_eq!(healing_case.run().report.outcome, Outcome::Completed);
+    passes(LIVENESS, &healing_case);
+    // never heals: a preempted rank stalls the job, and the stall is diagnosed
+    let stalled = Case::new(scenario(&format!(
+        "{base}[[faults]]\nkind = \"preempt\"\nrank = 2\nat = \"1500us\"\n"
+    )));
+    assert!(!healing(&stalled.scenario).heals);
+    let out = stalled.run();
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert_eq!(out.report.root_causes, vec!["preempted:2".to_string()]);
+    passes(LIVENESS, &stalled);
+}
+
+#[test]
+fn calls_after_an_application_bug_are_not_held_to_agreement() {
+    // rank 1 believes rank 1 is the root: both "roots" complete at once with their own data
+    let case = Case::new(scenario(
+        "name = \"m\"\n[world]\nsize = 3\n[group]\ntimeout = \"100ms\"\n[workload]\n\
+         [[workload.ops]]\nop = \"broadcast\"\nbytes = \"1KiB\"\nroot = 0\n\
+         [[faults]]\nkind = \"mismatch\"\nrank = 1\niteration = 0\nroot = 1\n",
+    ));
+    for p in props::registry() {
+        passes(p, &case);
+    }
+}
+
+/// The size bound a planted bug shrinks to: one collective on at most 4 ranks, one iteration,
+/// no fault. (The wrong chunk needs at least 2 ranks; whether it shows depends on how the
+/// elements split into blocks, so a few rank counts may pass where a larger one fails.)
+const MAX_RANKS: u32 = 4;
+
+#[test]
+fn a_planted_bug_shrinks_to_a_small_scenario_whose_files_replay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let variant = Variant::mutated(Mutation::RingWrongChunk);
+    for seed in [0, 2, 7] {
+        let swarm = Swarm {
+            seed,
+            cases: 1_000,
+            out_dir: Some(dir.path().to_path_buf()),
+            variant,
+            ..Swarm::default()
+        };
+        let found = swarm
+            .run(&mut Quiet)
+            .found
+            .unwrap_or_else(|| panic!("seed {seed}: the planted bug is found"));
+        let size = found.shrunk.size();
+        assert!(
+            size.ranks <= MAX_RANKS && size.iterations == 1 && size.ops == 1 && size.faults == 0,
+            "seed {seed}: {} shrank only to {size}",
+            found.original.size()
+        );
+        let op = &found.shrunk.scenario.workload.ops[0];
+        assert_eq!(op.op, ringside_sim::scenario::OpKind::Allreduce);
+        let files = found.files.expect("files written");
+        assert_eq!(files.replay, Ok(()), "seed {seed}");
+        // the scenario file parses back to the shrunk scenario and still fails
+        let back = ringside_sim::scenario::load(&files.scenario).expect("parses");
+        assert_eq!(back, found.shrunk.scenario);
+        let again = Case::new(back).with_variant(variant);
+        let p = props::by_name(found.property).expect("a registered property");
+        assert!(holds(p, &again).is_err(), "seed {seed}: still fails");
+        // without the bug it passes: the failure is the planted bug's
+        passes(p, &Case::new(again.scenario.clone()));
+        // and the trace replays under the same code
+        assert!(matches!(
+            replay_with(&files.trace, variant),
+            Ok(ReplayOutcome::Identical { .. })
+        ));
+        assert!(files.trace.file_name().is_some_and(
+            |n| n.to_string_lossy() == format!("{}-{}.jsonl", found.property, found.case_seed)
+        ));
+    }
+}
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// Every stall's root causes name ranks or links that a fault really touched.
+    /// The library as another crate's test uses it: strategies in, properties out.
     #[test]
-    fn diagnosis_is_sound(case in fault_schedule()) {
-        let s = case.scenario();
-        let (result, d) = run_diagnosed(&s, real_diagnoser);
-        if let Err(why) = diagnosis_sound(&s, result.outcome, &d) {
-            prop_assert!(
-                false,
-                "{why}\noutcome {}, blocked {:?}, root causes {:?}",
-                result.outcome,
-                d.blocked_ranks(),
-                d.root_causes()
-            );
+    fn random_cases_hold_every_property(case in strategy::cases(&Gen::default())) {
+        let out = case.run();
+        for p in props::registry() {
+            if let Err(why) = (p.check)(&case, &out) {
+                prop_assert!(false, "{} fails: {}", p.name, why);
+            }
         }
     }
 }
 
-/// A broken diagnoser: it blames the lowest rank that no timed fault touched (as the trace
-/// shows faults) for every stall, as a preemption.
-fn blame_a_healthy_rank(fold: &Fold) -> Diagnosis {
-    let mut d = diagnose(fold);
-    if d.causes.is_empty() {
-        return d;
-    }
-    let touched: Vec<u32> = fold.faults.iter().flat_map(|f| f.ranks.clone()).collect();
-    if let Some(h) = (0..fold.ranks.len() as u32).find(|r| !touched.contains(r)) {
-        let blocked = d.blocked_ranks();
-        d.causes = vec![Cause {
-            cause: format!("preempted:{h}"),
-            text: format!("rank {h} was preempted"),
-            ranks: vec![h],
-            blocked,
-        }];
-        for b in &mut d.blocked {
-            b.causes = vec![format!("preempted:{h}")];
-        }
-    }
-    d
+fn ringside(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringside"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("CI")
+        .output()
+        .expect("the ringside binary runs")
 }
 
-#[test]
-fn soundness_fails_on_a_diagnoser_that_blames_a_healthy_rank() {
-    let mut runner = TestRunner::new(config());
-    let result = runner.run(&fault_schedule(), |case| {
-        let s = case.scenario();
-        let (r, d) = run_diagnosed(&s, blame_a_healthy_rank);
-        diagnosis_sound(&s, r.outcome, &d).map_err(TestCaseError::fail)
-    });
-    let err = result.expect_err("the broken diagnoser must be caught");
-    assert!(err.to_string().contains("unsound"), "{err}");
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
+/// `RINGSIDE_CHECK_CASES=10000 cargo test --release --test properties` for a longer run.
 #[test]
-fn soundness_fails_on_a_diagnoser_that_finds_nothing() {
-    fn nothing(fold: &Fold) -> Diagnosis {
-        let mut d = diagnose(fold);
-        d.causes.clear();
-        d
-    }
-    let mut runner = TestRunner::new(config());
-    let result = runner.run(&fault_schedule(), |case| {
-        let s = case.scenario();
-        let (r, d) = run_diagnosed(&s, nothing);
-        diagnosis_sound(&s, r.outcome, &d).map_err(TestCaseError::fail)
-    });
+fn check_passes_on_the_real_code() {
+    let cases = std::env::var("RINGSIDE_CHECK_CASES")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(64);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let o = ringside(&[
+        "check",
+        "--cases",
+        &cases.to_string(),
+        "--out",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        result.is_err(),
-        "a stall without root causes must be caught"
+        out.contains(&format!("check: {cases} cases passed")),
+        "{out}"
     );
+    assert!(
+        out.contains("agreement, validity, diagnosis_sound, liveness, determinism"),
+        "{out}"
+    );
+    assert!(out.contains("cases/s"), "{out}");
+    // without a terminal the progress is plain lines
+    assert!(
+        out.contains(&format!("check: {cases}/{cases} cases passed")),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+}
+
+#[test]
+fn check_lays_fault_schedules_on_given_scenarios() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let o = ringside(&[
+        "check",
+        "scenarios/healthy-allreduce.toml",
+        "scenarios/preempt-mid-allreduce.toml",
+        "--cases",
+        "12",
+        "--out",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("fault schedules on 2 scenario(s)"), "{out}");
+}
+
+#[test]
+fn check_splits_cases_among_shards_and_stops_at_its_budget() {
+    let o = ringside(&[
+        "check",
+        "--cases",
+        "10",
+        "--shard",
+        "1/4",
+        "--out",
+        "/nonexistent",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("check: 3 cases passed"), "{}", text(&o));
+    assert!(text(&o).contains("shard 1/4"), "{}", text(&o));
+    let o = ringside(&[
+        "check",
+        "--cases",
+        "100000000",
+        "--time",
+        "300ms",
+        "--out",
+        "/nonexistent",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("the time budget ran out"), "{}", text(&o));
+}
+
+#[test]
+fn check_rejects_bad_input_with_exit_2() {
+    for args in [
+        vec!["check", "--shard", "4/4"],
+        vec!["check", "--shard", "x"],
+        vec!["check", "--time", "5 parsecs"],
+        vec!["check", "--time", "0s"],
+        vec!["check", "does/not/exist.toml"],
+    ] {
+        let o = ringside(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{args:?}: {}", text(&o));
+    }
+}
+
+#[test]
+fn check_on_a_planted_bug_exits_1_with_the_command_that_replays_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let o = ringside(&[
+        "check",
+        "--cases",
+        "1000",
+        "--mutation",
+        "allgather-drop-rank",
+        "--out",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("check: property `"), "{out}");
+    assert!(out.contains("case seed"), "{out}");
+    let command = out
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("ringside replay "))
+        .unwrap_or_else(|| panic!("no replay command in:\n{out}"));
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let o = ringside(&args);
+    assert_eq!(o.status.code(), Some(0), "{command}: {}", text(&o));
+    assert!(text(&o).contains("identical"), "{}", text(&o));
+    // the scenario file runs as any other
+    let toml = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "toml"))
+        .expect("a scenario file");
+    let o = ringside(&["run", toml.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }

@@ -1,7 +1,7 @@
 //! Running a scenario end to end: engine, trace, diagnosis, report.
 
 use crate::diagnose::{diagnose, Diagnosis, Fold};
-use crate::engine::{Engine, RunResult};
+use crate::engine::{Engine, RunResult, Variant};
 use crate::report::{self, RunReport};
 use crate::scenario::Scenario;
 use crate::trace::{Event, Recorder, TraceWriter};
@@ -32,13 +32,25 @@ pub fn run_events(
     rec: &mut dyn Recorder,
     interrupt: Option<&AtomicBool>,
 ) -> (RunResult, Fold, Diagnosis) {
+    run_events_with(scenario, seed, rec, interrupt, Variant::default())
+}
+
+/// Like [`run_events`], running a deliberately broken `variant` (tests only).
+#[doc(hidden)]
+pub fn run_events_with(
+    scenario: &Scenario,
+    seed: u64,
+    rec: &mut dyn Recorder,
+    interrupt: Option<&AtomicBool>,
+    variant: Variant,
+) -> (RunResult, Fold, Diagnosis) {
     let mut fold = Fold::new(scenario);
     let result = {
         let mut tee = Tee {
             outer: rec,
             fold: &mut fold,
         };
-        let mut engine = Engine::new(scenario, seed, &mut tee);
+        let mut engine = Engine::with_variant(scenario, seed, &mut tee, variant);
         engine.run_until_interrupted(interrupt)
     };
     fold.t = result.end_ns;
@@ -74,21 +86,33 @@ pub struct RunOutput {
 
 /// Runs `scenario` and builds its report; writes the trace when asked.
 pub fn run(scenario: &Scenario, opts: &RunOptions) -> io::Result<RunOutput> {
+    run_with(scenario, opts, Variant::default())
+}
+
+/// Like [`run`], running a deliberately broken `variant` (tests only).
+#[doc(hidden)]
+pub fn run_with(scenario: &Scenario, opts: &RunOptions, variant: Variant) -> io::Result<RunOutput> {
     match opts.trace {
         Some(path) => {
             let f = File::create(path).map_err(|e| {
                 io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
             })?;
-            run_to(scenario, opts, f)
+            run_to(scenario, opts, f, variant)
         }
-        None => run_to(scenario, opts, io::sink()),
+        None => run_to(scenario, opts, io::sink(), variant),
     }
 }
 
-fn run_to<W: io::Write>(scenario: &Scenario, opts: &RunOptions, out: W) -> io::Result<RunOutput> {
+fn run_to<W: io::Write>(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    out: W,
+    variant: Variant,
+) -> io::Result<RunOutput> {
     let seed = opts.seed.unwrap_or(scenario.seed);
     let mut writer = TraceWriter::new(out, scenario, seed)?;
-    let (result, fold, diagnosis) = run_events(scenario, seed, &mut writer, opts.interrupt);
+    let (result, fold, diagnosis) =
+        run_events_with(scenario, seed, &mut writer, opts.interrupt, variant);
     let interrupted = opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
     let digest = if interrupted {
         writer.flush()?;

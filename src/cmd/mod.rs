@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod check;
 pub mod explain;
 pub mod replay;
 pub mod run;

@@ -13,9 +13,12 @@ mod faults;
 mod net;
 mod queue;
 mod rng;
+mod variant;
 
 pub use faults::touched_ranks;
 pub use rng::Rng;
+#[doc(hidden)]
+pub use variant::Variant;
 
 use crate::check::reference::{expected_for, full_reference, CallKey};
 use crate::proto::{
@@ -130,6 +133,8 @@ pub struct Engine<'r> {
     time_limit: Option<Nanos>,
     queue: Queue<Ev>,
     shuffle: bool,
+    /// A broken variant's tie-break (see [`Variant`]).
+    unstable_ties: bool,
     rng: Rng,
     slots: Vec<Slot>,
     net: Net,
@@ -151,9 +156,21 @@ pub struct Engine<'r> {
 impl<'r> Engine<'r> {
     /// An engine for `scenario` with `seed` (the scenario's own seed unless overridden).
     pub fn new(scenario: &Scenario, seed: u64, rec: &'r mut dyn Recorder) -> Engine<'r> {
+        Engine::with_variant(scenario, seed, rec, Variant::default())
+    }
+
+    /// Like [`Engine::new`], running a deliberately broken `variant` (tests only).
+    #[doc(hidden)]
+    pub fn with_variant(
+        scenario: &Scenario,
+        seed: u64,
+        rec: &'r mut dyn Recorder,
+        variant: Variant,
+    ) -> Engine<'r> {
         let record = rec.enabled();
         let mut cfg = ProcConfig::from_scenario(scenario, seed);
         cfg.step_events = record;
+        cfg.mutation = variant.mutation;
         let cfg = Arc::new(cfg);
         let p = scenario.world.size;
         let mut e = Engine {
@@ -163,6 +180,7 @@ impl<'r> Engine<'r> {
             time_limit: scenario.time_limit.map(|d| d.0),
             queue: Queue::default(),
             shuffle: scenario.engine.tie_break == TieBreak::Shuffle,
+            unstable_ties: variant.nondeterministic_ties,
             rng: Rng::new(seed),
             slots: (0..p)
                 .map(|r| Slot {
@@ -236,6 +254,8 @@ impl<'r> Engine<'r> {
     fn push(&mut self, t: Nanos, ev: Ev) {
         let key = if self.shuffle {
             Some(self.rng.next_u64() >> 24)
+        } else if self.unstable_ties {
+            Some(variant::unstable_key() >> 24)
         } else {
             None
         };
@@ -392,7 +412,9 @@ impl<'r> Engine<'r> {
                 else {
                     return; // cancelled or replaced
                 };
-                if slot.paused || self.now < slot.cpu_free {
+                // a rank's outputs are carried out in the order its code produced them: nothing
+                // new is handed to it while earlier outputs wait behind reduction work
+                if slot.paused || self.now < slot.cpu_free || slot.held > 0 {
                     self.defer(rank, Ev::Timer { rank, key, token });
                     return;
                 }
@@ -466,7 +488,7 @@ impl<'r> Engine<'r> {
         if slot.paused {
             slot.parked.push(ev);
         } else {
-            let at = slot.cpu_free;
+            let at = slot.cpu_free.max(self.now);
             self.push(at, ev);
         }
     }
@@ -679,7 +701,7 @@ impl<'r> Engine<'r> {
             }
         }
         let slot = &self.slots[f.to as usize];
-        if slot.paused || self.now < slot.cpu_free {
+        if slot.paused || self.now < slot.cpu_free || slot.held > 0 {
             let to = f.to;
             self.defer(to, Ev::Deliver(f));
             return;

@@ -11,6 +11,7 @@ use super::collective::{self, Collective, Ctx, Members, Progress};
 use super::data::Buffer;
 use super::event::{FlightEntry, FlightState, Outbox, ProtoEvent};
 use super::msg::{CollMsg, Fingerprint};
+use super::mutation::{self, Mutation};
 use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
 use super::wait::WaitState;
 use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
@@ -67,6 +68,7 @@ pub struct ProcessGroup {
     step_events: bool,
     /// Consecutive members per host, for `hierarchical` (1: flat).
     per_host: u32,
+    mutation: Option<Mutation>,
 }
 
 impl ProcessGroup {
@@ -74,6 +76,12 @@ impl ProcessGroup {
     /// nothing turn it off to save the work).
     pub fn set_step_events(&mut self, on: bool) {
         self.step_events = on;
+    }
+
+    /// Plants a deliberately broken variant (tests only).
+    #[doc(hidden)]
+    pub fn set_mutation(&mut self, mutation: Option<Mutation>) {
+        self.mutation = mutation;
     }
 
     /// `me` must be one of `members`.
@@ -111,6 +119,7 @@ impl ProcessGroup {
             recorder: VecDeque::new(),
             step_events: true,
             per_host: 1,
+            mutation: None,
         }
     }
 
@@ -177,22 +186,23 @@ impl ProcessGroup {
             fp,
             members: p as usize,
         });
-        let sched = match collective::schedule_with(req.op, req.algorithm, ctx, self.per_host) {
-            Ok(s) => s,
-            Err(e) => {
-                // validated scenarios never get here; a driver fed by hand might
-                out.event(ProtoEvent::Abort {
-                    group: self.id,
-                    generation: self.generation,
-                    seq,
-                    step: 0,
-                    steps: 0,
-                    waiting_for: Vec::new(),
-                    reason: e.to_string(),
-                });
-                return CallOutcome::Aborted;
-            }
-        };
+        let sched =
+            match mutation::schedule(self.mutation, req.op, req.algorithm, ctx, self.per_host) {
+                Ok(s) => s,
+                Err(e) => {
+                    // validated scenarios never get here; a driver fed by hand might
+                    out.event(ProtoEvent::Abort {
+                        group: self.id,
+                        generation: self.generation,
+                        seq,
+                        step: 0,
+                        steps: 0,
+                        waiting_for: Vec::new(),
+                        reason: e.to_string(),
+                    });
+                    return CallOutcome::Aborted;
+                }
+            };
         let buf = collective::prepare(req.op, ctx, req.elements, req.input);
         let coll = Collective::new(fp, self.members.clone(), ctx, sched, buf, now);
         self.record(FlightEntry {
@@ -260,6 +270,9 @@ impl ProcessGroup {
         let Some(active) = self.active.as_mut() else {
             return CallOutcome::Pending;
         };
+        if self.mutation == Some(Mutation::DropEarlyChunks) && msg.step > active.coll.step() {
+            return CallOutcome::Pending;
+        }
         match active.coll.on_chunk(now, from, msg, out) {
             Ok(progress) => self.after(now, progress, false, out),
             Err(msg) => {

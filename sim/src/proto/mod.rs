@@ -21,6 +21,8 @@ pub mod event;
 pub mod group;
 pub mod mesh;
 pub mod msg;
+#[doc(hidden)]
+pub mod mutation;
 pub mod process;
 pub mod types;
 pub mod wait;

@@ -79,6 +79,7 @@ impl RankProcess {
         world.set_step_events(cfg.step_events);
         world.set_per_host(cfg.world_per_host);
         let subgroups = mesh_groups(&cfg, me);
+        world.set_mutation(cfg.mutation);
         RankProcess {
             cfg,
             me,

@@ -5,6 +5,7 @@
 use super::collective::hierarchical::local_size;
 use super::collective::Members;
 use super::mesh::MeshLayout;
+use super::mutation::Mutation;
 use super::types::{GroupId, Rank};
 use crate::scenario::{Algorithm, Dtype, Fault, Mesh, OpKind, OpSpec, ReduceOp, Scenario};
 use crate::units::Nanos;
@@ -83,6 +84,9 @@ pub struct WorkloadConfig {
     pub world_per_host: u32,
     /// The device mesh whose sub-groups ops may run on.
     pub mesh: Option<Mesh>,
+    /// A deliberately broken variant of the protocol code (tests only; never from a scenario).
+    #[doc(hidden)]
+    pub mutation: Option<Mutation>,
 }
 
 impl WorkloadConfig {
@@ -152,6 +156,7 @@ impl WorkloadConfig {
             world_members,
             world_per_host,
             mesh: s.group.mesh.clone(),
+            mutation: None,
         }
     }
 

@@ -10,6 +10,8 @@ mod writer;
 pub use event::{timer_fields, Event, FaultPhase};
 pub use reader::{read_trace, Footer, Header, Trace, TraceError, TraceReader};
 pub use replay::{replay, ReplayOutcome};
+#[doc(hidden)]
+pub use replay::{replay_reader, replay_with};
 pub use writer::{encode_line, Digest, NullRecorder, Recorder, TraceWriter, VecRecorder};
 
 /// The `format` field of every trace header.

@@ -66,6 +66,10 @@ pub struct TraceReader<R: BufRead> {
     pub header: Header,
     digest: Digest,
     footer: Option<Footer>,
+    /// The line cut off in the middle (no newline) that ended the trace, if one did.
+    torn: Option<usize>,
+    /// `buf` holds a line read ahead by [`TraceReader::next_if_same`], not yet taken.
+    pending: bool,
 }
 
 fn err(file: &str, line: usize, message: impl Into<String>) -> TraceError {
@@ -154,6 +158,8 @@ impl<R: BufRead> TraceReader<R> {
             header,
             digest: Digest::new(),
             footer: None,
+            torn: None,
+            pending: false,
         })
     }
 
@@ -161,17 +167,7 @@ impl<R: BufRead> TraceReader<R> {
     /// A final line without a newline (a run killed mid-write) is ignored.
     pub fn next_raw(&mut self) -> Result<Option<(Nanos, Event, &str)>, TraceError> {
         loop {
-            self.buf.clear();
-            let n = self
-                .input
-                .read_line(&mut self.buf)
-                .map_err(|e| err(&self.file, self.line_no + 1, format!("cannot read: {e}")))?;
-            if n == 0 {
-                return Ok(None);
-            }
-            self.line_no += 1;
-            if !self.buf.ends_with('\n') {
-                // torn last line of an interrupted run
+            if !std::mem::take(&mut self.pending) && !self.read_line()? {
                 return Ok(None);
             }
             let text = self.buf.trim_end();
@@ -225,6 +221,50 @@ impl<R: BufRead> TraceReader<R> {
         }
     }
 
+    /// Reads the next line into `buf`; false at the end (or at a torn last line).
+    fn read_line(&mut self) -> Result<bool, TraceError> {
+        self.buf.clear();
+        let n = self
+            .input
+            .read_line(&mut self.buf)
+            .map_err(|e| err(&self.file, self.line_no + 1, format!("cannot read: {e}")))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.line_no += 1;
+        if !self.buf.ends_with('\n') {
+            // torn last line of an interrupted run
+            self.torn = Some(self.line_no);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// When the next event line is byte for byte `expected` (an encoded event line), takes it
+    /// without parsing it — it is the encoding of a valid event — and returns true. Otherwise
+    /// leaves it for [`TraceReader::next_raw`], which parses it, and returns false. Replay
+    /// compares most lines this way.
+    pub fn next_if_same(&mut self, expected: &[u8]) -> Result<bool, TraceError> {
+        if self.pending || self.footer.is_some() {
+            return Ok(false);
+        }
+        loop {
+            if !self.read_line()? {
+                return Ok(false);
+            }
+            let text = self.buf.trim_end();
+            if text.is_empty() {
+                continue;
+            }
+            if text.as_bytes() == expected {
+                self.digest.update(expected);
+                return Ok(true);
+            }
+            self.pending = true;
+            return Ok(false);
+        }
+    }
+
     pub fn next_event(&mut self) -> Result<Option<(Nanos, Event)>, TraceError> {
         Ok(self.next_raw()?.map(|(t, e, _)| (t, e)))
     }
@@ -236,6 +276,11 @@ impl<R: BufRead> TraceReader<R> {
 
     pub fn footer(&self) -> Option<&Footer> {
         self.footer.as_ref()
+    }
+
+    /// The line that was cut off in the middle (no newline) and ended the trace, if any.
+    pub fn torn_line(&self) -> Option<usize> {
+        self.torn
     }
 
     pub fn digest(&self) -> &Digest {

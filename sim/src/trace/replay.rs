@@ -1,8 +1,22 @@
 //! Replay: re-run a trace's scenario and seed and compare the event stream line by line.
+//!
+//! The contract (DESIGN §3, `ringside replay`):
+//! - every event line and the footer's outcome are identical: [`ReplayOutcome::Identical`];
+//! - otherwise the first line that differs, with the recorded and the re-run line:
+//!   [`ReplayOutcome::Diverged`] (a trace with more or fewer events than the run diverges at
+//!   the first line one of them lacks);
+//! - a trace that cannot be read — malformed JSON, an unknown event, a bad header, a footer
+//!   whose count or digest does not match, a scenario this build cannot run — or that is
+//!   *incomplete* is a [`TraceError`] naming the line. Incomplete means it ends without its
+//!   `end` footer (the file was cut short, or the run was interrupted) or in the middle of a
+//!   line: identity cannot be proven for events that are not there, so a replay whose recorded
+//!   prefix matches still reports the line where the trace stops (and says that the prefix
+//!   matched); a prefix that differs is reported as a divergence first.
 
 use super::reader::{TraceError, TraceReader};
 use super::writer::{encode_line, Recorder};
 use super::Event;
+use crate::engine::Variant;
 use crate::units::Nanos;
 use std::io::BufRead;
 use std::path::Path;
@@ -24,63 +38,105 @@ struct Compare<'a, R: BufRead> {
     reader: &'a mut TraceReader<R>,
     line: Vec<u8>,
     divergence: Option<ReplayOutcome>,
+    /// The trace ran out of events before the run did, without a footer.
+    truncated: bool,
     error: Option<TraceError>,
     compared: u64,
 }
 
 impl<R: BufRead> Recorder for Compare<'_, R> {
     fn record(&mut self, t: Nanos, ev: &Event) {
-        if self.divergence.is_some() || self.error.is_some() {
+        if self.divergence.is_some() || self.error.is_some() || self.truncated {
             return;
         }
         encode_line(&mut self.line, t, ev);
-        let actual = String::from_utf8_lossy(&self.line).into_owned();
-        match self.reader.next_raw() {
-            Err(e) => self.error = Some(e),
-            Ok(None) => {
+        match self.reader.next_if_same(&self.line) {
+            Ok(true) => {
+                self.compared += 1;
+                return;
+            }
+            Ok(false) => {}
+            Err(e) => return self.error = Some(e),
+        }
+        // None: the trace has no more events; Some(None): the same line; Some(Some(l)): l differs
+        let next = match self.reader.next_raw() {
+            Err(e) => return self.error = Some(e),
+            Ok(None) => None,
+            Ok(Some((_, _, text))) => {
+                Some((text.as_bytes() != self.line.as_slice()).then(|| text.to_string()))
+            }
+        };
+        match next {
+            None if self.reader.footer().is_none() => self.truncated = true,
+            None => {
                 self.divergence = Some(ReplayOutcome::Diverged {
-                    line: self.reader.line_no() + 1,
-                    expected: "(end of trace)".into(),
-                    actual,
+                    line: self.reader.line_no(),
+                    expected: "(the end of the recorded events)".into(),
+                    actual: String::from_utf8_lossy(&self.line).into_owned(),
                 })
             }
-            Ok(Some((_, _, expected))) => {
-                if expected != actual {
-                    let expected = expected.to_string();
-                    self.divergence = Some(ReplayOutcome::Diverged {
-                        line: self.reader.line_no(),
-                        expected,
-                        actual,
-                    });
-                } else {
-                    self.compared += 1;
-                }
+            Some(None) => self.compared += 1,
+            Some(Some(expected)) => {
+                self.divergence = Some(ReplayOutcome::Diverged {
+                    line: self.reader.line_no(),
+                    expected,
+                    actual: String::from_utf8_lossy(&self.line).into_owned(),
+                });
             }
         }
     }
 }
 
-/// Replays the trace at `path`. Malformed traces give a [`TraceError`] naming the line.
+/// Replays the trace at `path`. Malformed or incomplete traces give a [`TraceError`] naming
+/// the line.
 pub fn replay(path: &Path) -> Result<ReplayOutcome, TraceError> {
-    let mut reader = TraceReader::open(path)?;
+    replay_with(path, Variant::default())
+}
+
+/// Like [`replay`], re-running a deliberately broken `variant` (tests only).
+#[doc(hidden)]
+pub fn replay_with(path: &Path, variant: Variant) -> Result<ReplayOutcome, TraceError> {
+    replay_reader(TraceReader::open(path)?, variant)
+}
+
+/// Replays a trace read from any reader (e.g. one held in memory).
+#[doc(hidden)]
+pub fn replay_reader<R: BufRead>(
+    mut reader: TraceReader<R>,
+    variant: Variant,
+) -> Result<ReplayOutcome, TraceError> {
+    let at_line = |reader: &TraceReader<R>, line: usize, message: String| TraceError {
+        file: reader.file().to_string(),
+        line,
+        message,
+    };
     if reader.header.real {
-        return Err(TraceError {
-            file: path.display().to_string(),
-            line: 1,
-            message: "this trace comes from a real run and cannot be replayed bit-for-bit".into(),
-        });
+        return Err(at_line(
+            &reader,
+            1,
+            "this trace comes from a real run and cannot be replayed bit-for-bit".into(),
+        ));
     }
     let scenario = reader.header.scenario.clone();
+    if let Err((key, message)) = crate::scenario::unsupported(&scenario, &crate::engine::SUPPORT) {
+        return Err(at_line(
+            &reader,
+            1,
+            format!("the embedded scenario cannot be run: scenario.{key}: {message}"),
+        ));
+    }
     let seed = reader.header.seed;
     let mut cmp = Compare {
         reader: &mut reader,
         line: Vec::new(),
         divergence: None,
+        truncated: false,
         error: None,
         compared: 0,
     };
-    let (result, _, _) = crate::run::run_events(&scenario, seed, &mut cmp, None);
-    let (compared, divergence, error) = (cmp.compared, cmp.divergence, cmp.error);
+    let (result, _, _) = crate::run::run_events_with(&scenario, seed, &mut cmp, None, variant);
+    let (compared, divergence, error, truncated) =
+        (cmp.compared, cmp.divergence, cmp.error, cmp.truncated);
     if let Some(e) = error {
         return Err(e);
     }
@@ -88,29 +144,43 @@ pub fn replay(path: &Path) -> Result<ReplayOutcome, TraceError> {
         return Ok(d);
     }
     // the recorded trace must end here too
-    match reader.next_raw()? {
-        Some((_, _, extra)) => {
+    if !truncated {
+        if let Some((_, _, extra)) = reader.next_raw()? {
             let expected = extra.to_string();
-            Ok(ReplayOutcome::Diverged {
+            return Ok(ReplayOutcome::Diverged {
                 line: reader.line_no(),
                 expected,
-                actual: "(end of run)".into(),
-            })
-        }
-        None => {
-            if let Some(f) = reader.footer() {
-                if f.outcome != result.outcome {
-                    return Ok(ReplayOutcome::Diverged {
-                        line: reader.line_no(),
-                        expected: format!("outcome {}", f.outcome),
-                        actual: format!("outcome {}", result.outcome),
-                    });
-                }
-            }
-            Ok(ReplayOutcome::Identical {
-                events: compared,
-                digest: reader.digest().hex(),
-            })
+                actual: "(the end of the run)".into(),
+            });
         }
     }
+    let Some(footer) = reader.footer() else {
+        let (line, how) = match reader.torn_line() {
+            Some(l) => (l, "is cut off in the middle of this line"),
+            None => (
+                reader.line_no(),
+                "ends after this line without its `end` footer (the file was cut short, or the \
+                 run was interrupted)",
+            ),
+        };
+        return Err(at_line(
+            &reader,
+            line,
+            format!(
+                "incomplete trace: it {how}; its {compared} recorded events match the re-run, \
+                 but identity cannot be proven for the rest"
+            ),
+        ));
+    };
+    if footer.outcome != result.outcome {
+        return Ok(ReplayOutcome::Diverged {
+            line: reader.line_no(),
+            expected: format!("outcome {}", footer.outcome),
+            actual: format!("outcome {}", result.outcome),
+        });
+    }
+    Ok(ReplayOutcome::Identical {
+        events: compared,
+        digest: reader.digest().hex(),
+    })
 }

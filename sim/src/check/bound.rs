@@ -1,0 +1,272 @@
+//! Upper bounds from the cost model: how long an op, an iteration and a run may take, and
+//! whether a fault schedule heals in time for the liveness property to demand completion.
+//!
+//! The bounds are deliberately generous (each step is charged for everything any rank sends
+//! and receives in it, one after the other, plus latency and jitter), because a property that
+//! fails on correct code is worse than one that is a little slack: they exist to catch runs
+//! that hang, not runs that are a few percent slow.
+
+use crate::proto::collective::{self, block_bytes, Ctx, Schedule, StepPlan};
+use crate::scenario::{Algorithm, Fault, NetModel, OpKind, OpSpec, Scenario};
+use crate::units::Nanos;
+
+/// Ranks whose schedules are walked for one op: all of them in small worlds, a sample in big
+/// ones (the algorithms are symmetric up to the root, which is always sampled).
+fn sampled_ranks(p: u32, root: u32) -> Vec<u32> {
+    if p <= 64 {
+        return (0..p).collect();
+    }
+    let mut v: Vec<u32> = (0..32).chain(p - 32..p).collect();
+    v.push(root.min(p - 1));
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The algorithm a call of `op` runs with in `s`.
+pub fn algorithm_of(s: &Scenario, op: &OpSpec) -> Algorithm {
+    op.algorithm
+        .or(match op.op {
+            OpKind::Allreduce => s.group.algorithm,
+            _ => None,
+        })
+        .unwrap_or(op.op.default_algorithm())
+}
+
+/// Per step: the most bytes any rank sends, receives and reduces, and the most messages it
+/// sends and receives.
+#[derive(Clone, Copy, Debug, Default)]
+struct StepLoad {
+    send_bytes: u64,
+    recv_bytes: u64,
+    reduce_bytes: u64,
+    sends: u64,
+    recvs: u64,
+}
+
+fn step_loads(s: &Scenario, op: &OpSpec) -> Vec<StepLoad> {
+    let p = s.world.size.max(1);
+    let root = op.root.unwrap_or(0).min(p - 1);
+    let algorithm = algorithm_of(s, op);
+    let mut loads: Vec<StepLoad> = Vec::new();
+    let mut plan = StepPlan::default();
+    for me in sampled_ranks(p, root) {
+        let Ok(sched) = collective::schedule(op.op, algorithm, Ctx { me, p, root }) else {
+            continue;
+        };
+        let nb = sched.nblocks();
+        let steps = sched.steps() as usize;
+        if loads.len() < steps {
+            loads.resize(steps, StepLoad::default());
+        }
+        for (k, load) in loads.iter_mut().enumerate().take(steps) {
+            plan.clear();
+            sched.plan(k as u32, &mut plan);
+            let bytes = |t: &collective::Transfer| -> u64 {
+                plan.ranges[t.ranges.clone()]
+                    .iter()
+                    .map(|&(lo, hi)| block_bytes(lo, hi, nb, op.bytes.0))
+                    .sum()
+            };
+            let sent: u64 = plan.sends.iter().map(bytes).sum();
+            let received: u64 = plan.recvs.iter().map(bytes).sum();
+            let reduced: u64 = plan
+                .recvs
+                .iter()
+                .filter(|t| t.action == collective::Action::Reduce)
+                .map(bytes)
+                .sum();
+            load.send_bytes = load.send_bytes.max(sent);
+            load.recv_bytes = load.recv_bytes.max(received);
+            load.reduce_bytes = load.reduce_bytes.max(reduced);
+            load.sends = load.sends.max(plan.sends.len() as u64);
+            load.recvs = load.recvs.max(plan.recvs.len() as u64);
+        }
+    }
+    loads
+}
+
+/// An upper bound of the time one call of `op` takes once every rank has issued it, with no
+/// faults: the sum over its steps of latency, jitter, and every byte any rank moves through its
+/// ports and reduces in that step.
+pub fn op_cost(s: &Scenario, op: &OpSpec) -> Nanos {
+    let n = &s.network;
+    let reduce = |b: u64| n.reduce_bandwidth.map_or(0, |bw| bw.transfer_ns(b));
+    let jitter = n.jitter.0;
+    step_loads(s, op)
+        .iter()
+        .map(|l| match n.model {
+            NetModel::AlphaBeta => {
+                let (latency, bandwidth) = match n.intra_host {
+                    Some(intra) if s.world.ranks_per_host > 1 => (
+                        n.latency.0.max(intra.latency.0),
+                        n.bandwidth.min(intra.bandwidth),
+                    ),
+                    _ => (n.latency.0, n.bandwidth),
+                };
+                latency
+                    + jitter
+                    + bandwidth.transfer_ns(l.send_bytes)
+                    + bandwidth.transfer_ns(l.recv_bytes)
+                    + reduce(l.reduce_bytes)
+            }
+            NetModel::Loggp => {
+                let d = |x: Option<crate::units::Duration>| x.map_or(0, |d| d.0);
+                let (lat, o, g, gb) = (d(n.loggp_l), d(n.loggp_o), d(n.loggp_g), d(n.loggp_gb));
+                lat + jitter
+                    + l.sends * (o + g)
+                    + l.recvs * o
+                    + (l.send_bytes + l.recv_bytes) * gb
+                    + reduce(l.reduce_bytes)
+            }
+        })
+        .sum()
+}
+
+/// An upper bound of one iteration with no faults: its compute, then every op in order.
+pub fn iteration_cost(s: &Scenario) -> Nanos {
+    s.workload.compute.0 + s.workload.ops.iter().map(|o| op_cost(s, o)).sum::<Nanos>()
+}
+
+/// The largest message of the workload on the slowest link, with its latency.
+fn largest_message(s: &Scenario) -> Nanos {
+    let n = &s.network;
+    let bytes = s.workload.ops.iter().map(|o| o.bytes.0).max().unwrap_or(0);
+    match n.model {
+        NetModel::AlphaBeta => {
+            let bw = match n.intra_host {
+                Some(i) if s.world.ranks_per_host > 1 => n.bandwidth.min(i.bandwidth),
+                _ => n.bandwidth,
+            };
+            let lat = n.intra_host.map_or(0, |i| i.latency.0).max(n.latency.0);
+            lat + n.jitter.0 + bw.transfer_ns(bytes)
+        }
+        NetModel::Loggp => {
+            let d = |x: Option<crate::units::Duration>| x.map_or(0, |d| d.0);
+            d(n.loggp_l) + 2 * d(n.loggp_o) + bytes * d(n.loggp_gb) + n.jitter.0
+        }
+    }
+}
+
+/// What the liveness property may demand of a scenario's fault schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Healing {
+    /// Every fault ends, and even stacked on one another they cannot hold a single call back
+    /// for as long as the collective timeout (with a factor 2 to spare): the run must complete.
+    pub heals: bool,
+    /// Why not, when it does not.
+    pub why_not: Option<String>,
+    /// When the last fault ends (0 without timed faults).
+    pub last_end: Nanos,
+    /// How much the faults together can hold a call back.
+    pub hold_back: Nanos,
+    /// When `heals`, the run must have completed by this virtual time.
+    pub deadline: Nanos,
+}
+
+/// Classifies the fault schedule of `s` for the liveness property.
+///
+/// A fault holds a call back by at most: a pause, its duration; a partition or a loss, its
+/// duration plus one retransmit timeout plus the largest message (a message blocked at the
+/// end is resent once after the timeout); a delay, its duration plus its extra delay and
+/// jitter. A slow rank arrives late by `compute x (factor - 1)` each iteration. Preemptions,
+/// faults without an end, and application bugs never heal.
+///
+/// The deadline is the end of the last fault, plus every hold-back, plus twice the fault-free
+/// workload with compute stretched by every slowdown at once (the run may restart the
+/// workload's remaining iterations from any point), plus a retransmit timeout.
+pub fn healing(s: &Scenario) -> Healing {
+    let compute = s.workload.compute.0;
+    let rto = s.network.retransmit_timeout.0;
+    let message = largest_message(s);
+    let mut slow = 1.0f64;
+    let mut hold_back: Nanos = 0;
+    let mut last_end: Nanos = 0;
+    let mut why_not = None;
+    for (i, f) in s.faults.iter().enumerate() {
+        let (Some(at), Some(d)) = (f.at(), f.duration()) else {
+            why_not.get_or_insert_with(|| format!("faults[{i}] ({}) never ends", f.kind()));
+            continue;
+        };
+        last_end = last_end.max(at.0 + d.0);
+        hold_back += match f {
+            Fault::Pause { .. } => d.0,
+            Fault::Partition { .. } | Fault::Loss { .. } => d.0 + rto + message,
+            Fault::Delay { extra, jitter, .. } => d.0 + extra.0 + jitter.map_or(0, |j| j.0),
+            Fault::Slow { factor, .. } => {
+                slow *= factor.max(1.0);
+                0
+            }
+            _ => 0,
+        };
+    }
+    let stretched = (compute as f64 * slow).ceil() as Nanos;
+    let ops: Nanos = s.workload.ops.iter().map(|o| op_cost(s, o)).sum();
+    // a call waits for the latest rank to arrive (its compute, and the ops before it) and for
+    // its own steps, plus whatever the faults add
+    let per_call = stretched + 2 * ops + hold_back;
+    if why_not.is_none() && 2 * per_call > s.group.timeout.0 {
+        why_not = Some(format!(
+            "the faults may hold a call back for {} (with the workload's own {}), more than \
+             half the collective timeout {}",
+            crate::units::fmt_time(hold_back),
+            crate::units::fmt_time(stretched + 2 * ops),
+            s.group.timeout
+        ));
+    }
+    let iterations = Nanos::from(s.workload.iterations);
+    let deadline = last_end + hold_back + 2 * iterations * (stretched + ops) + rto + message;
+    Healing {
+        heals: why_not.is_none(),
+        why_not,
+        last_end,
+        hold_back,
+        deadline,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::parse;
+
+    #[test]
+    fn ring_allreduce_bound_covers_the_textbook_cost() {
+        let s = parse(
+            "name = \"b\"\n[world]\nsize = 4\n[network]\nlatency = \"1us\"\nbandwidth = \"1GB/s\"\n\
+             [workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"4000B\"\n",
+            "b.toml",
+        )
+        .unwrap();
+        // 2(p-1) a + 2(p-1)/p n b = 6us + 6us; the bound charges send and receive separately
+        let textbook = 6_000 + 6_000;
+        let bound = op_cost(&s, &s.workload.ops[0]);
+        assert!(bound >= textbook, "{bound} < {textbook}");
+        assert!(bound <= 2 * textbook, "{bound} is far above {textbook}");
+    }
+
+    #[test]
+    fn permanent_faults_and_bugs_never_heal() {
+        let base = "name = \"h\"\n[world]\nsize = 3\n[group]\ntimeout = \"1s\"\n[workload]\n\
+                    [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KB\"\n";
+        let h = |faults: &str| healing(&parse(&format!("{base}{faults}"), "h.toml").unwrap());
+        assert!(h("").heals);
+        assert!(
+            h("[[faults]]\nkind = \"pause\"\nrank = 1\nat = \"1ms\"\nduration = \"10ms\"\n").heals
+        );
+        assert!(!h("[[faults]]\nkind = \"preempt\"\nrank = 1\nat = \"1ms\"\n").heals);
+        assert!(!h("[[faults]]\nkind = \"hang\"\nrank = 1\niteration = 0\n").heals);
+        assert!(
+            !h("[[faults]]\nkind = \"delay\"\nrank = 1\nat = \"1ms\"\nextra = \"1ms\"\n").heals
+        );
+        let long =
+            h("[[faults]]\nkind = \"pause\"\nrank = 1\nat = \"1ms\"\nduration = \"900ms\"\n");
+        assert!(
+            !long.heals,
+            "a pause near the timeout may trip the watchdog"
+        );
+        assert!(long
+            .why_not
+            .is_some_and(|w| w.contains("half the collective timeout")));
+    }
+}

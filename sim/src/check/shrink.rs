@@ -1,0 +1,187 @@
+//! A second shrinking pass, on the scenario itself.
+//!
+//! proptest shrinks a case through its value tree, one component after the other; a component
+//! whose smaller values happen to pass (a failure that needs 8 ranks with 5 elements, but not
+//! 7) ends the walk before the later components (iterations, ops, faults) had their turn.
+//! [`smaller`] proposes structurally smaller scenarios — one fault fewer, one iteration, one op
+//! fewer, one rank fewer, fewer elements, no compute or jitter — and the swarm keeps any that
+//! still fails the same property, until none does. Every proposal is valid.
+
+use crate::engine::SUPPORT;
+use crate::scenario::{unsupported, validate, Fault, Scenario, TieBreak};
+use crate::units::Duration;
+
+/// Removes the faults that name a rank outside `p` ranks, an iteration outside `iterations`,
+/// or an op outside `ops`; trims partition sides to the ranks that remain.
+fn fit_faults(s: &mut Scenario) {
+    let p = s.world.size;
+    let iterations = s.workload.iterations;
+    let ops = s.workload.ops.len() as u32;
+    let rank_ok = |r: &u32| *r < p;
+    s.faults.retain_mut(|f| match f {
+        Fault::Preempt { rank, .. } | Fault::Pause { rank, .. } | Fault::Slow { rank, .. } => {
+            rank_ok(rank)
+        }
+        Fault::Partition { sides, .. } => {
+            for side in sides.iter_mut() {
+                side.retain(rank_ok);
+            }
+            sides.retain(|side| !side.is_empty());
+            sides.len() >= 2
+        }
+        Fault::Delay { rank, link, .. } | Fault::Loss { rank, link, .. } => {
+            rank.as_ref().is_none_or(rank_ok) && link.is_none_or(|[a, b]| a < p && b < p)
+        }
+        Fault::Mismatch {
+            rank,
+            iteration,
+            op_index,
+            root,
+            ..
+        } => {
+            rank_ok(rank)
+                && *iteration < iterations
+                && op_index.unwrap_or(0) < ops
+                && root.as_ref().is_none_or(rank_ok)
+        }
+        Fault::Skip {
+            rank,
+            iteration,
+            op_index,
+        } => rank_ok(rank) && *iteration < iterations && op_index.unwrap_or(0) < ops,
+        Fault::Hang { rank, iteration } => rank_ok(rank) && *iteration < iterations,
+    });
+}
+
+fn runnable(s: &Scenario) -> bool {
+    validate(s).is_ok() && unsupported(s, &SUPPORT).is_ok()
+}
+
+/// Valid scenarios structurally smaller than `s`, the biggest reductions first.
+pub fn smaller(s: &Scenario) -> Vec<Scenario> {
+    let mut out: Vec<Scenario> = Vec::new();
+    let mut push = |mut c: Scenario| {
+        fit_faults(&mut c);
+        if c != *s && runnable(&c) {
+            out.push(c);
+        }
+    };
+    for i in 0..s.faults.len() {
+        let mut c = s.clone();
+        c.faults.remove(i);
+        push(c);
+    }
+    for iterations in [1, s.workload.iterations.saturating_sub(1)] {
+        if iterations >= 1 && iterations < s.workload.iterations {
+            let mut c = s.clone();
+            c.workload.iterations = iterations;
+            push(c);
+        }
+    }
+    if s.workload.ops.len() > 1 {
+        for i in 0..s.workload.ops.len() {
+            let mut c = s.clone();
+            c.workload.ops.remove(i);
+            // faults on later ops move down with them
+            for f in &mut c.faults {
+                if let Fault::Mismatch { op_index, .. } | Fault::Skip { op_index, .. } = f {
+                    match op_index {
+                        Some(k) if *k as usize > i => *k -= 1,
+                        Some(k) if *k as usize == i => *k = u32::MAX,
+                        _ => {}
+                    }
+                }
+            }
+            push(c);
+        }
+    }
+    for p in [2, s.world.size.saturating_sub(1)] {
+        if p >= 1 && p < s.world.size {
+            let mut c = s.clone();
+            c.world.size = p;
+            c.world.ranks_per_host = c.world.ranks_per_host.min(p);
+            if c.world.ranks_per_host <= 1 {
+                c.network.intra_host = None;
+            }
+            for op in &mut c.workload.ops {
+                if let Some(root) = &mut op.root {
+                    *root %= p;
+                }
+            }
+            push(c);
+        }
+    }
+    for elements in [
+        1,
+        s.workload.elements / 2,
+        s.workload.elements.saturating_sub(1),
+    ] {
+        if elements >= 1 && elements < s.workload.elements {
+            let mut c = s.clone();
+            c.workload.elements = elements;
+            push(c);
+        }
+    }
+    if s.workload.compute != Duration::ZERO {
+        let mut c = s.clone();
+        c.workload.compute = Duration::ZERO;
+        push(c);
+    }
+    if s.network.jitter != Duration::ZERO {
+        let mut c = s.clone();
+        c.network.jitter = Duration::ZERO;
+        push(c);
+    }
+    if s.engine.tie_break != TieBreak::Insertion {
+        let mut c = s.clone();
+        c.engine.tie_break = TieBreak::Insertion;
+        push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::parse;
+
+    #[test]
+    fn proposals_are_valid_and_smaller() {
+        let s = parse(
+            "name = \"s\"\n[world]\nsize = 4\n[workload]\niterations = 3\nelements = 8\n\
+             [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KB\"\n\
+             [[workload.ops]]\nop = \"broadcast\"\nbytes = \"1KB\"\nroot = 3\n\
+             [[faults]]\nkind = \"skip\"\nrank = 3\niteration = 2\nop_index = 1\n\
+             [[faults]]\nkind = \"partition\"\nsides = [[0, 3], [1, 2]]\nat = \"1ms\"\n",
+            "s.toml",
+        )
+        .unwrap();
+        let all = smaller(&s);
+        assert!(all.len() >= 8, "{}", all.len());
+        for c in &all {
+            assert!(runnable(c));
+        }
+        // two ranks: the skip of rank 3 goes, the partition keeps [0] | [1]
+        let two = all.iter().find(|c| c.world.size == 2).unwrap();
+        assert_eq!(two.faults.len(), 1);
+        assert!(
+            matches!(&two.faults[0], Fault::Partition { sides, .. } if *sides == vec![vec![0], vec![1]])
+        );
+        assert_eq!(two.workload.ops[1].root, Some(1));
+        // dropping op 0 moves the skip of op 1 to op 0
+        let one_op = all
+            .iter()
+            .find(|c| {
+                c.workload.ops.len() == 1
+                    && c.workload.ops[0].op == crate::scenario::OpKind::Broadcast
+            })
+            .unwrap();
+        assert!(matches!(
+            one_op.faults[0],
+            Fault::Skip {
+                op_index: Some(0),
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,229 @@
+//! Fault schedules: each fault drawn as free numbers, then laid on a scenario's shape.
+
+use super::Gen;
+use crate::check::bound;
+use crate::proto::data::mix;
+use crate::scenario::{Dtype, Fault, OpKind, OpSpec, Scenario};
+use crate::units::{Duration, Nanos, Size};
+use proptest::prelude::*;
+
+/// Draws of one fault, reduced into range by [`FaultDraw::fault`].
+#[derive(Clone, Debug)]
+pub(super) struct FaultDraw {
+    /// Index into the allowed kinds, wrapping.
+    kind: usize,
+    rank: u32,
+    /// A second number: the other end of a link, the sides of a partition, the changed value
+    /// of a mismatch.
+    other: u32,
+    /// Start, in thousandths of the fault-free run length.
+    at: u32,
+    /// Duration in thousandths of the collective timeout; None = permanent where allowed.
+    duration: Option<u32>,
+    /// Extra delay (thousandths of a quarter timeout), loss rate, slow factor, which
+    /// parameter a mismatch changes.
+    magnitude: u32,
+    /// A link instead of a rank, a one-way partition, a restart after a preemption.
+    flag: bool,
+    iteration: u32,
+    op_index: u32,
+}
+
+pub(super) fn fault_draws(kinds: usize) -> impl Strategy<Value = FaultDraw> {
+    (
+        0..kinds.max(1),
+        0u32..1024,
+        0u32..1024,
+        0u32..=1000,
+        prop::option::weighted(0.85, 1u32..=1500),
+        0u32..1000,
+        any::<bool>(),
+        0u32..64,
+        0u32..64,
+    )
+        .prop_map(
+            |(kind, rank, other, at, duration, magnitude, flag, iteration, op_index)| FaultDraw {
+                kind,
+                rank,
+                other,
+                at,
+                duration,
+                magnitude,
+                flag,
+                iteration,
+                op_index,
+            },
+        )
+}
+
+/// What a fault is laid on: the scenario's shape.
+pub(super) struct Frame<'a> {
+    p: u32,
+    iterations: u32,
+    ops: &'a [OpSpec],
+    dtype: Dtype,
+    timeout: Nanos,
+    /// Fault-free run length (an upper bound).
+    horizon: Nanos,
+}
+
+impl<'a> Frame<'a> {
+    pub(super) fn of(s: &'a Scenario) -> Frame<'a> {
+        Frame {
+            p: s.world.size,
+            iterations: s.workload.iterations,
+            ops: &s.workload.ops,
+            dtype: s.workload.dtype,
+            timeout: s.group.timeout.0,
+            horizon: Nanos::from(s.workload.iterations) * bound::iteration_cost(s),
+        }
+    }
+}
+
+fn other_dtype(d: Dtype, k: u32) -> Dtype {
+    let all = [Dtype::F32, Dtype::F64, Dtype::I64];
+    let i = all.iter().position(|x| *x == d).unwrap_or(0);
+    all[(i + 1 + (k % 2) as usize) % 3]
+}
+
+impl FaultDraw {
+    /// The fault on `f`, or None when it cannot exist there (a link or partition on one rank,
+    /// an application bug in a workload without ops).
+    fn fault(&self, f: &Frame, kinds: &[&'static str]) -> Option<Fault> {
+        let p = f.p.max(1);
+        let kind = *kinds.get(self.kind % kinds.len().max(1))?;
+        let rank = self.rank % p;
+        let other_rank = (p >= 2).then(|| (rank + 1 + self.other % (p - 1)) % p);
+        let at = Duration(
+            (u128::from(f.horizon) * u128::from(self.at.min(1000)) / 1000)
+                .try_into()
+                .unwrap_or(u64::MAX / 4),
+        );
+        let span = |per_mille: u32| {
+            Duration((u128::from(f.timeout) * u128::from(per_mille) / 1000).max(1_000) as Nanos)
+        };
+        let duration = self.duration.map(span);
+        let target = match (self.flag, other_rank) {
+            (true, Some(b)) => (None, Some([rank, b])),
+            _ => (Some(rank), None),
+        };
+        let iteration = self.iteration % f.iterations.max(1);
+        let op_index = (!f.ops.is_empty()).then(|| self.op_index % f.ops.len() as u32);
+        Some(match kind {
+            "preempt" => Fault::Preempt {
+                rank,
+                at,
+                restart_after: self.flag.then(|| duration.unwrap_or(span(100))),
+            },
+            "pause" => Fault::Pause {
+                rank,
+                at,
+                duration: duration.unwrap_or(span(100)),
+            },
+            "partition" => {
+                let b = other_rank?;
+                // 2 or 3 sides; other ranks are on no side (their links are untouched)
+                let k = 2 + self.magnitude % 2;
+                let mut sides: Vec<Vec<u32>> = vec![Vec::new(); k as usize];
+                for r in 0..p {
+                    let side = if r == rank {
+                        0
+                    } else if r == b {
+                        1
+                    } else {
+                        (mix(u64::from(self.other) << 32 | u64::from(r)) % u64::from(k + 1)) as u32
+                    };
+                    if let Some(s) = sides.get_mut(side as usize) {
+                        s.push(r);
+                    }
+                }
+                sides.retain(|s| !s.is_empty());
+                Fault::Partition {
+                    sides,
+                    at,
+                    duration,
+                    oneway: self.flag,
+                }
+            }
+            "delay" => {
+                let extra = Duration(
+                    (u128::from(f.timeout / 4) * u128::from(self.magnitude) / 1000).max(1_000)
+                        as Nanos,
+                );
+                Fault::Delay {
+                    rank: target.0,
+                    link: target.1,
+                    at,
+                    duration,
+                    extra,
+                    jitter: self
+                        .other
+                        .is_multiple_of(3)
+                        .then(|| Duration(extra.0 / 2 + 1)),
+                }
+            }
+            "loss" => Fault::Loss {
+                rank: target.0,
+                link: target.1,
+                at,
+                duration,
+                rate: f64::from(self.magnitude % 100 + 1) / 100.0,
+            },
+            "slow" => Fault::Slow {
+                rank,
+                at,
+                duration,
+                factor: 1.0 + f64::from(self.magnitude % 90 + 5) / 10.0,
+            },
+            "mismatch" => {
+                let index = op_index?;
+                let target = &f.ops[index as usize];
+                let mut m = (None, None, None, None);
+                match self.magnitude % 4 {
+                    0 => m.1 = Some(Size(target.bytes.0 + 1 + u64::from(self.other))),
+                    1 => {
+                        let i = OpKind::ALL
+                            .iter()
+                            .position(|o| *o == target.op)
+                            .unwrap_or(0);
+                        m.0 = Some(OpKind::ALL[(i + 1 + (self.other % 5) as usize) % 6]);
+                    }
+                    3 if p >= 2 => {
+                        let root = target.root.unwrap_or(0);
+                        m.2 = Some((root + 1 + self.other % (p - 1)) % p);
+                    }
+                    _ => m.3 = Some(other_dtype(f.dtype, self.other)),
+                }
+                Fault::Mismatch {
+                    rank,
+                    iteration,
+                    op_index: Some(index),
+                    op: m.0,
+                    bytes: m.1,
+                    root: m.2,
+                    dtype: m.3,
+                }
+            }
+            "skip" => Fault::Skip {
+                rank,
+                iteration,
+                op_index: Some(op_index?),
+            },
+            "hang" => Fault::Hang { rank, iteration },
+            _ => return None,
+        })
+    }
+}
+
+pub(super) fn faults_on(frame: &Frame, draws: &[FaultDraw], kinds: &[&'static str]) -> Vec<Fault> {
+    draws.iter().filter_map(|d| d.fault(frame, kinds)).collect()
+}
+
+/// Fault schedules for `base`: up to `gen.max_faults` faults of `gen.fault_kinds`, each valid
+/// for its world and workload.
+pub fn fault_schedules(base: &Scenario, gen: &Gen) -> impl Strategy<Value = Vec<Fault>> {
+    let kinds = gen.fault_kinds.clone();
+    let base = base.clone();
+    prop::collection::vec(fault_draws(kinds.len()), 0..=gen.max_faults)
+        .prop_map(move |draws| faults_on(&Frame::of(&base), &draws, &kinds))
+}

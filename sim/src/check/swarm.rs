@@ -1,0 +1,522 @@
+//! The swarm behind `ringside check`: many seeded cases, each checked against every property;
+//! the first failure is shrunk to a minimal scenario and written out with its trace.
+//!
+//! Case `i` of a swarm with seed `S` is generated from its own seed `case_seed(S, i)` (a fixed
+//! SplitMix mix of the two): a proptest [`TestRunner`] seeded with it (ChaCha) draws the
+//! case's value tree, so the same `S` and `i` give the same case on every machine, whatever
+//! the shard or the order cases run in. Sharding splits one seed range among N machines:
+//! case `i` belongs to shard `i % N`.
+//!
+//! On a failure the value tree shrinks it (`simplify` while the same property still fails,
+//! `complicate` when a step went too far), then [`shrink::smaller`] keeps proposing
+//! structurally smaller scenarios while the property still fails. The minimal case is written as
+//! `<property>-<case seed>.toml` (a scenario file that `ringside run` accepts, checked to parse
+//! back to the same scenario) and `<property>-<case seed>.jsonl` (its trace, for
+//! `ringside replay`).
+//!
+//! Wall-clock time is read here and only here — for the `--time` budget and the summary; it
+//! never reaches a run.
+
+use super::props::{registry, Property};
+use super::shrink;
+use super::strategy::{cases, cases_on, Gen};
+use super::{Case, Variant};
+use crate::engine::SUPPORT;
+use crate::proto::data::mix;
+use crate::run::{run_with, RunOptions, RunOutput};
+use crate::scenario::{self, unsupported, validate, Scenario};
+use crate::trace::{replay_with, ReplayOutcome};
+use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The one place wall-clock time is read.
+#[allow(clippy::disallowed_methods)] // the swarm's budget and summary, never a simulated run
+fn wall_clock() -> Instant {
+    Instant::now()
+}
+
+/// The seed of case `i` of a swarm seeded with `seed`.
+pub fn case_seed(seed: u64, i: u64) -> u64 {
+    mix(seed ^ mix(i ^ 0x6368_6563_6b21_2121))
+}
+
+/// Which cases this process runs: case `i` belongs to shard `i % count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Shard { index: 0, count: 1 }
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// `I/N`, with `I < N`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("`{s}` is not a shard: write I/N with 0 <= I < N, e.g. 0/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: u64 = i.trim().parse().map_err(|_| bad())?;
+        let count: u64 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// What a swarm runs.
+#[derive(Clone, Debug)]
+pub struct Swarm {
+    pub seed: u64,
+    /// Cases across all shards.
+    pub cases: u64,
+    pub shard: Shard,
+    /// Stop starting new cases after this much wall-clock time.
+    pub budget: Option<Duration>,
+    /// Lay generated fault schedules on these scenarios; empty: generate whole scenarios.
+    pub scenarios: Vec<Scenario>,
+    pub gen: Gen,
+    pub properties: Vec<Property>,
+    /// Where a failing case's files go; None writes nothing.
+    pub out_dir: Option<PathBuf>,
+    /// Most shrink steps (each runs the case once). Shrinking a failure found near the end of
+    /// the budget may run past it: a small scenario is worth the wait.
+    pub max_shrink_steps: u32,
+    #[doc(hidden)]
+    pub variant: Variant,
+}
+
+impl Default for Swarm {
+    fn default() -> Self {
+        Swarm {
+            seed: 0,
+            cases: 256,
+            shard: Shard::default(),
+            budget: None,
+            scenarios: Vec::new(),
+            gen: Gen::default(),
+            properties: registry(),
+            out_dir: None,
+            max_shrink_steps: 2_000,
+            variant: Variant::default(),
+        }
+    }
+}
+
+/// Hears how a swarm is going (the CLI draws a progress bar or prints lines).
+pub trait Observer {
+    /// After each case: cases done in this shard, the shard's total, wall time so far.
+    fn progress(&mut self, _done: u64, _total: u64, _elapsed: Duration) {}
+    /// A case failed `property`; shrinking starts.
+    fn failed(&mut self, _property: &str, _case: u64) {}
+    /// One shrink step was tried.
+    fn shrink_step(&mut self, _steps: u32) {}
+}
+
+/// Hears nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// The files written for a failing case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Files {
+    pub scenario: PathBuf,
+    pub trace: PathBuf,
+    /// Whether `ringside replay` of the trace reproduces it (a determinism failure does not).
+    pub replay: Result<(), String>,
+}
+
+/// A property that failed, shrunk.
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub property: &'static str,
+    /// Why the shrunk case fails.
+    pub message: String,
+    /// Index and seed of the case that failed first.
+    pub case_index: u64,
+    pub case_seed: u64,
+    pub original: Case,
+    pub shrunk: Case,
+    /// Shrink steps tried.
+    pub shrink_steps: u32,
+    pub files: Option<Files>,
+}
+
+impl Found {
+    /// Base name of the files: `<property>-<case seed>`.
+    pub fn name(&self) -> String {
+        format!("{}-{}", self.property, self.case_seed)
+    }
+}
+
+/// How a swarm ended.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// Cases run in this shard.
+    pub cases: u64,
+    /// Property checks made (cases x properties, fewer when a case fails).
+    pub checks: u64,
+    pub properties: usize,
+    pub elapsed: Duration,
+    /// The wall-clock budget ran out before every case of the shard ran.
+    pub out_of_time: bool,
+    pub found: Option<Box<Found>>,
+}
+
+impl Summary {
+    pub fn cases_per_sec(&self) -> f64 {
+        self.cases as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The name under which a panic in a run is reported.
+pub const NO_PANIC: &str = "no_panic";
+
+fn rng_for(case_seed: u64) -> TestRng {
+    let mut bytes = [0u8; 32];
+    let mut x = case_seed;
+    for chunk in bytes.chunks_mut(8) {
+        x = mix(x);
+        chunk.copy_from_slice(&x.to_le_bytes());
+    }
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
+
+/// Why a generated scenario cannot be run (a bug in the strategies).
+fn invalid(s: &Scenario) -> Option<String> {
+    validate(s)
+        .and_then(|()| unsupported(s, &SUPPORT))
+        .err()
+        .map(|(key, message)| format!("generated an invalid scenario: {key}: {message}"))
+}
+
+/// Runs `case` and checks `properties` in order: the first that fails, with why. A panic in
+/// the run or a check is a failure of [`NO_PANIC`].
+fn check(case: &Case, properties: &[Property]) -> (u64, Option<(&'static str, String)>) {
+    let out = match catch_unwind(AssertUnwindSafe(|| case.run())) {
+        Ok(out) => out,
+        Err(e) => return (0, Some((NO_PANIC, panic_message(e.as_ref())))),
+    };
+    let mut checks = 0;
+    for p in properties {
+        checks += 1;
+        match catch_unwind(AssertUnwindSafe(|| (p.check)(case, &out))) {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => return (checks, Some((p.name, why))),
+            Err(e) => return (checks, Some((NO_PANIC, panic_message(e.as_ref())))),
+        }
+    }
+    (checks, None)
+}
+
+fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
+    let what = e
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| e.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into());
+    format!("the run panicked: {what}")
+}
+
+/// Whether `case` still fails `property` (a panic counts for [`NO_PANIC`]).
+fn still_fails(case: &Case, property: &'static str, properties: &[Property]) -> Option<String> {
+    if invalid(&case.scenario).is_some() {
+        return None;
+    }
+    let only: Vec<Property> = properties
+        .iter()
+        .copied()
+        .filter(|p| p.name == property)
+        .collect();
+    match check(case, &only).1 {
+        Some((name, why)) if name == property => Some(why),
+        _ => None,
+    }
+}
+
+impl Swarm {
+    fn strategies(&self) -> Vec<BoxedStrategy<Case>> {
+        if self.scenarios.is_empty() {
+            vec![cases(&self.gen).boxed()]
+        } else {
+            self.scenarios
+                .iter()
+                .map(|s| cases_on(s, &self.gen).boxed())
+                .collect()
+        }
+    }
+
+    /// Case `i`: its value tree (for shrinking).
+    fn tree(
+        &self,
+        strategies: &[BoxedStrategy<Case>],
+        i: u64,
+    ) -> Result<Box<dyn ValueTree<Value = Case>>, String> {
+        let seed = case_seed(self.seed, i);
+        let strategy = &strategies[(seed >> 32) as usize % strategies.len()];
+        let mut runner = TestRunner::new_with_rng(
+            Config {
+                failure_persistence: None,
+                ..Config::default()
+            },
+            rng_for(seed),
+        );
+        strategy
+            .new_tree(&mut runner)
+            .map(|t| Box::new(t) as Box<dyn ValueTree<Value = Case>>)
+            .map_err(|r| format!("case {i} could not be generated: {r}"))
+    }
+
+    /// Case `i` of this swarm, as generated (before any shrinking).
+    pub fn case(&self, i: u64) -> Result<Case, String> {
+        let strategies = self.strategies();
+        Ok(self
+            .tree(&strategies, i)?
+            .current()
+            .with_variant(self.variant))
+    }
+
+    /// Runs this shard's cases until one fails or the budget runs out.
+    pub fn run(&self, obs: &mut dyn Observer) -> Summary {
+        let start = wall_clock();
+        let strategies = self.strategies();
+        let count = self.shard.count.max(1);
+        let total = (self.cases + count - 1 - self.shard.index.min(count - 1)) / count;
+        let mut summary = Summary {
+            cases: 0,
+            checks: 0,
+            properties: self.properties.len(),
+            elapsed: Duration::ZERO,
+            out_of_time: false,
+            found: None,
+        };
+        for i in (self.shard.index..self.cases).step_by(count as usize) {
+            if self.budget.is_some_and(|b| start.elapsed() >= b) {
+                summary.out_of_time = true;
+                break;
+            }
+            let found = match self.tree(&strategies, i) {
+                Err(why) => Some(self.report("generator", why, i, None, 0)),
+                Ok(mut tree) => {
+                    let case = tree.current().with_variant(self.variant);
+                    let (checks, failure) = match invalid(&case.scenario) {
+                        Some(why) => (0, Some(("generator", why))),
+                        None => check(&case, &self.properties),
+                    };
+                    summary.checks += checks;
+                    failure.map(|(property, why)| {
+                        obs.failed(property, i);
+                        self.shrink(tree.as_mut(), property, why, i, case, obs)
+                    })
+                }
+            };
+            summary.cases += 1;
+            if let Some(f) = found {
+                summary.found = Some(Box::new(f));
+                break;
+            }
+            obs.progress(summary.cases, total, start.elapsed());
+        }
+        summary.elapsed = start.elapsed();
+        summary
+    }
+
+    fn shrink(
+        &self,
+        tree: &mut dyn ValueTree<Value = Case>,
+        property: &'static str,
+        why: String,
+        i: u64,
+        original: Case,
+        obs: &mut dyn Observer,
+    ) -> Found {
+        let mut best = (original.clone(), why);
+        let mut steps = 0;
+        if property != "generator" && tree.simplify() {
+            while steps < self.max_shrink_steps {
+                steps += 1;
+                obs.shrink_step(steps);
+                let case = tree.current().with_variant(self.variant);
+                let more = match still_fails(&case, property, &self.properties) {
+                    Some(why) => {
+                        best = (case, why);
+                        tree.simplify()
+                    }
+                    None => tree.complicate(),
+                };
+                if !more {
+                    break;
+                }
+            }
+        }
+        // then structurally, on the scenario itself, until no smaller scenario still fails
+        let mut improved = property != "generator";
+        while improved && steps < self.max_shrink_steps {
+            improved = false;
+            for candidate in shrink::smaller(&best.0.scenario) {
+                if steps >= self.max_shrink_steps {
+                    break;
+                }
+                steps += 1;
+                obs.shrink_step(steps);
+                let case = Case::new(candidate).with_variant(self.variant);
+                if let Some(why) = still_fails(&case, property, &self.properties) {
+                    best = (case, why);
+                    improved = true;
+                    break;
+                }
+            }
+        }
+        let mut f = self.report(property, best.1, i, Some(original), steps);
+        f.shrunk = best.0;
+        if let Some(dir) = &self.out_dir {
+            f.files = Some(write_files(dir, &mut f));
+        }
+        f
+    }
+
+    fn report(
+        &self,
+        property: &'static str,
+        message: String,
+        i: u64,
+        original: Option<Case>,
+        steps: u32,
+    ) -> Found {
+        let original = original.unwrap_or_else(|| {
+            Case::new(Scenario {
+                name: "not generated".into(),
+                ..placeholder()
+            })
+        });
+        Found {
+            property,
+            message,
+            case_index: i,
+            case_seed: case_seed(self.seed, i),
+            shrunk: original.clone(),
+            original,
+            shrink_steps: steps,
+            files: None,
+        }
+    }
+}
+
+fn placeholder() -> Scenario {
+    scenario::parse(
+        "name = \"x\"\n[world]\nsize = 1\n[workload]\n",
+        "placeholder.toml",
+    )
+    .expect("a constant scenario parses")
+}
+
+/// Writes the shrunk case of `f` into `dir` (names it after the failure); returns the paths.
+fn write_files(dir: &Path, f: &mut Found) -> Files {
+    let name = f.name();
+    let scenario_path = dir.join(format!("{name}.toml"));
+    let trace_path = dir.join(format!("{name}.jsonl"));
+    let first_line = f.message.lines().next().unwrap_or("").to_string();
+    let s = &mut f.shrunk.scenario;
+    s.name = name.clone();
+    s.description = Some(format!(
+        "Found by `ringside check` (case {}, case seed {}): {} failed: {first_line}",
+        f.case_index, f.case_seed, f.property
+    ));
+    s.seed = f.shrunk.seed;
+    let files = |replay| Files {
+        scenario: scenario_path.clone(),
+        trace: trace_path.clone(),
+        replay,
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return files(Err(format!("cannot create {}: {e}", dir.display())));
+    }
+    let text = match toml::to_string(s) {
+        Ok(t) => t,
+        Err(e) => return files(Err(format!("cannot write the scenario as TOML: {e}"))),
+    };
+    match scenario::parse(&text, &scenario_path.display().to_string()) {
+        Ok(back) if back == *s => {}
+        Ok(_) => {
+            return files(Err(
+                "the scenario file does not parse back to the same scenario".into(),
+            ))
+        }
+        Err(e) => return files(Err(format!("the scenario file does not parse back: {e}"))),
+    }
+    if let Err(e) = std::fs::write(&scenario_path, text) {
+        return files(Err(format!(
+            "cannot write {}: {e}",
+            scenario_path.display()
+        )));
+    }
+    let opts = RunOptions {
+        seed: Some(f.shrunk.seed),
+        trace: Some(&trace_path),
+        ..RunOptions::default()
+    };
+    let ran: std::io::Result<RunOutput> = run_with(s, &opts, f.shrunk.variant);
+    if let Err(e) = ran {
+        return files(Err(format!("cannot write {}: {e}", trace_path.display())));
+    }
+    let replay = match replay_with(&trace_path, f.shrunk.variant) {
+        Ok(ReplayOutcome::Identical { .. }) => Ok(()),
+        Ok(ReplayOutcome::Diverged { line, .. }) => Err(format!(
+            "the trace does not replay identically (line {line} diverges)"
+        )),
+        Err(e) => Err(e.to_string()),
+    };
+    files(replay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_split_the_cases() {
+        assert_eq!("1/4".parse::<Shard>(), Ok(Shard { index: 1, count: 4 }));
+        for bad in ["4/4", "1", "a/b", "0/0", "-1/2"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        let swarm = |index| Swarm {
+            cases: 10,
+            shard: Shard { index, count: 3 },
+            gen: Gen::fault_free(),
+            properties: Vec::new(),
+            ..Swarm::default()
+        };
+        let runs: Vec<u64> = (0..3).map(|i| swarm(i).run(&mut Quiet).cases).collect();
+        assert_eq!(runs, vec![4, 3, 3]);
+    }
+
+    #[test]
+    fn a_case_depends_only_on_the_seed_and_its_index() {
+        let a = Swarm {
+            seed: 7,
+            ..Swarm::default()
+        };
+        let b = Swarm {
+            seed: 7,
+            shard: Shard { index: 2, count: 5 },
+            ..Swarm::default()
+        };
+        assert_eq!(a.case(12), b.case(12));
+        assert_ne!(a.case(12), a.case(13));
+        assert_ne!(case_seed(7, 12), case_seed(8, 12));
+    }
+}

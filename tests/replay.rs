@@ -1,0 +1,267 @@
+//! `ringside replay`: the contract of DESIGN §3.
+//!
+//! - exit 0 when the re-run is identical, line for line;
+//! - exit 1 and the first diverging line (its number, the recorded and the re-run text) when
+//!   it is not — including a trace with more or fewer events than the run;
+//! - exit 2 naming the line when the trace is malformed, or incomplete: cut off in the middle
+//!   of a line, or ending without its `end` footer (an interrupted run or a truncated file).
+//!   The recorded prefix of an incomplete trace is still compared: a difference there is
+//!   reported as a divergence first; a matching prefix is mentioned in the exit-2 message.
+//!
+//! Every trace under `traces/regressions/` replays, and every scenario there now passes every
+//! property.
+
+use ringside_sim::check::{props, Case};
+use ringside_sim::trace::{replay, ReplayOutcome};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ringside(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringside"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the ringside binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn files_in(dir: &str, ext: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A trace of `scenario` in a fresh temp dir, as lines.
+fn recorded(dir: &Path, scenario: &str) -> (PathBuf, Vec<String>) {
+    let trace = dir.join("t.jsonl");
+    let o = ringside(&["run", scenario, "--trace", trace.to_str().expect("utf-8")]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", text(&o));
+    let lines = std::fs::read_to_string(&trace)
+        .expect("trace written")
+        .lines()
+        .map(String::from)
+        .collect();
+    (trace, lines)
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, content).expect("write");
+    p.to_str().expect("utf-8").to_string()
+}
+
+#[test]
+fn every_shipped_scenario_replays_identically() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenarios = files_in("scenarios", "toml");
+    assert!(scenarios.len() >= 5);
+    for s in scenarios {
+        let (trace, lines) = recorded(dir.path(), s.to_str().expect("utf-8"));
+        let o = ringside(&["replay", trace.to_str().expect("utf-8")]);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{}: {out}", s.display());
+        let events = lines.len() - 2;
+        assert!(
+            out.contains(&format!("identical: {events} events replayed")),
+            "{}: {out}",
+            s.display()
+        );
+    }
+}
+
+#[test]
+fn an_altered_event_is_reported_at_its_line_with_both_versions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, lines) = recorded(dir.path(), "scenarios/preempt-mid-allreduce.toml");
+    // change one field of event line 9 (a line that still parses)
+    let mut altered = lines.clone();
+    let original = altered[8].clone();
+    altered[8] = original.replacen("\"t\":", "\"t\":7", 1);
+    assert_ne!(altered[8], original);
+    let p = write(dir.path(), "altered.jsonl", &(altered.join("\n") + "\n"));
+    let o = ringside(&["replay", &p]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("diverged at line 9"), "{out}");
+    assert!(out.contains(&format!("expected: {}", altered[8])), "{out}");
+    assert!(out.contains(&format!("actual:   {original}")), "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+}
+
+#[test]
+fn more_or_fewer_events_than_the_run_is_a_divergence() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, lines) = recorded(dir.path(), "scenarios/healthy-allreduce.toml");
+    let n = lines.len();
+    // an event missing in the middle: the run's event lands where the next recorded one is
+    let mut fewer = lines.clone();
+    fewer.remove(4);
+    let p = write(dir.path(), "fewer.jsonl", &(fewer.join("\n") + "\n"));
+    let o = ringside(&["replay", &p]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("diverged at line 5"), "{}", text(&o));
+    // an extra event before the footer: the run ends first
+    let mut more = lines.clone();
+    more.insert(n - 1, lines[n - 2].clone());
+    let p = write(dir.path(), "more.jsonl", &(more.join("\n") + "\n"));
+    let o = ringside(&["replay", &p]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains(&format!("diverged at line {n}")), "{out}");
+    assert!(out.contains("(the end of the run)"), "{out}");
+}
+
+#[test]
+fn a_truncated_trace_exits_2_naming_where_it_stops() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, lines) = recorded(dir.path(), "scenarios/preempt-mid-allreduce.toml");
+    // whole lines kept, the rest (and the footer) gone
+    let p = write(dir.path(), "cut.jsonl", &(lines[..20].join("\n") + "\n"));
+    let o = ringside(&["replay", &p]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("cut.jsonl:20:"), "{out}");
+    assert!(out.contains("incomplete trace"), "{out}");
+    assert!(out.contains("its 19 recorded events match"), "{out}");
+    // every event there, only the footer missing
+    let p = write(
+        dir.path(),
+        "nofooter.jsonl",
+        &(lines[..lines.len() - 1].join("\n") + "\n"),
+    );
+    let o = ringside(&["replay", &p]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains(&format!("nofooter.jsonl:{}:", lines.len() - 1)));
+    // cut in the middle of a line
+    let torn = lines[..12].join("\n") + "\n" + &lines[12][..lines[12].len() / 2];
+    let p = write(dir.path(), "torn.jsonl", &torn);
+    let o = ringside(&["replay", &p]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("torn.jsonl:13:"), "{out}");
+    assert!(out.contains("cut off in the middle of this line"), "{out}");
+    // a prefix that differs is a divergence, even when the trace is cut short
+    let mut bad = lines[..20].to_vec();
+    bad[5] = bad[5].replacen("\"t\":", "\"t\":9", 1);
+    let p = write(dir.path(), "badcut.jsonl", &(bad.join("\n") + "\n"));
+    let o = ringside(&["replay", &p]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("diverged at line 6"));
+    // the header alone
+    let p = write(dir.path(), "header.jsonl", &(lines[0].clone() + "\n"));
+    let o = ringside(&["replay", &p]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("header.jsonl:1:"), "{}", text(&o));
+}
+
+#[test]
+fn malformed_traces_exit_2_naming_the_line_and_never_panic() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_, lines) = recorded(dir.path(), "scenarios/healthy-allreduce.toml");
+    let n = lines.len();
+    let with = |i: usize, l: &str| {
+        let mut v = lines.clone();
+        v[i] = l.to_string();
+        v.join("\n") + "\n"
+    };
+    let footer_digest = lines[n - 1].replace("\"digest\":\"", "\"digest\":\"00");
+    let cases: Vec<(&str, String, usize, &str)> = vec![
+        (
+            "unknown event",
+            with(3, "{\"t\":5,\"kind\":\"no_such_event\"}"),
+            4,
+            "malformed event",
+        ),
+        ("not JSON", with(6, "garbage"), 7, "malformed event"),
+        (
+            "missing field",
+            with(2, "{\"t\":5,\"kind\":\"deliver\"}"),
+            3,
+            "malformed event",
+        ),
+        (
+            "wrong footer digest",
+            with(n - 1, &footer_digest),
+            n,
+            "digest mismatch",
+        ),
+        ("empty file", String::new(), 1, "empty file"),
+        (
+            "not a trace",
+            "{\"format\":\"csv\"}\n".into(),
+            1,
+            "not a ringside trace",
+        ),
+        (
+            "bad embedded scenario",
+            with(0, &lines[0].replace("\"size\":", "\"size\":0,\"x\":")),
+            1,
+            "scenario",
+        ),
+    ];
+    for (what, content, line, fragment) in cases {
+        let p = write(dir.path(), "bad.jsonl", &content);
+        let o = ringside(&["replay", &p]);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{what}: {out}");
+        assert!(out.contains(&format!("bad.jsonl:{line}:")), "{what}: {out}");
+        assert!(out.contains(fragment), "{what}: {out}");
+        assert!(!out.contains("panicked"), "{what}: {out}");
+    }
+    // bytes that are not UTF-8 on an event line
+    let mut bytes = (lines[..3].join("\n") + "\n").into_bytes();
+    bytes.extend_from_slice(b"{\"t\":1,\"kind\":\"\xff\xfe\"}\n");
+    let p = dir.path().join("binary.jsonl");
+    std::fs::write(&p, bytes).expect("write");
+    let o = ringside(&["replay", p.to_str().expect("utf-8")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("binary.jsonl:4:"), "{}", text(&o));
+    let o = ringside(&["replay", "does/not/exist.jsonl"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// Failing cases found by `ringside check` land in `traces/regressions/` (a scenario and its
+/// trace). Once the bug is fixed and the trace re-recorded, both stay as regression tests.
+#[test]
+fn every_regression_replays_and_now_passes_every_property() {
+    let traces = files_in("traces/regressions", "jsonl");
+    for t in &traces {
+        match replay(t) {
+            Ok(ReplayOutcome::Identical { .. }) => {}
+            other => panic!(
+                "{}: {other:?}\nre-record it with `ringside run {} --trace {}`",
+                t.display(),
+                t.with_extension("toml").display(),
+                t.display()
+            ),
+        }
+    }
+    for s in files_in("traces/regressions", "toml") {
+        let scenario = ringside_sim::scenario::load_with(&s, &ringside_sim::engine::SUPPORT)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let case = Case::new(scenario);
+        let out = case.run();
+        for p in props::registry() {
+            if let Err(why) = (p.check)(&case, &out) {
+                panic!("{}: {} fails: {why}", s.display(), p.name);
+            }
+        }
+        assert!(
+            s.with_extension("jsonl").exists(),
+            "{}: its trace is kept next to it",
+            s.display()
+        );
+    }
+}
