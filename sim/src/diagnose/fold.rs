@@ -3,6 +3,7 @@
 //! The same fold serves the run's own report, `explain` on a recorded trace, and the TUI, so
 //! all three see exactly the same state for the same events.
 
+use super::membership::MembershipView;
 use crate::proto::{Generation, GroupId, SeqNo};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, Scenario};
 use crate::trace::{Event, FaultPhase};
@@ -137,6 +138,8 @@ pub struct Fold {
     pub first_abort: Option<(Nanos, u32)>,
     pub diagnosis: Option<(Vec<u32>, Vec<String>)>,
     pub outcome: Option<Outcome>,
+    /// Elastic generations, rendezvous waits and the registry.
+    pub membership: MembershipView,
 }
 
 impl Fold {
@@ -171,6 +174,7 @@ impl Fold {
             first_abort: None,
             diagnosis: None,
             outcome: None,
+            membership: MembershipView::default(),
         }
     }
 
@@ -193,6 +197,7 @@ impl Fold {
         if !matches!(ev, Event::End { .. }) {
             self.events += 1;
         }
+        self.membership.apply(t, ev);
         match ev {
             Event::Fault {
                 index,
@@ -403,6 +408,28 @@ impl Fold {
                 root_causes,
             } => self.diagnosis = Some((blocked.clone(), root_causes.clone())),
             Event::End { outcome, .. } => self.outcome = Some(*outcome),
+            Event::GenerationFormed { rank, .. } => {
+                // the rank leaves its aborted call behind and resumes in the new generation
+                if let Some(v) = self.rank(*rank) {
+                    v.call = None;
+                }
+                self.set_state(*rank, t, RankState::Running);
+            }
+            Event::RendezvousStart { .. }
+            | Event::RendezvousWait { .. }
+            | Event::Suspect { .. }
+            | Event::Joining { .. }
+            | Event::StoreUpdate { .. }
+            | Event::RegistryJoin { .. }
+            | Event::RegistryLeave { .. }
+            | Event::RegistryView { .. }
+            | Event::RegistryNotify { .. }
+            | Event::RegistryMonitor { .. }
+            | Event::RegistryBroadcast { .. }
+            | Event::RegistryDeliver { .. }
+            | Event::RegistryQuery { .. }
+            | Event::RegistryNodeDown { .. }
+            | Event::RegistryNodeUp { .. } => {}
         }
     }
 

@@ -5,8 +5,10 @@
 //! Root causes are the ranks or links at the far end of those edges that a fault explains.
 
 pub mod fold;
+pub mod membership;
 
 pub use fold::{CallView, FaultView, Fold, OpView, RankState, RankView};
+pub use membership::{GenerationView, MembershipView, QueryView, WaitView};
 
 use crate::units::{fmt_ms, Nanos};
 use serde::Serialize;

@@ -3,6 +3,8 @@
 //! the application, so they live here, as the configuration of the rank's workload.
 
 use super::collective::Members;
+use super::elastic::ElasticConfig;
+use super::registry::RegistryConfig;
 use super::types::Rank;
 use crate::scenario::{Algorithm, Dtype, Fault, OpKind, OpSpec, ReduceOp, Scenario};
 use crate::units::Nanos;
@@ -75,6 +77,13 @@ pub struct WorkloadConfig {
     pub step_events: bool,
     /// The world group's members, shared by every rank built from this configuration.
     pub world_members: Arc<Members>,
+    /// Elastic membership, when `[group] elastic` is set.
+    pub elastic: Option<Arc<ElasticConfig>>,
+    /// The registry workload, when the scenario has registry steps.
+    pub registry: Option<Arc<RegistryConfig>>,
+    /// Test-only: `false` lets collectives consume messages of any generation.
+    #[doc(hidden)]
+    pub generation_check: bool,
 }
 
 impl WorkloadConfig {
@@ -139,6 +148,20 @@ impl WorkloadConfig {
             bugs,
             step_events: true,
             world_members: Members::new((0..s.world.size).map(Rank).collect()),
+            elastic: s.group.elastic.as_ref().map(|e| {
+                Arc::new(ElasticConfig {
+                    min_size: e.min_size,
+                    max_size: e.max_size,
+                    heartbeat_interval: e.heartbeat_interval.0,
+                    heartbeat_misses: e.heartbeat_misses,
+                    rendezvous: e.rendezvous,
+                    store: Rank(s.world.size),
+                    quorum_rule: !s.engine.sabotage.no_quorum,
+                    retry: !s.engine.sabotage.no_retry,
+                })
+            }),
+            registry: RegistryConfig::from_scenario(s),
+            generation_check: !s.engine.sabotage.no_generation_check,
         }
     }
 

@@ -1,0 +1,388 @@
+//! The engine's side of elastic membership and the registry: the store node, the generations
+//! formed, trace events, and when an elastic run is over.
+//!
+//! Heartbeats never stop, so an elastic run cannot end by running out of events. It ends when
+//! - every live member of the latest generation (that installed it) has finished the workload
+//!   (`AllFinished`: outcome `rebuilt` after a rebuild, else `completed`); or
+//! - nothing can change any more (`Quiescent`, outcome `stalled`): no fault will begin or end
+//!   and no restart is due, no rank is working, and every rank still in a rendezvous cannot
+//!   succeed — from where it stands it can reach neither a strict majority of its generation's
+//!   members (quorum rendezvous; or, for the store, a live store and `min_size` ranks), nor any
+//!   rank of a later generation to learn from. Ranks outside the group only wait to be let in.
+//!   This is decided from the engine's own knowledge of deaths and links, which the protocol
+//!   never sees; it only ends runs the protocol could not finish anyway;
+//! - or the time limit passes.
+
+use super::{Engine, Slot};
+use crate::proto::collective::Members;
+use crate::proto::elastic::{self, MemberEvent, StoreServer};
+use crate::proto::registry::RegistryEvent;
+use crate::proto::{Fingerprint, Generation, GroupId, ProcConfig, Rank, RankStatus};
+use crate::scenario::RendezvousKind;
+use crate::trace::Event;
+use crate::units::Nanos;
+use std::sync::Arc;
+
+/// A generation as first reported by one of its members.
+#[derive(Clone, Debug)]
+pub(super) struct GenerationRecord {
+    pub generation: Generation,
+    pub members: Arc<Members>,
+    pub formed_ns: Nanos,
+}
+
+/// The store's node id, when the group uses a store rendezvous.
+pub(super) fn store_node(cfg: &ProcConfig) -> Option<Rank> {
+    cfg.elastic
+        .as_ref()
+        .filter(|e| e.rendezvous == RendezvousKind::Store)
+        .map(|e| e.store)
+}
+
+fn ranks(v: &[Rank]) -> Vec<u32> {
+    v.iter().map(|r| r.0).collect()
+}
+
+impl Slot {
+    pub(super) fn alive(&self) -> bool {
+        self.proc.is_some() || self.store.is_some()
+    }
+}
+
+impl Engine<'_> {
+    pub(super) fn start_store(&mut self, r: u32) {
+        if !self.slots[r as usize].alive() {
+            return; // preempted before it could start
+        }
+        if self.record {
+            let incarnation = self.slots[r as usize].incarnation;
+            self.emit(Event::ProcessStart {
+                rank: r,
+                incarnation,
+            });
+        }
+    }
+
+    pub(super) fn restart_store(&mut self, r: u32) {
+        let slot = &mut self.slots[r as usize];
+        slot.restart_pending = false;
+        slot.incarnation += 1;
+        slot.paused = false;
+        slot.store = Some(StoreServer::new(
+            self.cfg.world_members.clone(),
+            slot.incarnation,
+        ));
+        self.net.reset_rank(r, self.now);
+        self.start_store(r);
+    }
+
+    /// Every generation formed after the first, as first reported: (generation, members in
+    /// group-rank order, when).
+    pub fn generations(&self) -> impl Iterator<Item = (Generation, &[Rank], Nanos)> + '_ {
+        self.generations
+            .iter()
+            .map(|g| (g.generation, g.members.ranks.as_slice(), g.formed_ns))
+    }
+
+    /// The latest generation formed (0 before any rebuild).
+    pub fn latest_generation(&self) -> Generation {
+        self.generations
+            .iter()
+            .map(|g| g.generation)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// The members of the generation `rank` called `fp` in.
+    pub(super) fn call_members(&self, rank: u32, fp: &Fingerprint) -> Arc<Members> {
+        let world = || self.cfg.world_members.clone();
+        if fp.generation.0 == 0 {
+            return world();
+        }
+        self.slots[rank as usize]
+            .members
+            .clone()
+            .unwrap_or_else(world)
+    }
+
+    pub(super) fn member_event(&mut self, rank: u32, ev: MemberEvent) {
+        self.maybe_finished = true;
+        let ev = match ev {
+            MemberEvent::GenerationFormed {
+                generation,
+                proposal,
+                group_rank,
+            } => {
+                self.slots[rank as usize].members = Some(proposal.members.clone());
+                if !self.generations.iter().any(|g| g.generation == generation) {
+                    self.generations.push(GenerationRecord {
+                        generation,
+                        members: proposal.members.clone(),
+                        formed_ns: self.now,
+                    });
+                }
+                Event::GenerationFormed {
+                    rank,
+                    group: GroupId(0),
+                    generation,
+                    members: ranks(proposal.ranks()),
+                    group_rank,
+                    resume_iteration: proposal.resume,
+                }
+            }
+            MemberEvent::RendezvousStart { target, reason } => Event::RendezvousStart {
+                rank,
+                target,
+                reason,
+            },
+            MemberEvent::RendezvousWait {
+                target,
+                reachable,
+                quorum,
+                min_size,
+                reason,
+            } => Event::RendezvousWait {
+                rank,
+                target,
+                reachable: ranks(&reachable),
+                quorum,
+                min_size,
+                reason,
+            },
+            MemberEvent::Suspect { peer, silent_ns } => Event::Suspect {
+                rank,
+                peer: peer.0,
+                silent_ns,
+            },
+            MemberEvent::Joining { known, reason } => Event::Joining {
+                rank,
+                known,
+                reason,
+            },
+            MemberEvent::StoreUpdate {
+                version,
+                generation,
+                members,
+                round,
+                participants,
+            } => Event::StoreUpdate {
+                rank,
+                version,
+                generation,
+                members: ranks(&members),
+                round,
+                participants: ranks(&participants),
+            },
+        };
+        if self.record {
+            self.emit(ev);
+        }
+    }
+
+    pub(super) fn registry_event(&mut self, rank: u32, ev: RegistryEvent) {
+        // a step ran, or a view changed: the run may be over
+        self.maybe_finished = true;
+        if !self.record {
+            return;
+        }
+        let ev = match ev {
+            RegistryEvent::Join { scope, group } => Event::RegistryJoin { rank, scope, group },
+            RegistryEvent::Leave { scope, group } => Event::RegistryLeave { rank, scope, group },
+            RegistryEvent::View {
+                scope,
+                group,
+                members,
+            } => Event::RegistryView {
+                rank,
+                scope,
+                group,
+                members: ranks(&members),
+            },
+            RegistryEvent::Notify {
+                scope,
+                group,
+                joined,
+                left,
+            } => Event::RegistryNotify {
+                rank,
+                scope,
+                group,
+                joined: ranks(&joined),
+                left: ranks(&left),
+            },
+            RegistryEvent::Monitor {
+                scope,
+                group,
+                members,
+            } => Event::RegistryMonitor {
+                rank,
+                scope,
+                group,
+                members: ranks(&members),
+            },
+            RegistryEvent::Broadcast {
+                scope,
+                group,
+                message,
+                to,
+            } => Event::RegistryBroadcast {
+                rank,
+                scope,
+                group,
+                message,
+                to: ranks(&to),
+            },
+            RegistryEvent::Deliver {
+                scope,
+                group,
+                from,
+                message,
+                items,
+            } => Event::RegistryDeliver {
+                rank,
+                scope,
+                group,
+                from: from.0,
+                message,
+                items,
+            },
+            RegistryEvent::Query {
+                scope,
+                group,
+                members,
+                local,
+                expected,
+            } => Event::RegistryQuery {
+                rank,
+                scope,
+                group,
+                members: ranks(&members),
+                local,
+                expected: expected.map(|e| ranks(&e)),
+            },
+            RegistryEvent::NodeDown { node, silent_ns } => Event::RegistryNodeDown {
+                rank,
+                node: node.0,
+                silent_ns,
+            },
+            RegistryEvent::NodeUp { node } => Event::RegistryNodeUp { rank, node: node.0 },
+        };
+        self.emit(ev);
+    }
+
+    /// Every live member of the latest generation that installed it has finished.
+    pub(super) fn elastic_finished(&self) -> bool {
+        let latest = self.latest_generation();
+        let members = self
+            .generations
+            .iter()
+            .find(|g| g.generation == latest)
+            .map_or_else(|| self.cfg.world_members.clone(), |g| g.members.clone());
+        let mut any = false;
+        for &r in &members.ranks {
+            let Some(p) = self.slots[r.idx()].proc.as_ref() else {
+                continue;
+            };
+            let installed = p
+                .membership()
+                .is_some_and(|m| m.generation == latest && m.phase != elastic::Phase::Joining);
+            if !installed {
+                continue; // a restarted process: a newcomer, not this generation's member
+            }
+            if p.status() != RankStatus::Done {
+                return false;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// Nothing can change any more (see the module doc).
+    pub(super) fn stuck(&self) -> bool {
+        if self.pending_faults > 0 {
+            return false;
+        }
+        for r in 0..self.ranks {
+            let slot = &self.slots[r as usize];
+            let Some(p) = slot.proc.as_ref() else {
+                continue;
+            };
+            if slot.paused || p.registry().is_some_and(|reg| !reg.finished()) {
+                return false;
+            }
+            if matches!(p.status(), RankStatus::Done | RankStatus::Refused) {
+                continue;
+            }
+            let Some(m) = p.membership() else {
+                return false;
+            };
+            match m.phase {
+                elastic::Phase::Member => return false,
+                elastic::Phase::Joining => {}
+                elastic::Phase::Rendezvous => {
+                    if self.can_progress(r, m.generation, m.members) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Messages get through both ways between `a` and `b` now.
+    fn linked(&self, a: u32, b: u32) -> bool {
+        a == b || (!self.faults.cut(a, b) && !self.faults.cut(b, a))
+    }
+
+    /// Whether rank `r`, agreeing on the generation after `generation`, can still succeed or
+    /// learn of a later generation.
+    fn can_progress(&self, r: u32, generation: Generation, members: &Members) -> bool {
+        let Some(cfg) = self.elastic.as_ref() else {
+            return false;
+        };
+        let view = |x: u32| {
+            self.slots[x as usize]
+                .proc
+                .as_ref()
+                .and_then(|p| p.membership())
+        };
+        let reach: Vec<u32> = (0..self.ranks)
+            .filter(|&x| self.slots[x as usize].proc.is_some() && self.linked(r, x))
+            .collect();
+        if reach
+            .iter()
+            .any(|&x| view(x).is_some_and(|m| m.generation > generation))
+        {
+            return true;
+        }
+        let min = cfg.min_size as usize;
+        match cfg.rendezvous {
+            RendezvousKind::Quorum => {
+                let voters = reach
+                    .iter()
+                    .filter(|&&x| members.index(Rank(x)).is_some())
+                    .filter(|&&x| {
+                        view(x).is_some_and(|m| {
+                            m.generation == generation && m.phase != elastic::Phase::Joining
+                        })
+                    })
+                    .count();
+                (voters * 2 > members.len() || !cfg.quorum_rule) && reach.len() >= min
+            }
+            RendezvousKind::Store => {
+                let store = self.ranks;
+                let usable = self.slots[store as usize]
+                    .store
+                    .as_ref()
+                    .is_some_and(|s| !s.lost());
+                if !usable || !self.linked(r, store) {
+                    return false;
+                }
+                let with_store = (0..self.ranks)
+                    .filter(|&x| self.slots[x as usize].proc.is_some() && self.linked(x, store))
+                    .count();
+                with_store >= min
+            }
+        }
+    }
+}
