@@ -454,6 +454,9 @@ impl<'r> Engine<'r> {
             Ev::Restart(r) => {
                 self.pending_faults -= 1;
                 self.maybe_finished = true;
+                if self.slots[r as usize].alive() {
+                    return; // an earlier restart (of an overlapping preemption) brought it back
+                }
                 if r >= self.ranks {
                     return self.restart_store(r);
                 }

@@ -137,6 +137,7 @@ impl Decision {
 pub struct Elastic {
     cfg: Arc<ElasticConfig>,
     me: Rank,
+    incarnation: u32,
     world: Arc<Members>,
     generation: Generation,
     current: Arc<Proposal>,
@@ -164,11 +165,9 @@ impl Elastic {
         Elastic {
             cfg,
             me,
+            incarnation,
             generation: Generation(0),
-            current: Arc::new(Proposal {
-                members: world.clone(),
-                resume: 0,
-            }),
+            current: Proposal::world(world.clone()),
             world,
             phase: if incarnation == 0 {
                 Phase::Member
@@ -270,8 +269,9 @@ impl Elastic {
                     self.detector.heard(now, from);
                 } else if generation > self.generation {
                     self.datagram(out, from, M::Query);
-                } else if generation < self.generation && self.phase != Phase::Joining {
-                    // the sender is behind: tell it what it missed
+                } else if generation < self.generation {
+                    // the sender is behind: tell it what it missed (a process outside the
+                    // group too: the generation it heard of was decided all the same)
                     self.send_commit(out, from);
                 }
                 Decision::None
@@ -293,10 +293,19 @@ impl Elastic {
             M::Promise {
                 target,
                 ballot,
+                incarnation,
                 voter,
                 accepted,
                 completed,
-            } => self.on_promise(now, from, target, ballot, voter, accepted, completed, out),
+            } => {
+                let answer = quorum::Answer {
+                    incarnation,
+                    voter,
+                    accepted,
+                    completed,
+                };
+                self.on_promise(now, from, target, ballot, answer, out)
+            }
             M::Reject {
                 target,
                 ballot,
@@ -372,7 +381,7 @@ impl Elastic {
         }
     }
 
-    /// A generation was decided: install it if this rank is a member, else ask to join.
+    /// A generation was decided: install it if this process is a member, else ask to join.
     fn learn(
         &mut self,
         now: Nanos,
@@ -383,7 +392,7 @@ impl Elastic {
         if generation <= self.generation {
             return Decision::None;
         }
-        if proposal.contains(self.me) {
+        if proposal.has_process(self.me, self.incarnation) {
             return self.install(now, generation, proposal, out);
         }
         self.generation = generation;

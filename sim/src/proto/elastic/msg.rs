@@ -13,25 +13,47 @@ pub struct Ballot {
 }
 
 /// The value a rendezvous agrees on: the members of the next generation, in group-rank order
-/// (ascending world ranks), and the iteration the workload resumes from.
+/// (ascending world ranks), each with the incarnation of its process, and the iteration the
+/// workload resumes from. Members are processes, not ranks: a restarted process is not the
+/// member its previous incarnation was.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Proposal {
     pub members: Arc<Members>,
+    /// The incarnation of each member, in the order of `members`.
+    pub incarnations: Vec<u32>,
     pub resume: u32,
 }
 
 impl Proposal {
-    pub fn new(mut members: Vec<Rank>, resume: u32) -> Arc<Proposal> {
+    pub fn new(mut members: Vec<(Rank, u32)>, resume: u32) -> Arc<Proposal> {
         members.sort_unstable();
-        members.dedup();
+        members.dedup_by_key(|m| m.0);
         Arc::new(Proposal {
-            members: Members::new(members),
+            incarnations: members.iter().map(|m| m.1).collect(),
+            members: Members::new(members.into_iter().map(|m| m.0).collect()),
             resume,
         })
     }
 
+    /// Generation 0: every rank's first process.
+    pub fn world(members: Arc<Members>) -> Arc<Proposal> {
+        Arc::new(Proposal {
+            incarnations: vec![0; members.len()],
+            members,
+            resume: 0,
+        })
+    }
+
+    /// Whether rank `r` (some process of it) is a member.
     pub fn contains(&self, r: Rank) -> bool {
         self.members.index(r).is_some()
+    }
+
+    /// Whether the process `incarnation` of rank `r` is a member.
+    pub fn has_process(&self, r: Rank, incarnation: u32) -> bool {
+        self.members
+            .index(r)
+            .is_some_and(|i| self.incarnations[i as usize] == incarnation)
     }
 
     pub fn ranks(&self) -> &[Rank] {
@@ -44,14 +66,18 @@ impl Proposal {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreRound {
     pub target: Generation,
-    pub participants: Vec<(Rank, Option<u32>)>,
+    /// (rank, incarnation, iterations completed).
+    pub participants: Vec<(Rank, u32, Option<u32>)>,
     /// Set once `min_size` participants are in: the round closes then (or when it is full).
     pub last_call: Option<Nanos>,
 }
 
 impl StoreRound {
-    pub fn has(&self, r: Rank) -> bool {
-        self.participants.iter().any(|(p, _)| *p == r)
+    /// Whether the process `incarnation` of rank `r` joined the round.
+    pub fn has(&self, r: Rank, incarnation: u32) -> bool {
+        self.participants
+            .iter()
+            .any(|(p, i, _)| *p == r && *i == incarnation)
     }
 }
 
@@ -80,6 +106,8 @@ pub enum ElasticMsg {
     Promise {
         target: Generation,
         ballot: Ballot,
+        /// The answering process.
+        incarnation: u32,
         voter: bool,
         accepted: Option<(Ballot, Arc<Proposal>)>,
         completed: Option<u32>,

@@ -31,10 +31,11 @@ use std::sync::Arc;
 
 /// One answer to a prepare.
 #[derive(Clone, Debug)]
-struct Answer {
-    voter: bool,
-    accepted: Option<(Ballot, Arc<Proposal>)>,
-    completed: Option<u32>,
+pub(super) struct Answer {
+    pub incarnation: u32,
+    pub voter: bool,
+    pub accepted: Option<(Ballot, Arc<Proposal>)>,
+    pub completed: Option<u32>,
 }
 
 /// A round this rank proposes.
@@ -102,6 +103,7 @@ impl Elastic {
         answers.insert(
             self.me,
             Answer {
+                incarnation: self.incarnation,
                 voter: true,
                 accepted: q.accepted_for(target),
                 completed: Some(progress.completed),
@@ -160,17 +162,18 @@ impl Elastic {
         let joiner = ElasticMsg::Promise {
             target,
             ballot,
+            incarnation: self.incarnation,
             voter: false,
             accepted: None,
             completed: None,
         };
-        if self.phase == Phase::Joining {
-            self.send(out, from, joiner);
-            return Decision::None;
-        }
         let g = self.generation;
         if target <= g {
             self.send_commit(out, from); // the proposer is behind
+            return Decision::None;
+        }
+        if self.phase == Phase::Joining {
+            self.send(out, from, joiner);
             return Decision::None;
         }
         if target.0 > g.0 + 1 {
@@ -199,6 +202,7 @@ impl Elastic {
         let promise = ElasticMsg::Promise {
             target,
             ballot,
+            incarnation: self.incarnation,
             voter: true,
             accepted: self.quorum.accepted_for(target),
             completed: Some(progress.completed),
@@ -244,34 +248,24 @@ impl Elastic {
         d
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_promise(
         &mut self,
         now: Nanos,
         from: Rank,
         target: Generation,
         ballot: Ballot,
-        voter: bool,
-        accepted: Option<(Ballot, Arc<Proposal>)>,
-        completed: Option<u32>,
+        mut answer: Answer,
         out: &mut Outbox,
     ) -> Decision {
-        // only members of the previous generation vote
-        let voter = voter && self.current.contains(from);
+        // only the processes that installed the previous generation vote
+        answer.voter = answer.voter && self.current.has_process(from, answer.incarnation);
         let Some(r) = self.quorum.round.as_mut() else {
             return Decision::None;
         };
         if r.ballot != ballot || r.target != target || r.accepting.is_some() {
             return Decision::None;
         }
-        r.answers.insert(
-            from,
-            Answer {
-                voter,
-                accepted,
-                completed,
-            },
-        );
+        r.answers.insert(from, answer);
         r.awaited.remove(&from);
         if r.awaited.is_empty() {
             return self.collected(now, out);
@@ -360,8 +354,14 @@ impl Elastic {
             .filter(|(_, a)| a.voter)
             .map(|(k, _)| *k)
             .collect();
-        let mut candidates = voters.clone();
-        candidates.extend(r.answers.iter().filter(|(_, a)| !a.voter).map(|(k, _)| *k));
+        // members carried over first, then newcomers, at most max_size
+        let mut candidates: Vec<(Rank, u32)> = r
+            .answers
+            .iter()
+            .filter(|(_, a)| a.voter)
+            .chain(r.answers.iter().filter(|(_, a)| !a.voter))
+            .map(|(k, a)| (*k, a.incarnation))
+            .collect();
         candidates.truncate(self.cfg.max_size as usize);
         let majority = voters.len() * 2 > n;
         let enough = candidates.len() >= self.cfg.min_size as usize;

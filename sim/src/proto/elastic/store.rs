@@ -106,7 +106,7 @@ impl Elastic {
             let opened = state
                 .round
                 .as_ref()
-                .is_some_and(|r| r.target == self.next() && !r.has(self.me));
+                .is_some_and(|r| r.target == self.next() && !r.has(self.me, self.incarnation));
             if !opened {
                 return d;
             }
@@ -134,7 +134,7 @@ impl Elastic {
         progress: Progress,
         out: &mut Outbox,
     ) {
-        let me = self.me;
+        let (me, inc) = (self.me, self.incarnation);
         let mine = if self.phase == Phase::Joining {
             None
         } else {
@@ -151,13 +151,15 @@ impl Elastic {
                 }
                 StoreRound {
                     target: Generation(s.generation.0 + 1),
-                    participants: vec![(me, mine)],
+                    participants: vec![(me, inc, mine)],
                     last_call: None,
                 }
             }
-            Some(r) if !r.has(me) => {
+            Some(r) if !r.has(me, inc) => {
+                // an earlier process of this rank may have joined: this one replaces it
                 let mut r = r.clone();
-                r.participants.push((me, mine));
+                r.participants.retain(|(p, _, _)| *p != me);
+                r.participants.push((me, inc, mine));
                 r
             }
             Some(r) => {
@@ -172,7 +174,7 @@ impl Elastic {
                     r
                 } else {
                     if n < min {
-                        let reachable = r.participants.iter().map(|(p, _)| *p).collect();
+                        let reachable = r.participants.iter().map(|(p, _, _)| *p).collect();
                         let reason =
                             format!("too few ranks: {n} joined the round, min_size is {min}");
                         self.wait(r.target, reachable, min as u32, reason, out);
@@ -199,16 +201,17 @@ impl Elastic {
     ) {
         let mut ps = r.participants.clone();
         // members carried over (with progress) first, when the round is over-full
-        ps.sort_by_key(|(rank, completed)| (completed.is_none(), *rank));
+        ps.sort_by_key(|(rank, _, completed)| (completed.is_none(), *rank));
         ps.truncate(self.cfg.max_size as usize);
         let resume = ps
             .iter()
-            .filter_map(|(_, c)| *c)
+            .filter_map(|(_, _, c)| *c)
             .min()
             .unwrap_or(s.proposal.resume);
+        let members = ps.into_iter().map(|(p, i, _)| (p, i)).collect();
         let state = StoreState {
             generation: r.target,
-            proposal: Proposal::new(ps.into_iter().map(|(p, _)| p).collect(), resume),
+            proposal: Proposal::new(members, resume),
             round: None,
         };
         self.store_cas(now, version, state, out);
@@ -241,10 +244,7 @@ impl StoreServer {
             version: 0,
             state: Arc::new(StoreState {
                 generation: Generation(0),
-                proposal: Arc::new(Proposal {
-                    members: world,
-                    resume: 0,
-                }),
+                proposal: Proposal::world(world),
                 round: None,
             }),
             lost: incarnation > 0,
@@ -280,7 +280,7 @@ impl StoreServer {
                         participants: s
                             .round
                             .as_ref()
-                            .map(|r| r.participants.iter().map(|(p, _)| *p).collect())
+                            .map(|r| r.participants.iter().map(|(p, _, _)| *p).collect())
                             .unwrap_or_default(),
                     }));
                 }
