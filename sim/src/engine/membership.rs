@@ -21,7 +21,55 @@ use crate::proto::{Fingerprint, Generation, GroupId, ProcConfig, Rank, RankStatu
 use crate::scenario::RendezvousKind;
 use crate::trace::Event;
 use crate::units::Nanos;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// Where a rank stands, for deciding when an elastic run is over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum Standing {
+    /// Dead (or the store's slot).
+    #[default]
+    Off,
+    /// A member of the generation, running its workload.
+    Working(Generation),
+    /// A member of the generation, finished.
+    Done(Generation),
+    /// A member of the generation, agreeing on the next one.
+    Rendezvous(Generation),
+    /// Outside the group.
+    Outside,
+}
+
+/// How many ranks stand where.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Tally {
+    working: u32,
+    /// Ranks that installed each generation and are still in it (working, done or in a
+    /// rendezvous), and how many of them are done.
+    installed: BTreeMap<Generation, u32>,
+    done: BTreeMap<Generation, u32>,
+}
+
+impl Tally {
+    fn add(&mut self, s: Standing, by: i64) {
+        let bump = |m: &mut BTreeMap<Generation, u32>, g: Generation| {
+            let v = m.entry(g).or_insert(0);
+            *v = (i64::from(*v) + by) as u32;
+        };
+        match s {
+            Standing::Working(g) => {
+                self.working = (i64::from(self.working) + by) as u32;
+                bump(&mut self.installed, g);
+            }
+            Standing::Done(g) => {
+                bump(&mut self.installed, g);
+                bump(&mut self.done, g);
+            }
+            Standing::Rendezvous(g) => bump(&mut self.installed, g),
+            Standing::Off | Standing::Outside => {}
+        }
+    }
+}
 
 /// A generation as first reported by one of its members.
 #[derive(Clone, Debug)]
@@ -107,29 +155,37 @@ impl Engine<'_> {
 
     pub(super) fn member_event(&mut self, rank: u32, ev: MemberEvent) {
         self.maybe_finished = true;
+        if let MemberEvent::GenerationFormed {
+            generation,
+            proposal,
+            ..
+        } = &ev
+        {
+            self.slots[rank as usize].members = Some(proposal.members.clone());
+            if !self.generations.iter().any(|g| g.generation == *generation) {
+                self.generations.push(GenerationRecord {
+                    generation: *generation,
+                    members: proposal.members.clone(),
+                    formed_ns: self.now,
+                });
+            }
+        }
+        if !self.record {
+            return;
+        }
         let ev = match ev {
             MemberEvent::GenerationFormed {
                 generation,
                 proposal,
                 group_rank,
-            } => {
-                self.slots[rank as usize].members = Some(proposal.members.clone());
-                if !self.generations.iter().any(|g| g.generation == generation) {
-                    self.generations.push(GenerationRecord {
-                        generation,
-                        members: proposal.members.clone(),
-                        formed_ns: self.now,
-                    });
-                }
-                Event::GenerationFormed {
-                    rank,
-                    group: GroupId(0),
-                    generation,
-                    members: ranks(proposal.ranks()),
-                    group_rank,
-                    resume_iteration: proposal.resume,
-                }
-            }
+            } => Event::GenerationFormed {
+                rank,
+                group: GroupId(0),
+                generation,
+                members: ranks(proposal.ranks()),
+                group_rank,
+                resume_iteration: proposal.resume,
+            },
             MemberEvent::RendezvousStart { target, reason } => Event::RendezvousStart {
                 rank,
                 target,
@@ -174,9 +230,7 @@ impl Engine<'_> {
                 participants: ranks(&participants),
             },
         };
-        if self.record {
-            self.emit(ev);
-        }
+        self.emit(ev);
     }
 
     pub(super) fn registry_event(&mut self, rank: u32, ev: RegistryEvent) {
@@ -270,31 +324,56 @@ impl Engine<'_> {
         self.emit(ev);
     }
 
-    /// Every live member of the latest generation that installed it has finished.
+    /// Counts `rank` where it stands now (after each input it handles, and when it dies).
+    pub(super) fn recount(&mut self, rank: u32) {
+        let slot = &self.slots[rank as usize];
+        let now = match slot.proc.as_ref() {
+            None => Standing::Off,
+            Some(p) => match p.membership() {
+                None => Standing::Off,
+                Some(m) => match m.phase {
+                    elastic::Phase::Joining => Standing::Outside,
+                    elastic::Phase::Rendezvous => Standing::Rendezvous(m.generation),
+                    elastic::Phase::Member if p.status() == RankStatus::Done => {
+                        Standing::Done(m.generation)
+                    }
+                    elastic::Phase::Member => Standing::Working(m.generation),
+                },
+            },
+        };
+        let before = slot.standing;
+        if before != now {
+            self.tally.add(before, -1);
+            self.tally.add(now, 1);
+            self.slots[rank as usize].standing = now;
+        }
+    }
+
+    /// Every live process that installed the latest generation (and is still in it) has
+    /// finished the workload: a restarted process is a newcomer, not one of them.
     pub(super) fn elastic_finished(&self) -> bool {
         let latest = self.latest_generation();
-        let members = self
-            .generations
-            .iter()
-            .find(|g| g.generation == latest)
-            .map_or_else(|| self.cfg.world_members.clone(), |g| g.members.clone());
-        let mut any = false;
-        for &r in &members.ranks {
-            let Some(p) = self.slots[r.idx()].proc.as_ref() else {
-                continue;
-            };
-            let installed = p
-                .membership()
-                .is_some_and(|m| m.generation == latest && m.phase != elastic::Phase::Joining);
-            if !installed {
-                continue; // a restarted process: a newcomer, not this generation's member
-            }
-            if p.status() != RankStatus::Done {
-                return false;
-            }
-            any = true;
+        let installed = self.tally.installed.get(&latest).copied().unwrap_or(0);
+        installed > 0 && self.tally.done.get(&latest).copied().unwrap_or(0) == installed
+    }
+
+    /// After each event of an elastic run: stop when finished; when no rank works and no
+    /// fault is due, look again a rendezvous timeout later whether anything can still happen.
+    pub(super) fn settle(&mut self) {
+        if self.stop.is_some() {
+            return;
         }
-        any
+        if self.elastic_finished() {
+            self.stop = Some(super::StopReason::AllFinished);
+            return;
+        }
+        if self.tally.working == 0 && self.pending_faults == 0 && !self.settling {
+            if let Some(cfg) = self.elastic.as_ref() {
+                let at = self.now + cfg.rendezvous_timeout();
+                self.settling = true;
+                self.push(at, super::Ev::Settle);
+            }
+        }
     }
 
     /// Nothing can change any more (see the module doc).

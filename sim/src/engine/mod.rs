@@ -74,6 +74,8 @@ enum Ev {
     FaultBegin(usize),
     FaultEnd(usize),
     Restart(u32),
+    /// Elastic: no rank is working and no fault is due; see whether anything can still happen.
+    Settle,
 }
 
 struct Slot {
@@ -93,6 +95,8 @@ struct Slot {
     members: Option<Arc<Members>>,
     /// The store node of a store rendezvous (this slot has no rank process).
     store: Option<StoreServer>,
+    /// Elastic: where the rank stands, as last counted in `Engine::tally`.
+    standing: membership::Standing,
 }
 
 /// Why a run stopped.
@@ -158,6 +162,10 @@ pub struct Engine<'r> {
     pending_faults: u32,
     /// Every generation formed: (generation, members, when), in the order first reported.
     generations: Vec<membership::GenerationRecord>,
+    /// Elastic: how many ranks stand where, so that the end of a run is noticed in O(1).
+    tally: membership::Tally,
+    /// Elastic: an `Ev::Settle` is in the queue.
+    settling: bool,
 }
 
 impl<'r> Engine<'r> {
@@ -194,6 +202,7 @@ impl<'r> Engine<'r> {
                     call: None,
                     members: None,
                     store: (r == p).then(|| StoreServer::new(cfg.world_members.clone(), 0)),
+                    standing: membership::Standing::Off,
                 })
                 .collect(),
             net,
@@ -212,6 +221,8 @@ impl<'r> Engine<'r> {
             elastic: cfg.elastic.clone(),
             pending_faults: 0,
             generations: Vec::new(),
+            tally: membership::Tally::default(),
+            settling: false,
         };
         for (i, f) in scenario.faults.iter().enumerate() {
             if let Some(at) = f.at() {
@@ -314,13 +325,13 @@ impl<'r> Engine<'r> {
         debug_assert!(t >= self.now, "time never goes back");
         self.now = t;
         self.dispatch(ev);
-        if self.maybe_finished {
+        if self.elastic.is_some() {
+            self.maybe_finished = false;
+            self.settle();
+        } else if self.maybe_finished {
             self.maybe_finished = false;
             if self.stop.is_none() && self.all_finished() {
                 self.stop = Some(StopReason::AllFinished);
-            } else if self.stop.is_none() && self.elastic.is_some() && self.stuck() {
-                // heartbeats would go on forever: stop once nothing else can happen
-                self.stop = Some(StopReason::Quiescent);
             }
         }
         self.stop.is_none()
@@ -451,6 +462,13 @@ impl<'r> Engine<'r> {
             }
             Ev::FaultBegin(i) => self.fault(i, FaultPhase::Begin),
             Ev::FaultEnd(i) => self.fault(i, FaultPhase::End),
+            Ev::Settle => {
+                self.settling = false;
+                if self.stop.is_none() && self.stuck() {
+                    // heartbeats would go on forever: stop once nothing else can happen
+                    self.stop = Some(StopReason::Quiescent);
+                }
+            }
             Ev::Restart(r) => {
                 self.pending_faults -= 1;
                 self.maybe_finished = true;
@@ -509,6 +527,9 @@ impl<'r> Engine<'r> {
         self.apply(rank, outs.drain(..));
         out.out = outs;
         self.out = out;
+        if self.elastic.is_some() {
+            self.recount(rank);
+        }
     }
 
     fn apply(&mut self, rank: u32, mut outs: impl Iterator<Item = Output>) {
@@ -805,6 +826,9 @@ impl<'r> Engine<'r> {
         self.maybe_finished = true;
         // bump the incarnation so the dead process's messages and timers are dropped
         slot.incarnation += 1;
+        if self.elastic.is_some() {
+            self.recount(rank);
+        }
         self.net.reset_rank(rank, self.now);
         if self.record {
             self.emit(Event::ProcessDeath {
