@@ -593,3 +593,6 @@ impl Elastic {
         self.timer += 1;
     }
 }
+
+#[cfg(test)]
+mod tests;

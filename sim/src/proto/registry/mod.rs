@@ -530,3 +530,6 @@ impl Registry {
         out.send(to, Msg::Registry(Box::new(m)), bytes);
     }
 }
+
+#[cfg(test)]
+mod tests;
