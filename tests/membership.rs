@@ -525,3 +525,26 @@ fn a_dead_store_stops_every_rebuild() {
     let rec = check_elastic(&s, true).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Rebuilt);
 }
+
+#[test]
+fn faults_name_the_store_only_with_a_store_rendezvous() {
+    let plain = "name = \"s\"\n[world]\nsize = 3\n[workload]\n[[faults]]\nkind = \"preempt\"\nrank = 3\nat = \"1ms\"\n";
+    let e = parse(plain, "s.toml").expect_err("no store without a store rendezvous");
+    assert_eq!(e.key, "faults[0].rank", "{e}");
+    let store = plain.replace(
+        "[workload]",
+        "[group]\nelastic = { min_size = 2, max_size = 3, rendezvous = \"store\" }\n[workload]",
+    );
+    assert!(parse(&store, "s.toml").is_ok());
+    let cut = store.replace(
+        "kind = \"preempt\"\nrank = 3\n",
+        "kind = \"partition\"\nsides = [[0, 1], [2, 3]]\n",
+    );
+    assert!(
+        parse(&cut, "s.toml").is_ok(),
+        "the store can be partitioned off"
+    );
+    let beyond = store.replace("rank = 3", "rank = 4");
+    let e = parse(&beyond, "s.toml").expect_err("nothing after the store");
+    assert_eq!(e.key, "faults[0].rank", "{e}");
+}

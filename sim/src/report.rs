@@ -370,13 +370,20 @@ impl RunReport {
                 }
             ));
         }
+        let rebuilt = self.generations.len() > 1;
         for o in &self.ops {
             let dur = match o.end_ns {
                 Some(e) => fmt_time(e - o.start_ns),
                 None => "unfinished".into(),
             };
+            // sequence numbers start again in every generation
+            let generation = if rebuilt {
+                format!(" in generation {}", o.generation)
+            } else {
+                String::new()
+            };
             s.push_str(&format!(
-                "  iter {} op {}: {} #{} ({}, {} bytes) {} — {}/{} ranks{}\n",
+                "  iter {} op {}: {} #{}{generation} ({}, {} bytes) {} — {}/{} ranks{}\n",
                 o.iteration,
                 o.index,
                 o.op,
