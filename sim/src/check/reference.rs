@@ -29,7 +29,11 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
     };
     match fp.op {
         OpKind::Barrier => None,
-        OpKind::Broadcast => members.get(fp.root as usize).map(|&r| input(r)),
+        // a root past the group's end is its last member, as the group clamps it
+        OpKind::Broadcast => {
+            let root = (fp.root as usize).min(members.len().saturating_sub(1));
+            members.get(root).map(|&r| input(r))
+        }
         OpKind::Allgather => {
             let mut out = Buffer::empty(fp.dtype);
             for &r in members {

@@ -158,6 +158,8 @@ pub struct ElasticCase {
     pub iterations: u32,
     pub compute_ms: u32,
     pub algorithm: &'static str,
+    /// A second op of the iteration, as TOML lines (none: the allreduce alone).
+    pub second: Option<&'static str>,
     pub store: bool,
     pub faults: Vec<FaultCase>,
     pub heals: bool,
@@ -214,6 +216,9 @@ impl ElasticCase {
             self.compute_ms,
             self.algorithm,
         );
+        if let Some(op) = self.second {
+            s.push_str(&format!("[[workload.ops]]\n{op}\n"));
+        }
         for f in &self.faults {
             s.push_str(&f.toml());
         }
@@ -234,22 +239,33 @@ pub fn elastic_case(heals: bool) -> impl Strategy<Value = ElasticCase> {
             15u32..=30,
             5u32..=12,
             prop_oneof![Just("ring"), Just("recursive_doubling"), Just("tree")],
+            proptest::option::of(prop_oneof![
+                // roots past a shrunken generation's end are clamped to its last member
+                Just("op = \"broadcast\"\nbytes = \"256KiB\"\nroot = 2"),
+                Just("op = \"reduce\"\nbytes = \"256KiB\"\nroot = 1\nreduce = \"max\""),
+                Just("op = \"reduce_scatter\"\nbytes = \"256KiB\""),
+                Just("op = \"allgather\"\nbytes = \"256KiB\""),
+                Just("op = \"barrier\""),
+            ]),
             proptest::bool::weighted(0.2),
             faults(size, heals, 4, 1),
             any::<u64>(),
         )
             .prop_map(
-                move |(iterations, compute_ms, algorithm, store, faults, seed)| ElasticCase {
-                    size,
-                    min_size: if small_quorum { 1 } else { 2 },
-                    iterations,
-                    compute_ms,
-                    algorithm,
-                    // in the liveness phase the store must survive: it cannot be restarted
-                    store: store && (heals || faults.is_empty()),
-                    faults,
-                    heals,
-                    seed,
+                move |(iterations, compute_ms, algorithm, second, store, faults, seed)| {
+                    ElasticCase {
+                        size,
+                        min_size: if small_quorum { 1 } else { 2 },
+                        iterations,
+                        compute_ms,
+                        algorithm,
+                        second,
+                        // in the liveness phase the store must survive: it cannot be restarted
+                        store: store && (heals || faults.is_empty()),
+                        faults,
+                        heals,
+                        seed,
+                    }
                 },
             )
     })
