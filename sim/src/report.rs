@@ -1,6 +1,6 @@
 //! The result of `ringside run`: the `--json` object of DESIGN §3, and the same in sentences.
 
-use crate::diagnose::{ranks_phrase, Blocked, Diagnosis, Fold, OpView, Straggler};
+use crate::diagnose::{ranks_phrase, Blocked, Diagnosis, Fold, OpView, QueryView, Straggler};
 use crate::scenario::{Expect, OpKind, Outcome};
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use serde::Serialize;
@@ -46,6 +46,35 @@ pub struct GenerationReport {
     pub formed_ns: Nanos,
 }
 
+/// A registry query: what one rank saw of a group, and what the scenario expected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct QueryReport {
+    pub t_ns: Nanos,
+    pub rank: u32,
+    pub scope: String,
+    pub group: String,
+    pub members: Vec<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Vec<u32>>,
+}
+
+impl QueryReport {
+    pub fn from_view(q: &QueryView) -> QueryReport {
+        QueryReport {
+            t_ns: q.t,
+            rank: q.rank,
+            scope: q.scope.clone(),
+            group: q.group.clone(),
+            members: q.members.clone(),
+            expected: q.expected.clone(),
+        }
+    }
+
+    pub fn ok(&self) -> bool {
+        self.expected.as_ref().is_none_or(|e| *e == self.members)
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ExpectReport {
     pub ok: bool,
@@ -70,6 +99,9 @@ pub struct RunReport {
     /// stalled).
     pub stragglers: Vec<Straggler>,
     pub generations: Vec<GenerationReport>,
+    /// Registry queries (none without a registry workload).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<QueryReport>,
     pub expect: ExpectReport,
 }
 
@@ -258,6 +290,17 @@ pub fn check_expect(expect: Option<&Expect>, r: &RunReport) -> ExpectReport {
             }
         }
     }
+    // a registry query's `expect_members` is an expectation of its own
+    for q in r.queries.iter().filter(|q| !q.ok()) {
+        failures.push(format!(
+            "registry query by rank {} at {}: {} members [{}], expected [{}]",
+            q.rank,
+            fmt_ms(q.t_ns),
+            q.group,
+            ranks_list(&q.members),
+            ranks_list(q.expected.as_deref().unwrap_or_default())
+        ));
+    }
     ExpectReport {
         ok: failures.is_empty(),
         failures,
@@ -342,6 +385,30 @@ impl RunReport {
                 s.push_str(&format!("  {}\n", st.text));
             }
         }
+        if self.generations.len() > 1 {
+            for g in &self.generations {
+                s.push_str(&format!(
+                    "  generation {}: ranks {} (formed at {})\n",
+                    g.generation,
+                    ranks_list(&g.members),
+                    fmt_ms(g.formed_ns)
+                ));
+            }
+        }
+        for q in &self.queries {
+            s.push_str(&format!(
+                "  registry: rank {} sees {} = [{}] at {}{}\n",
+                q.rank,
+                q.group,
+                ranks_list(&q.members),
+                fmt_ms(q.t_ns),
+                match &q.expected {
+                    Some(e) if *e != q.members => format!(", EXPECTED [{}]", ranks_list(e)),
+                    _ => String::new(),
+                }
+            ));
+        }
+        let rebuilt = self.generations.len() > 1;
         for o in &self.ops {
             let dur = match o.end_ns {
                 Some(e) => fmt_time(e - o.start_ns),
@@ -352,8 +419,14 @@ impl RunReport {
             } else {
                 format!(" in group {}", o.group)
             };
+            // sequence numbers start again in every generation
+            let generation = if rebuilt {
+                format!(" in generation {}", o.generation)
+            } else {
+                String::new()
+            };
             s.push_str(&format!(
-                "  iter {} op {}: {} #{}{group} ({}, {} bytes) {} — {}/{} ranks{}\n",
+                "  iter {} op {}: {} #{}{group}{generation} ({}, {} bytes) {} — {}/{} ranks{}\n",
                 o.iteration,
                 o.index,
                 o.op,
@@ -410,11 +483,13 @@ pub fn build(
         root_causes: diagnosis.root_causes(),
         explanation: explain(diagnosis),
         stragglers: diagnosis.stragglers.clone(),
-        generations: vec![GenerationReport {
-            generation: 0,
-            members: (0..fold.ranks.len() as u32).collect(),
-            formed_ns: 0,
-        }],
+        generations: generations(fold),
+        queries: fold
+            .membership
+            .queries
+            .iter()
+            .map(QueryReport::from_view)
+            .collect(),
         expect: ExpectReport::default(),
     };
     // in the order the workload issues them; the sub-groups of one call by group number
@@ -422,4 +497,25 @@ pub fn build(
         .sort_by_key(|o| (o.generation, o.iteration, o.index, o.group, o.seq));
     r.expect = check_expect(expect, &r);
     r
+}
+
+/// Generation 0 (the whole world, from the start), then every generation formed, once each.
+fn generations(fold: &Fold) -> Vec<GenerationReport> {
+    let mut v = vec![GenerationReport {
+        generation: 0,
+        members: (0..fold.ranks.len() as u32).collect(),
+        formed_ns: 0,
+    }];
+    v.extend(
+        fold.membership
+            .generations
+            .iter()
+            .filter(|g| g.generation > 0)
+            .map(|g| GenerationReport {
+                generation: g.generation,
+                members: g.members.clone(),
+                formed_ns: g.formed_ns,
+            }),
+    );
+    v
 }

@@ -42,6 +42,7 @@
 //! a [`Case`] carries the variant it runs.
 
 pub mod bound;
+pub mod membership;
 pub mod properties;
 pub mod props;
 pub mod reference;

@@ -3,6 +3,7 @@
 //! The same fold serves the run's own report, `explain` on a recorded trace, and the TUI, so
 //! all three see exactly the same state for the same events.
 
+use super::membership::MembershipView;
 use crate::proto::workload::WorkloadConfig;
 use crate::proto::{Generation, GroupId, SeqNo};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, Scenario};
@@ -296,6 +297,8 @@ pub struct Fold {
     /// The program every rank runs, when the fold knows the scenario: it settles a tie between
     /// two equally common signatures of one collective.
     pub workload: Option<Arc<WorkloadConfig>>,
+    /// Elastic generations, rendezvous waits and the registry.
+    pub membership: MembershipView,
 }
 
 impl Fold {
@@ -339,6 +342,7 @@ impl Fold {
             sent: vec![Vec::new(); p as usize],
             lateness: Vec::new(),
             workload: None,
+            membership: MembershipView::default(),
         }
     }
 
@@ -361,6 +365,7 @@ impl Fold {
         if !matches!(ev, Event::End { .. }) {
             self.events += 1;
         }
+        self.membership.apply(t, ev);
         match ev {
             Event::Fault {
                 index,
@@ -649,6 +654,28 @@ impl Fold {
                 ..
             } => self.diagnosis = Some((blocked.clone(), root_causes.clone())),
             Event::End { outcome, .. } => self.outcome = Some(*outcome),
+            Event::GenerationFormed { rank, .. } => {
+                // the rank leaves its aborted call behind and resumes in the new generation
+                if let Some(v) = self.rank(*rank) {
+                    v.call = None;
+                }
+                self.set_state(*rank, t, RankState::Running);
+            }
+            Event::RendezvousStart { .. }
+            | Event::RendezvousWait { .. }
+            | Event::Suspect { .. }
+            | Event::Joining { .. }
+            | Event::StoreUpdate { .. }
+            | Event::RegistryJoin { .. }
+            | Event::RegistryLeave { .. }
+            | Event::RegistryView { .. }
+            | Event::RegistryNotify { .. }
+            | Event::RegistryMonitor { .. }
+            | Event::RegistryBroadcast { .. }
+            | Event::RegistryDeliver { .. }
+            | Event::RegistryQuery { .. }
+            | Event::RegistryNodeDown { .. }
+            | Event::RegistryNodeUp { .. } => {}
         }
     }
 

@@ -30,6 +30,7 @@ mod causes;
 mod dot;
 pub mod fold;
 mod graph;
+pub mod membership;
 
 pub use causes::{fmt_ranks, ranks_phrase, CauseKey};
 pub use dot::to_dot;
@@ -37,6 +38,7 @@ pub use fold::{
     CallSig, CallView, FaultView, Fold, Lateness, OpView, PastCall, RankState, RankView, Slot,
     Variant,
 };
+pub use membership::{GenerationView, MembershipView, QueryView, WaitView};
 
 use crate::units::Nanos;
 use serde::Serialize;

@@ -119,6 +119,12 @@ impl FaultSet {
     pub fn has_active_net(&self) -> bool {
         !self.active_net.is_empty()
     }
+
+    /// Whether nothing from `from` reaches `to` right now: a partition, or a loss of every
+    /// message.
+    pub fn cut(&self, from: u32, to: u32) -> bool {
+        self.has_active_net() && (self.partitioned(from, to) || self.loss_rate(from, to) >= 1.0)
+    }
 }
 
 /// Ranks a fault touches, for traces and diagnosis.

@@ -10,6 +10,7 @@
 //! the scenario's faults to processes and links.
 
 mod faults;
+mod membership;
 mod net;
 mod queue;
 mod rng;
@@ -21,9 +22,11 @@ pub use rng::Rng;
 pub use variant::Variant;
 
 use crate::check::reference::{expected_for, full_reference, CallKey};
+use crate::proto::collective::Members;
+use crate::proto::elastic::{ElasticConfig, StoreServer};
 use crate::proto::{
-    Buffer, Fingerprint, Input, Msg, Outbox, Output, ProcConfig, ProtoEvent, Rank, RankProcess,
-    RankStatus, TimerKey, WaitState,
+    Buffer, Fingerprint, GroupId, Input, Msg, Outbox, Output, ProcConfig, ProtoEvent, Rank,
+    RankProcess, RankStatus, TimerKey, WaitState,
 };
 use crate::scenario::{Fault, Outcome, Scenario, TieBreak};
 use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
@@ -74,6 +77,8 @@ enum Ev {
     FaultBegin(usize),
     FaultEnd(usize),
     Restart(u32),
+    /// Elastic: no rank is working and no fault is due; see whether anything can still happen.
+    Settle,
 }
 
 struct Slot {
@@ -92,6 +97,12 @@ struct Slot {
     restart_pending: bool,
     /// The call the rank is in (for result checking).
     call: Option<(Fingerprint, u32, u32)>,
+    /// Elastic: the members of the generation the rank installed last (None: the world).
+    members: Option<Arc<Members>>,
+    /// The store node of a store rendezvous (this slot has no rank process).
+    store: Option<StoreServer>,
+    /// Elastic: where the rank stands, as last counted in `Engine::tally`.
+    standing: membership::Standing,
 }
 
 /// Why a run stopped.
@@ -147,10 +158,22 @@ pub struct Engine<'r> {
     next_msg: u64,
     stats: Stats,
     stop: Option<StopReason>,
-    /// Reference results by call, most recent last (few calls are in flight at once).
-    refs: Vec<(CallKey, Option<Buffer>)>,
+    /// Reference results by call and members, most recent last (few calls are in flight at once).
+    refs: Vec<(CallKey, Arc<Members>, Option<Buffer>)>,
     /// Set when a rank may have finished (done, refused, died), so the end is checked then.
     maybe_finished: bool,
+    /// Ranks in the world (the store, when there is one, is node `ranks`).
+    ranks: u32,
+    /// Elastic membership, when the group is elastic.
+    elastic: Option<Arc<ElasticConfig>>,
+    /// Fault begins, ends and restarts still in the queue.
+    pending_faults: u32,
+    /// Every generation formed: (generation, members, when), in the order first reported.
+    generations: Vec<membership::GenerationRecord>,
+    /// Elastic: how many ranks stand where, so that the end of a run is noticed in O(1).
+    tally: membership::Tally,
+    /// Elastic: an `Ev::Settle` is in the queue.
+    settling: bool,
 }
 
 impl<'r> Engine<'r> {
@@ -173,6 +196,11 @@ impl<'r> Engine<'r> {
         cfg.mutation = variant.mutation;
         let cfg = Arc::new(cfg);
         let p = scenario.world.size;
+        let store = membership::store_node(&cfg);
+        let mut net = Net::new(scenario);
+        if store.is_some() {
+            net.add_node();
+        }
         let mut e = Engine {
             cfg: cfg.clone(),
             seed,
@@ -182,9 +210,9 @@ impl<'r> Engine<'r> {
             shuffle: scenario.engine.tie_break == TieBreak::Shuffle,
             unstable_ties: variant.nondeterministic_ties,
             rng: Rng::new(seed),
-            slots: (0..p)
+            slots: (0..p + u32::from(store.is_some()))
                 .map(|r| Slot {
-                    proc: Some(RankProcess::new(cfg.clone(), Rank(r), 0)),
+                    proc: (r < p).then(|| RankProcess::new(cfg.clone(), Rank(r), 0)),
                     incarnation: 0,
                     paused: false,
                     parked: Vec::new(),
@@ -194,9 +222,12 @@ impl<'r> Engine<'r> {
                     held: 0,
                     restart_pending: false,
                     call: None,
+                    members: None,
+                    store: (r == p).then(|| StoreServer::new(cfg.world_members.clone(), 0)),
+                    standing: membership::Standing::Off,
                 })
                 .collect(),
-            net: Net::new(scenario),
+            net,
             faults: FaultSet::new(&scenario.faults),
             reduce_bw: scenario.network.reduce_bandwidth,
             rec,
@@ -208,16 +239,24 @@ impl<'r> Engine<'r> {
             stop: None,
             refs: Vec::new(),
             maybe_finished: false,
+            ranks: p,
+            elastic: cfg.elastic.clone(),
+            pending_faults: 0,
+            generations: Vec::new(),
+            tally: membership::Tally::default(),
+            settling: false,
         };
         for (i, f) in scenario.faults.iter().enumerate() {
             if let Some(at) = f.at() {
+                e.pending_faults += 1;
                 e.push(at.0, Ev::FaultBegin(i));
                 if let Some(d) = f.duration() {
+                    e.pending_faults += 1;
                     e.push(at.0 + d.0, Ev::FaultEnd(i));
                 }
             }
         }
-        for r in 0..p {
+        for r in 0..p + u32::from(store.is_some()) {
             e.push(0, Ev::Start(r));
         }
         e
@@ -232,7 +271,7 @@ impl<'r> Engine<'r> {
     }
 
     pub fn world_size(&self) -> u32 {
-        self.slots.len() as u32
+        self.ranks
     }
 
     /// What `rank`'s process reports it is doing (None: dead).
@@ -313,7 +352,10 @@ impl<'r> Engine<'r> {
         if let Some(StopReason::Watchdog { rank }) = self.stop {
             self.dump_flight_records(rank);
         }
-        if self.maybe_finished {
+        if self.elastic.is_some() {
+            self.maybe_finished = false;
+            self.settle();
+        } else if self.maybe_finished {
             self.maybe_finished = false;
             if self.stop.is_none() && self.all_finished() {
                 self.stop = Some(StopReason::AllFinished);
@@ -344,22 +386,36 @@ impl<'r> Engine<'r> {
     }
 
     fn all_finished(&self) -> bool {
-        self.slots.iter().all(|s| match &s.proc {
-            None => !s.restart_pending,
-            Some(p) => s.held == 0 && matches!(p.status(), RankStatus::Done | RankStatus::Refused),
-        })
+        if self.elastic.is_some() {
+            return self.elastic_finished();
+        }
+        self.slots[..self.ranks as usize]
+            .iter()
+            .all(|s| match &s.proc {
+                None => !s.restart_pending,
+                Some(p) => {
+                    s.held == 0 && matches!(p.status(), RankStatus::Done | RankStatus::Refused)
+                }
+            })
     }
 
     /// The outcome so far (final once the run has stopped).
     pub fn result(&self) -> RunResult {
         let stop = self.stop.clone().unwrap_or(StopReason::Quiescent);
-        let all_done = self.slots.iter().all(|s| {
-            s.proc
-                .as_ref()
-                .is_some_and(|p| p.status() == RankStatus::Done)
-        });
+        // without collectives (a registry workload), a dead node's workload just stops
+        let dead_ok = self.cfg.ops.is_empty();
+        let all_done = if self.elastic.is_some() {
+            self.elastic_finished()
+        } else {
+            self.slots[..self.ranks as usize].iter().all(|s| {
+                s.proc.as_ref().map_or(dead_ok && !s.restart_pending, |p| {
+                    p.status() == RankStatus::Done
+                })
+            })
+        };
         let outcome = match stop {
             StopReason::TimeLimit | StopReason::Interrupted if !all_done => Outcome::TimedOut,
+            _ if all_done && self.latest_generation().0 > 0 => Outcome::Rebuilt,
             _ if all_done => Outcome::Completed,
             _ => Outcome::Stalled,
         };
@@ -374,6 +430,9 @@ impl<'r> Engine<'r> {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::Start(r) => {
+                if r >= self.ranks {
+                    return self.start_store(r);
+                }
                 if self.slots[r as usize].proc.is_none() {
                     return; // preempted before it could start
                 }
@@ -460,7 +519,22 @@ impl<'r> Engine<'r> {
             }
             Ev::FaultBegin(i) => self.fault(i, FaultPhase::Begin),
             Ev::FaultEnd(i) => self.fault(i, FaultPhase::End),
+            Ev::Settle => {
+                self.settling = false;
+                if self.stop.is_none() && self.stuck() {
+                    // heartbeats would go on forever: stop once nothing else can happen
+                    self.stop = Some(StopReason::Quiescent);
+                }
+            }
             Ev::Restart(r) => {
+                self.pending_faults -= 1;
+                self.maybe_finished = true;
+                if self.slots[r as usize].alive() {
+                    return; // an earlier restart (of an overlapping preemption) brought it back
+                }
+                if r >= self.ranks {
+                    return self.restart_store(r);
+                }
                 let slot = &mut self.slots[r as usize];
                 slot.restart_pending = false;
                 slot.incarnation += 1;
@@ -497,15 +571,22 @@ impl<'r> Engine<'r> {
     fn input(&mut self, rank: u32, input: Input) {
         let now = self.now;
         let slot = &mut self.slots[rank as usize];
-        let Some(p) = slot.proc.as_mut() else {
-            return;
-        };
         let mut out = std::mem::take(&mut self.out);
-        p.handle(now, input, &mut out);
+        match (slot.proc.as_mut(), slot.store.as_mut(), input) {
+            (Some(p), _, input) => p.handle(now, input, &mut out),
+            (None, Some(store), Input::Message { from, msg }) => store.handle(from, msg, &mut out),
+            _ => {
+                self.out = out;
+                return;
+            }
+        }
         let mut outs = std::mem::take(&mut out.out);
         self.apply(rank, outs.drain(..));
         out.out = outs;
         self.out = out;
+        if self.elastic.is_some() {
+            self.recount(rank);
+        }
     }
 
     fn apply(&mut self, rank: u32, mut outs: impl Iterator<Item = Output>) {
@@ -617,6 +698,7 @@ impl<'r> Engine<'r> {
         if self.record {
             let (seq, step) = match &msg {
                 Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),
+                Msg::Elastic(_) | Msg::Registry(_) => (None, None),
             };
             self.emit(Event::Send {
                 id,
@@ -670,7 +752,7 @@ impl<'r> Engine<'r> {
         let to_slot = &self.slots[f.to as usize];
         let drop_reason = if !from_alive {
             Some("sender died")
-        } else if to_slot.incarnation != f.to_inc || to_slot.proc.is_none() {
+        } else if to_slot.incarnation != f.to_inc || !to_slot.alive() {
             Some("receiver died")
         } else {
             None
@@ -724,6 +806,8 @@ impl<'r> Engine<'r> {
     }
 
     fn fault(&mut self, i: usize, phase: FaultPhase) {
+        self.pending_faults -= 1;
+        self.maybe_finished = true;
         let f = self.faults.fault(i).clone();
         if self.record {
             let (sides, oneway) = match &f {
@@ -751,12 +835,13 @@ impl<'r> Engine<'r> {
                     self.kill(rank);
                     if let Some(d) = restart_after {
                         self.slots[rank as usize].restart_pending = true;
+                        self.pending_faults += 1;
                         self.push(self.now + d.0, Ev::Restart(rank));
                     }
                 }
             }
             Fault::Pause { rank, .. } => {
-                if self.slots[rank as usize].proc.is_none() {
+                if !self.slots[rank as usize].alive() {
                     return;
                 }
                 if begin {
@@ -785,10 +870,12 @@ impl<'r> Engine<'r> {
 
     fn kill(&mut self, rank: u32) {
         let slot = &mut self.slots[rank as usize];
-        if slot.proc.is_none() {
+        if !slot.alive() {
             return;
         }
         slot.proc = None;
+        slot.store = None;
+        slot.members = None;
         slot.paused = false;
         slot.parked.clear();
         slot.timers.clear();
@@ -799,6 +886,9 @@ impl<'r> Engine<'r> {
         self.maybe_finished = true;
         // bump the incarnation so the dead process's messages and timers are dropped
         slot.incarnation += 1;
+        if self.elastic.is_some() {
+            self.recount(rank);
+        }
         self.net.reset_rank(rank, self.now);
         if self.record {
             self.emit(Event::ProcessDeath {
@@ -832,7 +922,7 @@ impl<'r> Engine<'r> {
                         reason: reason.clone(),
                     });
                 }
-                if reason.starts_with("watchdog") && self.stop.is_none() {
+                if reason.starts_with("watchdog") && self.stop.is_none() && self.elastic.is_none() {
                     // without elastic membership the watchdog tears the job down
                     self.stop = Some(StopReason::Watchdog { rank });
                 }
@@ -891,6 +981,8 @@ impl<'r> Engine<'r> {
                     });
                 }
             }
+            ProtoEvent::Membership(ev) => self.member_event(rank, ev),
+            ProtoEvent::Registry(ev) => self.registry_event(rank, ev),
             other => {
                 if matches!(
                     other,
@@ -926,7 +1018,9 @@ impl<'r> Engine<'r> {
                         }
                         ProtoEvent::Abort { .. }
                         | ProtoEvent::Call { .. }
-                        | ProtoEvent::Complete { .. } => return,
+                        | ProtoEvent::Complete { .. }
+                        | ProtoEvent::Membership(_)
+                        | ProtoEvent::Registry(_) => return,
                     };
                     self.emit(ev);
                 }
@@ -949,26 +1043,36 @@ impl<'r> Engine<'r> {
             index,
             seed: self.seed,
         };
-        // the call's group: the world, or the mesh sub-group the fingerprint names
-        let Some(members) = self.cfg.group_members(fp.group) else {
-            return false;
+        // the call's group: the members of the generation the rank called in (they, and only
+        // they, contribute), or the mesh sub-group the fingerprint names
+        let members = if fp.group == GroupId(0) {
+            self.call_members(rank, &fp)
+        } else {
+            match self.cfg.group_members(fp.group) {
+                Some(m) => m,
+                None => return false,
+            }
         };
         let Some(me) = members.index(Rank(rank)) else {
             return false;
         };
         let p = members.len() as u32;
-        let full = match self.refs.iter().find(|(k, _)| *k == key) {
-            Some((_, b)) => b.clone(),
+        let found = self
+            .refs
+            .iter()
+            .find(|(k, m, _)| *k == key && (Arc::ptr_eq(m, &members) || **m == *members));
+        let full = match found {
+            Some((_, _, b)) => b.clone(),
             None => {
                 let b = full_reference(&key, &members.ranks);
                 if self.refs.len() >= 8 {
                     self.refs.remove(0);
                 }
-                self.refs.push((key, b.clone()));
+                self.refs.push((key, members.clone(), b.clone()));
                 b
             }
         };
-        let root = fp.root.min(p - 1);
+        let root = fp.root.min(p.saturating_sub(1));
         let expected = full.and_then(|f| expected_for(fp.op, &f, me, p, root));
         match expected {
             None => result.is_empty(),
@@ -1079,9 +1183,6 @@ pub fn describe_fault(f: &Fault) -> String {
 /// What this engine implements; scenarios asking for more are rejected with
 /// "not supported yet: <key>" instead of being silently ignored.
 pub const SUPPORT: crate::scenario::Support = crate::scenario::Support {
-    elastic: false,
-    store_rendezvous: false,
-    registry: false,
     algorithm: crate::proto::collective::supported,
     ..crate::scenario::Support::ALL
 };

@@ -153,6 +153,14 @@ impl Net {
         }
     }
 
+    /// Adds a node after the ranks (the store of a store rendezvous), with its own ports; it
+    /// sits on its own host.
+    pub fn add_node(&mut self) {
+        self.send_free.push(0);
+        self.recv_free.push(0);
+        self.cpu_free.push(0);
+    }
+
     /// Forgets a dead rank's port state.
     pub fn reset_rank(&mut self, rank: u32, now: Nanos) {
         let r = rank as usize;

@@ -1,6 +1,7 @@
 //! What a protocol state machine asks its driver to do, and what it reports.
 
 use super::data::Buffer;
+use super::elastic::MemberEvent;
 use super::msg::{Fingerprint, Msg};
 use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
 use crate::units::Nanos;
@@ -164,4 +165,8 @@ pub enum ProtoEvent {
     WorkloadDone,
     /// A restarted process could not rejoin its group.
     RejoinRefused { reason: String },
+    /// Elastic membership: generations, rendezvous, failure detection, the store.
+    Membership(MemberEvent),
+    /// The registry: joins, leaves, views, broadcasts, queries.
+    Registry(super::registry::RegistryEvent),
 }

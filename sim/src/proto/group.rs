@@ -69,6 +69,8 @@ pub struct ProcessGroup {
     /// Consecutive members per host, for `hierarchical` (1: flat).
     per_host: u32,
     mutation: Option<Mutation>,
+    /// Test-only: consume messages of any generation (a broken variant).
+    ignore_generation: bool,
 }
 
 impl ProcessGroup {
@@ -120,6 +122,7 @@ impl ProcessGroup {
             step_events: true,
             per_host: 1,
             mutation: None,
+            ignore_generation: false,
         }
     }
 
@@ -127,6 +130,13 @@ impl ProcessGroup {
     /// `collective::hierarchical::local_size`).
     pub fn set_per_host(&mut self, per_host: u32) {
         self.per_host = per_host.max(1);
+    }
+
+    /// Test-only: consume messages whatever generation their fingerprint names, as if
+    /// fingerprints did not carry it (a broken variant that the validity property catches).
+    #[doc(hidden)]
+    pub fn ignore_generation(&mut self, on: bool) {
+        self.ignore_generation = on;
     }
 
     pub fn members(&self) -> &[Rank] {
@@ -241,9 +251,12 @@ impl ProcessGroup {
         &mut self,
         now: Nanos,
         from: Rank,
-        msg: Box<CollMsg>,
+        mut msg: Box<CollMsg>,
         out: &mut Outbox,
     ) -> CallOutcome {
+        if self.ignore_generation {
+            msg.fp.generation = self.generation;
+        }
         let Some(from) = self.members.index(from) else {
             return CallOutcome::Pending; // not a member of this generation: ignore
         };

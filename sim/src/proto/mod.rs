@@ -1,7 +1,8 @@
 //! The real protocol code of a process group, sans-IO.
 //!
 //! Every protocol here — the collective algorithms, the process group with its watchdog and
-//! flight recorder, the workload that drives them — is a deterministic state machine in the style
+//! flight recorder, elastic membership (failure detection, rendezvous, generations), the
+//! `:pg`-style registry, the workload that drives them — is a deterministic state machine in the style
 //! of quinn-proto and stateright actors. It is handed `(now, input)` (a message from a rank, a
 //! timer firing, the end of a compute phase) and pushes what it wants done into an [`Outbox`]:
 //! send a message, set or cancel a timer, compute for a while, emit an event.
@@ -17,6 +18,7 @@
 
 pub mod collective;
 pub mod data;
+pub mod elastic;
 pub mod event;
 pub mod group;
 pub mod mesh;
@@ -24,6 +26,7 @@ pub mod msg;
 #[doc(hidden)]
 pub mod mutation;
 pub mod process;
+pub mod registry;
 pub mod types;
 pub mod wait;
 pub mod workload;

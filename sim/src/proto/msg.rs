@@ -1,6 +1,8 @@
 //! Messages between ranks.
 
 use super::data::Buffer;
+use super::elastic::ElasticMsg;
+use super::registry::RegistryMsg;
 use super::types::{Generation, GroupId, SeqNo};
 use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
 use serde::{Deserialize, Serialize};
@@ -40,6 +42,10 @@ pub struct CollMsg {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Msg {
     Coll(Box<CollMsg>),
+    /// Failure detection and rendezvous of an elastic group.
+    Elastic(Box<ElasticMsg>),
+    /// The `:pg`-style registry.
+    Registry(Box<RegistryMsg>),
 }
 
 impl Msg {
@@ -47,6 +53,8 @@ impl Msg {
     pub fn kind(&self) -> &'static str {
         match self {
             Msg::Coll(_) => "coll",
+            Msg::Elastic(m) => m.kind(),
+            Msg::Registry(m) => m.kind(),
         }
     }
 }

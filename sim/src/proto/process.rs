@@ -1,10 +1,17 @@
-//! One rank's process: the workload loop driving its process group.
+//! One rank's process: the workload loop driving its process group, with elastic membership
+//! and the registry when the scenario asks for them (see `process/membership.rs`).
+
+mod membership;
+
+pub use membership::MemberView;
 
 use super::collective::hierarchical::local_size;
 use super::data::Buffer;
+use super::elastic::Elastic;
 use super::event::{Outbox, ProtoEvent};
 use super::group::{CallOutcome, CallRequest, ProcessGroup};
 use super::msg::Msg;
+use super::registry::Registry;
 use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
 use super::wait::WaitState;
 use super::workload::WorkloadConfig;
@@ -43,6 +50,8 @@ pub enum RankStatus {
     Done,
     /// A restarted process that could not rejoin.
     Refused,
+    /// Elastic: out of the workload while the group is rebuilt, or outside the group.
+    Rebuilding,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +62,8 @@ enum Phase {
     Hung,
     Done,
     Refused,
+    /// Elastic: stopped for a rendezvous, or outside the group.
+    Suspended,
 }
 
 pub struct RankProcess {
@@ -64,6 +75,11 @@ pub struct RankProcess {
     subgroups: Vec<ProcessGroup>,
     iteration: u32,
     phase: Phase,
+    elastic: Option<Elastic>,
+    registry: Option<Registry>,
+    /// Elastic: collective messages of a later generation than this rank's, kept until it
+    /// installs that generation (its peers may get there first).
+    later: Vec<(Rank, Box<super::msg::CollMsg>)>,
 }
 
 impl RankProcess {
@@ -80,6 +96,15 @@ impl RankProcess {
         world.set_per_host(cfg.world_per_host);
         let subgroups = mesh_groups(&cfg, me);
         world.set_mutation(cfg.mutation);
+        world.ignore_generation(!cfg.generation_check);
+        let elastic = cfg
+            .elastic
+            .as_ref()
+            .map(|e| Elastic::new(e.clone(), me, incarnation, cfg.world_members.clone()));
+        let registry = cfg
+            .registry
+            .as_ref()
+            .map(|r| Registry::new(r.clone(), me, incarnation));
         RankProcess {
             cfg,
             me,
@@ -88,6 +113,9 @@ impl RankProcess {
             subgroups,
             iteration: 0,
             phase: Phase::NotStarted,
+            elastic,
+            registry,
+            later: Vec::new(),
         }
     }
 
@@ -96,7 +124,7 @@ impl RankProcess {
     }
 
     pub fn status(&self) -> RankStatus {
-        match self.phase {
+        let status = match self.phase {
             Phase::NotStarted => RankStatus::Idle,
             Phase::Computing => RankStatus::Computing {
                 iteration: self.iteration,
@@ -107,6 +135,13 @@ impl RankProcess {
             },
             Phase::Done => RankStatus::Done,
             Phase::Refused => RankStatus::Refused,
+            Phase::Suspended => RankStatus::Rebuilding,
+        };
+        let registry_busy = self.registry.as_ref().is_some_and(|r| !r.finished());
+        match status {
+            // registry steps still to run keep the process going
+            RankStatus::Done | RankStatus::Refused if registry_busy => RankStatus::Idle,
+            s => s,
         }
     }
 
@@ -133,6 +168,12 @@ impl RankProcess {
     pub fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         match input {
             Input::Start => {
+                if let Some(r) = self.registry.as_mut() {
+                    r.start(now, out);
+                }
+                if self.elastic.is_some() {
+                    return self.start_elastic(now, out);
+                }
                 if self.incarnation > 0 {
                     self.phase = Phase::Refused;
                     out.event(ProtoEvent::RejoinRefused {
@@ -151,20 +192,44 @@ impl RankProcess {
             }
             Input::Message { from, msg } => match msg {
                 Msg::Coll(m) => {
-                    if let Some(g) = self.group_mut(m.fp.group) {
+                    if self.elastic.is_some() && m.fp.generation > self.world.generation {
+                        self.later.push((from, m));
+                    } else if let Some(g) = self.group_mut(m.fp.group) {
                         let o = g.on_message(now, from, m, out);
                         self.on_outcome(now, o, out);
                     }
                 }
+                Msg::Elastic(m) => self.on_elastic_message(now, from, *m, out),
+                Msg::Registry(m) => {
+                    if let Some(r) = self.registry.as_mut() {
+                        r.on_message(now, from, *m, out);
+                    }
+                }
             },
-            Input::Timer(key) => {
-                if let TimerKey::Watchdog { group, seq } = key {
-                    if let Some(g) = self.group_mut(group) {
+            Input::Timer(key) => match key {
+                TimerKey::Watchdog { group, seq } => {
+                    if group == self.world.id {
+                        let waited = self.world.wait_state();
+                        let o = self.world.on_watchdog(now, seq, out);
+                        if o == CallOutcome::Aborted && self.elastic.is_some() {
+                            self.on_elastic_watchdog(now, waited, out);
+                        } else {
+                            self.on_outcome(now, o, out);
+                        }
+                    } else if let Some(g) = self.group_mut(group) {
                         let o = g.on_watchdog(now, seq, out);
                         self.on_outcome(now, o, out);
                     }
                 }
-            }
+                TimerKey::Heartbeat | TimerKey::Rendezvous { .. } => {
+                    self.on_elastic_timer(now, key, out)
+                }
+                TimerKey::Registry { .. } | TimerKey::RegistryHeartbeat => {
+                    if let Some(r) = self.registry.as_mut() {
+                        r.on_timer(now, key, out);
+                    }
+                }
+            },
         }
     }
 

@@ -59,4 +59,6 @@ pub enum TimerKey {
     Rendezvous { round: u64 },
     /// A registry workload step.
     Registry { step: u32 },
+    /// Periodic heartbeat of a registry node's failure detector.
+    RegistryHeartbeat,
 }

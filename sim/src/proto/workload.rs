@@ -4,8 +4,10 @@
 
 use super::collective::hierarchical::local_size;
 use super::collective::Members;
+use super::elastic::ElasticConfig;
 use super::mesh::MeshLayout;
 use super::mutation::Mutation;
+use super::registry::RegistryConfig;
 use super::types::{GroupId, Rank};
 use crate::scenario::{Algorithm, Dtype, Fault, Mesh, OpKind, OpSpec, ReduceOp, Scenario};
 use crate::units::Nanos;
@@ -87,6 +89,13 @@ pub struct WorkloadConfig {
     /// A deliberately broken variant of the protocol code (tests only; never from a scenario).
     #[doc(hidden)]
     pub mutation: Option<Mutation>,
+    /// Elastic membership, when `[group] elastic` is set.
+    pub elastic: Option<Arc<ElasticConfig>>,
+    /// The registry workload, when the scenario has registry steps.
+    pub registry: Option<Arc<RegistryConfig>>,
+    /// Test-only: `false` lets collectives consume messages of any generation.
+    #[doc(hidden)]
+    pub generation_check: bool,
 }
 
 impl WorkloadConfig {
@@ -157,6 +166,20 @@ impl WorkloadConfig {
             world_per_host,
             mesh: s.group.mesh.clone(),
             mutation: None,
+            elastic: s.group.elastic.as_ref().map(|e| {
+                Arc::new(ElasticConfig {
+                    min_size: e.min_size,
+                    max_size: e.max_size,
+                    heartbeat_interval: e.heartbeat_interval.0,
+                    heartbeat_misses: e.heartbeat_misses,
+                    rendezvous: e.rendezvous,
+                    store: Rank(s.world.size),
+                    quorum_rule: !s.engine.sabotage.no_quorum,
+                    retry: !s.engine.sabotage.no_retry,
+                })
+            }),
+            registry: RegistryConfig::from_scenario(s),
+            generation_check: !s.engine.sabotage.no_generation_check,
         }
     }
 

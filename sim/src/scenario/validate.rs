@@ -92,6 +92,20 @@ fn rank_in_world(s: &Scenario, key: &str, rank: u32) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// `rank` must name a node a fault can act on: a rank, or, with a store rendezvous, the
+/// store, which is node `world.size`.
+fn node_in_world(s: &Scenario, key: &str, rank: u32) -> Result<(), Invalid> {
+    let store = s
+        .group
+        .elastic
+        .as_ref()
+        .is_some_and(|e| e.rendezvous == RendezvousKind::Store);
+    if store && rank == s.world.size {
+        return Ok(());
+    }
+    rank_in_world(s, key, rank)
+}
+
 fn positive(key: &str, d: Duration) -> Result<(), Invalid> {
     if d == Duration::ZERO {
         return fail(key, "must be > 0");
@@ -402,10 +416,10 @@ fn rank_or_link(
             format!("{k}.link"),
             format!("a `{kind}` fault takes `rank` or `link`, not both"),
         ),
-        (Some(r), None) => rank_in_world(s, &format!("{k}.rank"), r),
+        (Some(r), None) => node_in_world(s, &format!("{k}.rank"), r),
         (None, Some([a, b])) => {
-            rank_in_world(s, &format!("{k}.link[0]"), a)?;
-            rank_in_world(s, &format!("{k}.link[1]"), b)?;
+            node_in_world(s, &format!("{k}.link[0]"), a)?;
+            node_in_world(s, &format!("{k}.link[1]"), b)?;
             if a == b {
                 return fail(
                     format!("{k}.link"),
@@ -432,9 +446,9 @@ fn optional_duration(k: &str, d: Option<Duration>) -> Result<(), Invalid> {
 fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
     let rank_key = format!("{k}.rank");
     match f {
-        Fault::Preempt { rank, .. } => rank_in_world(s, &rank_key, *rank),
+        Fault::Preempt { rank, .. } => node_in_world(s, &rank_key, *rank),
         Fault::Pause { rank, duration, .. } => {
-            rank_in_world(s, &rank_key, *rank)?;
+            node_in_world(s, &rank_key, *rank)?;
             positive(&format!("{k}.duration"), *duration)
         }
         Fault::Partition {
@@ -547,7 +561,7 @@ fn partition(s: &Scenario, k: &str, sides: &[Vec<u32>]) -> Result<(), Invalid> {
         }
         for (m, &r) in side.iter().enumerate() {
             let key = format!("{k}.sides[{j}][{m}]");
-            rank_in_world(s, &key, r)?;
+            node_in_world(s, &key, r)?;
             if let Some(&(_, other)) = seen.iter().find(|(x, _)| *x == r) {
                 let message = if other == j {
                     format!("rank {r} appears twice in this side")

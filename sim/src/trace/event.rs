@@ -19,6 +19,7 @@ pub fn timer_fields(key: &TimerKey) -> (&'static str, Option<GroupId>, Option<Se
         TimerKey::Heartbeat => ("heartbeat", None, None),
         TimerKey::Rendezvous { .. } => ("rendezvous", None, None),
         TimerKey::Registry { .. } => ("registry", None, None),
+        TimerKey::RegistryHeartbeat => ("registry_heartbeat", None, None),
     }
 }
 
@@ -185,6 +186,131 @@ pub enum Event {
         events: u64,
         digest: String,
     },
+    /// Elastic: `rank` installed `generation` of `group`: its members in group-rank order
+    /// (world ranks), this rank's place among them, and the iteration the workload resumes from.
+    GenerationFormed {
+        rank: u32,
+        group: GroupId,
+        generation: Generation,
+        members: Vec<u32>,
+        group_rank: u32,
+        resume_iteration: u32,
+    },
+    /// Elastic: `rank` stopped working to agree on generation `target`.
+    RendezvousStart {
+        rank: u32,
+        target: Generation,
+        reason: String,
+    },
+    /// Elastic: `rank` could not form `target` and waits. `reachable`: the ranks that answered
+    /// it; a generation needs a strict majority `quorum` of the previous generation's members
+    /// (quorum rendezvous; 0 when not the obstacle) and `min_size` ranks.
+    RendezvousWait {
+        rank: u32,
+        target: Generation,
+        reachable: Vec<u32>,
+        quorum: u32,
+        min_size: u32,
+        reason: String,
+    },
+    /// Elastic: `rank`'s failure detector suspects `peer`, silent for `silent_ns`.
+    Suspect {
+        rank: u32,
+        peer: u32,
+        silent_ns: u64,
+    },
+    /// Elastic: `rank` is outside the group and asks to be admitted; `known` is the latest
+    /// generation it heard of.
+    Joining {
+        rank: u32,
+        known: Generation,
+        reason: String,
+    },
+    /// Store rendezvous: the store (node `rank` = world size) applied a compare-and-set.
+    StoreUpdate {
+        rank: u32,
+        version: u64,
+        generation: Generation,
+        members: Vec<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round: Option<Generation>,
+        participants: Vec<u32>,
+    },
+    /// Registry: `rank`'s member joined `group` of `scope`.
+    RegistryJoin {
+        rank: u32,
+        scope: String,
+        group: String,
+    },
+    /// Registry: `rank`'s member left `group`.
+    RegistryLeave {
+        rank: u32,
+        scope: String,
+        group: String,
+    },
+    /// Registry: `rank`'s view of `group` changed to `members`.
+    RegistryView {
+        rank: u32,
+        scope: String,
+        group: String,
+        members: Vec<u32>,
+    },
+    /// Registry: a monitor on `rank` is told who joined and left `group`.
+    RegistryNotify {
+        rank: u32,
+        scope: String,
+        group: String,
+        joined: Vec<u32>,
+        left: Vec<u32>,
+    },
+    /// Registry: `rank` starts monitoring `group`, whose members are `members`.
+    RegistryMonitor {
+        rank: u32,
+        scope: String,
+        group: String,
+        members: Vec<u32>,
+    },
+    /// Registry: `rank` broadcasts `message` to the members `to` of `group`.
+    RegistryBroadcast {
+        rank: u32,
+        scope: String,
+        group: String,
+        message: String,
+        to: Vec<u32>,
+    },
+    /// Registry: a broadcast from `from` reached `rank`'s member of `group`, which now holds
+    /// `items` messages of the group.
+    RegistryDeliver {
+        rank: u32,
+        scope: String,
+        group: String,
+        from: u32,
+        message: String,
+        items: u32,
+    },
+    /// Registry: `rank` reads the members of `group` (and whether it has one itself), with the
+    /// members the scenario expected, if it said.
+    RegistryQuery {
+        rank: u32,
+        scope: String,
+        group: String,
+        members: Vec<u32>,
+        local: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected: Option<Vec<u32>>,
+    },
+    /// Registry: `rank` lost contact with `node` (silent for `silent_ns`): its members left
+    /// `rank`'s views.
+    RegistryNodeDown {
+        rank: u32,
+        node: u32,
+        silent_ns: u64,
+    },
+    /// Registry: `rank` is in contact with `node` (again).
+    RegistryNodeUp {
+        rank: u32,
+        node: u32,
+    },
 }
 
 impl Event {
@@ -212,6 +338,22 @@ impl Event {
             Event::RejoinRefused { .. } => "rejoin_refused",
             Event::Diagnosis { .. } => "diagnosis",
             Event::End { .. } => "end",
+            Event::GenerationFormed { .. } => "generation_formed",
+            Event::RendezvousStart { .. } => "rendezvous_start",
+            Event::RendezvousWait { .. } => "rendezvous_wait",
+            Event::Suspect { .. } => "suspect",
+            Event::Joining { .. } => "joining",
+            Event::StoreUpdate { .. } => "store_update",
+            Event::RegistryJoin { .. } => "registry_join",
+            Event::RegistryLeave { .. } => "registry_leave",
+            Event::RegistryView { .. } => "registry_view",
+            Event::RegistryNotify { .. } => "registry_notify",
+            Event::RegistryMonitor { .. } => "registry_monitor",
+            Event::RegistryBroadcast { .. } => "registry_broadcast",
+            Event::RegistryDeliver { .. } => "registry_deliver",
+            Event::RegistryQuery { .. } => "registry_query",
+            Event::RegistryNodeDown { .. } => "registry_node_down",
+            Event::RegistryNodeUp { .. } => "registry_node_up",
         }
     }
 
@@ -233,7 +375,23 @@ impl Event {
             | Event::Abort { rank, .. }
             | Event::FlightRecord { rank, .. }
             | Event::WorkloadDone { rank }
-            | Event::RejoinRefused { rank, .. } => Some(*rank),
+            | Event::RejoinRefused { rank, .. }
+            | Event::GenerationFormed { rank, .. }
+            | Event::RendezvousStart { rank, .. }
+            | Event::RendezvousWait { rank, .. }
+            | Event::Suspect { rank, .. }
+            | Event::Joining { rank, .. }
+            | Event::StoreUpdate { rank, .. }
+            | Event::RegistryJoin { rank, .. }
+            | Event::RegistryLeave { rank, .. }
+            | Event::RegistryView { rank, .. }
+            | Event::RegistryNotify { rank, .. }
+            | Event::RegistryMonitor { rank, .. }
+            | Event::RegistryBroadcast { rank, .. }
+            | Event::RegistryDeliver { rank, .. }
+            | Event::RegistryQuery { rank, .. }
+            | Event::RegistryNodeDown { rank, .. }
+            | Event::RegistryNodeUp { rank, .. } => Some(*rank),
             Event::Send { from, .. } => Some(*from),
             Event::Deliver { to, .. } | Event::Drop { to, .. } => Some(*to),
             Event::Fault { .. } | Event::Diagnosis { .. } | Event::End { .. } => None,
@@ -247,6 +405,11 @@ impl Event {
             | Event::Deliver { from, to, .. }
             | Event::Drop { from, to, .. } => *from == rank || *to == rank,
             Event::Fault { ranks, .. } => ranks.contains(&rank),
+            Event::Suspect {
+                rank: r, peer: p, ..
+            } => *r == rank || *p == rank,
+            Event::RegistryNodeDown { rank: r, node, .. }
+            | Event::RegistryNodeUp { rank: r, node } => *r == rank || *node == rank,
             _ => self.rank() == Some(rank),
         }
     }

@@ -176,7 +176,9 @@ impl World {
     fn outputs(&mut self, me: u32, now: Nanos, out: &mut Outbox) {
         for o in out.drain() {
             if let Output::Send { to, msg, bytes, .. } = o {
-                let Msg::Coll(msg) = msg;
+                let Msg::Coll(msg) = msg else {
+                    continue; // collectives send nothing else
+                };
                 let to = self.members.index(to).expect("sent to a member");
                 let port = &mut self.send_free[me as usize];
                 let depart = now.max(*port);

@@ -1,0 +1,550 @@
+//! Elastic membership and the registry: the properties of `check::membership` under proptest
+//! fault schedules, each shown to catch a deliberately broken variant, and the shipped
+//! scenarios.
+//!
+//! Case counts default to CI-sized values; `PROPTEST_CASES=N` overrides them. A failing case
+//! prints its scenario as TOML: save it and `ringside run` it to reproduce.
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+use ringside_sim::check::membership::cases::{elastic_case, registry_case};
+use ringside_sim::check::membership::{
+    check_elastic, check_registry, finished, one_world_per_generation, rebuilt_collectives_valid,
+    record, registry_converged, Violation,
+};
+use ringside_sim::run::{run, RunOptions};
+use ringside_sim::scenario::{load, parse, Outcome, Sabotage, Scenario};
+use ringside_sim::trace::{replay, Event, ReplayOutcome};
+
+const MS: u64 = 1_000_000;
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn config(default: u32) -> Config {
+    Config {
+        cases: cases(default),
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+fn scenario(text: &str) -> Scenario {
+    parse(text, "inline.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn shipped(name: &str) -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name);
+    load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn sabotaged(mut s: Scenario, sabotage: Sabotage) -> Scenario {
+    s.engine.sabotage = sabotage;
+    s
+}
+
+proptest! {
+    #![proptest_config(config(32))]
+
+    /// Safety under any schedule, healing or not: one world per generation, valid collectives.
+    #[test]
+    fn elastic_safety(case in elastic_case(false)) {
+        let res = check_elastic(&case.scenario(), false);
+        prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
+    }
+
+    /// Safety, then liveness: once everything has healed, the job finishes within the bound.
+    #[test]
+    fn elastic_liveness(case in elastic_case(true)) {
+        let res = check_elastic(&case.scenario(), true);
+        prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
+    }
+
+    /// Registry views converge once partitions, losses, pauses and restarts are over.
+    #[test]
+    fn registry_convergence(case in registry_case()) {
+        let settled = u64::from(case.settled_ms()) * MS;
+        let res = check_registry(&case.scenario(), settled);
+        prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
+    }
+}
+
+/// Searches deterministic generated cases for one where `check` reports `property`; returns
+/// how many cases it took.
+fn search<S: Strategy>(
+    strategy: S,
+    limit: u32,
+    property: &str,
+    mut check: impl FnMut(&S::Value) -> Result<(), Violation>,
+) -> u32 {
+    let mut runner = TestRunner::deterministic();
+    for i in 0..limit {
+        let case = strategy.new_tree(&mut runner).expect("a case").current();
+        if let Err(v) = check(&case) {
+            assert_eq!(v.property, property, "{v}");
+            return i + 1;
+        }
+    }
+    panic!("no case out of {limit} broke `{property}`");
+}
+
+// ---- one world per generation -------------------------------------------------------------
+
+#[test]
+fn the_minority_side_of_a_partition_never_forms_a_generation() {
+    let rec = check_elastic(&shipped("elastic-partition-majority.toml"), false)
+        .unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(rec.result.outcome, Outcome::Rebuilt);
+    let gens = &rec.fold.membership.generations;
+    assert_eq!(gens.len(), 1, "{gens:?}");
+    assert_eq!(gens[0].members, vec![2, 3, 4]);
+    // the minority says why it waits: the members it reaches and the quorum it needs
+    let waits: Vec<_> = rec
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::RendezvousWait {
+                reachable,
+                quorum,
+                reason,
+                ..
+            } => Some((reachable.clone(), *quorum, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert!(!waits.is_empty());
+    for (reachable, quorum, reason) in waits {
+        assert!(reachable.iter().all(|r| *r < 2), "{reachable:?}");
+        assert_eq!(quorum, 3);
+        assert!(reason.starts_with("quorum lost"), "{reason}");
+    }
+    let view = &rec.fold.membership.waiting;
+    assert!(view.keys().all(|r| *r < 2) && !view.is_empty(), "{view:?}");
+}
+
+#[test]
+fn without_the_quorum_rule_a_partition_splits_the_brain() {
+    let s = sabotaged(
+        shipped("elastic-partition-majority.toml"),
+        Sabotage {
+            no_quorum: true,
+            ..Sabotage::default()
+        },
+    );
+    let rec = record(&s);
+    let v = one_world_per_generation(&rec.events, Some((2, 5))).expect_err("split brain");
+    assert!(v.detail.contains("split brain"), "{v}");
+    assert!(!rec.fold.membership.conflicts.is_empty());
+    // and generated schedules find it quickly
+    let n = search(elastic_case(false), 200, "one world per generation", |c| {
+        let s = sabotaged(
+            c.scenario(),
+            Sabotage {
+                no_quorum: true,
+                ..Sabotage::default()
+            },
+        );
+        check_elastic(&s, false).map(drop)
+    });
+    assert!(n <= 200);
+}
+
+// ---- validity of the collectives of a new generation ---------------------------------------
+
+#[test]
+fn rebuilt_collectives_reduce_exactly_their_members_inputs() {
+    for name in [
+        "elastic-three-workers.toml",
+        "elastic-restart-rejoins.toml",
+        "elastic-partition-majority.toml",
+    ] {
+        let rec = record(&shipped(name));
+        rebuilt_collectives_valid(&rec.events).unwrap_or_else(|v| panic!("{name}: {v}"));
+        let rebuilt_ops = rec
+            .fold
+            .ops
+            .values()
+            .filter(|o| o.generation.0 > 0 && o.ranks_completed > 0)
+            .count();
+        assert!(
+            rebuilt_ops > 0,
+            "{name}: collectives ran in a later generation"
+        );
+        // a generation's calls have exactly its members
+        for (_, e) in &rec.events {
+            if let Event::Call {
+                generation,
+                members,
+                ..
+            } = e
+            {
+                let g = rec
+                    .fold
+                    .membership
+                    .generations
+                    .iter()
+                    .find(|g| g.generation == generation.0);
+                if let Some(g) = g {
+                    assert_eq!(*members as usize, g.members.len(), "{name}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fingerprints_without_the_generation_let_stale_chunks_corrupt_results() {
+    let n = search(
+        elastic_case(true),
+        400,
+        "validity of rebuilt collectives",
+        |c| {
+            let s = sabotaged(
+                c.scenario(),
+                Sabotage {
+                    no_generation_check: true,
+                    ..Sabotage::default()
+                },
+            );
+            let rec = record(&s);
+            rebuilt_collectives_valid(&rec.events)
+        },
+    );
+    assert!(n <= 400);
+}
+
+// ---- liveness ------------------------------------------------------------------------------
+
+/// Every rank alone for a while: no side has a majority, so no generation forms until the
+/// partition heals — and then one must.
+const ISOLATED: &str = r#"
+name = "isolated"
+time_limit = "5s"
+[world]
+size = 3
+[network]
+retransmit_timeout = "20ms"
+[group]
+timeout = "200ms"
+[group.elastic]
+min_size = 1
+max_size = 3
+heartbeat_interval = "10ms"
+heartbeat_misses = 3
+[workload]
+iterations = 20
+compute = "10ms"
+[[workload.ops]]
+op = "allreduce"
+bytes = "1MiB"
+[[faults]]
+kind = "partition"
+sides = [[0], [1], [2]]
+at = "55ms"
+duration = "300ms"
+"#;
+
+#[test]
+fn after_a_heal_the_group_rebuilds_and_finishes() {
+    let s = scenario(ISOLATED);
+    let rec = check_elastic(&s, true).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(rec.result.outcome, Outcome::Rebuilt);
+    let formed = &rec.fold.membership.generations;
+    assert!(
+        formed.iter().all(|g| g.formed_ns >= 355 * MS),
+        "nothing forms while every rank is alone: {formed:?}"
+    );
+}
+
+#[test]
+fn a_rendezvous_that_never_retries_stays_stuck_after_the_heal() {
+    let s = sabotaged(
+        scenario(ISOLATED),
+        Sabotage {
+            no_retry: true,
+            ..Sabotage::default()
+        },
+    );
+    let rec = record(&s);
+    let v = finished(&s, &rec.result, &rec.events).expect_err("stuck");
+    assert_eq!(v.property, "liveness");
+    let n = search(elastic_case(true), 200, "liveness", |c| {
+        let s = sabotaged(
+            c.scenario(),
+            Sabotage {
+                no_retry: true,
+                ..Sabotage::default()
+            },
+        );
+        check_elastic(&s, true).map(drop)
+    });
+    assert!(n <= 200);
+}
+
+#[test]
+fn a_lost_quorum_ends_the_run_as_a_stall_not_a_timeout() {
+    // generation 1 = {1, 2}; then 2 dies for good: {1} alone is no majority of {1, 2}
+    let s = scenario(
+        r#"
+name = "quorum-lost"
+time_limit = "60s"
+[world]
+size = 3
+[group]
+timeout = "200ms"
+[group.elastic]
+min_size = 1
+max_size = 3
+heartbeat_interval = "10ms"
+[workload]
+iterations = 50
+compute = "10ms"
+[[workload.ops]]
+op = "allreduce"
+bytes = "1MiB"
+[[faults]]
+kind = "preempt"
+rank = 0
+at = "20ms"
+[[faults]]
+kind = "preempt"
+rank = 2
+at = "200ms"
+"#,
+    );
+    let rec = check_elastic(&s, false).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(rec.result.outcome, Outcome::Stalled);
+    assert!(
+        rec.result.end_ns < 1_000 * MS,
+        "stops once nothing can change"
+    );
+    let w = rec.fold.membership.waiting.get(&1).expect("rank 1 waits");
+    assert_eq!((w.quorum, w.reachable.clone()), (2, vec![1]));
+    finished(&s, &rec.result, &rec.events).expect("a true quorum loss is an accepted stall");
+}
+
+// ---- registry convergence ------------------------------------------------------------------
+
+const REGISTRY_PARTITION: &str = r#"
+name = "registry-partition"
+[world]
+size = 2
+[workload]
+[[workload.registry]]
+at = "1ms"
+rank = 0
+action = "join"
+group = "todo"
+[[workload.registry]]
+at = "1ms"
+rank = 1
+action = "join"
+group = "todo"
+[[workload.registry]]
+at = "600ms"
+rank = 0
+action = "query"
+group = "todo"
+expect_members = [0]
+[[workload.registry]]
+at = "3s"
+rank = 0
+action = "query"
+group = "todo"
+expect_members = [0, 1]
+[[workload.registry]]
+at = "3s"
+rank = 1
+action = "query"
+group = "todo"
+expect_members = [0, 1]
+[[faults]]
+kind = "partition"
+sides = [[0], [1]]
+at = "100ms"
+duration = "1s"
+"#;
+
+#[test]
+fn registry_views_shrink_in_a_partition_and_converge_after_it() {
+    let s = scenario(REGISTRY_PARTITION);
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert!(out.report.expect.ok, "{:?}", out.report.expect);
+    assert_eq!(out.report.queries.len(), 3);
+    let rec = check_registry(&s, 3_000 * MS).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(rec.result.outcome, Outcome::Completed);
+}
+
+#[test]
+fn without_a_state_exchange_on_reconnection_views_diverge() {
+    let s = sabotaged(
+        scenario(REGISTRY_PARTITION),
+        Sabotage {
+            no_registry_resync: true,
+            ..Sabotage::default()
+        },
+    );
+    let rec = record(&s);
+    let v = registry_converged(&rec.events, 3_000 * MS).expect_err("diverged");
+    assert!(v.detail.contains("sees todo"), "{v}");
+    // the report's expectations catch it too
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert!(!out.report.expect.ok);
+    assert!(out.report.expect.failures[0].contains("registry query"));
+    let n = search(registry_case(), 200, "registry convergence", |c| {
+        let s = sabotaged(
+            c.scenario(),
+            Sabotage {
+                no_registry_resync: true,
+                ..Sabotage::default()
+            },
+        );
+        check_registry(&s, u64::from(c.settled_ms()) * MS).map(drop)
+    });
+    assert!(n <= 200);
+}
+
+#[test]
+fn the_replicated_todo_list_survives_the_loss_of_a_node() {
+    let rec = record(&shipped("registry-todo-list.toml"));
+    assert_eq!(rec.result.outcome, Outcome::Completed);
+    let list_of = |node: u32| -> Vec<String> {
+        rec.events
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::RegistryDeliver { rank, message, .. } if *rank == node => {
+                    Some(message.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(list_of(1), ["buy milk", "write the report"]);
+    assert_eq!(
+        list_of(0),
+        ["buy milk", "write the report", "call the plumber"]
+    );
+    let left: Vec<_> = rec
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Event::RegistryNotify { rank: 0, left, .. } if !left.is_empty() => Some(left.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(left, [vec![1]], "the monitor hears that node 1 left");
+}
+
+#[test]
+fn a_query_that_sees_other_members_fails_the_expectations() {
+    let text = REGISTRY_PARTITION.replace("expect_members = [0]\n", "expect_members = [0, 1]\n");
+    let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
+    assert!(!out.report.expect.ok);
+    let f = &out.report.expect.failures;
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].contains("rank 0") && f[0].contains("[0]") && f[0].contains("expected [0,1]"),
+        "{f:?}"
+    );
+}
+
+// ---- the shipped scenarios -----------------------------------------------------------------
+
+#[test]
+fn shipped_elastic_scenarios_keep_every_property_and_replay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for name in [
+        "elastic-three-workers.toml",
+        "elastic-partition-majority.toml",
+        "elastic-restart-rejoins.toml",
+        "elastic-store-failure.toml",
+        "registry-todo-list.toml",
+    ] {
+        let s = shipped(name);
+        check_elastic(&s, false).unwrap_or_else(|v| panic!("{name}: {v}"));
+        let trace = dir.path().join("t.jsonl");
+        let out = run(
+            &s,
+            &RunOptions {
+                trace: Some(&trace),
+                ..RunOptions::default()
+            },
+        )
+        .expect("runs");
+        assert!(out.report.expect.ok, "{name}: {:?}", out.report.expect);
+        match replay(&trace).expect("readable") {
+            ReplayOutcome::Identical { digest, .. } => assert_eq!(digest, out.report.digest),
+            d => panic!("{name}: {d:?}"),
+        }
+    }
+}
+
+#[test]
+fn generations_in_the_report_list_each_generation_once_with_its_members() {
+    let out = run(
+        &shipped("elastic-restart-rejoins.toml"),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    let g: Vec<(u32, Vec<u32>)> = out
+        .report
+        .generations
+        .iter()
+        .map(|g| (g.generation, g.members.clone()))
+        .collect();
+    assert_eq!(g, [(0, vec![0, 1, 2]), (1, vec![0, 1]), (2, vec![0, 1, 2])]);
+    assert!(out.report.generations[1].formed_ns > 0);
+    assert!(out.report.generations[2].formed_ns > out.report.generations[1].formed_ns);
+    assert_eq!(out.report.outcome, Outcome::Rebuilt);
+}
+
+#[test]
+fn a_dead_store_stops_every_rebuild() {
+    let rec = record(&shipped("elastic-store-failure.toml"));
+    assert_eq!(rec.result.outcome, Outcome::Stalled);
+    assert!(rec.fold.membership.generations.is_empty());
+    let reasons: Vec<&str> = rec
+        .fold
+        .membership
+        .waiting
+        .values()
+        .map(|w| w.reason.as_str())
+        .collect();
+    assert_eq!(reasons, ["the store does not answer"; 2]);
+    // with the store alive, the same failure is survived
+    let mut s = shipped("elastic-store-failure.toml");
+    s.faults.remove(0);
+    s.expect = None;
+    let rec = check_elastic(&s, true).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(rec.result.outcome, Outcome::Rebuilt);
+}
+
+#[test]
+fn faults_name_the_store_only_with_a_store_rendezvous() {
+    let plain = "name = \"s\"\n[world]\nsize = 3\n[workload]\n[[faults]]\nkind = \"preempt\"\nrank = 3\nat = \"1ms\"\n";
+    let e = parse(plain, "s.toml").expect_err("no store without a store rendezvous");
+    assert_eq!(e.key, "faults[0].rank", "{e}");
+    let store = plain.replace(
+        "[workload]",
+        "[group]\nelastic = { min_size = 2, max_size = 3, rendezvous = \"store\" }\n[workload]",
+    );
+    assert!(parse(&store, "s.toml").is_ok());
+    let cut = store.replace(
+        "kind = \"preempt\"\nrank = 3\n",
+        "kind = \"partition\"\nsides = [[0, 1], [2, 3]]\n",
+    );
+    assert!(
+        parse(&cut, "s.toml").is_ok(),
+        "the store can be partitioned off"
+    );
+    let beyond = store.replace("rank = 3", "rank = 4");
+    let e = parse(&beyond, "s.toml").expect_err("nothing after the store");
+    assert_eq!(e.key, "faults[0].rank", "{e}");
+}
