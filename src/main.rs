@@ -30,6 +30,9 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Diagnose a recorded trace: who is blocked, on what, waiting for whom, and why.
     Explain(cmd::explain::ExplainArgs),
+    /// The time-travel debugger: step through a trace, see every rank's state and the
+    /// diagnosis at any moment.
+    Tui(cmd::tui::TuiArgs),
 }
 
 /// A failure that maps to an exit code.
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::main(a),
         Command::Replay(a) => cmd::replay::main(a),
         Command::Explain(a) => cmd::explain::main(a),
+        Command::Tui(a) => cmd::tui::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

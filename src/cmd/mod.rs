@@ -3,6 +3,7 @@
 pub mod explain;
 pub mod replay;
 pub mod run;
+pub mod tui;
 
 use crate::Failure;
 use ringside_sim::scenario::{self, Scenario};

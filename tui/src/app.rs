@@ -1,0 +1,211 @@
+//! The viewer's state and what each [`Action`] does to it.
+
+use crate::input::{Action, Mode};
+use crate::state::{EventFilter, Loaded, MarkerKind};
+use ringside_sim::diagnose::{diagnose, Diagnosis, Fold, RankState};
+
+/// How the wait-for graph is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphMode {
+    /// A picture for small graphs, a list for large ones.
+    Auto,
+    Picture,
+    List,
+}
+
+/// Above this many ranks in the wait-for graph, `Auto` shows a list.
+pub const PICTURE_MAX_RANKS: usize = 24;
+
+/// Everything the view draws from.
+pub struct App {
+    pub loaded: Loaded,
+    /// Events applied: 0 (before the first) ..= the number of events.
+    pub pos: usize,
+    /// The state after `pos` events, and its diagnosis.
+    pub fold: Fold,
+    pub diagnosis: Diagnosis,
+    pub selected: u32,
+    pub filter: EventFilter,
+    /// The filter being typed, while typing.
+    pub editing: Option<String>,
+    pub help: bool,
+    pub graph: GraphMode,
+    pub compact: bool,
+    /// A one-line message for the user (cleared by the next action).
+    pub status: Option<String>,
+    pub quit: bool,
+}
+
+/// The state a rank is drawn with: a paused rank shows as paused; a rank waiting on a root
+/// cause (or aborted by its watchdog) shows as blocked.
+pub fn shown_state(fold: &Fold, d: &Diagnosis, rank: u32) -> RankState {
+    let Some(v) = fold.ranks.get(rank as usize) else {
+        return RankState::Idle;
+    };
+    if v.paused && !matches!(v.state, RankState::Dead | RankState::Done) {
+        return RankState::Paused;
+    }
+    if v.state == RankState::Waiting
+        && !d.causes.is_empty()
+        && d.blocked.iter().any(|b| b.rank == rank)
+    {
+        return RankState::Blocked;
+    }
+    v.state
+}
+
+impl App {
+    pub fn new(loaded: Loaded) -> App {
+        let fold = loaded.fold_at(0);
+        let diagnosis = diagnose(&fold);
+        App {
+            loaded,
+            pos: 0,
+            fold,
+            diagnosis,
+            selected: 0,
+            filter: EventFilter::default(),
+            editing: None,
+            help: false,
+            graph: GraphMode::Auto,
+            compact: false,
+            status: None,
+            quit: false,
+        }
+    }
+
+    /// Which keys mean what now.
+    pub fn mode(&self) -> Mode {
+        if self.editing.is_some() {
+            Mode::Editing
+        } else if self.help {
+            Mode::Help
+        } else {
+            Mode::Normal
+        }
+    }
+
+    pub fn ranks(&self) -> u32 {
+        self.fold.ranks.len() as u32
+    }
+
+    /// Moves the cursor to `pos` (clamped): forward from the current state when that is
+    /// cheaper than restoring a checkpoint.
+    pub fn seek(&mut self, pos: usize) {
+        let pos = pos.min(self.loaded.len());
+        if pos == self.pos {
+            return;
+        }
+        if pos > self.pos && pos - self.pos < self.loaded.history.interval() {
+            for (t, ev) in &self.loaded.events()[self.pos..pos] {
+                self.fold.apply(*t, ev);
+            }
+        } else {
+            self.fold = self.loaded.fold_at(pos);
+        }
+        self.pos = pos;
+        self.diagnosis = diagnose(&self.fold);
+    }
+
+    fn seek_or(&mut self, pos: Option<usize>, missing: &str) {
+        match pos {
+            Some(p) => self.seek(p),
+            None => self.status = Some(missing.to_string()),
+        }
+    }
+
+    /// Does what the user asked for.
+    pub fn update(&mut self, action: Action) {
+        self.status = None;
+        match action {
+            Action::Quit => self.quit = true,
+            Action::Step(d) => {
+                let p = if d < 0 {
+                    self.pos.saturating_sub(d.unsigned_abs() as usize)
+                } else {
+                    self.pos.saturating_add(d as usize)
+                };
+                self.seek(p);
+            }
+            Action::Start => self.seek(0),
+            Action::End => self.seek(self.loaded.len()),
+            Action::FirstStall => {
+                let p = self.loaded.markers.first_stall;
+                self.seek_or(p, "no stall in this trace: no diagnosis names a root cause");
+            }
+            Action::NextFault => {
+                let p = self.loaded.markers.next(MarkerKind::Fault, self.pos);
+                self.seek_or(p, "no fault after this point");
+            }
+            Action::NextOfRank => {
+                let p = self.loaded.next_of_rank(self.pos, self.selected);
+                let msg = format!("no later event of rank {}", self.selected);
+                self.seek_or(p, &msg);
+            }
+            Action::PrevOfRank => {
+                let p = self.loaded.prev_of_rank(self.pos, self.selected);
+                let msg = format!("no earlier event of rank {}", self.selected);
+                self.seek_or(p, &msg);
+            }
+            Action::Select(d) => {
+                let last = i64::from(self.ranks().saturating_sub(1));
+                self.selected = (i64::from(self.selected) + d).clamp(0, last) as u32;
+            }
+            Action::EditFilter => self.editing = Some(self.filter.describe()),
+            Action::FilterChar(c) => {
+                if let Some(s) = self.editing.as_mut() {
+                    s.push(c);
+                }
+            }
+            Action::FilterBackspace => {
+                if let Some(s) = self.editing.as_mut() {
+                    s.pop();
+                }
+            }
+            Action::FilterApply => {
+                if let Some(text) = self.editing.take() {
+                    match EventFilter::parse(&text) {
+                        Ok(f) => self.filter = f,
+                        Err(e) => {
+                            self.status = Some(format!("filter not applied: {}", e.0));
+                            self.editing = Some(text);
+                        }
+                    }
+                }
+            }
+            Action::FilterCancel => self.editing = None,
+            Action::ToggleGraph => {
+                self.graph = if self.shows_picture() {
+                    GraphMode::List
+                } else {
+                    GraphMode::Picture
+                }
+            }
+            Action::ToggleCompact => self.compact = !self.compact,
+            Action::ToggleHelp => self.help = !self.help,
+            Action::None => {}
+        }
+    }
+
+    /// Ranks that appear in the wait-for graph.
+    pub fn graph_ranks(&self) -> Vec<u32> {
+        let mut r: Vec<u32> = self
+            .diagnosis
+            .edges
+            .iter()
+            .flat_map(|&(a, b)| [a, b])
+            .collect();
+        r.sort_unstable();
+        r.dedup();
+        r
+    }
+
+    /// Whether the wait-for graph is drawn as a picture.
+    pub fn shows_picture(&self) -> bool {
+        match self.graph {
+            GraphMode::Picture => true,
+            GraphMode::List => false,
+            GraphMode::Auto => self.graph_ranks().len() <= PICTURE_MAX_RANKS,
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Points of interest on the timeline, found in one pass over the events.
+//!
+//! Positions are counts of applied events: a marker at `p` shows the state right after the
+//! event `p - 1` that it names.
+
+use ringside_sim::diagnose::{diagnose, Fold};
+use ringside_sim::scenario::Fault;
+use ringside_sim::trace::{Event, FaultPhase};
+
+/// What a marker stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MarkerKind {
+    /// A scenario fault begins (or, for application bugs, the rank enters the faulty iteration).
+    Fault,
+    /// A collective watchdog fires.
+    Watchdog,
+    /// The first collective of a new generation.
+    Generation,
+    /// The first position where the diagnosis names a root cause.
+    Stall,
+}
+
+impl MarkerKind {
+    /// The glyph drawn on the timeline.
+    pub fn glyph(self) -> char {
+        match self {
+            MarkerKind::Fault => 'F',
+            MarkerKind::Watchdog => 'W',
+            MarkerKind::Generation => 'G',
+            MarkerKind::Stall => 'S',
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkerKind::Fault => "fault",
+            MarkerKind::Watchdog => "watchdog",
+            MarkerKind::Generation => "generation",
+            MarkerKind::Stall => "first stall",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Marker {
+    pub pos: usize,
+    pub kind: MarkerKind,
+}
+
+/// Collects markers while the events are folded once.
+pub struct MarkerScan {
+    markers: Vec<Marker>,
+    /// (rank, iteration) where an application-bug fault of the scenario strikes.
+    app_bugs: Vec<(u32, u32)>,
+    max_generation: u32,
+    /// Diagnose every `sample` events while looking for the first stall.
+    sample: usize,
+    /// The last sampled position without a root cause, and the first with one.
+    clean: usize,
+    stalled: Option<usize>,
+    /// Sampled stretches with a root cause, as position ranges (for the timeline).
+    stall_ranges: Vec<(usize, usize)>,
+}
+
+impl MarkerScan {
+    pub fn new(faults: &[Fault], ranks: usize, events: usize) -> MarkerScan {
+        let app_bugs = faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Mismatch {
+                    rank, iteration, ..
+                }
+                | Fault::Skip {
+                    rank, iteration, ..
+                }
+                | Fault::Hang { rank, iteration } => Some((*rank, *iteration)),
+                _ => None,
+            })
+            .collect();
+        // a diagnosis costs O(ranks): bound the sampling work to a few times the events'
+        let sample = (ranks / 8).max(events / 65_536).max(1);
+        MarkerScan {
+            markers: Vec::new(),
+            app_bugs,
+            max_generation: 0,
+            sample,
+            clean: 0,
+            stalled: None,
+            stall_ranges: Vec::new(),
+        }
+    }
+
+    /// Looks at event `i`; `fold` is the state after it.
+    pub fn scan(&mut self, i: usize, ev: &Event, fold: &Fold) {
+        let pos = i + 1;
+        match ev {
+            Event::Fault {
+                phase: FaultPhase::Begin,
+                ..
+            } => self.push(pos, MarkerKind::Fault),
+            Event::Timer { timer, .. } if timer == "watchdog" => {
+                self.push(pos, MarkerKind::Watchdog)
+            }
+            Event::Iteration { rank, iteration }
+                if self.app_bugs.contains(&(*rank, *iteration)) =>
+            {
+                self.push(pos, MarkerKind::Fault)
+            }
+            Event::Call { generation, .. } if generation.0 > self.max_generation => {
+                self.max_generation = generation.0;
+                self.push(pos, MarkerKind::Generation);
+            }
+            _ => {}
+        }
+        if pos.is_multiple_of(self.sample) {
+            self.sample_at(pos, fold);
+        }
+    }
+
+    fn sample_at(&mut self, pos: usize, fold: &Fold) {
+        let stalled = !diagnose(fold).causes.is_empty();
+        if stalled {
+            if self.stalled.is_none() {
+                self.stalled = Some(pos);
+            }
+            match self.stall_ranges.last_mut() {
+                Some(r) if r.1 == pos.saturating_sub(self.sample) => r.1 = pos,
+                _ => self.stall_ranges.push((pos, pos)),
+            }
+        } else if self.stalled.is_none() {
+            self.clean = pos;
+        }
+    }
+
+    fn push(&mut self, pos: usize, kind: MarkerKind) {
+        self.markers.push(Marker { pos, kind });
+    }
+
+    /// Finishes with the state after the last event; `refine(lo, hi)` returns the first
+    /// position in `(lo, hi]` whose diagnosis names a root cause.
+    pub fn finish(
+        mut self,
+        end: usize,
+        final_fold: &Fold,
+        refine: impl FnOnce(usize, usize) -> Option<usize>,
+    ) -> Markers {
+        if self.stalled.is_none() && !end.is_multiple_of(self.sample) {
+            self.sample_at(end, final_fold);
+        }
+        let first_stall = self
+            .stalled
+            .and_then(|hi| refine(self.clean, hi).or(Some(hi)));
+        if let Some(p) = first_stall {
+            self.push(p, MarkerKind::Stall);
+        }
+        self.markers.sort();
+        Markers {
+            markers: self.markers,
+            first_stall,
+            stall_ranges: self.stall_ranges,
+        }
+    }
+}
+
+/// The markers of one trace, sorted by position.
+#[derive(Clone, Debug, Default)]
+pub struct Markers {
+    pub markers: Vec<Marker>,
+    pub first_stall: Option<usize>,
+    /// Stretches of positions where sampled diagnoses named a root cause.
+    pub stall_ranges: Vec<(usize, usize)>,
+}
+
+impl Markers {
+    /// The first marker of `kind` strictly after `pos`.
+    pub fn next(&self, kind: MarkerKind, pos: usize) -> Option<usize> {
+        self.markers
+            .iter()
+            .find(|m| m.kind == kind && m.pos > pos)
+            .map(|m| m.pos)
+    }
+
+    pub fn of(&self, kind: MarkerKind) -> impl Iterator<Item = &Marker> {
+        self.markers.iter().filter(move |m| m.kind == kind)
+    }
+}
