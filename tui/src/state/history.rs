@@ -187,3 +187,97 @@ impl History {
         fold
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::record;
+    use proptest::prelude::*;
+    use ringside_sim::scenario;
+    use ringside_sim::trace::Trace;
+    use std::sync::OnceLock;
+
+    /// Folds have no `PartialEq`; their debug form shows every field.
+    fn same(a: &Fold, b: &Fold) -> bool {
+        format!("{a:?}") == format!("{b:?}")
+    }
+
+    fn fresh(trace: &Trace, pos: usize) -> Fold {
+        let mut f = Fold::new(&trace.header.scenario);
+        for (t, ev) in &trace.events[..pos] {
+            f.apply(*t, ev);
+        }
+        f
+    }
+
+    /// A preempted rank, a partition that heals, a pause: many kinds of events and state.
+    fn trace() -> &'static Trace {
+        static T: OnceLock<Trace> = OnceLock::new();
+        T.get_or_init(|| {
+            let s = scenario::parse(
+                r#"
+name = "fold-mix"
+seed = 3
+[world]
+size = 4
+[network]
+latency = "5us"
+bandwidth = "25GB/s"
+[group]
+timeout = "50ms"
+[workload]
+iterations = 4
+compute = "1ms"
+elements = 8
+[[workload.ops]]
+op = "allreduce"
+bytes = "4MiB"
+[[workload.ops]]
+op = "barrier"
+[[faults]]
+kind = "pause"
+rank = 1
+at = "1500us"
+duration = "2ms"
+[[faults]]
+kind = "partition"
+sides = [[0, 1], [2, 3]]
+at = "4ms"
+duration = "1ms"
+[[faults]]
+kind = "preempt"
+rank = 3
+at = "9ms"
+"#,
+                "fold-mix",
+            )
+            .expect("valid scenario");
+            record(&s, s.seed).expect("the run records a trace")
+        })
+    }
+
+    #[test]
+    fn the_mixed_trace_has_checkpoints_and_collectives() {
+        let t = trace();
+        assert!(t.events.len() > 100, "{} events", t.events.len());
+        let h = History::build(&t.header.scenario, &t.events, 7);
+        assert!(h.checkpoints() > 10);
+        assert!(fresh(t, t.events.len()).ops.len() > 4);
+    }
+
+    proptest! {
+        #[test]
+        fn state_at_any_position_equals_a_fresh_fold(
+            interval in 1usize..64,
+            picks in proptest::collection::vec(any::<proptest::sample::Index>(), 1..8),
+        ) {
+            let t = trace();
+            let h = History::build(&t.header.scenario, &t.events, interval);
+            for p in picks {
+                let pos = p.index(t.events.len() + 1);
+                let got = h.fold_at(&t.events, pos);
+                prop_assert!(same(&got, &fresh(t, pos)), "position {pos}, interval {interval}");
+            }
+        }
+    }
+}

@@ -12,8 +12,36 @@ pub use markers::{Marker, MarkerKind, Markers};
 use history::Builder;
 use markers::MarkerScan;
 use ringside_sim::diagnose::{diagnose, Fold};
-use ringside_sim::trace::{Event, Trace};
+use ringside_sim::run::run_events;
+use ringside_sim::scenario::Scenario;
+use ringside_sim::trace::{Event, Trace, TraceError, TraceReader, TraceWriter};
 use ringside_sim::units::Nanos;
+
+/// Runs `scenario` with `seed` and keeps its trace in memory, exactly as a trace file would
+/// read back (header, events, footer, digest).
+pub fn record(scenario: &Scenario, seed: u64) -> Result<Trace, TraceError> {
+    let name = format!("<{} in memory>", scenario.name);
+    let io = |e: std::io::Error| TraceError {
+        file: name.clone(),
+        line: 0,
+        message: e.to_string(),
+    };
+    let mut bytes = Vec::new();
+    let mut writer = TraceWriter::new(&mut bytes, scenario, seed).map_err(io)?;
+    let (result, _, _) = run_events(scenario, seed, &mut writer, None);
+    writer.finish(result.outcome).map_err(io)?;
+    let mut reader = TraceReader::new(&bytes[..], &name)?;
+    let mut events = Vec::new();
+    while let Some(e) = reader.next_event()? {
+        events.push(e);
+    }
+    Ok(Trace {
+        header: reader.header.clone(),
+        events,
+        footer: reader.footer().cloned(),
+        digest: reader.digest().hex(),
+    })
+}
 
 /// A trace read into memory, folded once, with checkpoints for seeking and its markers.
 pub struct Loaded {

@@ -201,17 +201,21 @@ fn arrow(ctx: &mut Context, p: (f64, f64), q: (f64, f64), color: Color) {
     let s = (p.0 + ux * cut + nx, p.1 + uy * cut + ny);
     let e = (q.0 - ux * cut + nx, q.1 - uy * cut + ny);
     ctx.draw(&CanvasLine::new(s.0, s.1, e.0, e.1, color));
-    let head = 0.12_f64.min(len / 4.0);
-    for a in [0.45_f64, -0.45] {
-        let (c, sn) = (a.cos(), a.sin());
-        let bx = -ux * c + uy * sn;
-        let by = -uy * c - ux * sn;
-        ctx.draw(&CanvasLine::new(
-            e.0,
-            e.1,
-            e.0 + bx * head,
-            e.1 + by * head,
-            color,
-        ));
-    }
+    // braille arrowheads are a few dots: a glyph says the direction plainly
+    let (hx, hy) = (q.0 - ux * cut * 1.6 + nx, q.1 - uy * cut * 1.6 + ny);
+    ctx.print(
+        hx,
+        hy,
+        Span::styled(
+            direction_glyph(ux, uy).to_string(),
+            Style::default().fg(color).add_modifier(Modifier::BOLD),
+        ),
+    );
+}
+
+/// The arrow among the eight that is closest to the direction (ux, uy).
+fn direction_glyph(ux: f64, uy: f64) -> char {
+    const ARROWS: [char; 8] = ['→', '↗', '↑', '↖', '←', '↙', '↓', '↘'];
+    let a = uy.atan2(ux).rem_euclid(2.0 * PI);
+    ARROWS[((a / (PI / 4.0)).round() as usize) % 8]
 }

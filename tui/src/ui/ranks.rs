@@ -21,7 +21,7 @@ pub fn scroll_offset(selected: usize, height: usize, n: usize) -> usize {
 
 fn pad(s: &str, w: usize) -> String {
     let len = s.chars().count();
-    if len >= w {
+    if len > w {
         let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
         if w > 0 {
             t.push('…');

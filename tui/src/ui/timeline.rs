@@ -50,8 +50,18 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let mut mark: Vec<Option<MarkerKind>> = vec![None; w];
     for mk in &m.markers {
         let c = column(mk.pos, n, w);
-        if mark[c].is_none_or(|k| mk.kind > k) {
-            mark[c] = Some(mk.kind);
+        // a marker of another kind in the same column moves to the nearest free one
+        let free = [c, c + 1, c.wrapping_sub(1), c + 2, c.wrapping_sub(2)]
+            .into_iter()
+            .filter(|&x| x < w)
+            .find(|&x| mark[x].is_none_or(|k| k == mk.kind));
+        match free {
+            Some(x) => mark[x] = Some(mk.kind),
+            None => {
+                if mark[c].is_some_and(|k| mk.kind > k) {
+                    mark[c] = Some(mk.kind);
+                }
+            }
         }
     }
     let cur = column(app.pos, n, w);
