@@ -20,54 +20,32 @@ pub struct RunArgs {
     /// Prints one JSON object instead of sentences.
     #[arg(long, conflicts_with = "tui")]
     pub json: bool,
-    /// Opens the time-travel debugger on the run's trace (kept only with --trace).
+    /// Opens the time-travel debugger on the run's trace instead of printing the report
+    /// (the trace is kept in memory unless --trace names a file).
     #[arg(long)]
     pub tui: bool,
-}
-
-/// A trace file in the temporary directory, removed on drop.
-struct TempTrace(PathBuf);
-
-impl TempTrace {
-    fn new(name: &str) -> TempTrace {
-        let safe: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        TempTrace(
-            std::env::temp_dir().join(format!("ringside-{}-{safe}.jsonl", std::process::id())),
-        )
-    }
-}
-
-impl Drop for TempTrace {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 pub fn main(a: RunArgs) -> Result<(), Failure> {
     let scenario = load_scenario(&a.scenario)?;
     let flag = interrupt_flag();
-    // the viewer reads the trace back: without --trace it goes to a temporary file
-    let temp = (a.tui && a.trace.is_none()).then(|| TempTrace::new(&scenario.name));
-    let trace = a.trace.as_deref().or(temp.as_ref().map(|t| t.0.as_path()));
+    if a.tui && a.trace.is_none() {
+        // nothing to keep: the trace stays in memory
+        let seed = a.seed.unwrap_or(scenario.seed);
+        let trace = ringside_tui::state::record(&scenario, seed)
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        return super::tui::view(trace);
+    }
     let out = run(
         &scenario,
         &RunOptions {
             seed: a.seed,
-            trace,
+            trace: a.trace.as_deref(),
             interrupt: Some(&flag),
         },
     )?;
-    if a.tui {
-        return super::tui::open(trace.expect("a trace path is set with --tui"));
+    if let (true, Some(trace)) = (a.tui, &a.trace) {
+        return super::tui::open(trace);
     }
     if flag.load(Ordering::SeqCst) {
         eprintln!(
