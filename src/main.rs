@@ -33,6 +33,8 @@ enum Command {
     /// The time-travel debugger: step through a trace, see every rank's state and the
     /// diagnosis at any moment.
     Tui(cmd::tui::TuiArgs),
+    /// Convert a trace for other tools: Chrome/Perfetto trace events.
+    Export(cmd::export::ExportArgs),
 }
 
 /// A failure that maps to an exit code.
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => cmd::replay::main(a),
         Command::Explain(a) => cmd::explain::main(a),
         Command::Tui(a) => cmd::tui::main(a),
+        Command::Export(a) => cmd::export::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod explain;
+pub mod export;
 pub mod replay;
 pub mod run;
 pub mod tui;

@@ -3,6 +3,7 @@
 //! event line.
 
 mod event;
+pub mod perfetto;
 mod reader;
 mod replay;
 mod writer;
