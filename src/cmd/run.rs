@@ -34,7 +34,7 @@ pub fn main(a: RunArgs) -> Result<(), Failure> {
         let seed = a.seed.unwrap_or(scenario.seed);
         let trace = ringside_tui::state::record(&scenario, seed)
             .map_err(|e| Failure::Input(e.to_string()))?;
-        return super::tui::view(trace);
+        return super::tui::view(ringside_tui::Loaded::new(trace));
     }
     let out = run(
         &scenario,

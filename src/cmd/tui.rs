@@ -2,7 +2,7 @@
 
 use crate::Failure;
 use clap::Args;
-use ringside_sim::trace::{read_trace, Trace};
+use ringside_tui::Loaded;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -18,15 +18,15 @@ pub fn main(a: TuiArgs) -> Result<(), Failure> {
 
 /// Reads `trace` and opens the viewer on it.
 pub fn open(trace: &Path) -> Result<(), Failure> {
-    view(read_trace(trace).map_err(|e| Failure::Input(e.to_string()))?)
+    view(Loaded::open(trace).map_err(|e| Failure::Input(e.to_string()))?)
 }
 
-/// Opens the viewer on a trace in memory.
-pub fn view(trace: Trace) -> Result<(), Failure> {
+/// Opens the viewer on a loaded trace.
+pub fn view(loaded: Loaded) -> Result<(), Failure> {
     if !std::io::stdout().is_terminal() {
         return Err(Failure::Input(
             "the viewer needs a terminal: standard output is not one".into(),
         ));
     }
-    ringside_tui::view(trace).map_err(|e| Failure::Input(format!("terminal: {e}")))
+    ringside_tui::view(loaded).map_err(|e| Failure::Input(format!("terminal: {e}")))
 }

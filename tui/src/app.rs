@@ -89,20 +89,17 @@ impl App {
         self.fold.ranks.len() as u32
     }
 
-    /// Moves the cursor to `pos` (clamped): forward from the current state when that is
-    /// cheaper than restoring a checkpoint.
+    /// Moves the cursor to `pos` (clamped to the trace).
     pub fn seek(&mut self, pos: usize) {
         let pos = pos.min(self.loaded.len());
         if pos == self.pos {
             return;
         }
-        if pos > self.pos && pos - self.pos < self.loaded.history.interval() {
-            for (t, ev) in &self.loaded.events()[self.pos..pos] {
-                self.fold.apply(*t, ev);
-            }
-        } else {
-            self.fold = self.loaded.fold_at(pos);
-        }
+        let fold = std::mem::replace(&mut self.fold, Fold::with_size(0));
+        self.fold = self
+            .loaded
+            .history
+            .seek(self.loaded.events(), fold, self.pos, pos);
         self.pos = pos;
         self.diagnosis = diagnose(&self.fold);
     }

@@ -16,10 +16,8 @@ pub mod ui;
 pub use app::App;
 pub use state::Loaded;
 
-use ringside_sim::trace::Trace;
-
-/// Opens the viewer on a trace read into memory; returns when the user quits.
-pub fn view(trace: Trace) -> std::io::Result<()> {
-    let mut app = App::new(Loaded::new(trace));
+/// Opens the viewer on a loaded trace; returns when the user quits.
+pub fn view(loaded: Loaded) -> std::io::Result<()> {
+    let mut app = App::new(loaded);
     term::run(&mut app)
 }

@@ -9,7 +9,7 @@ mod replay;
 mod writer;
 
 pub use event::{timer_fields, Event, FaultPhase};
-pub use reader::{read_trace, Footer, Header, Trace, TraceError, TraceReader};
+pub use reader::{read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent};
 pub use replay::{replay, ReplayOutcome};
 pub use writer::{encode_line, Digest, NullRecorder, Recorder, TraceWriter, VecRecorder};
 

@@ -1,19 +1,23 @@
 //! Time travel over a loaded trace: the state of every rank after any prefix of the events.
 //!
-//! Folding from the start on every seek is O(position); a full clone of the [`Fold`] at every
-//! checkpoint is O(collectives so far) in time and memory, because its map of collectives only
-//! grows. So a checkpoint keeps two parts:
-//! - the fold *without* its map of collectives (per-rank state, faults, counters), cloned;
-//! - the collectives whose entry changed since the previous checkpoint, with their value at the
-//!   checkpoint. The map at checkpoint `j` is the union of these deltas over `0..=j`, newest
-//!   value first.
+//! Folding from the start on every seek is O(position), and a full clone of the [`Fold`] at
+//! every checkpoint is O(collectives so far) in time and memory, because its map of
+//! collectives only grows. So the history keeps:
+//! - every `interval` events, a checkpoint: the fold *without* its map of collectives
+//!   (per-rank state, faults, counters), cloned;
+//! - for each collective, its value at each checkpoint where it had changed since the
+//!   previous one.
 //!
 //! An entry of the map only changes on events that name its (group, generation, seq) — call,
-//! step, complete, abort — which is how the deltas are found. The test
-//! `state_at_any_position_equals_a_fresh_fold` holds this to account.
+//! step, complete, abort — which is how the changes are found; the tests
+//! `state_at_any_position_equals_a_fresh_fold` and `seeking_around_equals_fresh_folds` hold
+//! this to account.
 //!
-//! Seeking to position `p` restores the checkpoint at or before `p` and applies at most
-//! `interval - 1` events.
+//! [`History::fold_at`] builds the fold at any position from scratch: the checkpoint at or
+//! before it, every collective's value there, then at most `interval - 1` events.
+//! [`History::seek`] does the same from the fold at another position, reusing its map of
+//! collectives and resetting only the entries that the events in between touched, so moving
+//! around a trace with tens of thousands of collectives stays cheap.
 
 use ringside_sim::diagnose::{Fold, OpView};
 use ringside_sim::proto::{Generation, GroupId, SeqNo};
@@ -30,22 +34,9 @@ pub const MIN_INTERVAL: usize = 1024;
 
 /// Events between checkpoints for a world of `ranks`: restoring a checkpoint costs O(ranks),
 /// replaying costs O(events), so the interval grows with the world to keep both in balance
-/// (and the checkpoints' memory at a few rank-states per 32 events).
+/// (and the checkpoints' memory at about one rank-state per 32 events).
 pub fn interval_for(ranks: usize) -> usize {
     MIN_INTERVAL.max(32 * ranks)
-}
-
-struct Checkpoint {
-    /// The fold after this many events, its `ops` left empty.
-    fold: Fold,
-    /// Collectives changed since the previous checkpoint, valued as of this one.
-    ops: Vec<(OpKey, OpView)>,
-}
-
-/// Checkpoints over one trace's events.
-pub struct History {
-    interval: usize,
-    checkpoints: Vec<Checkpoint>,
 }
 
 /// The collective an event updates in [`Fold::ops`], if any.
@@ -79,10 +70,19 @@ pub fn op_key(ev: &Event) -> Option<OpKey> {
     }
 }
 
+/// Checkpoints over one trace's events.
+pub struct History {
+    interval: usize,
+    /// The fold after `j * interval` events, its `ops` left empty.
+    checkpoints: Vec<Fold>,
+    /// Per collective: (checkpoint j, its value after `j * interval` events), for each
+    /// checkpoint where it differs from the previous one; ascending in j.
+    ops: BTreeMap<OpKey, Vec<(usize, OpView)>>,
+}
+
 /// Builds checkpoints while folding; see [`History::build`].
 pub struct Builder {
-    interval: usize,
-    checkpoints: Vec<Checkpoint>,
+    history: History,
     fold: Fold,
     /// Collectives changed since the last checkpoint.
     dirty: BTreeSet<OpKey>,
@@ -94,8 +94,11 @@ impl Builder {
         let fold = Fold::new(scenario);
         let dirty = fold.ops.keys().copied().collect();
         Builder {
-            interval: interval.max(1),
-            checkpoints: Vec::new(),
+            history: History {
+                interval: interval.max(1),
+                checkpoints: Vec::new(),
+                ops: BTreeMap::new(),
+            },
             fold,
             dirty,
             applied: 0,
@@ -109,7 +112,7 @@ impl Builder {
 
     /// Applies the next event, taking a checkpoint first when one is due.
     pub fn push(&mut self, t: Nanos, ev: &Event) {
-        if self.applied.is_multiple_of(self.interval) {
+        if self.applied.is_multiple_of(self.history.interval) {
             self.checkpoint();
         }
         self.fold.apply(t, ev);
@@ -120,28 +123,23 @@ impl Builder {
     }
 
     fn checkpoint(&mut self) {
+        let j = self.history.checkpoints.len();
         let ops = std::mem::take(&mut self.fold.ops);
-        let fold = self.fold.clone();
+        self.history.checkpoints.push(self.fold.clone());
         self.fold.ops = ops;
-        let changed = std::mem::take(&mut self.dirty)
-            .into_iter()
-            .filter_map(|k| self.fold.ops.get(&k).map(|v| (k, v.clone())))
-            .collect();
-        self.checkpoints.push(Checkpoint { fold, ops: changed });
+        for k in std::mem::take(&mut self.dirty) {
+            if let Some(v) = self.fold.ops.get(&k) {
+                self.history.ops.entry(k).or_default().push((j, v.clone()));
+            }
+        }
     }
 
     /// The history, and the fold after every event.
     pub fn finish(mut self) -> (History, Fold) {
-        if self.checkpoints.is_empty() {
+        if self.history.checkpoints.is_empty() {
             self.checkpoint();
         }
-        (
-            History {
-                interval: self.interval,
-                checkpoints: self.checkpoints,
-            },
-            self.fold,
-        )
+        (self.history, self.fold)
     }
 }
 
@@ -163,28 +161,70 @@ impl History {
         self.checkpoints.len()
     }
 
-    /// The fold of the checkpoint at or before `pos` and the position it stands at.
-    fn restore(&self, pos: usize) -> (Fold, usize) {
-        let j = (pos / self.interval).min(self.checkpoints.len() - 1);
-        let mut fold = self.checkpoints[j].fold.clone();
-        let mut ops: BTreeMap<OpKey, OpView> = BTreeMap::new();
-        for cp in self.checkpoints[..=j].iter().rev() {
-            for (k, v) in &cp.ops {
-                ops.entry(*k).or_insert_with(|| v.clone());
-            }
-        }
-        fold.ops = ops;
-        (fold, j * self.interval)
+    /// The checkpoint at or before `pos`.
+    fn checkpoint_of(&self, pos: usize) -> usize {
+        (pos / self.interval).min(self.checkpoints.len() - 1)
+    }
+
+    /// A collective's value at checkpoint `j` (None: not called yet).
+    fn op_at(&self, k: &OpKey, j: usize) -> Option<&OpView> {
+        let versions = self.ops.get(k)?;
+        let i = versions.partition_point(|(c, _)| *c <= j);
+        versions[..i].last().map(|(_, v)| v)
     }
 
     /// The fold after the first `pos` events (`pos` is clamped to the trace).
     pub fn fold_at(&self, events: &[(Nanos, Event)], pos: usize) -> Fold {
         let pos = pos.min(events.len());
-        let (mut fold, at) = self.restore(pos);
-        for (t, ev) in &events[at..pos] {
-            fold.apply(*t, ev);
-        }
+        let j = self.checkpoint_of(pos);
+        let mut fold = self.checkpoints[j].clone();
+        // keys come in order, so the map is built in one pass
+        fold.ops = self
+            .ops
+            .keys()
+            .filter_map(|k| self.op_at(k, j).map(|v| (*k, v.clone())))
+            .collect();
+        replay(&mut fold, &events[j * self.interval..pos]);
         fold
+    }
+
+    /// The fold after the first `to` events, from `fold`, the fold after the first `from`.
+    pub fn seek(&self, events: &[(Nanos, Event)], mut fold: Fold, from: usize, to: usize) -> Fold {
+        let to = to.min(events.len());
+        if to >= from && to - from < self.interval {
+            replay(&mut fold, &events[from..to]);
+            return fold;
+        }
+        let j = self.checkpoint_of(to);
+        let at = j * self.interval;
+        let (a, b) = (from.min(at), from.max(at));
+        let touched: BTreeSet<OpKey> = events[a..b].iter().filter_map(|(_, e)| op_key(e)).collect();
+        if touched.len() > fold.ops.len() / 2 {
+            return self.fold_at(events, to);
+        }
+        // the map after `from` events differs from the one at the checkpoint only in what
+        // the events between them touched
+        let mut ops = std::mem::take(&mut fold.ops);
+        for k in touched {
+            match self.op_at(&k, j) {
+                Some(v) => {
+                    ops.insert(k, v.clone());
+                }
+                None => {
+                    ops.remove(&k);
+                }
+            }
+        }
+        let mut fold = self.checkpoints[j].clone();
+        fold.ops = ops;
+        replay(&mut fold, &events[at..to]);
+        fold
+    }
+}
+
+fn replay(fold: &mut Fold, events: &[(Nanos, Event)]) {
+    for (t, ev) in events {
+        fold.apply(*t, ev);
     }
 }
 
@@ -262,6 +302,10 @@ at = "9ms"
         assert!(t.events.len() > 100, "{} events", t.events.len());
         let h = History::build(&t.header.scenario, &t.events, 7);
         assert!(h.checkpoints() > 10);
+        assert!(
+            h.ops.values().any(|v| v.len() > 1),
+            "collectives change across checkpoints"
+        );
         assert!(fresh(t, t.events.len()).ops.len() > 4);
     }
 
@@ -277,6 +321,22 @@ at = "9ms"
                 let pos = p.index(t.events.len() + 1);
                 let got = h.fold_at(&t.events, pos);
                 prop_assert!(same(&got, &fresh(t, pos)), "position {pos}, interval {interval}");
+            }
+        }
+
+        #[test]
+        fn seeking_around_equals_fresh_folds(
+            interval in 1usize..64,
+            picks in proptest::collection::vec(any::<proptest::sample::Index>(), 1..12),
+        ) {
+            let t = trace();
+            let h = History::build(&t.header.scenario, &t.events, interval);
+            let (mut fold, mut pos) = (h.fold_at(&t.events, 0), 0);
+            for p in picks {
+                let to = p.index(t.events.len() + 1);
+                fold = h.seek(&t.events, fold, pos, to);
+                pos = to;
+                prop_assert!(same(&fold, &fresh(t, pos)), "position {pos}, interval {interval}");
             }
         }
     }

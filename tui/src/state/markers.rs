@@ -63,7 +63,7 @@ pub struct MarkerScan {
 }
 
 impl MarkerScan {
-    pub fn new(faults: &[Fault], ranks: usize, events: usize) -> MarkerScan {
+    pub fn new(faults: &[Fault], ranks: usize) -> MarkerScan {
         let app_bugs = faults
             .iter()
             .filter_map(|f| match f {
@@ -77,8 +77,9 @@ impl MarkerScan {
                 _ => None,
             })
             .collect();
-        // a diagnosis costs O(ranks): bound the sampling work to a few times the events'
-        let sample = (ranks / 8).max(events / 65_536).max(1);
+        // a diagnosis costs O(ranks): sampling every 2 x ranks events keeps the work to about
+        // half a rank-state per event; the first stall is then found exactly between samples
+        let sample = (2 * ranks).max(1);
         MarkerScan {
             markers: Vec::new(),
             app_bugs,
@@ -137,7 +138,8 @@ impl MarkerScan {
     }
 
     /// Finishes with the state after the last event; `refine(lo, hi)` returns the first
-    /// position in `(lo, hi]` whose diagnosis names a root cause.
+    /// position in `(lo, hi]` whose diagnosis names a root cause, knowing that the one at
+    /// `lo` names none and the one at `hi` does.
     pub fn finish(
         mut self,
         end: usize,

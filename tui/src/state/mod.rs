@@ -14,8 +14,10 @@ use markers::MarkerScan;
 use ringside_sim::diagnose::{diagnose, Fold};
 use ringside_sim::run::run_events;
 use ringside_sim::scenario::Scenario;
-use ringside_sim::trace::{Event, Trace, TraceError, TraceReader, TraceWriter};
+use ringside_sim::trace::{Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent};
 use ringside_sim::units::Nanos;
+use std::path::Path;
+use std::sync::mpsc;
 
 /// Runs `scenario` with `seed` and keeps its trace in memory, exactly as a trace file would
 /// read back (header, events, footer, digest).
@@ -57,25 +59,86 @@ impl Loaded {
     }
 
     /// Loads with checkpoints every `interval` events.
-    pub fn with_interval(trace: Trace, interval: usize) -> Loaded {
-        let scenario = &trace.header.scenario;
-        let events = &trace.events;
-        let mut builder = Builder::new(scenario, interval);
-        let mut scan =
-            MarkerScan::new(&scenario.faults, scenario.world.size as usize, events.len());
-        for (i, (t, ev)) in events.iter().enumerate() {
-            builder.push(*t, ev);
-            scan.scan(i, ev, builder.fold());
+    pub fn with_interval(mut trace: Trace, interval: usize) -> Loaded {
+        let events = std::mem::take(&mut trace.events);
+        let mut loading = Loading::new(&trace.header.scenario, interval);
+        for (t, ev) in events {
+            loading.push(t, ev);
         }
-        let (history, final_fold) = builder.finish();
-        let markers = scan.finish(events.len(), &final_fold, |lo, hi| {
-            first_stall_between(&history, events, lo, hi)
-        });
-        Loaded {
-            trace,
-            history,
-            markers,
-        }
+        loading.finish(trace)
+    }
+
+    /// Reads a trace file and folds it at the same time. One thread reads lines in order
+    /// (digest, footer), two parse them, batch by batch, and this one folds, checkpoints and
+    /// scans for markers as the parsed batches come back in order.
+    pub fn open(path: &Path) -> Result<Loaded, TraceError> {
+        const BATCH: usize = 2048;
+        const PARSERS: usize = 2;
+        type Parsed = Result<Vec<(Nanos, Event)>, TraceError>;
+        let mut reader = TraceReader::open(path)?;
+        let header = reader.header.clone();
+        let file = reader.file().to_string();
+        let interval = history::interval_for(header.scenario.world.size as usize);
+        std::thread::scope(|s| {
+            let mut to_parse = Vec::new();
+            let mut parsed = Vec::new();
+            for _ in 0..PARSERS {
+                let (tx, rx) = mpsc::sync_channel::<Vec<UnparsedEvent>>(4);
+                let (ptx, prx) = mpsc::sync_channel::<Parsed>(4);
+                to_parse.push(tx);
+                parsed.push(prx);
+                let file = file.as_str();
+                s.spawn(move || {
+                    for batch in rx {
+                        let out: Parsed = batch.into_iter().map(|u| u.parse(file)).collect();
+                        if ptx.send(out).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            let lines = s.spawn(move || {
+                let mut k = 0;
+                loop {
+                    let mut batch = Vec::with_capacity(BATCH);
+                    while batch.len() < BATCH {
+                        match reader.next_unparsed()? {
+                            Some(u) => batch.push(u),
+                            None => break,
+                        }
+                    }
+                    let last = batch.len() < BATCH;
+                    // a parser only goes away when the folding side stopped early
+                    if to_parse[k % PARSERS].send(batch).is_err() || last {
+                        break;
+                    }
+                    k += 1;
+                }
+                Ok::<_, TraceError>((reader.footer().cloned(), reader.digest().hex()))
+            });
+            let mut loading = Loading::new(&header.scenario, interval);
+            // batches come back from the parsers in the order they were handed out
+            'fold: for k in 0.. {
+                match parsed[k % PARSERS].recv() {
+                    Ok(batch) => {
+                        for (t, ev) in batch? {
+                            loading.push(t, ev);
+                        }
+                    }
+                    Err(_) => break 'fold,
+                }
+            }
+            let (footer, digest) = match lines.join() {
+                Ok(r) => r?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            Ok(loading.finish(Trace {
+                header,
+                events: Vec::new(),
+                footer,
+                digest,
+            }))
+        })
     }
 
     pub fn events(&self) -> &[(Nanos, Event)] {
@@ -121,19 +184,84 @@ impl Loaded {
     }
 }
 
-/// The first position in `(lo, hi]` whose diagnosis names a root cause.
+/// Whether the diagnosis of `fold` names a root cause.
+fn stalled(fold: &Fold) -> bool {
+    !diagnose(fold).causes.is_empty()
+}
+
+/// Folds events as they come, keeping them, their checkpoints and their markers.
+struct Loading {
+    builder: Builder,
+    scan: MarkerScan,
+    events: Vec<(Nanos, Event)>,
+}
+
+impl Loading {
+    fn new(scenario: &Scenario, interval: usize) -> Loading {
+        Loading {
+            builder: Builder::new(scenario, interval),
+            scan: MarkerScan::new(&scenario.faults, scenario.world.size as usize),
+            events: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, t: Nanos, ev: Event) {
+        self.builder.push(t, &ev);
+        self.scan.scan(self.events.len(), &ev, self.builder.fold());
+        self.events.push((t, ev));
+    }
+
+    /// The loaded trace; `trace` brings the header, footer and digest.
+    fn finish(self, mut trace: Trace) -> Loaded {
+        let (history, final_fold) = self.builder.finish();
+        let events = self.events;
+        let markers = self.scan.finish(events.len(), &final_fold, |lo, hi| {
+            first_stall_between(&history, &events, lo, hi)
+        });
+        trace.events = events;
+        Loaded {
+            trace,
+            history,
+            markers,
+        }
+    }
+}
+
+/// The first position in `(lo, hi]` whose diagnosis names a root cause, given none at `lo`
+/// and one at `hi`: sixteen samples narrow the stretch down until it is short enough to look
+/// at every position, so a large world needs a few dozen diagnoses, not thousands.
 fn first_stall_between(
     history: &History,
     events: &[(Nanos, Event)],
-    lo: usize,
-    hi: usize,
+    mut lo: usize,
+    mut hi: usize,
 ) -> Option<usize> {
-    let mut fold = history.fold_at(events, lo);
-    for (i, (t, ev)) in events.iter().enumerate().take(hi).skip(lo) {
-        fold.apply(*t, ev);
-        if !diagnose(&fold).causes.is_empty() {
-            return Some(i + 1);
+    const SAMPLES: usize = 16;
+    loop {
+        let step = if hi - lo <= SAMPLES {
+            1
+        } else {
+            (hi - lo).div_ceil(SAMPLES)
+        };
+        let mut fold = history.fold_at(events, lo);
+        let mut at = lo;
+        let mut found = None;
+        while at + step < hi || (step == 1 && at < hi) {
+            for (t, ev) in &events[at..at + step] {
+                fold.apply(*t, ev);
+            }
+            at += step;
+            if stalled(&fold) {
+                found = Some(at);
+                break;
+            }
+        }
+        if step == 1 {
+            return found.or(Some(hi));
+        }
+        match found {
+            Some(p) => (lo, hi) = (p - step, p),
+            None => lo = at,
         }
     }
-    None
 }
