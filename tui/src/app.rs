@@ -206,3 +206,105 @@ impl App {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::record;
+    use ringside_sim::scenario;
+    use ringside_sim::trace::Event;
+
+    fn app() -> App {
+        let s = scenario::parse(
+            include_str!("../../scenarios/preempt-mid-allreduce.toml"),
+            "preempt",
+        )
+        .expect("valid scenario");
+        App::new(Loaded::new(record(&s, s.seed).expect("recorded")))
+    }
+
+    #[test]
+    fn the_cursor_moves_and_stays_in_the_trace() {
+        let mut a = app();
+        let n = a.loaded.len();
+        a.update(Action::Step(-1));
+        assert_eq!(a.pos, 0);
+        a.update(Action::Step(5));
+        assert_eq!(a.pos, 5);
+        a.update(Action::Step(10_000));
+        assert_eq!(a.pos, n);
+        a.update(Action::Start);
+        assert_eq!(a.pos, 0);
+        a.update(Action::End);
+        assert_eq!(a.pos, n);
+        assert_eq!(a.fold.t, a.loaded.end_ns());
+    }
+
+    #[test]
+    fn jumps_to_the_stall_the_fault_and_the_selected_ranks_events() {
+        let mut a = app();
+        a.update(Action::NextFault);
+        assert!(matches!(
+            a.loaded.events()[a.pos - 1].1,
+            Event::Fault { .. }
+        ));
+        a.update(Action::NextFault);
+        assert!(a.status.is_some(), "there is only one fault");
+        a.update(Action::FirstStall);
+        assert_eq!(a.diagnosis.root_causes(), ["preempted:2"]);
+        a.update(Action::Select(2));
+        assert_eq!(a.selected, 2);
+        a.update(Action::Select(5));
+        assert_eq!(a.selected, 2, "the selection stays on the last rank");
+        a.update(Action::Start);
+        a.update(Action::NextOfRank);
+        assert!(a.loaded.events()[a.pos - 1].1.involves(2));
+        let first = a.pos;
+        a.update(Action::NextOfRank);
+        assert!(a.pos > first && a.loaded.events()[a.pos - 1].1.involves(2));
+        a.update(Action::PrevOfRank);
+        assert_eq!(a.pos, first);
+    }
+
+    #[test]
+    fn filters_are_typed_applied_or_cancelled() {
+        let mut a = app();
+        a.update(Action::EditFilter);
+        assert_eq!(a.mode(), Mode::Editing);
+        for c in "r1 senx".chars() {
+            a.update(Action::FilterChar(c));
+        }
+        a.update(Action::FilterBackspace);
+        a.update(Action::FilterChar('d'));
+        a.update(Action::FilterApply);
+        assert_eq!(a.mode(), Mode::Normal);
+        assert_eq!(a.filter.describe(), "r1 send");
+        a.update(Action::EditFilter);
+        a.update(Action::FilterChar('x'));
+        a.update(Action::FilterCancel);
+        assert_eq!(a.filter.describe(), "r1 send", "cancel keeps the filter");
+        a.update(Action::EditFilter);
+        a.update(Action::FilterChar('!'));
+        a.update(Action::FilterApply);
+        assert_eq!(a.mode(), Mode::Editing, "a bad filter stays open");
+        assert!(a.status.as_deref().unwrap_or("").contains("not applied"));
+    }
+
+    #[test]
+    fn toggles() {
+        let mut a = app();
+        a.update(Action::End);
+        assert!(a.shows_picture());
+        a.update(Action::ToggleGraph);
+        assert!(!a.shows_picture());
+        a.update(Action::ToggleGraph);
+        assert!(a.shows_picture());
+        a.update(Action::ToggleHelp);
+        assert_eq!(a.mode(), Mode::Help);
+        a.update(Action::ToggleHelp);
+        a.update(Action::ToggleCompact);
+        assert!(a.compact);
+        a.update(Action::Quit);
+        assert!(a.quit);
+    }
+}

@@ -265,3 +265,106 @@ fn first_stall_between(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringside_sim::scenario;
+    use ringside_sim::trace::read_trace;
+
+    fn scenario(toml: &str) -> Scenario {
+        scenario::parse(toml, "test").expect("valid scenario")
+    }
+
+    /// Long enough for several parse batches; a pause, then a preemption that stalls it.
+    const STALLS: &str = r#"
+name = "stalls"
+[world]
+size = 4
+[network]
+latency = "5us"
+bandwidth = "25GB/s"
+[group]
+timeout = "20ms"
+[workload]
+iterations = 120
+compute = "1ms"
+elements = 4
+[[workload.ops]]
+op = "allreduce"
+bytes = "64KiB"
+[[faults]]
+kind = "pause"
+rank = 1
+at = "20ms"
+duration = "3ms"
+[[faults]]
+kind = "preempt"
+rank = 2
+at = "100ms"
+"#;
+
+    fn write(trace_of: &Scenario, dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("t.jsonl");
+        let f = std::fs::File::create(&path).expect("create");
+        let mut w = TraceWriter::new(f, trace_of, trace_of.seed).expect("header");
+        let (r, _, _) = run_events(trace_of, trace_of.seed, &mut w, None);
+        w.finish(r.outcome).expect("footer");
+        path
+    }
+
+    #[test]
+    fn parallel_open_reads_what_the_plain_reader_reads() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = write(&scenario(STALLS), dir.path());
+        let plain = read_trace(&path).expect("readable");
+        assert!(
+            plain.events.len() > 3 * 2048,
+            "{} events",
+            plain.events.len()
+        );
+        let l = Loaded::open(&path).expect("opens");
+        assert_eq!(l.trace.events, plain.events);
+        assert_eq!(l.trace.footer, plain.footer);
+        assert_eq!(l.trace.digest, plain.digest);
+        let m = Loaded::new(plain);
+        assert_eq!(l.markers.markers, m.markers.markers);
+    }
+
+    #[test]
+    fn open_names_the_line_of_a_malformed_event() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = write(&scenario(STALLS), dir.path());
+        let text = std::fs::read_to_string(&path).expect("read");
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[5000] = r#"{"t":1,"kind":"bogus"}"#;
+        std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+        let e = Loaded::open(&path).err().expect("refused");
+        assert_eq!(e.line, 5001, "{e}");
+    }
+
+    #[test]
+    fn the_first_stall_is_the_first_position_with_a_root_cause() {
+        let l = Loaded::new(record(&scenario(STALLS), 0).expect("recorded"));
+        let brute = (0..=l.len()).find(|&p| stalled(&l.fold_at(p)));
+        assert!(brute.is_some());
+        assert_eq!(l.markers.first_stall, brute);
+        // the pause stalls the others briefly, long before the preemption
+        let first = brute.unwrap();
+        let death = l
+            .events()
+            .iter()
+            .position(|(_, e)| matches!(e, Event::ProcessDeath { .. }))
+            .unwrap();
+        assert!(first < death, "the pause comes first: {first} vs {death}");
+    }
+
+    #[test]
+    fn markers_name_the_faults_and_the_watchdog() {
+        let l = Loaded::new(record(&scenario(STALLS), 0).expect("recorded"));
+        assert_eq!(l.markers.of(MarkerKind::Fault).count(), 2);
+        assert!(l.markers.of(MarkerKind::Watchdog).count() >= 1);
+        let first_fault = l.markers.next(MarkerKind::Fault, 0).unwrap();
+        assert!(matches!(l.events()[first_fault - 1].1, Event::Fault { .. }));
+    }
+}
