@@ -24,6 +24,8 @@ pub struct App {
     /// The state after `pos` events, and its diagnosis.
     pub fold: Fold,
     pub diagnosis: Diagnosis,
+    /// Each rank's state as drawn (see [`shown_states`]).
+    pub states: Vec<RankState>,
     pub selected: u32,
     pub filter: EventFilter,
     /// The filter being typed, while typing.
@@ -38,31 +40,40 @@ pub struct App {
 
 /// The state a rank is drawn with: a paused rank shows as paused; a rank waiting on a root
 /// cause (or aborted by its watchdog) shows as blocked.
-pub fn shown_state(fold: &Fold, d: &Diagnosis, rank: u32) -> RankState {
-    let Some(v) = fold.ranks.get(rank as usize) else {
-        return RankState::Idle;
-    };
-    if v.paused && !matches!(v.state, RankState::Dead | RankState::Done) {
-        return RankState::Paused;
+pub fn shown_states(fold: &Fold, d: &Diagnosis) -> Vec<RankState> {
+    let mut blocked = vec![false; fold.ranks.len()];
+    if !d.causes.is_empty() {
+        for b in &d.blocked {
+            if let Some(x) = blocked.get_mut(b.rank as usize) {
+                *x = true;
+            }
+        }
     }
-    if v.state == RankState::Waiting
-        && !d.causes.is_empty()
-        && d.blocked.iter().any(|b| b.rank == rank)
-    {
-        return RankState::Blocked;
-    }
-    v.state
+    fold.ranks
+        .iter()
+        .map(|v| {
+            if v.paused && !matches!(v.state, RankState::Dead | RankState::Done) {
+                RankState::Paused
+            } else if v.state == RankState::Waiting && blocked[v.rank as usize] {
+                RankState::Blocked
+            } else {
+                v.state
+            }
+        })
+        .collect()
 }
 
 impl App {
     pub fn new(loaded: Loaded) -> App {
         let fold = loaded.fold_at(0);
         let diagnosis = diagnose(&fold);
+        let states = shown_states(&fold, &diagnosis);
         App {
             loaded,
             pos: 0,
             fold,
             diagnosis,
+            states,
             selected: 0,
             filter: EventFilter::default(),
             editing: None,
@@ -85,6 +96,14 @@ impl App {
         }
     }
 
+    /// The state rank `r` is drawn with.
+    pub fn state_of(&self, r: u32) -> RankState {
+        self.states
+            .get(r as usize)
+            .copied()
+            .unwrap_or(RankState::Idle)
+    }
+
     pub fn ranks(&self) -> u32 {
         self.fold.ranks.len() as u32
     }
@@ -102,6 +121,7 @@ impl App {
             .seek(self.loaded.events(), fold, self.pos, pos);
         self.pos = pos;
         self.diagnosis = diagnose(&self.fold);
+        self.states = shown_states(&self.fold, &self.diagnosis);
     }
 
     fn seek_or(&mut self, pos: Option<usize>, missing: &str) {

@@ -7,7 +7,7 @@ use ratatui::style::Color;
 use ratatui::Terminal;
 use ringside_sim::diagnose::RankState;
 use ringside_sim::scenario;
-use ringside_tui::app::{shown_state, App};
+use ringside_tui::app::App;
 use ringside_tui::input::Action;
 use ringside_tui::state::{record, Loaded};
 use ringside_tui::ui;
@@ -107,7 +107,7 @@ fn find(b: &Buffer, needle: &str) -> Vec<(u16, u16)> {
 /// screen (or, without one, the screen says it is not determined).
 fn check_blocked_and_causes(app: &App, b: &Buffer) {
     let blocked: Vec<u32> = (0..app.ranks())
-        .filter(|&r| shown_state(&app.fold, &app.diagnosis, r) == RankState::Blocked)
+        .filter(|&r| app.state_of(r) == RankState::Blocked)
         .collect();
     let cells = find(b, "blocked  ");
     assert_eq!(

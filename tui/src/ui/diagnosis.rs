@@ -1,7 +1,7 @@
 //! The diagnosis at the cursor: root causes in words, and the wait-for graph as a picture
 //! (ranks on a circle, arrows from waiter to awaited) or as a list.
 
-use crate::app::{shown_state, App};
+use crate::app::App;
 use crate::ui::style::{self, fmt_ranks, state_color, state_style};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -12,6 +12,9 @@ use ratatui::Frame;
 use ringside_sim::diagnose::RankState;
 use ringside_sim::units::fmt_time;
 use std::f64::consts::PI;
+
+/// Above this many ranks in the picture, only the ends of wait chains are named.
+const LABELS_MAX: usize = 48;
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let block = Block::default().borders(Borders::ALL).title(Span::styled(
@@ -47,7 +50,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         ]));
     }
     let blocked: Vec<u32> = (0..app.ranks())
-        .filter(|&r| shown_state(&app.fold, d, r) == RankState::Blocked)
+        .filter(|&r| app.state_of(r) == RankState::Blocked)
         .collect();
     if !blocked.is_empty() {
         lines.push(Line::from(vec![
@@ -102,7 +105,7 @@ fn render_list(app: &App, f: &mut Frame, area: Rect) {
         .iter()
         .take(shown)
         .map(|(a, bs)| {
-            let st = shown_state(&app.fold, d, *a);
+            let st = app.state_of(*a);
             let call = app.fold.ranks[*a as usize].call.as_ref();
             let what = call.map_or(String::new(), |c| {
                 format!(
@@ -147,6 +150,23 @@ fn render_picture(app: &App, f: &mut Frame, area: Rect) {
         app.graph_ranks()
     };
     let n = nodes.len().max(1) as f64;
+    let mut index = vec![0usize; app.fold.ranks.len()];
+    for (k, &r) in nodes.iter().enumerate() {
+        if let Some(x) = index.get_mut(r as usize) {
+            *x = k;
+        }
+    }
+    // with many ranks, name only the ends of the wait chains (and the selected rank)
+    let crowded = nodes.len() > LABELS_MAX;
+    let waiting: Vec<bool> = {
+        let mut w = vec![false; app.fold.ranks.len()];
+        for &(a, _) in &d.edges {
+            if let Some(x) = w.get_mut(a as usize) {
+                *x = true;
+            }
+        }
+        w
+    };
     // cells are about twice as tall as wide: stretch the bounds so the circle looks round
     let aspect = f64::from(area.width.max(1)) / (f64::from(area.height.max(1)) * 2.0);
     let (xb, yb) = if aspect >= 1.0 {
@@ -155,7 +175,7 @@ fn render_picture(app: &App, f: &mut Frame, area: Rect) {
         (1.25, 1.25 / aspect)
     };
     let pos = |r: u32| -> (f64, f64) {
-        let k = nodes.iter().position(|&x| x == r).unwrap_or(0) as f64;
+        let k = index.get(r as usize).copied().unwrap_or(0) as f64;
         let a = PI / 2.0 - 2.0 * PI * k / n;
         (a.cos(), a.sin())
     };
@@ -164,17 +184,20 @@ fn render_picture(app: &App, f: &mut Frame, area: Rect) {
         .y_bounds([-yb, yb])
         .paint(|ctx| {
             for &(a, b) in &d.edges {
-                let color = if shown_state(&app.fold, d, a) == RankState::Blocked {
+                let color = if app.state_of(a) == RankState::Blocked {
                     Color::Red
                 } else {
                     Color::Yellow
                 };
-                arrow(ctx, pos(a), pos(b), color);
+                arrow(ctx, pos(a), pos(b), color, !crowded);
             }
             ctx.layer();
             for &r in &nodes {
+                if crowded && waiting.get(r as usize) == Some(&true) && r != app.selected {
+                    continue;
+                }
                 let (x, y) = pos(r);
-                let st = shown_state(&app.fold, d, r);
+                let st = app.state_of(r);
                 let mut style = Style::default()
                     .fg(state_color(st))
                     .add_modifier(Modifier::BOLD);
@@ -189,7 +212,7 @@ fn render_picture(app: &App, f: &mut Frame, area: Rect) {
 
 /// An arrow from `p` to `q`, both ends pulled in so labels stay readable, shifted a little to
 /// its right so that two opposite arrows do not overlap.
-fn arrow(ctx: &mut Context, p: (f64, f64), q: (f64, f64), color: Color) {
+fn arrow(ctx: &mut Context, p: (f64, f64), q: (f64, f64), color: Color, glyph: bool) {
     let (dx, dy) = (q.0 - p.0, q.1 - p.1);
     let len = (dx * dx + dy * dy).sqrt();
     if len < 1e-9 {
@@ -201,6 +224,9 @@ fn arrow(ctx: &mut Context, p: (f64, f64), q: (f64, f64), color: Color) {
     let s = (p.0 + ux * cut + nx, p.1 + uy * cut + ny);
     let e = (q.0 - ux * cut + nx, q.1 - uy * cut + ny);
     ctx.draw(&CanvasLine::new(s.0, s.1, e.0, e.1, color));
+    if !glyph {
+        return;
+    }
     // braille arrowheads are a few dots: a glyph says the direction plainly
     let (hx, hy) = (q.0 - ux * cut * 1.6 + nx, q.1 - uy * cut * 1.6 + ny);
     ctx.print(

@@ -1,7 +1,7 @@
 //! Every rank with its state, its collective and whom it waits for: a table that scrolls with
 //! the selection, or a compact grid of coloured cells for large worlds.
 
-use crate::app::{shown_state, App};
+use crate::app::App;
 use crate::ui::style::{self, fmt_ranks, state_style};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -70,7 +70,7 @@ fn render_table(app: &App, f: &mut Frame, area: Rect) {
     let rows = (area.height as usize).saturating_sub(1);
     let first = scroll_offset(app.selected as usize, rows, n);
     for v in app.fold.ranks.iter().skip(first).take(rows) {
-        let state = shown_state(&app.fold, &app.diagnosis, v.rank);
+        let state = app.state_of(v.rank);
         let sel = v.rank == app.selected;
         let base = if sel {
             Style::default().add_modifier(Modifier::BOLD)
@@ -139,7 +139,7 @@ fn render_grid(app: &App, f: &mut Frame, area: Rect) {
     for row in first_row..rows.min(first_row + area.height as usize) {
         let spans: Vec<Span> = (row * per_row..((row + 1) * per_row).min(n))
             .map(|r| {
-                let state = shown_state(&app.fold, &app.diagnosis, r as u32);
+                let state = app.state_of(r as u32);
                 let mut st = Style::default()
                     .fg(ratatui::style::Color::Black)
                     .bg(style::state_color(state));
