@@ -60,7 +60,7 @@ struct Line {
 /// The number a line starts with when it starts `{"t":<digits>,` as the writer writes it.
 fn time_prefix(text: &str) -> Option<Nanos> {
     let rest = text.strip_prefix("{\"t\":")?;
-    let end = rest.find(|c: char| !c.is_ascii_digit())?;
+    let end = rest.bytes().position(|b| !b.is_ascii_digit())?;
     if end == 0 || !rest[end..].starts_with(',') {
         return None;
     }

@@ -53,8 +53,11 @@ pub struct MarkerScan {
     /// (rank, iteration) where an application-bug fault of the scenario strikes.
     app_bugs: Vec<(u32, u32)>,
     max_generation: u32,
-    /// Diagnose every `sample` events while looking for the first stall.
-    sample: usize,
+    /// Diagnose every `dense` events while a fault is active and no stall was found yet,
+    /// every `sparse` events otherwise.
+    dense: usize,
+    sparse: usize,
+    last_sample: usize,
     /// The last sampled position without a root cause, and the first with one.
     clean: usize,
     stalled: Option<usize>,
@@ -77,14 +80,20 @@ impl MarkerScan {
                 _ => None,
             })
             .collect();
-        // a diagnosis costs O(ranks): sampling every 2 x ranks events keeps the work to about
-        // half a rank-state per event; the first stall is then found exactly between samples
-        let sample = (2 * ranks).max(1);
+        // A diagnosis costs O(ranks). Root causes come from faults, and a stall may span only
+        // a few events (nothing happens while everyone waits), so while a fault is active
+        // every event is looked at in small worlds; otherwise (and after the first stall) a
+        // sample every 2 x ranks events is enough: what is left to find are stalls that stay,
+        // like application bugs. The first stall is then pinned down between samples.
+        let dense = (ranks / 32).max(1);
+        let sparse = (2 * ranks).max(64);
         MarkerScan {
             markers: Vec::new(),
             app_bugs,
             max_generation: 0,
-            sample,
+            dense,
+            sparse,
+            last_sample: 0,
             clean: 0,
             stalled: None,
             stall_ranges: Vec::new(),
@@ -113,7 +122,12 @@ impl MarkerScan {
             }
             _ => {}
         }
-        if pos.is_multiple_of(self.sample) {
+        let every = if self.stalled.is_none() && fold.active_faults().next().is_some() {
+            self.dense
+        } else {
+            self.sparse
+        };
+        if pos - self.last_sample >= every {
             self.sample_at(pos, fold);
         }
     }
@@ -125,12 +139,13 @@ impl MarkerScan {
                 self.stalled = Some(pos);
             }
             match self.stall_ranges.last_mut() {
-                Some(r) if r.1 == pos.saturating_sub(self.sample) => r.1 = pos,
+                Some(r) if r.1 == self.last_sample => r.1 = pos,
                 _ => self.stall_ranges.push((pos, pos)),
             }
         } else if self.stalled.is_none() {
             self.clean = pos;
         }
+        self.last_sample = pos;
     }
 
     fn push(&mut self, pos: usize, kind: MarkerKind) {
@@ -146,7 +161,7 @@ impl MarkerScan {
         final_fold: &Fold,
         refine: impl FnOnce(usize, usize) -> Option<usize>,
     ) -> Markers {
-        if self.stalled.is_none() && !end.is_multiple_of(self.sample) {
+        if self.stalled.is_none() && self.last_sample < end {
             self.sample_at(end, final_fold);
         }
         let first_stall = self

@@ -117,6 +117,9 @@ impl Loaded {
                 Ok::<_, TraceError>((reader.footer().cloned(), reader.digest().hex()))
             });
             let mut loading = Loading::new(&header.scenario, interval);
+            // event lines are about a hundred bytes: reserve once instead of growing
+            let guess = std::fs::metadata(path).map_or(0, |m| m.len() / 96) as usize;
+            loading.events.reserve(guess.min(1 << 26));
             // batches come back from the parsers in the order they were handed out
             'fold: for k in 0.. {
                 match parsed[k % PARSERS].recv() {
