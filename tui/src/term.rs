@@ -10,13 +10,20 @@ use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use std::io::{self, Stdout};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
-/// Puts the terminal back as it was: cooked mode, main screen, cursor shown. Safe to call
-/// more than once.
+/// Whether the terminal is in raw mode on the alternate screen because of us.
+static ENTERED: AtomicBool = AtomicBool::new(false);
+
+/// Puts the terminal back as it was: cooked mode, main screen, cursor shown. Only the first
+/// call after entering acts: leaving the alternate screen twice would move the cursor back
+/// over what was printed in between (a panic message, say).
 pub fn restore() {
-    let _ = terminal::disable_raw_mode();
-    let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+    if ENTERED.swap(false, Ordering::SeqCst) {
+        let _ = terminal::disable_raw_mode();
+        let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
+    }
 }
 
 /// Raw mode and the alternate screen while it lives.
@@ -28,6 +35,7 @@ impl TerminalGuard {
     pub fn enter() -> io::Result<TerminalGuard> {
         install_panic_hook();
         terminal::enable_raw_mode()?;
+        ENTERED.store(true, Ordering::SeqCst);
         let mut out = io::stdout();
         if let Err(e) = execute!(out, EnterAlternateScreen, cursor::Hide) {
             restore();
