@@ -196,6 +196,7 @@ impl<W: Write> Exporter<W> {
                 ranks,
                 sides,
                 detail,
+                ..
             } => {
                 let name = match phase {
                     FaultPhase::Begin => format!("fault: {fault}"),
@@ -244,6 +245,7 @@ impl<W: Write> Exporter<W> {
                 seq,
                 step,
                 arrive_ns,
+                ..
             } => {
                 let attempt = self.attempts.entry(*id).or_insert(0);
                 let flow = *id + (*attempt << 48);
