@@ -3,7 +3,7 @@
 //! Layout: one process per rank (`pid` = rank + 1, named `rank R`), with three threads:
 //! - `work` (tid 1): compute and collectives as B/E slices, each collective's steps nested in
 //!   it, watchdog timeouts, aborts and deaths as instants;
-//! - `messages` (tid 2): a zero-length slice per send and per delivery, joined by a flow arrow
+//! - `messages` (tid 2): a 1 ns slice per send and per delivery, joined by a flow arrow
 //!   (`s` on the sender, `f` on the receiver) whose id is the message's `id` (a resend of the
 //!   same message gets `id + attempt << 48`); drops are instants;
 //! - `process` (tid 3): `paused` and `dead` slices.
@@ -22,6 +22,9 @@ use std::io::{self, BufRead, Write};
 const WORK: u32 = 1;
 const MESSAGES: u32 = 2;
 const PROCESS: u32 = 3;
+/// A message's slice lasts a nanosecond (in microseconds): long enough to hold the flow
+/// arrow that binds to it, too short to overlap anything.
+const MESSAGE_DUR: f64 = 0.001;
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]
@@ -252,7 +255,7 @@ impl<W: Write> Exporter<W> {
                 *attempt += 1;
                 self.in_flight.insert(*id, flow);
                 self.emit(json!({"ph": "X", "name": format!("send {msg} → {to}"), "cat": "message",
-                    "pid": pid(*from), "tid": MESSAGES, "ts": ts(t), "dur": 0,
+                    "pid": pid(*from), "tid": MESSAGES, "ts": ts(t), "dur": MESSAGE_DUR,
                     "args": {"id": id, "bytes": bytes, "seq": seq, "step": step, "arrive_ns": arrive_ns}}))?;
                 self.emit(
                     json!({"ph": "s", "name": "message", "cat": "message", "id": flow,
@@ -264,7 +267,7 @@ impl<W: Write> Exporter<W> {
             Event::Deliver { id, from, to } => {
                 self.emit(
                     json!({"ph": "X", "name": format!("recv ← {from}"), "cat": "message",
-                    "pid": pid(*to), "tid": MESSAGES, "ts": ts(t), "dur": 0, "args": {"id": id}}),
+                    "pid": pid(*to), "tid": MESSAGES, "ts": ts(t), "dur": MESSAGE_DUR, "args": {"id": id}}),
                 )?;
                 if let Some(flow) = self.in_flight.remove(id) {
                     self.emit(
