@@ -253,3 +253,28 @@ fn too_small_a_terminal_says_so() {
     let t = draw(&a, 40, 10);
     assert!(text(t.backend().buffer()).contains("needs at least"));
 }
+
+#[test]
+fn an_interrupted_trace_and_an_empty_one() {
+    let s = scenario::parse(PREEMPT, "test").expect("valid scenario");
+    let mut trace = record(&s, s.seed).expect("recorded");
+    trace.footer = None;
+    trace.events.truncate(30);
+    let mut a = App::new(Loaded::new(trace.clone()));
+    a.update(Action::End);
+    let screen = text(draw(&a, 80, 24).backend().buffer());
+    assert!(screen.contains("outcome unfinished"), "{screen}");
+    assert!(screen.contains("event 30 of 30"), "{screen}");
+    trace.events.clear();
+    let mut a = App::new(Loaded::new(trace));
+    for action in [
+        Action::End,
+        Action::Step(-1),
+        Action::FirstStall,
+        Action::NextOfRank,
+    ] {
+        a.update(action);
+    }
+    let screen = text(draw(&a, 80, 24).backend().buffer());
+    assert!(screen.contains("the trace has no events"), "{screen}");
+}

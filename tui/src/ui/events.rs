@@ -231,10 +231,12 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         })
         .collect();
     if lines.is_empty() {
-        f.render_widget(
-            Paragraph::new(Line::styled("no event matches the filter", style::dim())),
-            inner,
-        );
+        let why = if events.is_empty() {
+            "the trace has no events"
+        } else {
+            "no event matches the filter"
+        };
+        f.render_widget(Paragraph::new(Line::styled(why, style::dim())), inner);
     } else {
         f.render_widget(Paragraph::new(lines), inner);
     }

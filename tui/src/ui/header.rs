@@ -24,7 +24,8 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let outcome = trace.footer.as_ref().map(|ft| ft.outcome);
     let outcome_text = match outcome {
         Some(o) => o.to_string(),
-        None => "unfinished (no footer)".into(),
+        // a trace cut short (an interrupted run) has no footer
+        None => "unfinished".into(),
     };
     let line1 = Line::from(vec![
         Span::styled(
