@@ -203,6 +203,9 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(block, area);
     let events = app.loaded.events();
     let num_w = events.len().to_string().len();
+    // narrow panels keep the text and drop the event numbers (the header has the cursor's)
+    let numbers = inner.width >= 60;
+    let time_w = fmt_ms(app.loaded.end_ns()).len();
     let cur = app.pos.checked_sub(1);
     let lines: Vec<Line> = window(app, inner.height as usize)
         .into_iter()
@@ -218,9 +221,13 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             Line::from(vec![
                 Span::styled(
                     format!(
-                        "{}{:>num_w$} {:>11} ",
+                        "{}{} {:>time_w$} ",
                         if is_cur { "▶" } else { " " },
-                        i + 1,
+                        if numbers {
+                            format!("{:>num_w$}", i + 1)
+                        } else {
+                            String::new()
+                        },
                         fmt_ms(*t)
                     ),
                     base,
