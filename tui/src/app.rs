@@ -148,7 +148,10 @@ impl App {
             Action::End => self.seek(self.loaded.len()),
             Action::FirstStall => {
                 let p = self.loaded.markers.first_stall;
-                self.seek_or(p, "no stall in this trace: no diagnosis names a root cause");
+                self.seek_or(
+                    p,
+                    "no stall in this trace: no root cause, no watchdog timeout",
+                );
             }
             Action::NextFault => {
                 let p = self.loaded.markers.next(MarkerKind::Fault, self.pos);

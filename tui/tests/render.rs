@@ -193,6 +193,8 @@ fn preemption_stall() {
 #[test]
 fn mismatch() {
     let a = at_end(MISMATCH);
+    // a stall is marked even where no root cause is named (then at the first watchdog)
+    assert!(a.loaded.markers.first_stall.is_some());
     for (w, h) in [(80, 24), (160, 48)] {
         let t = draw(&a, w, h);
         check_blocked_and_causes(&a, t.backend().buffer());

@@ -16,7 +16,8 @@ pub enum MarkerKind {
     Watchdog,
     /// The first collective of a new generation.
     Generation,
-    /// The first position where the diagnosis names a root cause.
+    /// The first position where the diagnosis names a root cause (or, when none ever does,
+    /// where the first watchdog fires).
     Stall,
 }
 
@@ -164,9 +165,16 @@ impl MarkerScan {
         if self.stalled.is_none() && self.last_sample < end {
             self.sample_at(end, final_fold);
         }
+        // a stall no diagnosis explains still shows when the first watchdog fires
+        let first_watchdog = self
+            .markers
+            .iter()
+            .find(|m| m.kind == MarkerKind::Watchdog)
+            .map(|m| m.pos);
         let first_stall = self
             .stalled
-            .and_then(|hi| refine(self.clean, hi).or(Some(hi)));
+            .and_then(|hi| refine(self.clean, hi).or(Some(hi)))
+            .or(first_watchdog);
         if let Some(p) = first_stall {
             self.push(p, MarkerKind::Stall);
         }
