@@ -3,6 +3,7 @@
 //! event line.
 
 mod event;
+mod fast;
 pub mod perfetto;
 mod reader;
 mod replay;

@@ -62,6 +62,7 @@ impl Loaded {
     pub fn with_interval(mut trace: Trace, interval: usize) -> Loaded {
         let events = std::mem::take(&mut trace.events);
         let mut loading = Loading::new(&trace.header.scenario, interval);
+        loading.events.reserve(events.len());
         for (t, ev) in events {
             loading.push(t, ev);
         }
