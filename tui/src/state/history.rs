@@ -168,9 +168,7 @@ impl History {
 
     /// A collective's value at checkpoint `j` (None: not called yet).
     fn op_at(&self, k: &OpKey, j: usize) -> Option<&OpView> {
-        let versions = self.ops.get(k)?;
-        let i = versions.partition_point(|(c, _)| *c <= j);
-        versions[..i].last().map(|(_, v)| v)
+        version_at(self.ops.get(k)?, j)
     }
 
     /// The fold after the first `pos` events (`pos` is clamped to the trace).
@@ -181,8 +179,8 @@ impl History {
         // keys come in order, so the map is built in one pass
         fold.ops = self
             .ops
-            .keys()
-            .filter_map(|k| self.op_at(k, j).map(|v| (*k, v.clone())))
+            .iter()
+            .filter_map(|(k, versions)| version_at(versions, j).map(|v| (*k, v.clone())))
             .collect();
         replay(&mut fold, &events[j * self.interval..pos]);
         fold
@@ -220,6 +218,12 @@ impl History {
         replay(&mut fold, &events[at..to]);
         fold
     }
+}
+
+/// The value at checkpoint `j` among a collective's versions.
+fn version_at(versions: &[(usize, OpView)], j: usize) -> Option<&OpView> {
+    let i = versions.partition_point(|(c, _)| *c <= j);
+    versions[..i].last().map(|(_, v)| v)
 }
 
 fn replay(fold: &mut Fold, events: &[(Nanos, Event)]) {
