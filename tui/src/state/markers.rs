@@ -209,3 +209,51 @@ impl Markers {
         self.markers.iter().filter(move |m| m.kind == kind)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringside_sim::proto::{Generation, GroupId, SeqNo};
+    use ringside_sim::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
+
+    fn call(rank: u32, generation: u32, seq: u64) -> Event {
+        Event::Call {
+            rank,
+            iteration: 0,
+            index: 0,
+            group: GroupId(0),
+            generation: Generation(generation),
+            seq: SeqNo(seq),
+            op: OpKind::Barrier,
+            algorithm: Algorithm::Dissemination,
+            bytes: 0,
+            dtype: Dtype::F32,
+            root: 0,
+            reduce: ReduceOp::Sum,
+            elements: 0,
+            members: 2,
+        }
+    }
+
+    #[test]
+    fn a_new_generation_is_marked_once_where_its_first_call_is() {
+        let events = [
+            call(0, 0, 1),
+            call(1, 0, 1),
+            call(0, 1, 1),
+            call(1, 1, 1),
+            call(0, 2, 1),
+        ];
+        let mut fold = Fold::with_size(2);
+        let mut scan = MarkerScan::new(&[], 2);
+        for (i, ev) in events.iter().enumerate() {
+            fold.apply(i as u64, ev);
+            scan.scan(i, ev, &fold);
+        }
+        let m = scan.finish(events.len(), &fold, |_, _| None);
+        let g: Vec<usize> = m.of(MarkerKind::Generation).map(|m| m.pos).collect();
+        assert_eq!(g, [3, 5]);
+        assert_eq!(m.next(MarkerKind::Generation, 3), Some(5));
+        assert_eq!(m.first_stall, None);
+    }
+}
