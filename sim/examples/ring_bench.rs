@@ -1,5 +1,6 @@
 //! A one-shot throughput run for profiling: `cargo run --release -p ringside-sim --example
-//! ring_bench -- [ranks] [trace-file]`.
+//! ring_bench -- [ranks] [trace-file]`; `RINGSIDE_ELEMENTS` sets the per-rank buffer size
+//! (default: one element per chunk).
 
 use ringside_sim::engine::Engine;
 use ringside_sim::scenario;
@@ -8,9 +9,14 @@ use ringside_sim::trace::{NullRecorder, TraceWriter};
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let p: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1024);
+    // one element per chunk by default; RINGSIDE_ELEMENTS overrides the per-rank buffer size
+    let elements: u32 = std::env::var("RINGSIDE_ELEMENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(p);
     let s = scenario::parse(
         &format!(
-            "name = \"ring\"\n[world]\nsize = {p}\n[workload]\nelements = {p}\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"{p}KiB\"\n"
+            "name = \"ring\"\n[world]\nsize = {p}\n[workload]\nelements = {elements}\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"{p}KiB\"\n"
         ),
         "bench",
     )

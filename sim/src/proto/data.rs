@@ -23,6 +23,14 @@ impl Buffer {
         }
     }
 
+    pub fn with_capacity(dtype: Dtype, cap: usize) -> Buffer {
+        match dtype {
+            Dtype::F32 => Buffer::F32(Vec::with_capacity(cap)),
+            Dtype::F64 => Buffer::F64(Vec::with_capacity(cap)),
+            Dtype::I64 => Buffer::I64(Vec::with_capacity(cap)),
+        }
+    }
+
     pub fn empty(dtype: Dtype) -> Buffer {
         Buffer::zeros(dtype, 0)
     }

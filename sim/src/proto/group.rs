@@ -82,7 +82,18 @@ impl ProcessGroup {
         me: Rank,
         timeout: Nanos,
     ) -> ProcessGroup {
-        let members = Members::new(members);
+        ProcessGroup::shared(id, generation, Members::new(members), me, timeout)
+    }
+
+    /// Like [`ProcessGroup::new`] with a member list shared among the ranks of one process
+    /// (or one driver), so a world of p ranks holds one list, not p.
+    pub fn shared(
+        id: GroupId,
+        generation: Generation,
+        members: Arc<Members>,
+        me: Rank,
+        timeout: Nanos,
+    ) -> ProcessGroup {
         let me = members
             .index(me)
             .expect("a rank builds only groups it belongs to");

@@ -66,8 +66,13 @@ pub struct RankProcess {
 impl RankProcess {
     /// A fresh process of `me`; `incarnation` counts restarts (0 = first start).
     pub fn new(cfg: Arc<WorkloadConfig>, me: Rank, incarnation: u32) -> RankProcess {
-        let members = (0..cfg.world_size).map(Rank).collect();
-        let mut world = ProcessGroup::new(GroupId(0), Generation(0), members, me, cfg.timeout);
+        let mut world = ProcessGroup::shared(
+            GroupId(0),
+            Generation(0),
+            cfg.world_members.clone(),
+            me,
+            cfg.timeout,
+        );
         world.set_step_events(cfg.step_events);
         RankProcess {
             cfg,

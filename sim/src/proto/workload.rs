@@ -2,8 +2,11 @@
 //! scenario's collectives in order. Application bugs (`mismatch`, `skip`, `hang`) are part of
 //! the application, so they live here, as the configuration of the rank's workload.
 
+use super::collective::Members;
+use super::types::Rank;
 use crate::scenario::{Algorithm, Dtype, Fault, OpKind, OpSpec, ReduceOp, Scenario};
 use crate::units::Nanos;
+use std::sync::Arc;
 
 /// One collective of the loop, with every parameter resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +73,8 @@ pub struct WorkloadConfig {
     pub bugs: Vec<(u32, AppBug)>,
     /// Emit an event at every collective step (drivers that record nothing turn it off).
     pub step_events: bool,
+    /// The world group's members, shared by every rank built from this configuration.
+    pub world_members: Arc<Members>,
 }
 
 impl WorkloadConfig {
@@ -133,6 +138,7 @@ impl WorkloadConfig {
                 .collect(),
             bugs,
             step_events: true,
+            world_members: Members::new((0..s.world.size).map(Rank).collect()),
         }
     }
 

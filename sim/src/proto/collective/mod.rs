@@ -247,7 +247,7 @@ pub fn block_bytes(lo: u32, hi: u32, nb: u32, n: u64) -> u64 {
 }
 
 /// Shared, immutable description of a group's membership for its collectives.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Members {
     /// World rank of each group index.
     pub ranks: Vec<Rank>,
@@ -289,13 +289,64 @@ pub enum Progress {
     Rejected,
 }
 
+/// Block geometry of one call's buffer, with the divisions done once when sizes divide evenly.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    nb: u32,
+    len: usize,
+    n: u64,
+    /// Elements per block when `len` divides evenly, else 0.
+    elem_chunk: usize,
+    /// Bytes per block when `n` divides evenly, else 0.
+    byte_chunk: u64,
+}
+
+impl Layout {
+    fn new(nb: u32, len: usize, n: u64) -> Layout {
+        let nb1 = nb.max(1);
+        Layout {
+            nb: nb1,
+            len,
+            n,
+            elem_chunk: if len.is_multiple_of(nb1 as usize) {
+                len / nb1 as usize
+            } else {
+                0
+            },
+            byte_chunk: if n.is_multiple_of(u64::from(nb1)) {
+                n / u64::from(nb1)
+            } else {
+                0
+            },
+        }
+    }
+
+    #[inline]
+    fn elems(&self, lo: u32, hi: u32) -> Range<usize> {
+        if self.elem_chunk > 0 || self.len == 0 {
+            lo as usize * self.elem_chunk..hi as usize * self.elem_chunk
+        } else {
+            block_elems(lo, hi, self.nb, self.len)
+        }
+    }
+
+    #[inline]
+    fn bytes(&self, lo: u32, hi: u32) -> u64 {
+        if self.byte_chunk > 0 || self.n == 0 {
+            u64::from(hi - lo) * self.byte_chunk
+        } else {
+            block_bytes(lo, hi, self.nb, self.n)
+        }
+    }
+}
+
 /// One running collective on one rank.
 pub struct Collective {
     pub fp: Fingerprint,
     members: Arc<Members>,
     ctx: Ctx,
     sched: Box<dyn Schedule>,
-    nblocks: u32,
+    layout: Layout,
     buf: Buffer,
     step: u32,
     steps: u32,
@@ -318,13 +369,13 @@ impl Collective {
         now: Nanos,
     ) -> Collective {
         let steps = sched.steps();
-        let nblocks = sched.nblocks();
+        let layout = Layout::new(sched.nblocks(), buf.len(), fp.bytes);
         Collective {
             fp,
             members,
             ctx,
             sched,
-            nblocks,
+            layout,
             buf,
             step: 0,
             steps,
@@ -417,13 +468,18 @@ impl Collective {
             return;
         }
         self.sched.plan(self.step, &mut self.plan);
-        let (n, nb, len) = (self.fp.bytes, self.nblocks, self.buf.len());
+        let layout = self.layout;
         for t in &self.plan.sends {
-            let mut data = Buffer::empty(self.buf.dtype());
+            let ranges = &self.plan.ranges[t.ranges.clone()];
+            let elems: usize = ranges
+                .iter()
+                .map(|&(lo, hi)| layout.elems(lo, hi).len())
+                .sum();
+            let mut data = Buffer::with_capacity(self.buf.dtype(), elems);
             let mut bytes = 0;
-            for &(lo, hi) in &self.plan.ranges[t.ranges.clone()] {
-                data.extend_from(&self.buf, block_elems(lo, hi, nb, len));
-                bytes += block_bytes(lo, hi, nb, n);
+            for &(lo, hi) in ranges {
+                data.extend_from(&self.buf, layout.elems(lo, hi));
+                bytes += layout.bytes(lo, hi);
             }
             let msg = Msg::Coll(Box::new(CollMsg {
                 fp: self.fp,
@@ -441,12 +497,12 @@ impl Collective {
     fn apply(&mut self, from: u32, data: &Buffer, out: &mut Outbox) -> Option<bool> {
         let i = (0..self.plan.recvs.len())
             .find(|&i| self.plan.recvs[i].peer == from && !self.got[i])?;
-        let (nb, len) = (self.nblocks, self.buf.len());
+        let layout = self.layout;
         let t = &self.plan.recvs[i];
         let ranges = &self.plan.ranges[t.ranges.clone()];
         let expected: usize = ranges
             .iter()
-            .map(|&(lo, hi)| block_elems(lo, hi, nb, len).len())
+            .map(|&(lo, hi)| layout.elems(lo, hi).len())
             .sum();
         if expected != data.len() || data.dtype() != self.buf.dtype() {
             return None;
@@ -454,11 +510,11 @@ impl Collective {
         let mut off = 0;
         let mut bytes = 0;
         for &(lo, hi) in ranges {
-            let r = block_elems(lo, hi, nb, len);
+            let r = layout.elems(lo, hi);
             let ok = match t.action {
                 Action::Copy => self.buf.copy_from(r.start, data, off, r.len()),
                 Action::Reduce => {
-                    bytes += block_bytes(lo, hi, nb, self.fp.bytes);
+                    bytes += layout.bytes(lo, hi);
                     self.buf
                         .reduce_from(r.start, data, off, r.len(), self.fp.reduce)
                 }

@@ -30,8 +30,15 @@ impl Schedule for RingAllreduce {
 
     fn plan(&self, step: u32, plan: &mut StepPlan) {
         let Ctx { me, p, .. } = self.ctx;
-        let right = (me + 1) % p;
-        let left = (me + p - 1) % p;
+        // every index below is < 3p: subtract instead of dividing (this is the hot path)
+        let wrap = |mut x: u32| {
+            while x >= p {
+                x -= p;
+            }
+            x
+        };
+        let right = wrap(me + 1);
+        let left = wrap(me + p - 1);
         // position in the ring phase, and the action of the phase
         let (s, action) = if step < p - 1 {
             (step, Action::Reduce)
@@ -40,8 +47,8 @@ impl Schedule for RingAllreduce {
         };
         // reduce-scatter: send block me - s; allgather: send block me + 1 - s (the finished one)
         let shift = if action == Action::Reduce { 0 } else { 1 };
-        let send = (me + shift + 2 * p - s) % p;
-        let recv = (me + shift + 2 * p - s - 1) % p;
+        let send = wrap(me + shift + 2 * p - s);
+        let recv = wrap(me + shift + 2 * p - s - 1);
         plan.send(right, &[(send, send + 1)]);
         plan.recv(left, &[(recv, recv + 1)], action);
     }
