@@ -36,6 +36,11 @@ enum Command {
     /// Property-test the protocol code: random scenarios or fault schedules, every property of
     /// DESIGN §5; a failure is shrunk and written with its trace.
     Check(cmd::check::CheckArgs),
+    /// The time-travel debugger: step through a trace, see every rank's state and the
+    /// diagnosis at any moment.
+    Tui(cmd::tui::TuiArgs),
+    /// Convert a trace for other tools: Chrome/Perfetto trace events.
+    Export(cmd::export::ExportArgs),
 }
 
 /// A failure that maps to an exit code.
@@ -60,6 +65,8 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd::explain::main(a),
         Command::Sweep(a) => cmd::sweep::main(a),
         Command::Check(a) => cmd::check::main(a),
+        Command::Tui(a) => cmd::tui::main(a),
+        Command::Export(a) => cmd::export::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

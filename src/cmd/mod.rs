@@ -2,9 +2,11 @@
 
 pub mod check;
 pub mod explain;
+pub mod export;
 pub mod replay;
 pub mod run;
 pub mod sweep;
+pub mod tui;
 
 use crate::Failure;
 use ringside_sim::scenario::{self, Scenario};

@@ -18,13 +18,24 @@ pub struct RunArgs {
     #[arg(long)]
     pub trace: Option<PathBuf>,
     /// Prints one JSON object instead of sentences.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tui")]
     pub json: bool,
+    /// Opens the time-travel debugger on the run's trace instead of printing the report
+    /// (the trace is kept in memory unless --trace names a file).
+    #[arg(long)]
+    pub tui: bool,
 }
 
 pub fn main(a: RunArgs) -> Result<(), Failure> {
     let scenario = load_scenario(&a.scenario)?;
     let flag = interrupt_flag();
+    if a.tui && a.trace.is_none() {
+        // nothing to keep: the trace stays in memory
+        let seed = a.seed.unwrap_or(scenario.seed);
+        let trace = ringside_tui::state::record(&scenario, seed)
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        return super::tui::view(ringside_tui::Loaded::new(trace));
+    }
     let out = run(
         &scenario,
         &RunOptions {
@@ -33,6 +44,9 @@ pub fn main(a: RunArgs) -> Result<(), Failure> {
             interrupt: Some(&flag),
         },
     )?;
+    if let (true, Some(trace)) = (a.tui, &a.trace) {
+        return super::tui::open(trace);
+    }
     if flag.load(Ordering::SeqCst) {
         eprintln!(
             "interrupted at {}; the trace so far is kept",

@@ -70,7 +70,9 @@ fn classify(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) ->
     if issued.is_none() {
         match vb.state {
             RankState::Done => return Class::Root(vec![book.skipped_done(fold, b, slot, a)]),
-            RankState::Running if vb.call.is_none() => {
+            // alive, not computing and in no collective for some time (between two events of
+            // one instant, a rank that just finished computing has not called yet)
+            RankState::Running if vb.call.is_none() && vb.since_ns < fold.t => {
                 return Class::Root(vec![book.hung(fold, b)]);
             }
             _ => {}

@@ -3,12 +3,14 @@
 //! event line.
 
 mod event;
+mod fast;
+pub mod perfetto;
 mod reader;
 mod replay;
 mod writer;
 
 pub use event::{timer_fields, Event, FaultPhase};
-pub use reader::{read_trace, Footer, Header, Trace, TraceError, TraceReader};
+pub use reader::{read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent};
 pub use replay::{replay, ReplayOutcome};
 #[doc(hidden)]
 pub use replay::{replay_reader, replay_with};

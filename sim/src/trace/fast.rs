@@ -1,0 +1,445 @@
+//! A fast path for reading the commonest event lines — `send`, `deliver`, `step`, `call`,
+//! `complete`, `compute`, `compute_done`, `iteration`: nearly every line of a collective-heavy
+//! trace — exactly as [`encode_line`](super::encode_line) spells them: fixed key order, no
+//! spaces, plain numbers, strings without escapes.
+//!
+//! serde reads an internally tagged enum by buffering every field first; this reads those
+//! lines directly, several times faster. Anything that does not match the spelling exactly —
+//! another key order, whitespace, an escape, a new field — returns `None` and takes the
+//! general path, so the fast path can only ever agree with serde (a property test holds it to
+//! that).
+
+use super::Event;
+use crate::proto::{Generation, GroupId, SeqNo};
+use crate::units::Nanos;
+use serde::de::value::{Error as ValueError, StrDeserializer};
+use serde::de::DeserializeOwned;
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn lit(&mut self, s: &str) -> Option<()> {
+        let s = s.as_bytes();
+        if self.b.get(self.i..self.i + s.len())? == s {
+            self.i += s.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// Consumes `s` if it comes next.
+    fn has(&mut self, s: &str) -> bool {
+        self.lit(s).is_some()
+    }
+
+    /// A JSON number that is a plain unsigned integer (no sign, fraction, exponent or
+    /// leading zero, as serde_json requires).
+    fn u64(&mut self) -> Option<u64> {
+        let start = self.i;
+        let mut v: u64 = 0;
+        while let Some(d) = self.b.get(self.i).filter(|c| c.is_ascii_digit()) {
+            v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+            self.i += 1;
+        }
+        let n = self.i - start;
+        let leading_zero = n > 1 && self.b[start] == b'0';
+        let not_plain = matches!(self.b.get(self.i), Some(b'.' | b'e' | b'E'));
+        (n > 0 && !leading_zero && !not_plain).then_some(v)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        u32::try_from(self.u64()?).ok()
+    }
+
+    /// The rest of a string whose opening quote was consumed, when it has no escape.
+    fn plain_str(&mut self) -> Option<&'a str> {
+        let start = self.i;
+        loop {
+            match *self.b.get(self.i)? {
+                b'"' => break,
+                b'\\' => return None,
+                c if c < 0x20 => return None,
+                _ => self.i += 1,
+            }
+        }
+        let s = std::str::from_utf8(&self.b[start..self.i]).ok()?;
+        self.i += 1;
+        Some(s)
+    }
+
+    /// A unit enum (op, algorithm, dtype, reduction) by its name.
+    fn name<T: DeserializeOwned>(&mut self, key: &str) -> Option<T> {
+        self.lit(key)?;
+        self.lit("\"")?;
+        let s = self.plain_str()?;
+        T::deserialize(StrDeserializer::<ValueError>::new(s)).ok()
+    }
+
+    fn u32_list(&mut self) -> Option<Vec<u32>> {
+        self.lit("[")?;
+        let mut v = Vec::new();
+        if self.has("]") {
+            return Some(v);
+        }
+        loop {
+            v.push(self.u32()?);
+            if self.has("]") {
+                return Some(v);
+            }
+            self.lit(",")?;
+        }
+    }
+
+    fn field_u64(&mut self, key: &str) -> Option<u64> {
+        self.lit(key)?;
+        self.u64()
+    }
+
+    fn field_u32(&mut self, key: &str) -> Option<u32> {
+        self.lit(key)?;
+        self.u32()
+    }
+
+    fn close(&mut self) -> Option<()> {
+        self.lit("}")?;
+        (self.i == self.b.len()).then_some(())
+    }
+}
+
+/// The event on `text`, when it is one of the kinds read here, spelled as the writer spells it.
+pub(super) fn parse(text: &str) -> Option<(Nanos, Event)> {
+    let mut c = Cursor {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    c.lit("{\"t\":")?;
+    let t = c.u64()?;
+    c.lit(",\"kind\":\"")?;
+    let ev = if c.has("deliver\"") {
+        let id = c.field_u64(",\"id\":")?;
+        let from = c.field_u32(",\"from\":")?;
+        let to = c.field_u32(",\"to\":")?;
+        Event::Deliver { id, from, to }
+    } else if c.has("send\"") {
+        let id = c.field_u64(",\"id\":")?;
+        let from = c.field_u32(",\"from\":")?;
+        let to = c.field_u32(",\"to\":")?;
+        let bytes = c.field_u64(",\"bytes\":")?;
+        c.lit(",\"msg\":\"")?;
+        let msg = c.plain_str()?.to_string();
+        let seq = if c.has(",\"seq\":") {
+            Some(c.u64()?)
+        } else {
+            None
+        };
+        let step = if c.has(",\"step\":") {
+            Some(c.u32()?)
+        } else {
+            None
+        };
+        let arrive_ns = c.field_u64(",\"arrive_ns\":")?;
+        Event::Send {
+            id,
+            from,
+            to,
+            bytes,
+            msg,
+            seq,
+            step,
+            arrive_ns,
+        }
+    } else if c.has("step\"") {
+        let rank = c.field_u32(",\"rank\":")?;
+        let group = GroupId(c.field_u32(",\"group\":")?);
+        let generation = Generation(c.field_u32(",\"generation\":")?);
+        let seq = SeqNo(c.field_u64(",\"seq\":")?);
+        let step = c.field_u32(",\"step\":")?;
+        let steps = c.field_u32(",\"steps\":")?;
+        c.lit(",\"waiting_for\":")?;
+        let waiting_for = c.u32_list()?;
+        Event::Step {
+            rank,
+            group,
+            generation,
+            seq,
+            step,
+            steps,
+            waiting_for,
+        }
+    } else if c.has("call\"") {
+        Event::Call {
+            rank: c.field_u32(",\"rank\":")?,
+            iteration: c.field_u32(",\"iteration\":")?,
+            index: c.field_u32(",\"index\":")?,
+            group: GroupId(c.field_u32(",\"group\":")?),
+            generation: Generation(c.field_u32(",\"generation\":")?),
+            seq: SeqNo(c.field_u64(",\"seq\":")?),
+            op: c.name(",\"op\":")?,
+            algorithm: c.name(",\"algorithm\":")?,
+            bytes: c.field_u64(",\"bytes\":")?,
+            dtype: c.name(",\"dtype\":")?,
+            root: c.field_u32(",\"root\":")?,
+            reduce: c.name(",\"reduce\":")?,
+            elements: c.field_u32(",\"elements\":")?,
+            members: c.field_u32(",\"members\":")?,
+        }
+    } else if c.has("complete\"") {
+        let rank = c.field_u32(",\"rank\":")?;
+        let group = GroupId(c.field_u32(",\"group\":")?);
+        let generation = Generation(c.field_u32(",\"generation\":")?);
+        let seq = SeqNo(c.field_u64(",\"seq\":")?);
+        let iteration = c.field_u32(",\"iteration\":")?;
+        let index = c.field_u32(",\"index\":")?;
+        c.lit(",\"result\":\"")?;
+        let result = c.plain_str()?.to_string();
+        let correct = if c.has(",\"correct\":true") {
+            Some(true)
+        } else if c.has(",\"correct\":false") {
+            Some(false)
+        } else {
+            None
+        };
+        Event::Complete {
+            rank,
+            group,
+            generation,
+            seq,
+            iteration,
+            index,
+            result,
+            correct,
+        }
+    } else if c.has("compute\"") {
+        Event::Compute {
+            rank: c.field_u32(",\"rank\":")?,
+            iteration: c.field_u32(",\"iteration\":")?,
+            duration_ns: c.field_u64(",\"duration_ns\":")?,
+        }
+    } else if c.has("compute_done\"") {
+        Event::ComputeDone {
+            rank: c.field_u32(",\"rank\":")?,
+        }
+    } else if c.has("iteration\"") {
+        Event::Iteration {
+            rank: c.field_u32(",\"rank\":")?,
+            iteration: c.field_u32(",\"iteration\":")?,
+        }
+    } else {
+        return None;
+    };
+    c.close()?;
+    Some((t, ev))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::encode_line;
+    use proptest::prelude::*;
+
+    /// What the general path reads.
+    fn serde_reads(text: &str) -> Option<(Nanos, Event)> {
+        #[derive(serde::Deserialize)]
+        struct Line {
+            t: Nanos,
+            #[serde(flatten)]
+            ev: Event,
+        }
+        serde_json::from_str::<Line>(text).ok().map(|l| (l.t, l.ev))
+    }
+
+    /// Whether the fast path should read the line of `ev`.
+    fn meant_for(ev: &Event) -> bool {
+        match ev {
+            Event::Send { msg, .. } => !msg.chars().any(|c| c == '"' || c == '\\' || c < ' '),
+            Event::Complete { result, .. } => {
+                !result.chars().any(|c| c == '"' || c == '\\' || c < ' ')
+            }
+            Event::Deliver { .. }
+            | Event::Step { .. }
+            | Event::Call { .. }
+            | Event::Compute { .. }
+            | Event::ComputeDone { .. }
+            | Event::Iteration { .. } => true,
+            _ => false,
+        }
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        let msg = prop_oneof![
+            Just("coll".to_string()),
+            "[a-z]{0,8}",
+            ".{0,6}", // quotes, backslashes, control characters, anything
+        ];
+        prop_oneof![
+            (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(id, from, to)| Event::Deliver {
+                id,
+                from,
+                to
+            }),
+            (
+                (any::<u64>(), any::<u32>(), any::<u32>(), any::<u64>()),
+                msg,
+                any::<Option<u64>>(),
+                any::<Option<u32>>(),
+                any::<u64>()
+            )
+                .prop_map(|((id, from, to, bytes), msg, seq, step, arrive_ns)| {
+                    Event::Send {
+                        id,
+                        from,
+                        to,
+                        bytes,
+                        msg,
+                        seq,
+                        step,
+                        arrive_ns,
+                    }
+                }),
+            (
+                (any::<u32>(), any::<u32>(), any::<u32>(), any::<u64>()),
+                (any::<u32>(), any::<u32>()),
+                proptest::collection::vec(any::<u32>(), 0..5)
+            )
+                .prop_map(|((rank, g, n, q), (step, steps), waiting_for)| {
+                    Event::Step {
+                        rank,
+                        group: GroupId(g),
+                        generation: Generation(n),
+                        seq: SeqNo(q),
+                        step,
+                        steps,
+                        waiting_for,
+                    }
+                }),
+            (any::<u32>()).prop_map(|rank| Event::ComputeDone { rank }),
+            (any::<u32>(), any::<u32>())
+                .prop_map(|(rank, iteration)| Event::Iteration { rank, iteration }),
+            (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(
+                |(rank, iteration, duration_ns)| {
+                    Event::Compute {
+                        rank,
+                        iteration,
+                        duration_ns,
+                    }
+                }
+            ),
+            (
+                (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()),
+                (any::<u32>(), any::<u64>()),
+                (".{0,4}", any::<Option<bool>>()),
+            )
+                .prop_map(
+                    |((rank, g, n, iteration), (index, q), (result, correct))| {
+                        Event::Complete {
+                            rank,
+                            group: GroupId(g),
+                            generation: Generation(n),
+                            seq: SeqNo(q),
+                            iteration,
+                            index,
+                            result,
+                            correct,
+                        }
+                    }
+                ),
+            (
+                (
+                    any::<u32>(),
+                    any::<u32>(),
+                    any::<u32>(),
+                    any::<u32>(),
+                    any::<u32>()
+                ),
+                (
+                    any::<u64>(),
+                    any::<u64>(),
+                    any::<u32>(),
+                    any::<u32>(),
+                    any::<u32>()
+                ),
+                (0usize..6, 0usize..5, 0usize..3, 0usize..4),
+            )
+                .prop_map(|(a, b, (op, alg, dtype, reduce))| {
+                    use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
+                    let ops = [
+                        OpKind::Allreduce,
+                        OpKind::Broadcast,
+                        OpKind::Reduce,
+                        OpKind::Allgather,
+                        OpKind::ReduceScatter,
+                        OpKind::Barrier,
+                    ];
+                    let algs = [
+                        Algorithm::Ring,
+                        Algorithm::RecursiveDoubling,
+                        Algorithm::Tree,
+                        Algorithm::Dissemination,
+                        Algorithm::Direct,
+                    ];
+                    let dtypes = [Dtype::F32, Dtype::F64, Dtype::I64];
+                    let reduces = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod];
+                    Event::Call {
+                        rank: a.0,
+                        iteration: a.1,
+                        index: a.2,
+                        group: GroupId(a.3),
+                        generation: Generation(a.4),
+                        seq: SeqNo(b.0),
+                        op: ops[op],
+                        algorithm: algs[alg],
+                        bytes: b.1,
+                        dtype: dtypes[dtype],
+                        root: b.2,
+                        reduce: reduces[reduce],
+                        elements: b.3,
+                        members: b.4,
+                    }
+                }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_serde_on_written_lines(t in any::<u64>(), ev in event()) {
+            let mut buf = Vec::new();
+            encode_line(&mut buf, t, &ev);
+            let text = std::str::from_utf8(&buf).unwrap();
+            let expected = serde_reads(text);
+            prop_assert_eq!(expected.as_ref(), Some(&(t, ev.clone())));
+            match parse(text) {
+                Some(got) => prop_assert_eq!(Some(got), expected),
+                // only lines it is not meant for take the general path
+                None => prop_assert!(!meant_for(&ev), "{}", text),
+            }
+        }
+
+        #[test]
+        fn never_accepts_what_serde_rejects(text in r#"\{"t":[0-9.e-]{1,4},"kind":"(deliver|send|step)"[,a-z":0-9\[\]]{0,40}\}"#) {
+            if let Some(got) = parse(&text) {
+                prop_assert_eq!(Some(got), serde_reads(&text));
+            }
+        }
+    }
+
+    #[test]
+    fn other_spellings_take_the_general_path() {
+        let fast = r#"{"t":5,"kind":"deliver","id":1,"from":0,"to":2}"#;
+        assert!(parse(fast).is_some());
+        for other in [
+            r#"{"t":5, "kind":"deliver","id":1,"from":0,"to":2}"#,
+            r#"{"t":5,"kind":"deliver","from":0,"id":1,"to":2}"#,
+            r#"{"t":05,"kind":"deliver","id":1,"from":0,"to":2}"#,
+            r#"{"t":5,"kind":"deliver","id":1,"from":0,"to":2,"x":1}"#,
+            r#"{"t":5,"kind":"deliver","id":1,"from":0,"to":2}  "#,
+            r#"{"t":5,"kind":"deliver","id":1.0,"from":0,"to":2}"#,
+            r#"{"t":5,"kind":"deliver","id":1,"from":0,"to":4294967296}"#,
+        ] {
+            assert_eq!(parse(other), None, "{other}");
+        }
+    }
+}

@@ -1,0 +1,488 @@
+//! Export to Chrome trace-event JSON, which Perfetto UI (and chrome://tracing) opens.
+//!
+//! Layout: one process per rank (`pid` = rank + 1, named `rank R`), with three threads:
+//! - `work` (tid 1): compute and collectives as B/E slices, each collective's steps nested in
+//!   it, watchdog timeouts, aborts and deaths as instants;
+//! - `messages` (tid 2): a 1 ns slice per send and per delivery, joined by a flow arrow
+//!   (`s` on the sender, `f` on the receiver) whose id is the message's `id` (a resend of the
+//!   same message gets `id + attempt << 48`); drops are instants;
+//! - `process` (tid 3): `paused` and `dead` slices.
+//!
+//! Faults are instant events: on the rank's `work` track when they touch one rank, global
+//! otherwise. Every slice still open at the end of the trace is closed there, so B/E always
+//! pair up. The output is streamed: a trace of any length converts in constant memory (but
+//! for the messages in flight).
+
+use super::{Event, FaultPhase, TraceError, TraceReader};
+use crate::units::Nanos;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Write};
+
+const WORK: u32 = 1;
+const MESSAGES: u32 = 2;
+const PROCESS: u32 = 3;
+/// A message's slice lasts a nanosecond (in microseconds): long enough to hold the flow
+/// arrow that binds to it, too short to overlap anything.
+const MESSAGE_DUR: f64 = 0.001;
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    #[error("cannot write the export: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// What an export wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExportStats {
+    pub trace_events: u64,
+    pub flows: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Open {
+    Compute,
+    Collective,
+    Step,
+}
+
+struct Exporter<W: Write> {
+    out: W,
+    stats: ExportStats,
+    /// Open slices on each rank's work track, innermost last.
+    work: Vec<Vec<Open>>,
+    paused: Vec<bool>,
+    dead: Vec<bool>,
+    /// Message id -> (flow id, attempt) of the send in flight.
+    in_flight: BTreeMap<u64, u64>,
+    attempts: BTreeMap<u64, u64>,
+}
+
+fn ts(t: Nanos) -> Value {
+    // microseconds, exact to the nanosecond for any realistic run
+    json!(t as f64 / 1000.0)
+}
+
+fn pid(rank: u32) -> u32 {
+    rank + 1
+}
+
+impl<W: Write> Exporter<W> {
+    fn emit(&mut self, v: Value) -> io::Result<()> {
+        if self.stats.trace_events > 0 {
+            self.out.write_all(b",\n")?;
+        }
+        serde_json::to_writer(&mut self.out, &v)?;
+        self.stats.trace_events += 1;
+        Ok(())
+    }
+
+    fn meta(&mut self, ranks: u32) -> io::Result<()> {
+        for r in 0..ranks {
+            self.emit(
+                json!({"ph": "M", "name": "process_name", "pid": pid(r), "tid": 0,
+                "args": {"name": format!("rank {r}")}}),
+            )?;
+            self.emit(
+                json!({"ph": "M", "name": "process_sort_index", "pid": pid(r), "tid": 0,
+                "args": {"sort_index": r}}),
+            )?;
+            for (tid, name) in [(WORK, "work"), (MESSAGES, "messages"), (PROCESS, "process")] {
+                self.emit(
+                    json!({"ph": "M", "name": "thread_name", "pid": pid(r), "tid": tid,
+                    "args": {"name": name}}),
+                )?;
+                self.emit(
+                    json!({"ph": "M", "name": "thread_sort_index", "pid": pid(r),
+                    "tid": tid, "args": {"sort_index": tid}}),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn ensure(&mut self, rank: u32) {
+        let n = rank as usize + 1;
+        if self.work.len() < n {
+            self.work.resize(n, Vec::new());
+            self.paused.resize(n, false);
+            self.dead.resize(n, false);
+        }
+    }
+
+    fn begin(
+        &mut self,
+        t: Nanos,
+        rank: u32,
+        open: Open,
+        name: String,
+        args: Value,
+    ) -> io::Result<()> {
+        self.ensure(rank);
+        self.work[rank as usize].push(open);
+        let cat = match open {
+            Open::Compute => "compute",
+            Open::Collective => "collective",
+            Open::Step => "step",
+        };
+        self.emit(
+            json!({"ph": "B", "name": name, "cat": cat, "pid": pid(rank), "tid": WORK,
+            "ts": ts(t), "args": args}),
+        )
+    }
+
+    /// Closes slices on `rank`'s work track down to and including the innermost `until`
+    /// (everything when `until` is None or not open).
+    fn close(&mut self, t: Nanos, rank: u32, until: Option<Open>) -> io::Result<()> {
+        self.ensure(rank);
+        let stack = &self.work[rank as usize];
+        let keep = match until.and_then(|u| stack.iter().rposition(|o| *o == u)) {
+            Some(i) => i,
+            None if until.is_some() => return Ok(()),
+            None => 0,
+        };
+        while self.work[rank as usize].len() > keep {
+            self.work[rank as usize].pop();
+            self.emit(json!({"ph": "E", "pid": pid(rank), "tid": WORK, "ts": ts(t)}))?;
+        }
+        Ok(())
+    }
+
+    fn instant(
+        &mut self,
+        t: Nanos,
+        rank: Option<u32>,
+        tid: u32,
+        name: String,
+        args: Value,
+    ) -> io::Result<()> {
+        match rank {
+            Some(r) => self.emit(json!({"ph": "i", "s": "t", "name": name, "pid": pid(r),
+                "tid": tid, "ts": ts(t), "args": args})),
+            None => self.emit(
+                json!({"ph": "i", "s": "g", "name": name, "pid": 0, "tid": 0,
+                "ts": ts(t), "args": args}),
+            ),
+        }
+    }
+
+    fn process_slice(&mut self, t: Nanos, rank: u32, name: &str, begin: bool) -> io::Result<()> {
+        self.ensure(rank);
+        let flag = if name == "paused" {
+            &mut self.paused[rank as usize]
+        } else {
+            &mut self.dead[rank as usize]
+        };
+        if *flag == begin {
+            return Ok(());
+        }
+        *flag = begin;
+        if begin {
+            self.emit(
+                json!({"ph": "B", "name": name, "cat": "process", "pid": pid(rank),
+                "tid": PROCESS, "ts": ts(t)}),
+            )
+        } else {
+            self.emit(json!({"ph": "E", "pid": pid(rank), "tid": PROCESS, "ts": ts(t)}))
+        }
+    }
+
+    fn event(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
+        match ev {
+            Event::Fault {
+                index,
+                fault,
+                phase,
+                ranks,
+                sides,
+                detail,
+                ..
+            } => {
+                let name = match phase {
+                    FaultPhase::Begin => format!("fault: {fault}"),
+                    FaultPhase::End => format!("fault ends: {fault}"),
+                };
+                let args =
+                    json!({"index": index, "detail": detail, "ranks": ranks, "sides": sides});
+                match ranks.as_slice() {
+                    [r] => self.instant(t, Some(*r), WORK, name, args),
+                    _ => self.instant(t, None, 0, name, args),
+                }
+            }
+            Event::ProcessStart { rank, incarnation } => {
+                self.process_slice(t, *rank, "dead", false)?;
+                if *incarnation > 0 {
+                    self.instant(
+                        t,
+                        Some(*rank),
+                        WORK,
+                        "restart".into(),
+                        json!({"incarnation": incarnation}),
+                    )?;
+                }
+                Ok(())
+            }
+            Event::ProcessDeath { rank, incarnation } => {
+                self.close(t, *rank, None)?;
+                self.process_slice(t, *rank, "paused", false)?;
+                self.instant(
+                    t,
+                    Some(*rank),
+                    WORK,
+                    "died".into(),
+                    json!({"incarnation": incarnation}),
+                )?;
+                self.process_slice(t, *rank, "dead", true)
+            }
+            Event::ProcessPause { rank } => self.process_slice(t, *rank, "paused", true),
+            Event::ProcessResume { rank } => self.process_slice(t, *rank, "paused", false),
+            Event::Send {
+                id,
+                from,
+                to,
+                bytes,
+                msg,
+                seq,
+                step,
+                arrive_ns,
+                ..
+            } => {
+                let attempt = self.attempts.entry(*id).or_insert(0);
+                let flow = *id + (*attempt << 48);
+                *attempt += 1;
+                self.in_flight.insert(*id, flow);
+                self.emit(json!({"ph": "X", "name": format!("send {msg} → {to}"), "cat": "message",
+                    "pid": pid(*from), "tid": MESSAGES, "ts": ts(t), "dur": MESSAGE_DUR,
+                    "args": {"id": id, "bytes": bytes, "seq": seq, "step": step, "arrive_ns": arrive_ns}}))?;
+                self.emit(
+                    json!({"ph": "s", "name": "message", "cat": "message", "id": flow,
+                    "pid": pid(*from), "tid": MESSAGES, "ts": ts(t)}),
+                )?;
+                self.stats.flows += 1;
+                Ok(())
+            }
+            Event::Deliver { id, from, to } => {
+                self.emit(
+                    json!({"ph": "X", "name": format!("recv ← {from}"), "cat": "message",
+                    "pid": pid(*to), "tid": MESSAGES, "ts": ts(t), "dur": MESSAGE_DUR, "args": {"id": id}}),
+                )?;
+                if let Some(flow) = self.in_flight.remove(id) {
+                    self.emit(
+                        json!({"ph": "f", "bp": "e", "name": "message", "cat": "message",
+                        "id": flow, "pid": pid(*to), "tid": MESSAGES, "ts": ts(t)}),
+                    )?;
+                }
+                Ok(())
+            }
+            Event::Drop {
+                id,
+                from,
+                to,
+                reason,
+                retransmit,
+            } => {
+                self.in_flight.remove(id);
+                self.instant(
+                    t,
+                    Some(*to),
+                    MESSAGES,
+                    format!("drop from {from}: {reason}"),
+                    json!({"id": id, "retransmit": retransmit}),
+                )
+            }
+            Event::Timer {
+                rank, timer, seq, ..
+            } => {
+                if timer == "watchdog" {
+                    self.instant(
+                        t,
+                        Some(*rank),
+                        WORK,
+                        "watchdog timeout".into(),
+                        json!({"seq": seq}),
+                    )
+                } else {
+                    Ok(())
+                }
+            }
+            Event::Compute {
+                rank,
+                iteration,
+                duration_ns,
+            } => self.begin(
+                t,
+                *rank,
+                Open::Compute,
+                "compute".into(),
+                json!({"iteration": iteration, "duration_ns": duration_ns}),
+            ),
+            Event::ComputeDone { rank } => self.close(t, *rank, Some(Open::Compute)),
+            Event::Iteration { .. } => Ok(()),
+            Event::Call {
+                rank,
+                iteration,
+                index,
+                group,
+                generation,
+                seq,
+                op,
+                algorithm,
+                bytes,
+                ..
+            } => self.begin(
+                t,
+                *rank,
+                Open::Collective,
+                format!("{} #{}", op.name(), seq.0),
+                json!({"algorithm": algorithm.name(), "bytes": bytes, "iteration": iteration,
+                    "index": index, "group": group, "generation": generation, "seq": seq}),
+            ),
+            Event::Step {
+                rank,
+                step,
+                steps,
+                waiting_for,
+                ..
+            } => {
+                self.ensure(*rank);
+                if self.work[*rank as usize].last() == Some(&Open::Step) {
+                    self.close(t, *rank, Some(Open::Step))?;
+                }
+                self.begin(
+                    t,
+                    *rank,
+                    Open::Step,
+                    format!("step {}/{steps}", step + 1),
+                    json!({"waiting_for": waiting_for}),
+                )
+            }
+            Event::Complete { rank, correct, .. } => {
+                self.close(t, *rank, Some(Open::Collective))?;
+                if *correct == Some(false) {
+                    self.instant(t, Some(*rank), WORK, "wrong result".into(), json!({}))?;
+                }
+                Ok(())
+            }
+            Event::Abort {
+                rank,
+                reason,
+                waiting_for,
+                ..
+            } => {
+                self.instant(
+                    t,
+                    Some(*rank),
+                    WORK,
+                    "abort".into(),
+                    json!({"reason": reason, "waiting_for": waiting_for}),
+                )?;
+                self.close(t, *rank, Some(Open::Collective))
+            }
+            Event::FlightRecord { rank, entries } => self.instant(
+                t,
+                Some(*rank),
+                WORK,
+                "flight record".into(),
+                json!({"entries": entries.len()}),
+            ),
+            Event::WorkloadDone { rank } => {
+                self.instant(t, Some(*rank), WORK, "workload done".into(), json!({}))
+            }
+            Event::RejoinRefused { rank, reason } => self.instant(
+                t,
+                Some(*rank),
+                WORK,
+                "rejoin refused".into(),
+                json!({"reason": reason}),
+            ),
+            Event::Diagnosis {
+                blocked,
+                root_causes,
+                ..
+            } => self.instant(
+                t,
+                None,
+                0,
+                "diagnosis".into(),
+                json!({"blocked": blocked, "root_causes": root_causes}),
+            ),
+            Event::End { .. } => Ok(()),
+            // membership and registry: an instant on the rank's track, the event as its args
+            Event::GenerationFormed { .. }
+            | Event::RendezvousStart { .. }
+            | Event::RendezvousWait { .. }
+            | Event::Suspect { .. }
+            | Event::Joining { .. }
+            | Event::StoreUpdate { .. }
+            | Event::RegistryJoin { .. }
+            | Event::RegistryLeave { .. }
+            | Event::RegistryView { .. }
+            | Event::RegistryNotify { .. }
+            | Event::RegistryMonitor { .. }
+            | Event::RegistryBroadcast { .. }
+            | Event::RegistryDeliver { .. }
+            | Event::RegistryQuery { .. }
+            | Event::RegistryNodeDown { .. }
+            | Event::RegistryNodeUp { .. } => {
+                if let Some(r) = ev.rank() {
+                    self.ensure(r);
+                }
+                let args = serde_json::to_value(ev).unwrap_or(Value::Null);
+                self.instant(t, ev.rank(), WORK, ev.kind().replace('_', " "), args)
+            }
+        }
+    }
+
+    fn finish(&mut self, t: Nanos) -> io::Result<()> {
+        for r in 0..self.work.len() as u32 {
+            self.close(t, r, None)?;
+            self.process_slice(t, r, "paused", false)?;
+            self.process_slice(t, r, "dead", false)?;
+        }
+        Ok(())
+    }
+}
+
+/// Converts the trace `reader` reads into Chrome trace-event JSON on `out`.
+pub fn export_chrome<R: BufRead, W: Write>(
+    reader: &mut TraceReader<R>,
+    out: W,
+) -> Result<ExportStats, ExportError> {
+    let header = &reader.header;
+    let ranks = header.scenario.world.size;
+    let other = json!({
+        "scenario": header.scenario.name,
+        "seed": header.seed,
+        "ringside": header.ringside,
+    });
+    let mut x = Exporter {
+        out: io::BufWriter::new(out),
+        stats: ExportStats::default(),
+        work: Vec::new(),
+        paused: Vec::new(),
+        dead: Vec::new(),
+        in_flight: BTreeMap::new(),
+        attempts: BTreeMap::new(),
+    };
+    x.out
+        .write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+    serde_json::to_writer(&mut x.out, &other).map_err(io::Error::from)?;
+    x.out.write_all(b",\"traceEvents\":[\n")?;
+    x.meta(ranks)?;
+    x.ensure(ranks.saturating_sub(1));
+    let mut last = 0;
+    while let Some((t, ev)) = reader.next_event()? {
+        x.event(t, &ev)?;
+        last = t;
+    }
+    x.finish(last)?;
+    x.out.write_all(b"\n]}\n")?;
+    x.out.flush()?;
+    Ok(x.stats)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,374 @@
+//! What the viewer knows: the loaded trace with its checkpoints and markers, and where the
+//! user stands in it. Nothing here draws or reads the terminal.
+
+pub mod filter;
+pub mod history;
+pub mod markers;
+
+pub use filter::EventFilter;
+pub use history::History;
+pub use markers::{Marker, MarkerKind, Markers};
+
+use history::Builder;
+use markers::MarkerScan;
+use ringside_sim::diagnose::{diagnose, Fold};
+use ringside_sim::run::run_events;
+use ringside_sim::scenario::Scenario;
+use ringside_sim::trace::{Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent};
+use ringside_sim::units::Nanos;
+use std::path::Path;
+use std::sync::mpsc;
+
+/// Runs `scenario` with `seed` and keeps its trace in memory, exactly as a trace file would
+/// read back (header, events, footer, digest).
+pub fn record(scenario: &Scenario, seed: u64) -> Result<Trace, TraceError> {
+    let name = format!("<{} in memory>", scenario.name);
+    let io = |e: std::io::Error| TraceError {
+        file: name.clone(),
+        line: 0,
+        message: e.to_string(),
+    };
+    let mut bytes = Vec::new();
+    let mut writer = TraceWriter::new(&mut bytes, scenario, seed).map_err(io)?;
+    let (result, _, _) = run_events(scenario, seed, &mut writer, None);
+    writer.finish(result.outcome).map_err(io)?;
+    let mut reader = TraceReader::new(&bytes[..], &name)?;
+    let mut events = Vec::new();
+    while let Some(e) = reader.next_event()? {
+        events.push(e);
+    }
+    Ok(Trace {
+        header: reader.header.clone(),
+        events,
+        footer: reader.footer().cloned(),
+        digest: reader.digest().hex(),
+    })
+}
+
+/// A trace read into memory, folded once, with checkpoints for seeking and its markers.
+pub struct Loaded {
+    pub trace: Trace,
+    pub history: History,
+    pub markers: Markers,
+}
+
+impl Loaded {
+    pub fn new(trace: Trace) -> Loaded {
+        let interval = history::interval_for(trace.header.scenario.world.size as usize);
+        Loaded::with_interval(trace, interval)
+    }
+
+    /// Loads with checkpoints every `interval` events.
+    pub fn with_interval(mut trace: Trace, interval: usize) -> Loaded {
+        let events = std::mem::take(&mut trace.events);
+        let mut loading = Loading::new(&trace.header.scenario, interval);
+        loading.events.reserve(events.len());
+        for (t, ev) in events {
+            loading.push(t, ev);
+        }
+        loading.finish(trace)
+    }
+
+    /// Reads a trace file and folds it at the same time. One thread reads lines in order
+    /// (digest, footer), two parse them, batch by batch, and this one folds, checkpoints and
+    /// scans for markers as the parsed batches come back in order.
+    pub fn open(path: &Path) -> Result<Loaded, TraceError> {
+        const BATCH: usize = 2048;
+        const PARSERS: usize = 2;
+        type Parsed = Result<Vec<(Nanos, Event)>, TraceError>;
+        let mut reader = TraceReader::open(path)?;
+        let header = reader.header.clone();
+        let file = reader.file().to_string();
+        let interval = history::interval_for(header.scenario.world.size as usize);
+        std::thread::scope(|s| {
+            let mut to_parse = Vec::new();
+            let mut parsed = Vec::new();
+            for _ in 0..PARSERS {
+                let (tx, rx) = mpsc::sync_channel::<Vec<UnparsedEvent>>(4);
+                let (ptx, prx) = mpsc::sync_channel::<Parsed>(4);
+                to_parse.push(tx);
+                parsed.push(prx);
+                let file = file.as_str();
+                s.spawn(move || {
+                    for batch in rx {
+                        let out: Parsed = batch.into_iter().map(|u| u.parse(file)).collect();
+                        if ptx.send(out).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            let lines = s.spawn(move || {
+                let mut k = 0;
+                loop {
+                    let mut batch = Vec::with_capacity(BATCH);
+                    while batch.len() < BATCH {
+                        match reader.next_unparsed()? {
+                            Some(u) => batch.push(u),
+                            None => break,
+                        }
+                    }
+                    let last = batch.len() < BATCH;
+                    // a parser only goes away when the folding side stopped early
+                    if to_parse[k % PARSERS].send(batch).is_err() || last {
+                        break;
+                    }
+                    k += 1;
+                }
+                Ok::<_, TraceError>((reader.footer().cloned(), reader.digest().hex()))
+            });
+            let mut loading = Loading::new(&header.scenario, interval);
+            // event lines are about a hundred bytes: reserve once instead of growing
+            let guess = std::fs::metadata(path).map_or(0, |m| m.len() / 96) as usize;
+            loading.events.reserve(guess.min(1 << 26));
+            // batches come back from the parsers in the order they were handed out
+            'fold: for k in 0.. {
+                match parsed[k % PARSERS].recv() {
+                    Ok(batch) => {
+                        for (t, ev) in batch? {
+                            loading.push(t, ev);
+                        }
+                    }
+                    Err(_) => break 'fold,
+                }
+            }
+            let (footer, digest) = match lines.join() {
+                Ok(r) => r?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            Ok(loading.finish(Trace {
+                header,
+                events: Vec::new(),
+                footer,
+                digest,
+            }))
+        })
+    }
+
+    pub fn events(&self) -> &[(Nanos, Event)] {
+        &self.trace.events
+    }
+
+    pub fn len(&self) -> usize {
+        self.trace.events.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.trace.events.is_empty()
+    }
+
+    /// The fold after the first `pos` events.
+    pub fn fold_at(&self, pos: usize) -> Fold {
+        self.history.fold_at(&self.trace.events, pos)
+    }
+
+    /// Virtual time at the end of the trace.
+    pub fn end_ns(&self) -> Nanos {
+        self.trace.events.last().map_or(0, |e| e.0)
+    }
+
+    /// The first position after `pos` whose event involves `rank`.
+    pub fn next_of_rank(&self, pos: usize, rank: u32) -> Option<usize> {
+        self.trace
+            .events
+            .iter()
+            .enumerate()
+            .skip(pos)
+            .find(|(_, (_, ev))| ev.involves(rank))
+            .map(|(i, _)| i + 1)
+    }
+
+    /// The last position before `pos` whose event involves `rank`.
+    pub fn prev_of_rank(&self, pos: usize, rank: u32) -> Option<usize> {
+        let end = pos.saturating_sub(1).min(self.len());
+        self.trace.events[..end]
+            .iter()
+            .rposition(|(_, ev)| ev.involves(rank))
+            .map(|i| i + 1)
+    }
+}
+
+/// Whether the diagnosis of `fold` names a root cause.
+fn stalled(fold: &Fold) -> bool {
+    !diagnose(fold).causes.is_empty()
+}
+
+/// Folds events as they come, keeping them, their checkpoints and their markers.
+struct Loading {
+    builder: Builder,
+    scan: MarkerScan,
+    events: Vec<(Nanos, Event)>,
+}
+
+impl Loading {
+    fn new(scenario: &Scenario, interval: usize) -> Loading {
+        Loading {
+            builder: Builder::new(scenario, interval),
+            scan: MarkerScan::new(&scenario.faults, scenario.world.size as usize),
+            events: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, t: Nanos, ev: Event) {
+        self.builder.push(t, &ev);
+        self.scan.scan(self.events.len(), &ev, self.builder.fold());
+        self.events.push((t, ev));
+    }
+
+    /// The loaded trace; `trace` brings the header, footer and digest.
+    fn finish(self, mut trace: Trace) -> Loaded {
+        let (history, final_fold) = self.builder.finish();
+        let events = self.events;
+        let markers = self.scan.finish(events.len(), &final_fold, |lo, hi| {
+            first_stall_between(&history, &events, lo, hi)
+        });
+        trace.events = events;
+        Loaded {
+            trace,
+            history,
+            markers,
+        }
+    }
+}
+
+/// The first position in `(lo, hi]` whose diagnosis names a root cause, given none at `lo`
+/// and one at `hi`: sixteen samples narrow the stretch down until it is short enough to look
+/// at every position, so a large world needs a few dozen diagnoses, not thousands.
+fn first_stall_between(
+    history: &History,
+    events: &[(Nanos, Event)],
+    mut lo: usize,
+    mut hi: usize,
+) -> Option<usize> {
+    const SAMPLES: usize = 16;
+    loop {
+        let step = if hi - lo <= SAMPLES {
+            1
+        } else {
+            (hi - lo).div_ceil(SAMPLES)
+        };
+        let mut fold = history.fold_at(events, lo);
+        let mut at = lo;
+        let mut found = None;
+        while at + step < hi || (step == 1 && at < hi) {
+            for (t, ev) in &events[at..at + step] {
+                fold.apply(*t, ev);
+            }
+            at += step;
+            if stalled(&fold) {
+                found = Some(at);
+                break;
+            }
+        }
+        if step == 1 {
+            return found.or(Some(hi));
+        }
+        match found {
+            Some(p) => (lo, hi) = (p - step, p),
+            None => lo = at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringside_sim::scenario;
+    use ringside_sim::trace::read_trace;
+
+    fn scenario(toml: &str) -> Scenario {
+        scenario::parse(toml, "test").expect("valid scenario")
+    }
+
+    /// Long enough for several parse batches; a pause, then a preemption that stalls it.
+    const STALLS: &str = r#"
+name = "stalls"
+[world]
+size = 4
+[network]
+latency = "5us"
+bandwidth = "25GB/s"
+[group]
+timeout = "20ms"
+[workload]
+iterations = 120
+compute = "1ms"
+elements = 4
+[[workload.ops]]
+op = "allreduce"
+bytes = "64KiB"
+[[faults]]
+kind = "pause"
+rank = 1
+at = "20ms"
+duration = "3ms"
+[[faults]]
+kind = "preempt"
+rank = 2
+at = "100ms"
+"#;
+
+    fn write(trace_of: &Scenario, dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("t.jsonl");
+        let f = std::fs::File::create(&path).expect("create");
+        let mut w = TraceWriter::new(f, trace_of, trace_of.seed).expect("header");
+        let (r, _, _) = run_events(trace_of, trace_of.seed, &mut w, None);
+        w.finish(r.outcome).expect("footer");
+        path
+    }
+
+    #[test]
+    fn parallel_open_reads_what_the_plain_reader_reads() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = write(&scenario(STALLS), dir.path());
+        let plain = read_trace(&path).expect("readable");
+        assert!(
+            plain.events.len() > 3 * 2048,
+            "{} events",
+            plain.events.len()
+        );
+        let l = Loaded::open(&path).expect("opens");
+        assert_eq!(l.trace.events, plain.events);
+        assert_eq!(l.trace.footer, plain.footer);
+        assert_eq!(l.trace.digest, plain.digest);
+        let m = Loaded::new(plain);
+        assert_eq!(l.markers.markers, m.markers.markers);
+    }
+
+    #[test]
+    fn open_names_the_line_of_a_malformed_event() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = write(&scenario(STALLS), dir.path());
+        let text = std::fs::read_to_string(&path).expect("read");
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[5000] = r#"{"t":1,"kind":"bogus"}"#;
+        std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+        let e = Loaded::open(&path).err().expect("refused");
+        assert_eq!(e.line, 5001, "{e}");
+    }
+
+    #[test]
+    fn the_first_stall_is_the_first_position_with_a_root_cause() {
+        let l = Loaded::new(record(&scenario(STALLS), 0).expect("recorded"));
+        let brute = (0..=l.len()).find(|&p| stalled(&l.fold_at(p)));
+        assert!(brute.is_some());
+        assert_eq!(l.markers.first_stall, brute);
+        // the pause stalls the others briefly, long before the preemption
+        let first = brute.unwrap();
+        let death = l
+            .events()
+            .iter()
+            .position(|(_, e)| matches!(e, Event::ProcessDeath { .. }))
+            .unwrap();
+        assert!(first < death, "the pause comes first: {first} vs {death}");
+    }
+
+    #[test]
+    fn markers_name_the_faults_and_the_watchdog() {
+        let l = Loaded::new(record(&scenario(STALLS), 0).expect("recorded"));
+        assert_eq!(l.markers.of(MarkerKind::Fault).count(), 2);
+        assert!(l.markers.of(MarkerKind::Watchdog).count() >= 1);
+        let first_fault = l.markers.next(MarkerKind::Fault, 0).unwrap();
+        assert!(matches!(l.events()[first_fault - 1].1, Event::Fault { .. }));
+    }
+}
