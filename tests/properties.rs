@@ -267,7 +267,9 @@ fn check_passes_on_the_real_code() {
         "{out}"
     );
     assert!(
-        out.contains("agreement, validity, diagnosis_sound, liveness, determinism"),
+        out.contains(
+            "agreement, validity, diagnosis_sound, one_world_per_generation, liveness, determinism"
+        ),
         "{out}"
     );
     assert!(out.contains("cases/s"), "{out}");
@@ -371,4 +373,18 @@ fn check_on_a_planted_bug_exits_1_with_the_command_that_replays_it() {
         .expect("a scenario file");
     let o = ringside(&["run", toml.to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn one_world_per_generation_is_in_the_registry_and_catches_a_split_brain() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join("elastic-partition-majority.toml");
+    let real = Case::new(ringside_sim::scenario::load(&path).unwrap_or_else(|e| panic!("{e}")));
+    let p = props::by_name("one_world_per_generation").expect("registered");
+    passes(p, &real);
+    let mut broken = real.clone();
+    broken.scenario.engine.sabotage.no_quorum = true;
+    let why = fails(p, &broken);
+    assert!(why.contains("split brain"), "{why}");
 }

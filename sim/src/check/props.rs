@@ -12,7 +12,7 @@ use super::Case;
 use crate::diagnose::RankState;
 use crate::run::{run_events_with, RunOutput};
 use crate::scenario::{Fault, OpKind, Outcome};
-use crate::trace::{replay_reader, ReplayOutcome, TraceReader, TraceWriter};
+use crate::trace::{replay_reader, ReplayOutcome, TraceReader, TraceWriter, VecRecorder};
 use crate::units::fmt_ms;
 
 /// A named property of a finished run.
@@ -62,9 +62,36 @@ pub const DIAGNOSIS_SOUND: Property = Property {
     check: diagnosis_sound,
 };
 
+/// Elastic runs: no two member sets share a generation, every rank's generations increase,
+/// and every generation's size is within `min_size..=max_size`.
+pub const ONE_WORLD_PER_GENERATION: Property = Property {
+    name: "one_world_per_generation",
+    check: one_world_per_generation,
+};
+
 /// The properties `ringside check` runs, in order (cheapest first).
 pub fn registry() -> Vec<Property> {
-    vec![AGREEMENT, VALIDITY, DIAGNOSIS_SOUND, LIVENESS, DETERMINISM]
+    vec![
+        AGREEMENT,
+        VALIDITY,
+        DIAGNOSIS_SOUND,
+        ONE_WORLD_PER_GENERATION,
+        LIVENESS,
+        DETERMINISM,
+    ]
+}
+
+/// **one_world_per_generation**: see [`super::membership::one_world_per_generation`]. It
+/// needs every generation event, so an elastic case is run again keeping them; other cases
+/// form no generation after the first and pass at once.
+pub fn one_world_per_generation(case: &Case, _out: &RunOutput) -> Result<(), String> {
+    let Some(e) = case.scenario.group.elastic.as_ref() else {
+        return Ok(());
+    };
+    let mut rec = VecRecorder::default();
+    run_events_with(&case.scenario, case.seed, &mut rec, None, case.variant);
+    super::membership::one_world_per_generation(&rec.events, Some((e.min_size, e.max_size)))
+        .map_err(|v| v.detail)
 }
 
 /// **diagnosis_sound**: see [`super::properties::diagnosis_sound`].

@@ -127,6 +127,14 @@ impl RankState {
     }
 }
 
+/// The latest chunk `from` sent to one receiver in `group`: (generation, seq, step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentMark {
+    pub from: u32,
+    pub group: GroupId,
+    pub at: (Generation, u64, u32),
+}
+
 /// A rank's current (or watchdog-aborted) collective.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CallView {
@@ -288,10 +296,10 @@ pub struct Fold {
     pub first_abort: Option<(Nanos, u32)>,
     pub diagnosis: Option<(Vec<u32>, Vec<String>)>,
     pub outcome: Option<Outcome>,
-    /// For each receiver, the latest (seq, step) of a collective chunk each sender sent it:
-    /// (sender, seq, step). Schedules send to a peer in increasing steps, so a chunk of
-    /// (seq, step) was sent when this is at or past it.
-    pub sent: Vec<Vec<(u32, u64, u32)>>,
+    /// For each receiver, the latest collective chunk each sender sent it, per group:
+    /// [`SentMark`]. Schedules send to a peer in increasing steps, and a group's calls and
+    /// generations only move forward, so a chunk was sent when the mark is at or past it.
+    pub sent: Vec<Vec<SentMark>>,
     /// Accumulated waiting on stragglers, by (rank, fault), in first-seen order.
     pub lateness: Vec<Lateness>,
     /// The program every rank runs, when the fold knows the scenario: it settles a tie between
@@ -444,14 +452,29 @@ impl Fold {
                 ..
             } => {
                 self.messages_sent += 1;
+                // a chunk belongs to the sender's running call: its group and generation
+                let (group, generation) = self
+                    .ranks
+                    .get(*from as usize)
+                    .and_then(|v| v.call.as_ref())
+                    .filter(|c| c.seq.0 == *seq)
+                    .map_or((GroupId(0), Generation(0)), |c| (c.group, c.generation));
+                let mark = SentMark {
+                    from: *from,
+                    group,
+                    at: (generation, *seq, *step),
+                };
                 if let Some(list) = self.sent.get_mut(*to as usize) {
-                    match list.iter_mut().find(|e| e.0 == *from) {
+                    match list
+                        .iter_mut()
+                        .find(|e| e.from == *from && e.group == group)
+                    {
                         Some(e) => {
-                            if (*seq, *step) > (e.1, e.2) {
-                                *e = (*from, *seq, *step);
+                            if mark.at > e.at {
+                                *e = mark;
                             }
                         }
-                        None => list.push((*from, *seq, *step)),
+                        None => list.push(mark),
                     }
                 }
             }
@@ -744,11 +767,13 @@ impl Fold {
         acc
     }
 
-    /// Whether `from` has sent `to` its chunk of collective `seq`, step `step` (or a later one).
-    pub fn has_sent(&self, from: u32, to: u32, seq: u64, step: u32) -> bool {
+    /// Whether `from` has sent `to` its chunk of call `call` at its current step (or a later
+    /// chunk of the same group).
+    pub fn has_sent(&self, from: u32, to: u32, call: &CallView) -> bool {
+        let want = (call.generation, call.seq.0, call.step);
         self.sent.get(to as usize).is_some_and(|list| {
             list.iter()
-                .any(|e| e.0 == from && (e.1, e.2) >= (seq, step))
+                .any(|e| e.from == from && e.group == call.group && e.at >= want)
         })
     }
 

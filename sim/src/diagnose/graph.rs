@@ -61,7 +61,7 @@ fn classify(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) ->
     }
     // the trace shows whether b sent it: then it is on its way (or arrived and is being
     // reduced); a partition or a dead sender were ruled out above
-    if fold.has_sent(b, a, ca.seq.0, ca.step) {
+    if fold.has_sent(b, a, ca) {
         return Class::InFlight;
     }
     if vb.paused {

@@ -367,6 +367,15 @@ impl Engine<'_> {
             self.stop = Some(super::StopReason::AllFinished);
             return;
         }
+        if self.pending_faults == 0 {
+            if let Some(cfg) = self.elastic.as_ref() {
+                let round = self.cfg.timeout + cfg.rendezvous_timeout() + self.cfg.compute;
+                if self.now - self.progress_ns > super::NO_PROGRESS_ROUNDS * round {
+                    self.stop = Some(super::StopReason::NoProgress);
+                    return;
+                }
+            }
+        }
         if self.tally.working == 0 && self.pending_faults == 0 && !self.settling {
             if let Some(cfg) = self.elastic.as_ref() {
                 let at = self.now + cfg.rendezvous_timeout();

@@ -116,6 +116,10 @@ pub enum StopReason {
     },
     /// Nothing left to happen.
     Quiescent,
+    /// Elastic: after the last fault, no collective completed for [`NO_PROGRESS_ROUNDS`]
+    /// recovery rounds (watchdog timeout, detection, compute): the group keeps rebuilding
+    /// around a rank that never progresses (a hang, say), so the run would go on forever.
+    NoProgress,
     TimeLimit,
     Interrupted,
 }
@@ -174,7 +178,12 @@ pub struct Engine<'r> {
     tally: membership::Tally,
     /// Elastic: an `Ev::Settle` is in the queue.
     settling: bool,
+    /// The latest completed collective, or the latest fault transition if later.
+    progress_ns: Nanos,
 }
+
+/// See [`StopReason::NoProgress`].
+pub const NO_PROGRESS_ROUNDS: u64 = 4;
 
 impl<'r> Engine<'r> {
     /// An engine for `scenario` with `seed` (the scenario's own seed unless overridden).
@@ -245,6 +254,7 @@ impl<'r> Engine<'r> {
             generations: Vec::new(),
             tally: membership::Tally::default(),
             settling: false,
+            progress_ns: 0,
         };
         for (i, f) in scenario.faults.iter().enumerate() {
             if let Some(at) = f.at() {
@@ -807,6 +817,7 @@ impl<'r> Engine<'r> {
 
     fn fault(&mut self, i: usize, phase: FaultPhase) {
         self.pending_faults -= 1;
+        self.progress_ns = self.now;
         self.maybe_finished = true;
         let f = self.faults.fault(i).clone();
         if self.record {
@@ -961,6 +972,7 @@ impl<'r> Engine<'r> {
                 index,
                 result,
             } => {
+                self.progress_ns = self.now;
                 let call = self.slots[rank as usize].call.take();
                 if self.record {
                     let correct =
