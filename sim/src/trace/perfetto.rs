@@ -410,23 +410,9 @@ impl<W: Write> Exporter<W> {
                 json!({"blocked": blocked, "root_causes": root_causes}),
             ),
             Event::End { .. } => Ok(()),
-            // membership and registry: an instant on the rank's track, the event as its args
-            Event::GenerationFormed { .. }
-            | Event::RendezvousStart { .. }
-            | Event::RendezvousWait { .. }
-            | Event::Suspect { .. }
-            | Event::Joining { .. }
-            | Event::StoreUpdate { .. }
-            | Event::RegistryJoin { .. }
-            | Event::RegistryLeave { .. }
-            | Event::RegistryView { .. }
-            | Event::RegistryNotify { .. }
-            | Event::RegistryMonitor { .. }
-            | Event::RegistryBroadcast { .. }
-            | Event::RegistryDeliver { .. }
-            | Event::RegistryQuery { .. }
-            | Event::RegistryNodeDown { .. }
-            | Event::RegistryNodeUp { .. } => {
+            // membership, registry and any other kind: an instant on the rank's track (or the
+            // global one), the event itself as its args
+            _ => {
                 if let Some(r) = ev.rank() {
                     self.ensure(r);
                 }
