@@ -47,8 +47,9 @@ pub enum ToWorker {
     Table { addrs: Vec<Option<String>> },
     /// The job's clock: time 0 is this many ns after the Unix epoch.
     Start { epoch_unix_ns: u64 },
-    /// The run is over; `dump`: write the flight recorder first (after a watchdog).
-    Stop { dump: bool },
+    /// The run ended at protocol time `at`; `dump`: write the flight recorder first (after
+    /// another rank's watchdog fired), as of `at`.
+    Stop { dump: bool, at: u64 },
 }
 
 /// Encodes one control line, newline included.

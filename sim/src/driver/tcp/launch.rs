@@ -12,6 +12,7 @@ use super::control::{self, Standing, ToLaunch, ToWorker};
 use super::merge::{self, Merged};
 use super::{unix_now_ns, Clock, TimeScale};
 use crate::engine::{describe_fault, touched_ranks};
+use crate::proto::ProcConfig;
 use crate::scenario::{Fault, Outcome, Scenario};
 use crate::trace::{Event, FaultPhase};
 use crate::units::Nanos;
@@ -107,9 +108,9 @@ pub fn launch(cfg: &LaunchConfig, trace: &Path) -> io::Result<Merged> {
         .build()?;
     let mut l = rt.block_on(Launch::start(cfg))?;
     let result = rt.block_on(l.run());
-    l.teardown();
+    let end = result.as_ref().map_or(0, |r| r.1);
+    rt.block_on(l.teardown(end));
     let (outcome, end) = result?;
-    rt.block_on(async { tokio::time::sleep(Duration::from_millis(1)).await });
     merge::merge(cfg, &l.files, std::mem::take(&mut l.events), outcome, end, trace)
 }
 
@@ -129,6 +130,8 @@ struct Launch<'a> {
     /// Elastic: the latest generation a member reported, and when anything last changed.
     latest: u32,
     changed: Nanos,
+    /// Elastic: how long nothing may change before ranks all in rendezvous count as stuck.
+    quiet: Nanos,
 }
 
 impl<'a> Launch<'a> {
@@ -152,6 +155,9 @@ impl<'a> Launch<'a> {
             files: Vec::new(),
             latest: 0,
             changed: 0,
+            quiet: ProcConfig::from_scenario(&cfg.scenario, cfg.seed)
+                .elastic
+                .map_or(cfg.scenario.group.timeout.0, |e| e.rendezvous_timeout()),
         };
         for r in 0..n {
             let child = l.spawn(r, 0)?;
@@ -253,16 +259,21 @@ impl<'a> Launch<'a> {
         let deadline = self.cfg.deadline.unwrap_or_else(|| deadline(&self.cfg.scenario));
         let mut tick = tokio::time::interval(Duration::from_millis(2));
         loop {
+            let next = self.schedule.last().map(|(t, _)| *t);
+            let clock = self.clock.unwrap_or(Clock::new(setup, self.cfg.scale));
             tokio::select! {
                 Some(note) = self.notes.recv() => self.note(note).await,
                 _ = tick.tick() => {}
+                _ = tokio::time::sleep_until(clock.instant(next.unwrap_or(0))), if next.is_some() => {}
             }
-            let now = self.now();
-            while self.schedule.last().is_some_and(|(t, _)| *t <= now) {
-                if let Some((t, due)) = self.schedule.pop() {
-                    self.due(t, due).await?;
+            while self.schedule.last().is_some_and(|(t, _)| *t <= self.now()) {
+                if let Some((_, due)) = self.schedule.pop() {
+                    // a fault is recorded when it really happens, which is a little after its
+                    // scheduled time: the victim's last events come before its death
+                    self.due(self.now(), due).await?;
                 }
             }
+            let now = self.now();
             if let Some(r) = self.exited_early() {
                 let inc = self.procs[r as usize].incarnation;
                 self.procs[r as usize].child = None;
@@ -481,7 +492,7 @@ impl<'a> Launch<'a> {
                     s.phase.as_deref() == Some("member") && !s.done
                 }
             });
-            let quiet = 2 * self.cfg.scenario.group.timeout.0;
+            let quiet = (2 * self.quiet).max(500_000_000);
             if !working && now.saturating_sub(self.changed) > quiet {
                 return Some((Outcome::Stalled, now));
             }
@@ -502,23 +513,20 @@ impl<'a> Launch<'a> {
 
     /// Stops every worker: live ones are told to (dumping their flight recorders after a
     /// watchdog) and killed if they do not exit; frozen ones are killed.
-    fn teardown(&mut self) {
-        let dump = self.procs.iter().any(|p| {
-            p.standing.as_ref().is_some_and(|s| s.watchdog)
-        });
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build();
+    async fn teardown(&mut self, at: Nanos) {
+        let dump = self
+            .procs
+            .iter()
+            .any(|p| p.standing.as_ref().is_some_and(|s| s.watchdog));
         for r in 0..self.procs.len() {
             if self.procs[r].paused {
                 self.signal(r as u32, Signal::SIGKILL);
                 continue;
             }
-            if let (Ok(rt), Some(ctl)) = (&rt, self.procs[r].ctl.as_mut()) {
-                let line = control::line(&ToWorker::Stop { dump });
-                let _ = rt.block_on(async {
-                    tokio::time::timeout(Duration::from_millis(500), ctl.write_all(&line)).await
-                });
+            if let Some(ctl) = self.procs[r].ctl.as_mut() {
+                let line = control::line(&ToWorker::Stop { dump, at });
+                let write = ctl.write_all(&line);
+                let _ = tokio::time::timeout(Duration::from_millis(500), write).await;
             }
         }
         let until = std::time::Instant::now() + Duration::from_secs(3);

@@ -58,14 +58,8 @@ pub fn merge(
     for f in files {
         read_worker(f, &mut all)?;
     }
-    // what workers did between the end and being told to stop is not part of the run,
-    // except the flight recorders they dump on the way out
-    all.retain_mut(|(t, ev)| {
-        if matches!(ev, Event::FlightRecord { .. }) {
-            *t = (*t).min(end_ns);
-        }
-        *t <= end_ns
-    });
+    // what workers did between the end and being told to stop is not part of the run
+    all.retain(|(t, _)| *t <= end_ns);
     all.sort_by_key(|(t, _)| *t);
     let mut header = serde_json::Map::new();
     header.insert("real".into(), true.into());

@@ -381,9 +381,9 @@ impl Worker {
             tokio::select! {
                 c = ctl.recv() => match c {
                     Some(ToWorker::Table { addrs }) => set_table(&self.table, &addrs),
-                    Some(ToWorker::Stop { dump }) => return self.stop(dump),
+                    Some(ToWorker::Stop { dump, at }) => return self.stop(dump, at),
                     Some(ToWorker::Start { .. }) => {}
-                    None => return self.stop(false),
+                    None => return self.stop(false, 0),
                 },
                 Some(m) = inbound.recv() => {
                     self.record(self.clock.now(), &Event::Deliver {
@@ -429,15 +429,16 @@ impl Worker {
         }
     }
 
-    fn stop(&mut self, dump: bool) -> io::Result<()> {
-        if let (true, Node::Rank(p)) = (dump, &self.node) {
+    fn stop(&mut self, dump: bool, at: Nanos) -> io::Result<()> {
+        // the rank whose watchdog fired has dumped its recorder already
+        if let (true, false, Node::Rank(p)) = (dump, self.watchdog, &self.node) {
             let entries = p.flight_record();
             if !entries.is_empty() {
                 let ev = Event::FlightRecord {
                     rank: self.cfg.rank,
                     entries,
                 };
-                self.record(self.clock.now(), &ev);
+                self.record(at, &ev);
             }
         }
         self.trace.flush()
