@@ -113,7 +113,10 @@ pub fn main(a: LaunchArgs) -> Result<(), Failure> {
         deadline,
         verbose: a.verbose,
     };
-    let trace = a.trace.clone().unwrap_or_else(|| workdir.join("trace.jsonl"));
+    let trace = a
+        .trace
+        .clone()
+        .unwrap_or_else(|| workdir.join("trace.jsonl"));
     let result = launch(&cfg, &trace);
     if temporary {
         let _ = std::fs::remove_dir_all(&workdir);

@@ -11,7 +11,9 @@ mod replay;
 mod writer;
 
 pub use event::{timer_fields, Event, FaultPhase};
-pub use reader::{parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent};
+pub use reader::{
+    parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent,
+};
 pub use replay::{replay, ReplayOutcome};
 #[doc(hidden)]
 pub use replay::{replay_reader, replay_with};

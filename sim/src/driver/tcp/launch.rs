@@ -111,7 +111,14 @@ pub fn launch(cfg: &LaunchConfig, trace: &Path) -> io::Result<Merged> {
     let end = result.as_ref().map_or(0, |r| r.1);
     rt.block_on(l.teardown(end));
     let (outcome, end) = result?;
-    merge::merge(cfg, &l.files, std::mem::take(&mut l.events), outcome, end, trace)
+    merge::merge(
+        cfg,
+        &l.files,
+        std::mem::take(&mut l.events),
+        outcome,
+        end,
+        trace,
+    )
 }
 
 struct Launch<'a> {
@@ -249,14 +256,20 @@ impl<'a> Launch<'a> {
         self.clock = Some(Clock::from_unix_epoch(self.epoch, self.cfg.scale));
         self.broadcast_table().await;
         for r in 0..n {
-            self.send(r, &ToWorker::Start {
-                epoch_unix_ns: self.epoch,
-            })
+            self.send(
+                r,
+                &ToWorker::Start {
+                    epoch_unix_ns: self.epoch,
+                },
+            )
             .await;
         }
         self.schedule.sort_by_key(|(t, _)| *t);
         self.schedule.reverse();
-        let deadline = self.cfg.deadline.unwrap_or_else(|| deadline(&self.cfg.scenario));
+        let deadline = self
+            .cfg
+            .deadline
+            .unwrap_or_else(|| deadline(&self.cfg.scenario));
         let mut tick = tokio::time::interval(Duration::from_millis(2));
         loop {
             let next = self.schedule.last().map(|(t, _)| *t);
@@ -278,7 +291,13 @@ impl<'a> Launch<'a> {
                 let inc = self.procs[r as usize].incarnation;
                 self.procs[r as usize].child = None;
                 eprintln!("launch: worker {r} exited on its own (see its log)");
-                self.record(now, Event::ProcessDeath { rank: r, incarnation: inc });
+                self.record(
+                    now,
+                    Event::ProcessDeath {
+                        rank: r,
+                        incarnation: inc,
+                    },
+                );
             }
             if let Some(end) = self.over(now, deadline) {
                 return Ok(end);
@@ -312,9 +331,12 @@ impl<'a> Launch<'a> {
                     // a restarted worker joins a running job
                     self.broadcast_table().await;
                     let epoch = self.epoch;
-                    self.send(rank as usize, &ToWorker::Start {
-                        epoch_unix_ns: epoch,
-                    })
+                    self.send(
+                        rank as usize,
+                        &ToWorker::Start {
+                            epoch_unix_ns: epoch,
+                        },
+                    )
                     .await;
                 }
             }
@@ -531,7 +553,9 @@ impl<'a> Launch<'a> {
         }
         let until = std::time::Instant::now() + Duration::from_secs(3);
         for p in &mut self.procs {
-            let Some(mut c) = p.child.take() else { continue };
+            let Some(mut c) = p.child.take() else {
+                continue;
+            };
             loop {
                 match c.try_wait() {
                     Ok(Some(_)) | Err(_) => break,

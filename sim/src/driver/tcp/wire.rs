@@ -215,17 +215,20 @@ impl Enc {
             Buffer::F32(v) => {
                 self.u8(0);
                 self.u32(v.len() as u32);
-                v.iter().for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
+                v.iter()
+                    .for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
             }
             Buffer::F64(v) => {
                 self.u8(1);
                 self.u32(v.len() as u32);
-                v.iter().for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
+                v.iter()
+                    .for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
             }
             Buffer::I64(v) => {
                 self.u8(2);
                 self.u32(v.len() as u32);
-                v.iter().for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
+                v.iter()
+                    .for_each(|x| self.0.extend_from_slice(&x.to_le_bytes()));
             }
         }
     }
@@ -442,7 +445,11 @@ impl<'a> Dec<'a> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| malformed("string is not UTF-8"))
     }
     fn opt_u64(&mut self) -> Result<Option<u64>, WireError> {
-        Ok(if self.bool()? { Some(self.u64()?) } else { None })
+        Ok(if self.bool()? {
+            Some(self.u64()?)
+        } else {
+            None
+        })
     }
     fn opt_u32(&mut self) -> Result<Option<u32>, WireError> {
         self.opt_u64()?
@@ -488,8 +495,16 @@ impl<'a> Dec<'a> {
                     .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                     .collect(),
             ),
-            1 => Buffer::F64(raw.chunks_exact(8).map(|c| f64::from_le_bytes(arr8(c))).collect()),
-            _ => Buffer::I64(raw.chunks_exact(8).map(|c| i64::from_le_bytes(arr8(c))).collect()),
+            1 => Buffer::F64(
+                raw.chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(arr8(c)))
+                    .collect(),
+            ),
+            _ => Buffer::I64(
+                raw.chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(arr8(c)))
+                    .collect(),
+            ),
         })
     }
     fn store_state(&mut self) -> Result<Arc<StoreState>, WireError> {

@@ -105,7 +105,13 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
     };
     let clock = Clock::from_unix_epoch(epoch, cfg.scale);
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    tokio::spawn(accept(listener, in_tx, cfg.clone(), proc_cfg.clone(), nodes));
+    tokio::spawn(accept(
+        listener,
+        in_tx,
+        cfg.clone(),
+        proc_cfg.clone(),
+        nodes,
+    ));
     tokio::time::sleep_until(clock.instant(0)).await;
     let file = File::create(&cfg.trace).map_err(|e| {
         io::Error::new(
@@ -153,10 +159,7 @@ fn set_table(table: &Table, addrs: &[Option<String>]) {
     }
 }
 
-async fn read_control(
-    read: tokio::net::tcp::OwnedReadHalf,
-    tx: mpsc::UnboundedSender<ToWorker>,
-) {
+async fn read_control(read: tokio::net::tcp::OwnedReadHalf, tx: mpsc::UnboundedSender<ToWorker>) {
     let mut reader = BufReader::new(read);
     let mut buf = String::new();
     loop {
@@ -240,7 +243,9 @@ async fn read_peer(
                 return Err(refused(format!("hello from job {job:#x}, not this job")));
             }
             if rank >= nodes {
-                return Err(refused(format!("hello from {rank}, not a node of the world")));
+                return Err(refused(format!(
+                    "hello from {rank}, not a node of the world"
+                )));
             }
             (rank, incarnation)
         }
@@ -410,7 +415,12 @@ impl Worker {
         match (timer, self.compute_until) {
             (_, Some(c)) if c <= now && timer.is_none_or(|(_, at)| c <= at) => {
                 self.compute_until = None;
-                self.record(now, &Event::ComputeDone { rank: self.cfg.rank });
+                self.record(
+                    now,
+                    &Event::ComputeDone {
+                        rank: self.cfg.rank,
+                    },
+                );
                 self.input(Input::ComputeDone);
             }
             (Some((key, at)), _) if at <= now => {
@@ -507,7 +517,8 @@ impl Worker {
                 bytes,
                 reliable,
             } => {
-                let id = (u64::from(me) << 48) | (u64::from(self.cfg.incarnation) << 40) | self.next_id;
+                let id =
+                    (u64::from(me) << 48) | (u64::from(self.cfg.incarnation) << 40) | self.next_id;
                 self.next_id += 1;
                 let (seq, step) = match &msg {
                     Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),

@@ -107,7 +107,10 @@ fn every_kind_of_message_survives_the_round_trip() {
 
 #[test]
 fn bad_frames_are_refused_with_a_reason() {
-    assert_eq!(check_len(u32::MAX), Err(WireError::TooLarge(u32::MAX as usize)));
+    assert_eq!(
+        check_len(u32::MAX),
+        Err(WireError::TooLarge(u32::MAX as usize))
+    );
     assert_eq!(check_len(1), Err(WireError::Truncated));
     let mut body = encode(&envelope(messages().remove(0)))[4..].to_vec();
     assert_eq!(decode(&body[..body.len() - 1]), Err(WireError::Truncated));
