@@ -551,7 +551,7 @@ impl<'a> Launch<'a> {
                 let _ = tokio::time::timeout(Duration::from_millis(500), write).await;
             }
         }
-        let until = std::time::Instant::now() + Duration::from_secs(3);
+        let until = tokio::time::Instant::now() + Duration::from_secs(3);
         for p in &mut self.procs {
             let Some(mut c) = p.child.take() else {
                 continue;
@@ -559,12 +559,12 @@ impl<'a> Launch<'a> {
             loop {
                 match c.try_wait() {
                     Ok(Some(_)) | Err(_) => break,
-                    Ok(None) if std::time::Instant::now() >= until => {
+                    Ok(None) if tokio::time::Instant::now() >= until => {
                         let _ = c.kill();
                         let _ = c.wait();
                         break;
                     }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                    Ok(None) => tokio::time::sleep(Duration::from_millis(5)).await,
                 }
             }
         }
