@@ -5,7 +5,9 @@
 //! message from a peer, a due timer or the end of a compute phase is handed to the state
 //! machine, whose outputs are carried out at once (sends go to a per-peer writer task, timers
 //! into a deadline table). Every step is written to the worker's own trace file, flushed after
-//! each input so that a killed process leaves everything it did.
+//! each input so that a killed process leaves everything it did. A real run knows no modeled
+//! arrival time: a `send` event's `arrive_ns` is its own time. Message ids are unique across
+//! the job: `rank << 48 | incarnation << 40 | counter`.
 
 use super::control::{self, Standing, ToLaunch, ToWorker};
 use super::wire::{self, Envelope, Frame};
