@@ -8,8 +8,9 @@
 //! come and nothing changing for a while (stalled); or the deadline (`time_limit`, else a bound
 //! from the faults, timeouts and workload) passed.
 
-use super::control::{self, Standing, ToLaunch, ToWorker};
+use super::control::{self, Standing, ToWorker};
 use super::merge::{self, Merged};
+use super::rendezvous::{accept, Note};
 use super::{unix_now_ns, Clock, TimeScale};
 use crate::engine::{describe_fault, touched_ranks};
 use crate::proto::ProcConfig;
@@ -23,9 +24,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 /// How to launch a scenario.
@@ -85,20 +86,6 @@ impl Proc {
     fn alive(&self) -> bool {
         self.child.is_some()
     }
-}
-
-enum Note {
-    Hello {
-        rank: u32,
-        incarnation: u32,
-        addr: SocketAddr,
-        ctl: OwnedWriteHalf,
-    },
-    Status {
-        rank: u32,
-        incarnation: u32,
-        standing: Standing,
-    },
 }
 
 /// Runs the scenario for real and writes the merged trace to `trace`.
@@ -595,81 +582,4 @@ pub fn deadline(s: &Scenario) -> Nanos {
         .unwrap_or(0);
     let work = u64::from(s.workload.iterations) * s.workload.compute.0 * 2;
     last_fault + 3 * s.group.timeout.0 + work + 5_000_000_000
-}
-
-/// Accepts control connections: a hello, then status lines, each checked.
-async fn accept(listener: TcpListener, tx: mpsc::UnboundedSender<Note>, job: u64, nodes: u32) {
-    loop {
-        let Ok((stream, peer)) = listener.accept().await else {
-            continue;
-        };
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            if let Err(e) = control_conn(stream, peer, &tx, job, nodes).await {
-                eprintln!("launch: closing the control connection from {peer}: {e}");
-            }
-        });
-    }
-}
-
-async fn control_conn(
-    stream: TcpStream,
-    peer: SocketAddr,
-    tx: &mpsc::UnboundedSender<Note>,
-    job: u64,
-    nodes: u32,
-) -> Result<(), String> {
-    let (read, write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let mut buf = String::new();
-    let (rank, incarnation) = match read_msg(&mut reader, &mut buf).await? {
-        None => return Ok(()),
-        Some(ToLaunch::Hello {
-            job: j,
-            rank,
-            incarnation,
-            port,
-        }) => {
-            if j != job || rank >= nodes {
-                return Err(format!("hello from node {rank} of job {j:#x}: not ours"));
-            }
-            let addr = SocketAddr::new(peer.ip(), port);
-            let _ = tx.send(Note::Hello {
-                rank,
-                incarnation,
-                addr,
-                ctl: write,
-            });
-            (rank, incarnation)
-        }
-        Some(ToLaunch::Status(_)) => return Err("status before hello".into()),
-    };
-    while let Some(msg) = read_msg(&mut reader, &mut buf).await? {
-        if let ToLaunch::Status(standing) = msg {
-            let _ = tx.send(Note::Status {
-                rank,
-                incarnation,
-                standing,
-            });
-        }
-    }
-    Ok(())
-}
-
-async fn read_msg(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-    buf: &mut String,
-) -> Result<Option<ToLaunch>, String> {
-    buf.clear();
-    let n = reader
-        .take(control::MAX_LINE as u64)
-        .read_line(buf)
-        .await
-        .map_err(|e| e.to_string())?;
-    if n == 0 {
-        return Ok(None);
-    }
-    serde_json::from_str(buf.trim_end())
-        .map(Some)
-        .map_err(|e| format!("malformed control line: {e}"))
 }

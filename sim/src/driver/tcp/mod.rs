@@ -21,6 +21,8 @@
 pub mod control;
 pub mod launch;
 mod merge;
+mod peers;
+mod rendezvous;
 pub mod wire;
 pub mod worker;
 

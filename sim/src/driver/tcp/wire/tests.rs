@@ -1,7 +1,10 @@
 use super::*;
+use crate::proto::elastic::StoreRound;
+use crate::proto::{CollMsg, Fingerprint, Generation};
 use crate::proto::{GroupId, SeqNo};
 use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
 use proptest::prelude::*;
+use std::sync::Arc;
 
 fn fp() -> Fingerprint {
     Fingerprint {
