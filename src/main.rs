@@ -41,6 +41,11 @@ enum Command {
     Tui(cmd::tui::TuiArgs),
     /// Convert a trace for other tools: Chrome/Perfetto trace events.
     Export(cmd::export::ExportArgs),
+    /// Run the scenario's workload as real OS processes over loopback TCP, with the same
+    /// protocol code; apply its process faults with signals; merge the traces.
+    Launch(cmd::launch::LaunchArgs),
+    /// One process of a real run (started by `launch`).
+    Worker(cmd::worker::WorkerArgs),
 }
 
 /// A failure that maps to an exit code.
@@ -67,6 +72,8 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::main(a),
         Command::Tui(a) => cmd::tui::main(a),
         Command::Export(a) => cmd::export::main(a),
+        Command::Launch(a) => cmd::launch::main(a),
+        Command::Worker(a) => cmd::worker::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,10 +3,12 @@
 pub mod check;
 pub mod explain;
 pub mod export;
+pub mod launch;
 pub mod replay;
 pub mod run;
 pub mod sweep;
 pub mod tui;
+pub mod worker;
 
 use crate::Failure;
 use ringside_sim::scenario::{self, Scenario};

@@ -70,3 +70,23 @@ pub fn expected_for(op: OpKind, full: &Buffer, me: u32, p: u32, root: u32) -> Op
         _ => Some(full.clone()),
     }
 }
+
+/// Whether `rank`'s `result` of a call equals what the reference `full` (of that call over
+/// `members`) says that rank must hold.
+pub fn matches_reference(
+    fp: &Fingerprint,
+    full: Option<Buffer>,
+    members: &crate::proto::collective::Members,
+    rank: Rank,
+    result: &Buffer,
+) -> bool {
+    let Some(me) = members.index(rank) else {
+        return false;
+    };
+    let p = members.len() as u32;
+    let root = fp.root.min(p.saturating_sub(1));
+    match full.and_then(|f| expected_for(fp.op, &f, me, p, root)) {
+        None => result.is_empty(),
+        Some(e) => e.approx_eq(result),
+    }
+}

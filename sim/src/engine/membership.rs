@@ -17,7 +17,7 @@ use super::{Engine, Slot};
 use crate::proto::collective::Members;
 use crate::proto::elastic::{self, MemberEvent, StoreServer};
 use crate::proto::registry::RegistryEvent;
-use crate::proto::{Fingerprint, Generation, GroupId, ProcConfig, Rank, RankStatus};
+use crate::proto::{Fingerprint, Generation, ProcConfig, Rank, RankStatus};
 use crate::scenario::RendezvousKind;
 use crate::trace::Event;
 use crate::units::Nanos;
@@ -85,10 +85,6 @@ pub(super) fn store_node(cfg: &ProcConfig) -> Option<Rank> {
         .as_ref()
         .filter(|e| e.rendezvous == RendezvousKind::Store)
         .map(|e| e.store)
-}
-
-fn ranks(v: &[Rank]) -> Vec<u32> {
-    v.iter().map(|r| r.0).collect()
 }
 
 impl Slot {
@@ -173,64 +169,7 @@ impl Engine<'_> {
         if !self.record {
             return;
         }
-        let ev = match ev {
-            MemberEvent::GenerationFormed {
-                generation,
-                proposal,
-                group_rank,
-            } => Event::GenerationFormed {
-                rank,
-                group: GroupId(0),
-                generation,
-                members: ranks(proposal.ranks()),
-                group_rank,
-                resume_iteration: proposal.resume,
-            },
-            MemberEvent::RendezvousStart { target, reason } => Event::RendezvousStart {
-                rank,
-                target,
-                reason,
-            },
-            MemberEvent::RendezvousWait {
-                target,
-                reachable,
-                quorum,
-                min_size,
-                reason,
-            } => Event::RendezvousWait {
-                rank,
-                target,
-                reachable: ranks(&reachable),
-                quorum,
-                min_size,
-                reason,
-            },
-            MemberEvent::Suspect { peer, silent_ns } => Event::Suspect {
-                rank,
-                peer: peer.0,
-                silent_ns,
-            },
-            MemberEvent::Joining { known, reason } => Event::Joining {
-                rank,
-                known,
-                reason,
-            },
-            MemberEvent::StoreUpdate {
-                version,
-                generation,
-                members,
-                round,
-                participants,
-            } => Event::StoreUpdate {
-                rank,
-                version,
-                generation,
-                members: ranks(&members),
-                round,
-                participants: ranks(&participants),
-            },
-        };
-        self.emit(ev);
+        self.emit(crate::trace::from_proto::member_event(rank, ev));
     }
 
     pub(super) fn registry_event(&mut self, rank: u32, ev: RegistryEvent) {
@@ -239,89 +178,7 @@ impl Engine<'_> {
         if !self.record {
             return;
         }
-        let ev = match ev {
-            RegistryEvent::Join { scope, group } => Event::RegistryJoin { rank, scope, group },
-            RegistryEvent::Leave { scope, group } => Event::RegistryLeave { rank, scope, group },
-            RegistryEvent::View {
-                scope,
-                group,
-                members,
-            } => Event::RegistryView {
-                rank,
-                scope,
-                group,
-                members: ranks(&members),
-            },
-            RegistryEvent::Notify {
-                scope,
-                group,
-                joined,
-                left,
-            } => Event::RegistryNotify {
-                rank,
-                scope,
-                group,
-                joined: ranks(&joined),
-                left: ranks(&left),
-            },
-            RegistryEvent::Monitor {
-                scope,
-                group,
-                members,
-            } => Event::RegistryMonitor {
-                rank,
-                scope,
-                group,
-                members: ranks(&members),
-            },
-            RegistryEvent::Broadcast {
-                scope,
-                group,
-                message,
-                to,
-            } => Event::RegistryBroadcast {
-                rank,
-                scope,
-                group,
-                message,
-                to: ranks(&to),
-            },
-            RegistryEvent::Deliver {
-                scope,
-                group,
-                from,
-                message,
-                items,
-            } => Event::RegistryDeliver {
-                rank,
-                scope,
-                group,
-                from: from.0,
-                message,
-                items,
-            },
-            RegistryEvent::Query {
-                scope,
-                group,
-                members,
-                local,
-                expected,
-            } => Event::RegistryQuery {
-                rank,
-                scope,
-                group,
-                members: ranks(&members),
-                local,
-                expected: expected.map(|e| ranks(&e)),
-            },
-            RegistryEvent::NodeDown { node, silent_ns } => Event::RegistryNodeDown {
-                rank,
-                node: node.0,
-                silent_ns,
-            },
-            RegistryEvent::NodeUp { node } => Event::RegistryNodeUp { rank, node: node.0 },
-        };
-        self.emit(ev);
+        self.emit(crate::trace::from_proto::registry_event(rank, ev));
     }
 
     /// Counts `rank` where it stands now (after each input it handles, and when it dies).

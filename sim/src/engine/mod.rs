@@ -21,7 +21,7 @@ pub use rng::Rng;
 #[doc(hidden)]
 pub use variant::Variant;
 
-use crate::check::reference::{expected_for, full_reference, CallKey};
+use crate::check::reference::{full_reference, matches_reference, CallKey};
 use crate::proto::collective::Members;
 use crate::proto::elastic::{ElasticConfig, StoreServer};
 use crate::proto::{
@@ -910,133 +910,43 @@ impl<'r> Engine<'r> {
     }
 
     fn proto_event(&mut self, rank: u32, pe: ProtoEvent) {
-        match pe {
-            ProtoEvent::Abort {
-                group,
-                generation,
-                seq,
-                step,
-                steps,
-                waiting_for,
-                reason,
-            } => {
+        let mut correct = None;
+        let mut watchdog = false;
+        match &pe {
+            ProtoEvent::Abort { reason, .. } => {
                 self.slots[rank as usize].call = None;
-                if self.record {
-                    self.emit(Event::Abort {
-                        rank,
-                        group,
-                        generation,
-                        seq,
-                        step,
-                        steps,
-                        waiting_for: waiting_for.iter().map(|r| r.0).collect(),
-                        reason: reason.clone(),
-                    });
-                }
-                if reason.starts_with("watchdog") && self.stop.is_none() && self.elastic.is_none() {
-                    // without elastic membership the watchdog tears the job down
-                    self.stop = Some(StopReason::Watchdog { rank });
-                }
+                watchdog = reason.starts_with("watchdog");
             }
             ProtoEvent::Call {
                 iteration,
                 index,
                 fp,
-                members,
-            } => {
-                self.slots[rank as usize].call = Some((fp, iteration, index));
-                if self.record {
-                    self.emit(Event::Call {
-                        rank,
-                        iteration,
-                        index,
-                        group: fp.group,
-                        generation: fp.generation,
-                        seq: fp.seq,
-                        op: fp.op,
-                        algorithm: fp.algorithm,
-                        bytes: fp.bytes,
-                        dtype: fp.dtype,
-                        root: fp.root,
-                        reduce: fp.reduce,
-                        elements: fp.elements,
-                        members: members as u32,
-                    });
-                }
-            }
-            ProtoEvent::Complete {
-                group,
-                generation,
-                seq,
-                iteration,
-                index,
-                result,
-            } => {
+                ..
+            } => self.slots[rank as usize].call = Some((*fp, *iteration, *index)),
+            ProtoEvent::Complete { result, .. } => {
                 self.progress_ns = self.now;
                 let call = self.slots[rank as usize].call.take();
                 if self.record {
-                    let correct =
-                        call.map(|(fp, it, ix)| self.check_result(rank, fp, it, ix, &result));
-                    self.emit(Event::Complete {
-                        rank,
-                        group,
-                        generation,
-                        seq,
-                        iteration,
-                        index,
-                        result: if result.is_empty() {
-                            String::new()
-                        } else {
-                            format!("{:016x}", result.hash())
-                        },
-                        correct,
-                    });
+                    correct = call.map(|(fp, it, ix)| self.check_result(rank, fp, it, ix, result));
                 }
             }
-            ProtoEvent::Membership(ev) => self.member_event(rank, ev),
-            ProtoEvent::Registry(ev) => self.registry_event(rank, ev),
-            other => {
-                if matches!(
-                    other,
-                    ProtoEvent::WorkloadDone | ProtoEvent::RejoinRefused { .. }
-                ) {
-                    self.maybe_finished = true;
-                }
+            ProtoEvent::WorkloadDone | ProtoEvent::RejoinRefused { .. } => {
+                self.maybe_finished = true;
+            }
+            _ => {}
+        }
+        match pe {
+            ProtoEvent::Membership(ev) => return self.member_event(rank, ev),
+            ProtoEvent::Registry(ev) => return self.registry_event(rank, ev),
+            pe => {
                 if self.record {
-                    let ev = match other {
-                        ProtoEvent::Iteration { iteration } => Event::Iteration { rank, iteration },
-                        ProtoEvent::Step {
-                            group,
-                            generation,
-                            seq,
-                            step,
-                            steps,
-                            waiting_for,
-                        } => Event::Step {
-                            rank,
-                            group,
-                            generation,
-                            seq,
-                            step,
-                            steps,
-                            waiting_for: waiting_for.iter().map(|r| r.0).collect(),
-                        },
-                        ProtoEvent::FlightRecord { entries } => {
-                            Event::FlightRecord { rank, entries }
-                        }
-                        ProtoEvent::WorkloadDone => Event::WorkloadDone { rank },
-                        ProtoEvent::RejoinRefused { reason } => {
-                            Event::RejoinRefused { rank, reason }
-                        }
-                        ProtoEvent::Abort { .. }
-                        | ProtoEvent::Call { .. }
-                        | ProtoEvent::Complete { .. }
-                        | ProtoEvent::Membership(_)
-                        | ProtoEvent::Registry(_) => return,
-                    };
-                    self.emit(ev);
+                    self.emit(crate::trace::from_proto::proto_event(rank, pe, correct));
                 }
             }
+        }
+        if watchdog && self.stop.is_none() && self.elastic.is_none() {
+            // without elastic membership the watchdog tears the job down
+            self.stop = Some(StopReason::Watchdog { rank });
         }
     }
 
@@ -1065,10 +975,9 @@ impl<'r> Engine<'r> {
                 None => return false,
             }
         };
-        let Some(me) = members.index(Rank(rank)) else {
+        if members.index(Rank(rank)).is_none() {
             return false;
-        };
-        let p = members.len() as u32;
+        }
         let found = self
             .refs
             .iter()
@@ -1084,12 +993,7 @@ impl<'r> Engine<'r> {
                 b
             }
         };
-        let root = fp.root.min(p.saturating_sub(1));
-        let expected = full.and_then(|f| expected_for(fp.op, &f, me, p, root));
-        match expected {
-            None => result.is_empty(),
-            Some(e) => e.approx_eq(result),
-        }
+        matches_reference(&fp, full, &members, Rank(rank), result)
     }
 }
 

@@ -4,13 +4,16 @@
 
 mod event;
 mod fast;
+pub mod from_proto;
 pub mod perfetto;
 mod reader;
 mod replay;
 mod writer;
 
 pub use event::{timer_fields, Event, FaultPhase};
-pub use reader::{read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent};
+pub use reader::{
+    parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent,
+};
 pub use replay::{replay, ReplayOutcome};
 #[doc(hidden)]
 pub use replay::{replay_reader, replay_with};

@@ -85,6 +85,15 @@ fn parse_line(text: &str) -> Result<Line, serde_json::Error> {
     }
 }
 
+/// Parses one event line as the writer writes it (`{"t":N,"kind":...}`); the footer is refused.
+pub fn parse_event_line(text: &str) -> Result<(Nanos, Event), String> {
+    let line = parse_line(text).map_err(|e| format!("malformed event: {e}"))?;
+    if matches!(line.ev, Event::End { .. }) {
+        return Err("a footer where an event was expected".into());
+    }
+    Ok((line.t, line.ev))
+}
+
 /// An event line read in order but not parsed yet (see [`TraceReader::next_unparsed`]).
 #[derive(Clone, Debug)]
 pub struct UnparsedEvent {

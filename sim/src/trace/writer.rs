@@ -118,14 +118,28 @@ pub struct TraceWriter<W: Write> {
 impl<W: Write> TraceWriter<W> {
     /// Starts a trace of `scenario` run with `seed`.
     pub fn new(out: W, scenario: &Scenario, seed: u64) -> io::Result<Self> {
+        Self::with_header(out, scenario, seed, serde_json::Map::new())
+    }
+
+    /// Starts a trace whose header also holds `extra` fields (a real run's `"real": true`
+    /// and `"driver"`).
+    pub fn with_header(
+        out: W,
+        scenario: &Scenario,
+        seed: u64,
+        extra: serde_json::Map<String, serde_json::Value>,
+    ) -> io::Result<Self> {
         let mut out = io::BufWriter::with_capacity(1 << 20, out);
-        let header = serde_json::json!({
+        let mut header = serde_json::json!({
             "format": super::FORMAT,
             "version": super::VERSION,
             "ringside": env!("CARGO_PKG_VERSION"),
             "seed": seed,
             "scenario": scenario,
         });
+        if let Some(h) = header.as_object_mut() {
+            h.extend(extra);
+        }
         serde_json::to_writer(&mut out, &header)?;
         out.write_all(b"\n")?;
         Ok(TraceWriter {

@@ -1,0 +1,247 @@
+//! Trace events of what a rank's protocol code reports: shared by every driver (the engine,
+//! the TCP driver) so that a real run's trace reads exactly like a simulated one.
+
+use super::Event;
+use crate::proto::elastic::MemberEvent;
+use crate::proto::registry::RegistryEvent;
+use crate::proto::{GroupId, ProtoEvent, Rank};
+
+fn ranks(v: &[Rank]) -> Vec<u32> {
+    v.iter().map(|r| r.0).collect()
+}
+
+/// The trace event of a membership event of `rank`.
+pub fn member_event(rank: u32, ev: MemberEvent) -> Event {
+    match ev {
+        MemberEvent::GenerationFormed {
+            generation,
+            proposal,
+            group_rank,
+        } => Event::GenerationFormed {
+            rank,
+            group: GroupId(0),
+            generation,
+            members: ranks(proposal.ranks()),
+            group_rank,
+            resume_iteration: proposal.resume,
+        },
+        MemberEvent::RendezvousStart { target, reason } => Event::RendezvousStart {
+            rank,
+            target,
+            reason,
+        },
+        MemberEvent::RendezvousWait {
+            target,
+            reachable,
+            quorum,
+            min_size,
+            reason,
+        } => Event::RendezvousWait {
+            rank,
+            target,
+            reachable: ranks(&reachable),
+            quorum,
+            min_size,
+            reason,
+        },
+        MemberEvent::Suspect { peer, silent_ns } => Event::Suspect {
+            rank,
+            peer: peer.0,
+            silent_ns,
+        },
+        MemberEvent::Joining { known, reason } => Event::Joining {
+            rank,
+            known,
+            reason,
+        },
+        MemberEvent::StoreUpdate {
+            version,
+            generation,
+            members,
+            round,
+            participants,
+        } => Event::StoreUpdate {
+            rank,
+            version,
+            generation,
+            members: ranks(&members),
+            round,
+            participants: ranks(&participants),
+        },
+    }
+}
+
+/// The trace event of a registry event of `rank`.
+pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
+    match ev {
+        RegistryEvent::Join { scope, group } => Event::RegistryJoin { rank, scope, group },
+        RegistryEvent::Leave { scope, group } => Event::RegistryLeave { rank, scope, group },
+        RegistryEvent::View {
+            scope,
+            group,
+            members,
+        } => Event::RegistryView {
+            rank,
+            scope,
+            group,
+            members: ranks(&members),
+        },
+        RegistryEvent::Notify {
+            scope,
+            group,
+            joined,
+            left,
+        } => Event::RegistryNotify {
+            rank,
+            scope,
+            group,
+            joined: ranks(&joined),
+            left: ranks(&left),
+        },
+        RegistryEvent::Monitor {
+            scope,
+            group,
+            members,
+        } => Event::RegistryMonitor {
+            rank,
+            scope,
+            group,
+            members: ranks(&members),
+        },
+        RegistryEvent::Broadcast {
+            scope,
+            group,
+            message,
+            to,
+        } => Event::RegistryBroadcast {
+            rank,
+            scope,
+            group,
+            message,
+            to: ranks(&to),
+        },
+        RegistryEvent::Deliver {
+            scope,
+            group,
+            from,
+            message,
+            items,
+        } => Event::RegistryDeliver {
+            rank,
+            scope,
+            group,
+            from: from.0,
+            message,
+            items,
+        },
+        RegistryEvent::Query {
+            scope,
+            group,
+            members,
+            local,
+            expected,
+        } => Event::RegistryQuery {
+            rank,
+            scope,
+            group,
+            members: ranks(&members),
+            local,
+            expected: expected.map(|e| ranks(&e)),
+        },
+        RegistryEvent::NodeDown { node, silent_ns } => Event::RegistryNodeDown {
+            rank,
+            node: node.0,
+            silent_ns,
+        },
+        RegistryEvent::NodeUp { node } => Event::RegistryNodeUp { rank, node: node.0 },
+    }
+}
+
+/// The trace event of anything `rank`'s process reports. `correct` is what the driver found
+/// when it checked a completed collective's result against the reference.
+pub fn proto_event(rank: u32, pe: ProtoEvent, correct: Option<bool>) -> Event {
+    match pe {
+        ProtoEvent::Abort {
+            group,
+            generation,
+            seq,
+            step,
+            steps,
+            waiting_for,
+            reason,
+        } => Event::Abort {
+            rank,
+            group,
+            generation,
+            seq,
+            step,
+            steps,
+            waiting_for: ranks(&waiting_for),
+            reason,
+        },
+        ProtoEvent::Call {
+            iteration,
+            index,
+            fp,
+            members,
+        } => Event::Call {
+            rank,
+            iteration,
+            index,
+            group: fp.group,
+            generation: fp.generation,
+            seq: fp.seq,
+            op: fp.op,
+            algorithm: fp.algorithm,
+            bytes: fp.bytes,
+            dtype: fp.dtype,
+            root: fp.root,
+            reduce: fp.reduce,
+            elements: fp.elements,
+            members: members as u32,
+        },
+        ProtoEvent::Complete {
+            group,
+            generation,
+            seq,
+            iteration,
+            index,
+            result,
+        } => Event::Complete {
+            rank,
+            group,
+            generation,
+            seq,
+            iteration,
+            index,
+            result: if result.is_empty() {
+                String::new()
+            } else {
+                format!("{:016x}", result.hash())
+            },
+            correct,
+        },
+        ProtoEvent::Iteration { iteration } => Event::Iteration { rank, iteration },
+        ProtoEvent::Step {
+            group,
+            generation,
+            seq,
+            step,
+            steps,
+            waiting_for,
+        } => Event::Step {
+            rank,
+            group,
+            generation,
+            seq,
+            step,
+            steps,
+            waiting_for: ranks(&waiting_for),
+        },
+        ProtoEvent::FlightRecord { entries } => Event::FlightRecord { rank, entries },
+        ProtoEvent::WorkloadDone => Event::WorkloadDone { rank },
+        ProtoEvent::RejoinRefused { reason } => Event::RejoinRefused { rank, reason },
+        ProtoEvent::Membership(ev) => member_event(rank, ev),
+        ProtoEvent::Registry(ev) => registry_event(rank, ev),
+    }
+}

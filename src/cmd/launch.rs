@@ -1,0 +1,152 @@
+//! `ringside launch SCENARIO [--nprocs N]`: the scenario's workload as real OS processes over
+//! loopback TCP, with the same protocol code (see `ringside_sim::driver::tcp`).
+
+use super::load_scenario;
+use crate::Failure;
+use clap::Args;
+use ringside_sim::driver::tcp::launch::{launch, unemulated, LaunchConfig};
+use ringside_sim::driver::tcp::TimeScale;
+use ringside_sim::scenario;
+use ringside_sim::units::Duration;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct LaunchArgs {
+    /// The scenario file (TOML, see scenarios/README.md).
+    pub scenario: PathBuf,
+    /// Number of ranks (default: the scenario's `world.size`).
+    #[arg(long)]
+    pub nprocs: Option<u32>,
+    /// Overrides the scenario's seed (it decides the ranks' input data).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Writes the merged trace (JSON Lines) to this file.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Prints one JSON object instead of sentences.
+    #[arg(long)]
+    pub json: bool,
+    /// Address the rendezvous and the workers listen on. The wire protocol is
+    /// unauthenticated: anyone who can reach these ports can talk to the workers.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Wall-clock seconds per second of scenario time: 0.5 runs compute, timeouts and fault
+    /// times twice as fast.
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Stop the run at this scenario time (default: `time_limit`, else a bound computed from
+    /// the faults, the timeout and the workload).
+    #[arg(long)]
+    pub deadline: Option<String>,
+    /// Keep each process's trace and log in this directory (default: a temporary directory,
+    /// removed at the end).
+    #[arg(long)]
+    pub workdir: Option<PathBuf>,
+    /// Run even though the scenario has network faults (partition, delay, loss), which are not
+    /// emulated for real: they are left out of the run.
+    #[arg(long)]
+    pub ignore_unsupported: bool,
+    /// Prints each worker's address to stderr.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+pub fn main(a: LaunchArgs) -> Result<(), Failure> {
+    let mut sc = load_scenario(&a.scenario)?;
+    let file = a.scenario.display();
+    if let Some(n) = a.nprocs {
+        sc.world.size = n;
+        scenario::validate(&sc)
+            .map_err(|(key, msg)| Failure::Input(format!("{file}: --nprocs {n}: {key}: {msg}")))?;
+    }
+    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
+        return Err(Failure::Input(format!(
+            "--time-scale must be a positive number, not {}",
+            a.time_scale
+        )));
+    }
+    let kinds = unemulated(&sc);
+    if !kinds.is_empty() {
+        let msg = format!(
+            "{file}: {} faults are not emulated by a real run (only preempt, pause, \
+             restart_after, slow and the application bugs are)",
+            kinds.join(", ")
+        );
+        if !a.ignore_unsupported {
+            return Err(Failure::Input(format!(
+                "{msg}; pass --ignore-unsupported to run without them"
+            )));
+        }
+        eprintln!("warning: {msg}: running without them");
+    }
+    let deadline = match &a.deadline {
+        Some(s) => Some(
+            Duration::parse(s)
+                .map_err(|e| Failure::Input(format!("--deadline: {e}")))?
+                .0,
+        ),
+        None => None,
+    };
+    let (workdir, temporary) = match &a.workdir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!(
+                "ringside-launch-{}-{}",
+                std::process::id(),
+                ringside_sim::driver::tcp::unix_now_ns()
+            )),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&workdir)
+        .map_err(|e| Failure::Input(format!("cannot create {}: {e}", workdir.display())))?;
+    let scenario_json = serde_json::to_vec(&sc).map_err(|e| Failure::Input(e.to_string()))?;
+    std::fs::write(workdir.join("scenario.json"), scenario_json)?;
+    let cfg = LaunchConfig {
+        seed: a.seed.unwrap_or(sc.seed),
+        scenario: sc,
+        exe: std::env::current_exe()?,
+        bind: a.bind,
+        scale: TimeScale(a.time_scale),
+        workdir: workdir.clone(),
+        deadline,
+        verbose: a.verbose,
+    };
+    let trace = a
+        .trace
+        .clone()
+        .unwrap_or_else(|| workdir.join("trace.jsonl"));
+    let result = launch(&cfg, &trace);
+    if temporary {
+        let _ = std::fs::remove_dir_all(&workdir);
+    }
+    let out = result.map_err(|e| Failure::Input(format!("launch: {e}")))?;
+    let r = &out.report;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(r).map_err(|e| Failure::Input(e.to_string()))?
+        );
+    } else {
+        println!(
+            "real run: {} processes over TCP on {} (times are wall-clock{})",
+            ringside_sim::driver::tcp::nodes(&cfg.scenario),
+            a.bind,
+            if a.time_scale == 1.0 {
+                String::new()
+            } else {
+                format!(", divided by the time scale {}", a.time_scale)
+            }
+        );
+        print!("{}", r.human());
+        if let Some(t) = &a.trace {
+            println!("trace written to {}", t.display());
+        }
+    }
+    if r.expect.ok {
+        Ok(())
+    } else {
+        Err(Failure::Check(String::new()))
+    }
+}

@@ -1,0 +1,65 @@
+//! `ringside worker ...`: one process of a real run, started by `ringside launch`.
+
+use crate::Failure;
+use clap::Args;
+use ringside_sim::driver::tcp::worker::{run, WorkerConfig};
+use ringside_sim::driver::tcp::TimeScale;
+use ringside_sim::scenario;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// The scenario, as JSON (launch writes it).
+    #[arg(long)]
+    pub scenario_json: PathBuf,
+    #[arg(long)]
+    pub seed: u64,
+    /// This process's node: a rank, or the store (node `world.size`).
+    #[arg(long)]
+    pub rank: u32,
+    #[arg(long, default_value_t = 0)]
+    pub incarnation: u32,
+    /// The rendezvous address of `launch`.
+    #[arg(long)]
+    pub rendezvous: SocketAddr,
+    /// The job id every frame carries.
+    #[arg(long)]
+    pub job: u64,
+    /// Writes this process's events here.
+    #[arg(long)]
+    pub trace: PathBuf,
+    /// Address to accept peers on (unauthenticated).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+}
+
+pub fn main(a: WorkerArgs) -> Result<(), Failure> {
+    let file = a.scenario_json.display().to_string();
+    let text = std::fs::read_to_string(&a.scenario_json)
+        .map_err(|e| Failure::Input(format!("{file}: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("{file}: {e}")))?;
+    let sc = scenario::parse_json(&value, &file).map_err(|e| Failure::Input(e.to_string()))?;
+    if a.rank >= ringside_sim::driver::tcp::nodes(&sc) {
+        return Err(Failure::Input(format!(
+            "--rank {}: the scenario has {} nodes",
+            a.rank,
+            ringside_sim::driver::tcp::nodes(&sc)
+        )));
+    }
+    run(WorkerConfig {
+        scenario: sc,
+        seed: a.seed,
+        rank: a.rank,
+        incarnation: a.incarnation,
+        rendezvous: a.rendezvous,
+        bind: a.bind,
+        job: a.job,
+        trace: a.trace,
+        scale: TimeScale(a.time_scale),
+    })
+    .map_err(|e| Failure::Input(format!("worker {}: {e}", a.rank)))
+}
