@@ -6,10 +6,12 @@
 //! - [`trace`]: JSON Lines traces, digests and replay;
 //! - [`diagnose`]: wait-for graphs and root causes;
 //! - [`check`]: properties and proptest strategies;
+//! - [`driver`]: other drivers of the same protocol code (madsim, with `--cfg madsim`);
 //! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them.
 
 pub mod check;
 pub mod diagnose;
+pub mod driver;
 pub mod engine;
 pub mod proto;
 pub mod report;

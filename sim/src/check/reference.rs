@@ -1,6 +1,6 @@
 //! The expected result of a collective, computed directly from the members' inputs.
 
-use crate::proto::collective::{block_elems, Ctx};
+use crate::proto::collective::{block_elems, Ctx, Members};
 use crate::proto::{Buffer, Fingerprint, Rank};
 use crate::scenario::OpKind;
 
@@ -53,6 +53,26 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
             }
             Some(acc)
         }
+    }
+}
+
+/// Whether `result`, which world rank `rank` holds after call `fp` of a group of `members`,
+/// is what that member should hold, given the call's full reference.
+pub fn result_matches(
+    full: Option<Buffer>,
+    fp: &Fingerprint,
+    members: &Members,
+    rank: Rank,
+    result: &Buffer,
+) -> bool {
+    let Some(me) = members.index(rank) else {
+        return false;
+    };
+    let p = members.len() as u32;
+    let root = fp.root.min(p.saturating_sub(1));
+    match full.and_then(|f| expected_for(fp.op, &f, me, p, root)) {
+        None => result.is_empty(),
+        Some(e) => e.approx_eq(result),
     }
 }
 

@@ -9,9 +9,9 @@
 //! outputs (sends through the network model, timers, compute, local reduction work), and applies
 //! the scenario's faults to processes and links.
 
-mod faults;
-mod membership;
-mod net;
+pub(crate) mod faults;
+pub(crate) mod membership;
+pub(crate) mod net;
 mod queue;
 mod rng;
 mod variant;
@@ -21,7 +21,7 @@ pub use rng::Rng;
 #[doc(hidden)]
 pub use variant::Variant;
 
-use crate::check::reference::{expected_for, full_reference, CallKey};
+use crate::check::reference::{full_reference, result_matches, CallKey};
 use crate::proto::collective::Members;
 use crate::proto::elastic::{ElasticConfig, StoreServer};
 use crate::proto::{
@@ -1053,10 +1053,9 @@ impl<'r> Engine<'r> {
                 None => return false,
             }
         };
-        let Some(me) = members.index(Rank(rank)) else {
+        if members.index(Rank(rank)).is_none() {
             return false;
-        };
-        let p = members.len() as u32;
+        }
         let found = self
             .refs
             .iter()
@@ -1072,12 +1071,7 @@ impl<'r> Engine<'r> {
                 b
             }
         };
-        let root = fp.root.min(p.saturating_sub(1));
-        let expected = full.and_then(|f| expected_for(fp.op, &f, me, p, root));
-        match expected {
-            None => result.is_empty(),
-            Some(e) => e.approx_eq(result),
-        }
+        result_matches(full, &fp, &members, Rank(rank), result)
     }
 }
 
