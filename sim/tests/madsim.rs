@@ -6,8 +6,8 @@
 #![cfg(madsim)]
 
 use ringside_sim::driver::madsim::{run_scenario, MadsimOutcome};
-use ringside_sim::report::RunReport;
-use ringside_sim::run::{run, RunOptions};
+use ringside_sim::report::OpReport;
+use ringside_sim::run::{run, RunOptions, RunOutput};
 use ringside_sim::scenario::{load, Scenario};
 use std::path::PathBuf;
 
@@ -30,8 +30,9 @@ fn shipped() -> Vec<(String, Scenario)> {
 }
 
 /// What must agree between the engine and madsim: outcome, generations (number and members)
-/// and, per collective, which call it was, how many ranks called and completed it, whether
-/// every result was correct, and the result bits.
+/// and, per collective slot (group, generation, seq): the distinct calls made in it, how many
+/// ranks called and completed it, whether every result was correct (validity and agreement),
+/// and the distinct result bits.
 #[derive(Debug, PartialEq)]
 struct Verdict {
     outcome: String,
@@ -42,30 +43,45 @@ struct Verdict {
 #[derive(Debug, PartialEq)]
 struct OpVerdict {
     slot: (u32, u32, u64),
-    call: (u32, u32, String),
+    /// (iteration, index, op, bytes) of each distinct call, sorted.
+    calls: Vec<(u32, u32, String, u64)>,
     called: u32,
     completed: u32,
     correct: bool,
+    results: Vec<String>,
 }
 
-fn from_engine(r: &RunReport) -> Verdict {
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}
+
+fn from_engine(out: &RunOutput) -> Verdict {
     Verdict {
-        outcome: r.outcome.name().into(),
-        generations: r
+        outcome: out.report.outcome.name().into(),
+        generations: out
+            .report
             .generations
             .iter()
             .filter(|g| g.generation > 0)
             .map(|g| (g.generation, g.members.clone()))
             .collect(),
-        ops: r
+        ops: out
+            .fold
             .ops
-            .iter()
+            .values()
             .map(|o| OpVerdict {
-                slot: (o.group, o.generation, o.seq),
-                call: (o.iteration, o.index, o.op.clone()),
+                slot: (o.group.0, o.generation.0, o.seq.0),
+                calls: sorted(
+                    o.variants
+                        .iter()
+                        .map(|v| (v.sig.iteration, v.sig.index, v.sig.op.name().into(), v.sig.bytes))
+                        .collect(),
+                ),
                 called: o.ranks_called,
                 completed: o.ranks_completed,
-                correct: o.correct,
+                correct: OpReport::from_view(o).correct,
+                results: sorted(o.results.clone()),
             })
             .collect(),
     }
@@ -85,10 +101,16 @@ fn from_madsim(m: &MadsimOutcome) -> Verdict {
             .iter()
             .map(|o| OpVerdict {
                 slot: (o.group, o.generation, o.seq),
-                call: (o.iteration, o.index, o.op.name().into()),
+                calls: sorted(
+                    o.calls
+                        .iter()
+                        .map(|c| (c.iteration, c.index, c.fp.op.name().into(), c.fp.bytes))
+                        .collect(),
+                ),
                 called: o.ranks_called,
                 completed: o.ranks_completed,
                 correct: o.correct,
+                results: sorted(o.results.clone()),
             })
             .collect(),
     }
@@ -100,7 +122,7 @@ fn madsim_agrees_with_the_engine_on_every_shipped_scenario() {
     for (name, s) in shipped() {
         let engine = run(&s, &RunOptions::default()).expect("engine run");
         let m = run_scenario(&s, None);
-        let (e, v) = (from_engine(&engine.report), from_madsim(&m));
+        let (e, v) = (from_engine(&engine), from_madsim(&m));
         eprintln!(
             "{name}: engine {} ({} ops, {} generations) at {}ns; madsim {} at {}ns ({:?})",
             e.outcome,

@@ -47,6 +47,8 @@ pub(super) struct Shared {
     /// Node `i` (rank `i`, or the store after the ranks) has address `base + i + 1`.
     pub base: Ipv4Addr,
     pub port: u16,
+    /// Madsim nanoseconds per nanosecond of the protocol's clock (see `GroupOptions::time_scale`).
+    pub scale: u64,
     /// Ranks in the world.
     pub world: usize,
     /// The ranks, then the store when there is one.
@@ -68,11 +70,17 @@ impl Shared {
         // madsim's clock is virtual: this reads simulated time, not the wall clock
         #[allow(clippy::disallowed_methods)]
         let now = Instant::now();
-        now.saturating_duration_since(self.epoch).as_nanos() as Nanos
+        now.saturating_duration_since(self.epoch).as_nanos() as Nanos / self.scale
     }
 
+    /// The madsim instant of protocol time `t`.
     pub fn at(&self, t: Nanos) -> Instant {
-        self.epoch + Duration::from_nanos(t)
+        self.epoch + self.span(t)
+    }
+
+    /// The madsim duration of `d` nanoseconds of protocol time.
+    pub fn span(&self, d: Nanos) -> Duration {
+        Duration::from_nanos(d.saturating_mul(self.scale))
     }
 
     pub fn obs(&self) -> MutexGuard<'_, Observer> {
@@ -245,7 +253,7 @@ impl Node {
                 let inbox = self.inbox.clone();
                 let when = self.shared.at(at);
                 spawn(async move {
-                    sleep_until(when).await;
+                    hold_until(when).await;
                     let _ = inbox.send(Local::Timer { key, token });
                 });
             }
@@ -263,8 +271,9 @@ impl Node {
                 let token = self.token();
                 self.compute = Some(token);
                 let inbox = self.inbox.clone();
+                let d = self.shared.span(d);
                 spawn(async move {
-                    sleep(Duration::from_nanos(d)).await;
+                    sleep(d).await;
                     let _ = inbox.send(Local::ComputeDone { token });
                 });
             }
@@ -272,7 +281,7 @@ impl Node {
                 if let Some(bw) = self.reduce_bw {
                     let d = bw.transfer_ns(bytes);
                     if d > 0 {
-                        sleep(Duration::from_nanos(d)).await;
+                        sleep(self.shared.span(d)).await;
                     }
                 }
             }
@@ -342,7 +351,7 @@ async fn carry(
     let dst = shared.addr(to);
     let mut conn: Option<(Sender, Receiver)> = None;
     while let Some(o) = q.recv().await {
-        sleep_until(o.at).await;
+        hold_until(o.at).await;
         if !o.reliable {
             let _ = ep.send_to_raw(dst, DATAGRAM, Box::new(o.env)).await;
             continue;
@@ -350,7 +359,7 @@ async fn carry(
         if conn.as_ref().is_some_and(|(tx, _)| tx.is_closed()) {
             conn = None; // the peer died: its next incarnation needs a new connection
         }
-        let mut backoff = Duration::from_nanos(shared.scenario.network.retransmit_timeout.0);
+        let mut backoff = shared.span(shared.scenario.network.retransmit_timeout.0);
         while conn.is_none() {
             conn = ep.connect1(dst).await.ok();
             // refused: a dead peer (the message is lost, as a live process's would be when the
@@ -360,12 +369,21 @@ async fn carry(
                     break;
                 }
                 sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
+                backoff = (backoff * 2).min(shared.span(1_000_000_000));
             }
         }
         if let Some((tx, _)) = &conn {
             let _ = tx.send(Box::new(o.env)).await;
         }
+    }
+}
+
+/// Sleeps until `t`, unless it has passed (madsim sleeps at least 1 ms even then).
+async fn hold_until(t: Instant) {
+    #[allow(clippy::disallowed_methods)] // madsim's clock is virtual
+    let now = Instant::now();
+    if t > now {
+        sleep_until(t).await;
     }
 }
 

@@ -36,8 +36,19 @@ pub struct MadsimOp {
     pub ranks_completed: u32,
     /// Every completion equals the reference, and the ranks agree (DESIGN §5).
     pub correct: bool,
-    /// Distinct result hashes, as traces print them (`{:016x}` of `Buffer::hash`).
+    /// Distinct non-empty result hashes, as traces print them (`{:016x}` of `Buffer::hash`).
     pub results: Vec<String>,
+    /// The distinct calls the ranks made in this slot, first seen first (more than one: the
+    /// ranks disagree on the call, an application bug).
+    pub calls: Vec<MadsimCall>,
+}
+
+/// How one rank called a collective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MadsimCall {
+    pub iteration: u32,
+    pub index: u32,
+    pub fp: Fingerprint,
 }
 
 /// A generation formed during the run (after the first), as first reported.
@@ -182,8 +193,17 @@ impl Observer {
                     ranks_completed: 0,
                     correct: true,
                     results: Vec::new(),
+                    calls: Vec::new(),
                 });
                 op.ranks_called += 1;
+                let call = MadsimCall {
+                    iteration,
+                    index,
+                    fp,
+                };
+                if !op.calls.contains(&call) {
+                    op.calls.push(call);
+                }
             }
             ProtoEvent::Complete {
                 group,
@@ -200,13 +220,11 @@ impl Observer {
                 if let Some(op) = self.ops.get_mut(&(group, generation, seq)) {
                     op.ranks_completed += 1;
                     op.correct &= correct;
-                    let hash = if result.is_empty() {
-                        String::new()
-                    } else {
-                        format!("{:016x}", result.hash())
-                    };
-                    if !op.results.contains(&hash) {
-                        op.results.push(hash);
+                    if !result.is_empty() {
+                        let hash = format!("{:016x}", result.hash());
+                        if !op.results.contains(&hash) {
+                            op.results.push(hash);
+                        }
                     }
                 }
             }
