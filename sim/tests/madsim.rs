@@ -5,7 +5,7 @@
 //! Built only with `RUSTFLAGS="--cfg madsim"` (see README.md, "madsim driver").
 #![cfg(madsim)]
 
-use ringside_sim::driver::madsim::{run_scenario, MadsimOutcome};
+use ringside_sim::driver::madsim::{run_scenario, run_scenario_seeded, MadsimOutcome};
 use ringside_sim::report::OpReport;
 use ringside_sim::run::{run, RunOptions, RunOutput};
 use ringside_sim::scenario::{load, Scenario};
@@ -75,7 +75,14 @@ fn from_engine(out: &RunOutput) -> Verdict {
                 calls: sorted(
                     o.variants
                         .iter()
-                        .map(|v| (v.sig.iteration, v.sig.index, v.sig.op.name().into(), v.sig.bytes))
+                        .map(|v| {
+                            (
+                                v.sig.iteration,
+                                v.sig.index,
+                                v.sig.op.name().into(),
+                                v.sig.bytes,
+                            )
+                        })
                         .collect(),
                 ),
                 called: o.ranks_called,
@@ -138,4 +145,98 @@ fn madsim_agrees_with_the_engine_on_every_shipped_scenario() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Madsim's own seed decides its task scheduling: results must not depend on it.
+#[test]
+fn results_do_not_depend_on_madsim_scheduling() {
+    let mut failures = Vec::new();
+    for (name, s) in shipped() {
+        let engine = from_engine(&run(&s, &RunOptions::default()).expect("engine run"));
+        for madsim_seed in [7, 1234] {
+            let v = from_madsim(&run_scenario_seeded(&s, s.seed, madsim_seed));
+            if engine != v {
+                failures.push(format!(
+                    "{name} (madsim seed {madsim_seed}):\n  engine {engine:?}\n  madsim {v:?}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The same seeds give the same run, times included.
+#[test]
+fn a_madsim_run_is_deterministic() {
+    for (name, s) in shipped().into_iter().take(6) {
+        assert_eq!(run_scenario(&s, None), run_scenario(&s, None), "{name}");
+    }
+}
+
+/// The API for users who already test their system under madsim: the group's nodes run
+/// beside theirs, on their timeline, and their test injects its own faults.
+#[test]
+fn a_group_runs_inside_your_own_simulation() {
+    use madsim::runtime::{Handle, Runtime};
+    use madsim::time::{sleep, Duration};
+    use ringside_sim::driver::madsim::{config, spawn_group, GroupOptions};
+    use ringside_sim::scenario::{parse, Outcome};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    let scenario = parse(
+        r#"
+        name = "yours"
+        [world]
+        size = 3
+        [group]
+        timeout = "1s"
+        [workload]
+        iterations = 4
+        compute = "50ms"
+        [[workload.ops]]
+        op = "allreduce"
+        bytes = "4MiB"
+        "#,
+        "yours.toml",
+    )
+    .expect("valid scenario");
+    let rt = Runtime::with_seed_and_config(3, config());
+    let ticks = Arc::new(AtomicU32::new(0));
+    let seen = ticks.clone();
+    let out = rt.block_on(async move {
+        let handle = Handle::current();
+        // your own node, doing its own work meanwhile
+        handle
+            .create_node()
+            .name("yours")
+            .ip("10.0.0.1".parse().unwrap())
+            .init(move || {
+                let ticks = ticks.clone();
+                async move {
+                    loop {
+                        sleep(Duration::from_millis(10)).await;
+                        ticks.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+            .build();
+        let group = Arc::new(spawn_group(handle, &scenario, GroupOptions::default()));
+        // your test preempts rank 1 during the second iteration's compute
+        let g = group.clone();
+        madsim::task::spawn(async move {
+            sleep(Duration::from_millis(70)).await;
+            g.preempt(1, false);
+        });
+        group.run().await
+    });
+    assert_eq!(out.outcome, Outcome::Stalled, "{out:?}");
+    assert_eq!(out.ops.len(), 2, "{out:?}");
+    assert_eq!(out.ops[0].ranks_completed, 3);
+    assert!(out.ops.iter().all(|o| o.correct));
+    assert_eq!(out.ops[1].ranks_called, 2, "the preempted rank never calls");
+    assert!(
+        seen.load(Ordering::Relaxed) > 100,
+        "your node ran beside the group"
+    );
 }

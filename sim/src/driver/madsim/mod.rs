@@ -111,10 +111,18 @@ pub fn config() -> ::madsim::Config {
 /// The time scale of [`run_scenario`] (see [`GroupOptions::time_scale`]).
 pub const SCENARIO_TIME_SCALE: u64 = 1000;
 
-/// Runs `scenario` (with `seed`, or the scenario's own) as madsim nodes in a fresh runtime.
+/// Runs `scenario` (with `seed`, or the scenario's own) as madsim nodes in a fresh runtime
+/// seeded with the same seed.
 pub fn run_scenario(scenario: &Scenario, seed: Option<u64>) -> MadsimOutcome {
     let seed = seed.unwrap_or(scenario.seed);
-    let rt = Runtime::with_seed_and_config(seed, config());
+    run_scenario_seeded(scenario, seed, seed)
+}
+
+/// Like [`run_scenario`], with madsim's own seed (its task scheduling and the randomness of
+/// its network) apart from the scenario's `seed`: the outcome and results must not depend on
+/// it, only times may.
+pub fn run_scenario_seeded(scenario: &Scenario, seed: u64, madsim_seed: u64) -> MadsimOutcome {
+    let rt = Runtime::with_seed_and_config(madsim_seed, config());
     let scenario = scenario.clone();
     rt.block_on(async move {
         let opts = GroupOptions {

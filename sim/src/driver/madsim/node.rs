@@ -139,7 +139,7 @@ pub(super) async fn run(shared: Arc<Shared>, me: usize, incarnation: u32) {
     let (inbox, mut rx) = unbounded_channel();
     spawn(accept(ep.clone(), inbox.clone()));
     spawn(datagrams(ep.clone(), inbox.clone()));
-    sleep_until(shared.epoch).await;
+    hold_until(shared.epoch).await;
     let s = &shared.scenario;
     let proc = if me < shared.world {
         let p = RankProcess::new(shared.cfg.clone(), Rank(me as u32), incarnation);
@@ -230,10 +230,13 @@ impl Node {
     /// Brings the time-dependent faults (delay, loss, slow) up to `now`.
     fn sync_faults(&mut self, now: Nanos) {
         for (i, f) in self.shared.scenario.faults.iter().enumerate() {
-            if matches!(f, Fault::Delay { .. } | Fault::Loss { .. } | Fault::Slow { .. }) {
-                let on = f.at().is_some_and(|at| {
-                    at.0 <= now && f.duration().is_none_or(|d| now < at.0 + d.0)
-                });
+            if matches!(
+                f,
+                Fault::Delay { .. } | Fault::Loss { .. } | Fault::Slow { .. }
+            ) {
+                let on = f
+                    .at()
+                    .is_some_and(|at| at.0 <= now && f.duration().is_none_or(|d| now < at.0 + d.0));
                 self.faults.set_active(i, on);
             }
         }
@@ -324,12 +327,7 @@ impl Node {
         let at = self.shared.at(timing.arrive);
         let q = link.get_or_insert_with(|| {
             let (tx, rx) = unbounded_channel();
-            spawn(carry(
-                self.shared.clone(),
-                self.ep.clone(),
-                to.idx(),
-                rx,
-            ));
+            spawn(carry(self.shared.clone(), self.ep.clone(), to.idx(), rx));
             tx
         });
         let _ = q.send(Outgoing {
@@ -342,12 +340,7 @@ impl Node {
 }
 
 /// The link to node `to`: hands each message to madsim at its modelled arrival time, in order.
-async fn carry(
-    shared: Arc<Shared>,
-    ep: Endpoint,
-    to: usize,
-    mut q: UnboundedReceiver<Outgoing>,
-) {
+async fn carry(shared: Arc<Shared>, ep: Endpoint, to: usize, mut q: UnboundedReceiver<Outgoing>) {
     let dst = shared.addr(to);
     let mut conn: Option<(Sender, Receiver)> = None;
     while let Some(o) = q.recv().await {
