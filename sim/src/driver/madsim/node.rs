@@ -133,8 +133,11 @@ struct Node {
 /// The body of node `me` in its incarnation `incarnation`: binds, waits for the group's
 /// start, then runs the process until the node is killed.
 pub(super) async fn run(shared: Arc<Shared>, me: usize, incarnation: u32) {
-    let Ok(ep) = Endpoint::bind(shared.addr(me)).await else {
-        return;
+    let addr = shared.addr(me);
+    let ep = match Endpoint::bind(addr).await {
+        Ok(ep) => ep,
+        // another node holds the address: pick another `GroupOptions::base`
+        Err(e) => panic!("node {me} of the process group cannot bind {addr}: {e}"),
     };
     let (inbox, mut rx) = unbounded_channel();
     spawn(accept(ep.clone(), inbox.clone()));
