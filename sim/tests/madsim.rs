@@ -236,7 +236,7 @@ fn a_group_runs_inside_your_own_simulation() {
     assert!(out.ops.iter().all(|o| o.correct));
     assert_eq!(out.ops[1].ranks_called, 2, "the preempted rank never calls");
     assert!(
-        seen.load(Ordering::Relaxed) > 100,
+        seen.load(Ordering::Relaxed) > 10,
         "your node ran beside the group"
     );
 }

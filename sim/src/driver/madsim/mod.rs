@@ -12,6 +12,15 @@
 //! to every poll, so times here differ from the engine's. Outcomes, generations and
 //! collective results must not; `sim/tests/madsim.rs` checks that over the shipped scenarios.
 //!
+//! Where this driver knows less than the engine, it says so here:
+//! - a message is handed to madsim at the time the engine's model says it arrives; the
+//!   receive port's contention is not modelled (each node models only its own sends);
+//! - the engine drops every message of a process that dies; here only those not yet handed
+//!   to madsim are (a message reaching the receiver as the sender dies still arrives);
+//! - the engine ends an elastic run as soon as nothing can change (it sees every process and
+//!   link); here a run ends when nothing progressed for [`GroupHandle::quiet_bound`] after the
+//!   last fault, so a stalled run ends later, with the same outcome.
+//!
 //! Two ways in:
 //! - [`run_scenario`] builds a madsim runtime, runs one scenario in it and returns its
 //!   [`MadsimOutcome`];
@@ -206,7 +215,8 @@ impl GroupHandle {
         self.nodes[rank as usize]
     }
 
-    /// Virtual nanoseconds since the group started.
+    /// Nanoseconds of the protocol's clock since the group started (madsim's virtual time
+    /// divided by [`GroupOptions::time_scale`]).
     pub fn now(&self) -> Nanos {
         self.shared.now()
     }
@@ -230,6 +240,7 @@ impl GroupHandle {
         self.handle.pause(self.nodes[rank as usize]);
     }
 
+    /// Lets a paused `rank` go on.
     pub fn resume(&self, rank: u32) {
         self.handle.resume(self.nodes[rank as usize]);
     }

@@ -56,7 +56,7 @@ pub struct MadsimCall {
 pub struct MadsimGeneration {
     pub generation: u32,
     pub members: Vec<u32>,
-    /// Virtual time since the group started.
+    /// Protocol time since the group started.
     pub formed_ns: Nanos,
 }
 
@@ -74,7 +74,7 @@ pub enum MadsimStop {
 pub struct MadsimOutcome {
     pub outcome: Outcome,
     pub stop: MadsimStop,
-    /// Virtual time since the group started when the run stopped.
+    /// Protocol time since the group started when the run stopped.
     pub end_ns: Nanos,
     pub generations: Vec<MadsimGeneration>,
     /// Every collective called, in (group, generation, seq) order.
