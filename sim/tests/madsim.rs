@@ -32,12 +32,13 @@ fn shipped() -> Vec<(String, Scenario)> {
 /// What must agree between the engine and madsim: outcome, generations (number and members)
 /// and, per collective slot (group, generation, seq): the distinct calls made in it, how many
 /// ranks called and completed it, whether every result was correct (validity and agreement),
-/// and the distinct result bits.
+/// and the distinct result bits; and which ranks are blocked at the end.
 #[derive(Debug, PartialEq)]
 struct Verdict {
     outcome: String,
     generations: Vec<(u32, Vec<u32>)>,
     ops: Vec<OpVerdict>,
+    blocked: Vec<u32>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -91,6 +92,7 @@ fn from_engine(out: &RunOutput) -> Verdict {
                 results: sorted(o.results.clone()),
             })
             .collect(),
+        blocked: sorted(out.report.blocked.iter().map(|b| b.rank).collect()),
     }
 }
 
@@ -120,6 +122,7 @@ fn from_madsim(m: &MadsimOutcome) -> Verdict {
                 results: sorted(o.results.clone()),
             })
             .collect(),
+        blocked: m.blocked.clone(),
     }
 }
 
@@ -131,10 +134,11 @@ fn madsim_agrees_with_the_engine_on_every_shipped_scenario() {
         let m = run_scenario(&s, None);
         let (e, v) = (from_engine(&engine), from_madsim(&m));
         eprintln!(
-            "{name}: engine {} ({} ops, {} generations) at {}ns; madsim {} at {}ns ({:?})",
+            "{name}: engine {} ({} ops, {} generations, blocked {:?}) at {}ns; madsim {} at {}ns ({:?})",
             e.outcome,
             e.ops.len(),
             e.generations.len(),
+            e.blocked,
             engine.report.virtual_time_ns,
             v.outcome,
             m.end_ns,

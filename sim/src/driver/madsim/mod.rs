@@ -238,11 +238,13 @@ impl GroupHandle {
     /// Freezes `rank`'s process (SIGSTOP): it handles nothing, messages queue for it.
     pub fn pause(&self, rank: u32) {
         self.handle.pause(self.nodes[rank as usize]);
+        self.shared.obs().paused(rank as usize, true);
     }
 
     /// Lets a paused `rank` go on.
     pub fn resume(&self, rank: u32) {
         self.handle.resume(self.nodes[rank as usize]);
+        self.shared.obs().paused(rank as usize, false);
     }
 
     /// Cuts the links between `sides` (`oneway`: only from the first side to the others).

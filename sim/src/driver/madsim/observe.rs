@@ -79,6 +79,9 @@ pub struct MadsimOutcome {
     pub generations: Vec<MadsimGeneration>,
     /// Every collective called, in (group, generation, seq) order.
     pub ops: Vec<MadsimOp>,
+    /// Live, running ranks whose last collective did not complete (it waits, or was aborted)
+    /// when the run stopped: the ranks the engine's diagnosis calls blocked.
+    pub blocked: Vec<u32>,
     /// Messages handed to the network.
     pub messages: u64,
 }
@@ -90,6 +93,9 @@ struct RankView {
     status: Option<RankStatus>,
     standing: Standing,
     restart_pending: bool,
+    paused: bool,
+    /// The rank's last collective has not completed.
+    pending: bool,
     /// The call the rank is in: (fingerprint, iteration, index).
     call: Option<(Fingerprint, u32, u32)>,
     /// The members of the generation the rank installed last (None: the world).
@@ -158,6 +164,11 @@ impl Observer {
         self.check_end(now);
     }
 
+    /// Node `r` was paused (or resumed).
+    pub(super) fn paused(&mut self, r: usize, paused: bool) {
+        self.ranks[r].paused = paused;
+    }
+
     pub(super) fn alive(&self, r: usize) -> bool {
         self.ranks[r].alive
     }
@@ -182,6 +193,7 @@ impl Observer {
             } => {
                 self.last_progress = now;
                 self.ranks[r].call = Some((fp, iteration, index));
+                self.ranks[r].pending = true;
                 let op = self.ops.entry(fp.slot()).or_insert_with(|| MadsimOp {
                     iteration,
                     index,
@@ -213,6 +225,7 @@ impl Observer {
                 ..
             } => {
                 self.last_progress = now;
+                self.ranks[r].pending = false;
                 let correct = match self.ranks[r].call.take() {
                     Some((fp, it, ix)) => self.check_result(r, fp, it, ix, &result),
                     None => false,
@@ -380,6 +393,13 @@ impl Observer {
             end_ns,
             generations,
             ops: self.ops.values().cloned().map(agreement).collect(),
+            blocked: (0..self.world)
+                .filter(|&r| {
+                    let v = &self.ranks[r];
+                    v.alive && !v.paused && v.pending
+                })
+                .map(|r| r as u32)
+                .collect(),
             messages: self.messages,
         }
     }
