@@ -210,7 +210,9 @@ pub fn spawn_group(handle: Handle, scenario: &Scenario, opts: GroupOptions) -> G
 }
 
 impl GroupHandle {
-    /// The madsim node of rank `rank` (the store is node `world.size`).
+    /// The madsim node of rank `rank` (the store is node `world.size`). Inject faults with
+    /// the methods below rather than with `Handle::kill` and the like on this id: the group
+    /// must know which of its processes are dead or frozen to tell how the run ends.
     pub fn node_id(&self, rank: u32) -> NodeId {
         self.nodes[rank as usize]
     }
