@@ -6,7 +6,8 @@
 //! - [`trace`]: JSON Lines traces, digests and replay;
 //! - [`diagnose`]: wait-for graphs and root causes;
 //! - [`check`]: properties and proptest strategies;
-//! - [`driver`]: other drivers of the same protocol code (OS processes over TCP);
+//! - [`driver`]: other drivers of the same protocol code (OS processes over TCP; madsim, with
+//!   `--cfg madsim`);
 //! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them.
 
 pub mod check;

@@ -1,6 +1,6 @@
 //! The expected result of a collective, computed directly from the members' inputs.
 
-use crate::proto::collective::{block_elems, Ctx};
+use crate::proto::collective::{block_elems, Ctx, Members};
 use crate::proto::{Buffer, Fingerprint, Rank};
 use crate::scenario::OpKind;
 
@@ -76,7 +76,7 @@ pub fn expected_for(op: OpKind, full: &Buffer, me: u32, p: u32, root: u32) -> Op
 pub fn matches_reference(
     fp: &Fingerprint,
     full: Option<Buffer>,
-    members: &crate::proto::collective::Members,
+    members: &Members,
     rank: Rank,
     result: &Buffer,
 ) -> bool {

@@ -5,3 +5,6 @@
 //! scenario's process faults with signals and merges their traces.
 
 pub mod tcp;
+
+#[cfg(madsim)]
+pub mod madsim;

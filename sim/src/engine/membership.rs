@@ -17,7 +17,7 @@ use super::{Engine, Slot};
 use crate::proto::collective::Members;
 use crate::proto::elastic::{self, MemberEvent, StoreServer};
 use crate::proto::registry::RegistryEvent;
-use crate::proto::{Fingerprint, Generation, ProcConfig, Rank, RankStatus};
+use crate::proto::{Fingerprint, Generation, ProcConfig, Rank, RankProcess, RankStatus};
 use crate::scenario::RendezvousKind;
 use crate::trace::Event;
 use crate::units::Nanos;
@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 /// Where a rank stands, for deciding when an elastic run is over.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) enum Standing {
+pub(crate) enum Standing {
     /// Dead (or the store's slot).
     #[default]
     Off,
@@ -71,6 +71,24 @@ impl Tally {
     }
 }
 
+/// Where a rank's process (None: dead) stands in an elastic group.
+pub(crate) fn standing(proc: Option<&RankProcess>) -> Standing {
+    let Some(p) = proc else {
+        return Standing::Off;
+    };
+    match p.membership() {
+        None => Standing::Off,
+        Some(m) => match m.phase {
+            elastic::Phase::Joining => Standing::Outside,
+            elastic::Phase::Rendezvous => Standing::Rendezvous(m.generation),
+            elastic::Phase::Member if p.status() == RankStatus::Done => {
+                Standing::Done(m.generation)
+            }
+            elastic::Phase::Member => Standing::Working(m.generation),
+        },
+    }
+}
+
 /// A generation as first reported by one of its members.
 #[derive(Clone, Debug)]
 pub(super) struct GenerationRecord {
@@ -80,7 +98,7 @@ pub(super) struct GenerationRecord {
 }
 
 /// The store's node id, when the group uses a store rendezvous.
-pub(super) fn store_node(cfg: &ProcConfig) -> Option<Rank> {
+pub(crate) fn store_node(cfg: &ProcConfig) -> Option<Rank> {
     cfg.elastic
         .as_ref()
         .filter(|e| e.rendezvous == RendezvousKind::Store)
@@ -184,20 +202,7 @@ impl Engine<'_> {
     /// Counts `rank` where it stands now (after each input it handles, and when it dies).
     pub(super) fn recount(&mut self, rank: u32) {
         let slot = &self.slots[rank as usize];
-        let now = match slot.proc.as_ref() {
-            None => Standing::Off,
-            Some(p) => match p.membership() {
-                None => Standing::Off,
-                Some(m) => match m.phase {
-                    elastic::Phase::Joining => Standing::Outside,
-                    elastic::Phase::Rendezvous => Standing::Rendezvous(m.generation),
-                    elastic::Phase::Member if p.status() == RankStatus::Done => {
-                        Standing::Done(m.generation)
-                    }
-                    elastic::Phase::Member => Standing::Working(m.generation),
-                },
-            },
-        };
+        let now = standing(slot.proc.as_ref());
         let before = slot.standing;
         if before != now {
             self.tally.add(before, -1);

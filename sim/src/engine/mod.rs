@@ -9,9 +9,9 @@
 //! outputs (sends through the network model, timers, compute, local reduction work), and applies
 //! the scenario's faults to processes and links.
 
-mod faults;
-mod membership;
-mod net;
+pub(crate) mod faults;
+pub(crate) mod membership;
+pub(crate) mod net;
 mod queue;
 mod rng;
 mod variant;

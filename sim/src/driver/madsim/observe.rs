@@ -1,0 +1,413 @@
+//! What the group's nodes report, and when a run is over.
+//!
+//! Every node hands the events of its protocol code to one [`Observer`] (madsim runs all nodes
+//! in one process, so this is a shared value, as a test harness's checker would be). It keeps
+//! what the engine keeps for a report — each collective's callers, completions and
+//! correctness, the generations formed — and decides, with the engine's own rules, when the run
+//! is over and with which [`Outcome`]:
+//! - every rank has finished (elastic: every live member of the latest generation);
+//! - without elastic membership, a watchdog fired: the job is torn down;
+//! - nothing made progress for a while once every fault is over (madsim has no global view of
+//!   who can still do what, so "stuck" is "quiet for longer than any timeout");
+//! - the time limit passed.
+
+use crate::check::reference::{full_reference, matches_reference, CallKey};
+use crate::engine::membership::{standing, Standing};
+use crate::proto::collective::Members;
+use crate::proto::elastic::MemberEvent;
+use crate::proto::{
+    Fingerprint, Generation, GroupId, ProcConfig, ProtoEvent, Rank, RankProcess, RankStatus, SeqNo,
+};
+use crate::scenario::{OpKind, Outcome};
+use crate::units::Nanos;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One collective of a madsim run, as every rank that called it saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MadsimOp {
+    pub iteration: u32,
+    pub index: u32,
+    pub op: OpKind,
+    pub group: u32,
+    pub generation: u32,
+    pub seq: u64,
+    pub ranks_called: u32,
+    pub ranks_completed: u32,
+    /// Every completion equals the reference, and the ranks agree (DESIGN §5).
+    pub correct: bool,
+    /// Distinct non-empty result hashes, as traces print them (`{:016x}` of `Buffer::hash`).
+    pub results: Vec<String>,
+    /// The distinct calls the ranks made in this slot, first seen first (more than one: the
+    /// ranks disagree on the call, an application bug).
+    pub calls: Vec<MadsimCall>,
+}
+
+/// How one rank called a collective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MadsimCall {
+    pub iteration: u32,
+    pub index: u32,
+    pub fp: Fingerprint,
+}
+
+/// A generation formed during the run (after the first), as first reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MadsimGeneration {
+    pub generation: u32,
+    pub members: Vec<u32>,
+    /// Protocol time since the group started.
+    pub formed_ns: Nanos,
+}
+
+/// Why a madsim run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MadsimStop {
+    AllFinished,
+    Watchdog { rank: u32 },
+    Quiet,
+    TimeLimit,
+}
+
+/// The result of running a process group under madsim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MadsimOutcome {
+    pub outcome: Outcome,
+    pub stop: MadsimStop,
+    /// Protocol time since the group started when the run stopped.
+    pub end_ns: Nanos,
+    pub generations: Vec<MadsimGeneration>,
+    /// Every collective called, in (group, generation, seq) order.
+    pub ops: Vec<MadsimOp>,
+    /// Live, running ranks whose last collective did not complete (it waits, or was aborted)
+    /// when the run stopped: the ranks the engine's diagnosis calls blocked.
+    pub blocked: Vec<u32>,
+    /// Messages handed to the network.
+    pub messages: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct RankView {
+    alive: bool,
+    incarnation: u32,
+    status: Option<RankStatus>,
+    standing: Standing,
+    restart_pending: bool,
+    paused: bool,
+    /// The rank's last collective has not completed.
+    pending: bool,
+    /// The call the rank is in: (fingerprint, iteration, index).
+    call: Option<(Fingerprint, u32, u32)>,
+    /// The members of the generation the rank installed last (None: the world).
+    members: Option<Arc<Members>>,
+}
+
+pub(super) struct Observer {
+    cfg: Arc<ProcConfig>,
+    seed: u64,
+    /// Ranks of the world, then the store when there is one.
+    ranks: Vec<RankView>,
+    world: usize,
+    ops: BTreeMap<(GroupId, Generation, SeqNo), MadsimOp>,
+    generations: Vec<(Generation, Arc<Members>, Nanos)>,
+    stop: Option<(MadsimStop, Nanos)>,
+    last_progress: Nanos,
+    messages: u64,
+}
+
+impl Observer {
+    pub(super) fn new(cfg: Arc<ProcConfig>, seed: u64, world: usize, nodes: usize) -> Observer {
+        Observer {
+            cfg,
+            seed,
+            ranks: vec![RankView::default(); nodes],
+            world,
+            ops: BTreeMap::new(),
+            generations: Vec::new(),
+            stop: None,
+            last_progress: 0,
+            messages: 0,
+        }
+    }
+
+    pub(super) fn stopped(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    pub(super) fn last_progress(&self) -> Nanos {
+        self.last_progress
+    }
+
+    pub(super) fn sent(&mut self, n: u64) {
+        self.messages += n;
+    }
+
+    /// Node `r` started its incarnation `incarnation`.
+    pub(super) fn started(&mut self, r: usize, incarnation: u32) {
+        let v = &mut self.ranks[r];
+        *v = RankView {
+            alive: true,
+            incarnation,
+            ..RankView::default()
+        };
+    }
+
+    /// Node `r` was killed; `restart` when a fresh process will start later.
+    pub(super) fn died(&mut self, r: usize, restart: bool, now: Nanos) {
+        let v = &mut self.ranks[r];
+        let incarnation = v.incarnation;
+        *v = RankView {
+            incarnation,
+            restart_pending: restart,
+            ..RankView::default()
+        };
+        self.check_end(now);
+    }
+
+    /// Node `r` was paused (or resumed).
+    pub(super) fn paused(&mut self, r: usize, paused: bool) {
+        self.ranks[r].paused = paused;
+    }
+
+    pub(super) fn alive(&self, r: usize) -> bool {
+        self.ranks[r].alive
+    }
+
+    /// After rank `r` handled an input: where it stands now.
+    pub(super) fn after_input(&mut self, r: usize, p: &RankProcess, now: Nanos) {
+        let v = &mut self.ranks[r];
+        v.status = Some(p.status());
+        if self.cfg.elastic.is_some() {
+            v.standing = standing(Some(p));
+        }
+        self.check_end(now);
+    }
+
+    pub(super) fn event(&mut self, r: usize, pe: ProtoEvent, now: Nanos) {
+        match pe {
+            ProtoEvent::Call {
+                iteration,
+                index,
+                fp,
+                ..
+            } => {
+                self.last_progress = now;
+                self.ranks[r].call = Some((fp, iteration, index));
+                self.ranks[r].pending = true;
+                let op = self.ops.entry(fp.slot()).or_insert_with(|| MadsimOp {
+                    iteration,
+                    index,
+                    op: fp.op,
+                    group: fp.group.0,
+                    generation: fp.generation.0,
+                    seq: fp.seq.0,
+                    ranks_called: 0,
+                    ranks_completed: 0,
+                    correct: true,
+                    results: Vec::new(),
+                    calls: Vec::new(),
+                });
+                op.ranks_called += 1;
+                let call = MadsimCall {
+                    iteration,
+                    index,
+                    fp,
+                };
+                if !op.calls.contains(&call) {
+                    op.calls.push(call);
+                }
+            }
+            ProtoEvent::Complete {
+                group,
+                generation,
+                seq,
+                result,
+                ..
+            } => {
+                self.last_progress = now;
+                self.ranks[r].pending = false;
+                let correct = match self.ranks[r].call.take() {
+                    Some((fp, it, ix)) => self.check_result(r, fp, it, ix, &result),
+                    None => false,
+                };
+                if let Some(op) = self.ops.get_mut(&(group, generation, seq)) {
+                    op.ranks_completed += 1;
+                    op.correct &= correct;
+                    if !result.is_empty() {
+                        let hash = format!("{:016x}", result.hash());
+                        if !op.results.contains(&hash) {
+                            op.results.push(hash);
+                        }
+                    }
+                }
+            }
+            ProtoEvent::Abort { reason, .. } => {
+                self.ranks[r].call = None;
+                if reason.starts_with("watchdog") && self.cfg.elastic.is_none() {
+                    // without elastic membership the watchdog tears the job down
+                    self.stop_at(MadsimStop::Watchdog { rank: r as u32 }, now);
+                }
+            }
+            ProtoEvent::Membership(MemberEvent::GenerationFormed {
+                generation,
+                proposal,
+                ..
+            }) => {
+                self.last_progress = now;
+                self.ranks[r].members = Some(proposal.members.clone());
+                if !self.generations.iter().any(|g| g.0 == generation) {
+                    self.generations
+                        .push((generation, proposal.members.clone(), now));
+                }
+            }
+            ProtoEvent::Iteration { .. }
+            | ProtoEvent::WorkloadDone
+            | ProtoEvent::RejoinRefused { .. }
+            | ProtoEvent::Registry(_) => self.last_progress = now,
+            ProtoEvent::Step { .. }
+            | ProtoEvent::FlightRecord { .. }
+            | ProtoEvent::Membership(_) => {}
+        }
+    }
+
+    /// Compares a rank's result with the reference computed from the members' inputs.
+    fn check_result(
+        &self,
+        r: usize,
+        fp: Fingerprint,
+        iteration: u32,
+        index: u32,
+        result: &crate::proto::Buffer,
+    ) -> bool {
+        let members = if fp.group == GroupId(0) {
+            match (&self.ranks[r].members, fp.generation.0) {
+                (Some(m), g) if g > 0 => m.clone(),
+                _ => self.cfg.world_members.clone(),
+            }
+        } else {
+            match self.cfg.group_members(fp.group) {
+                Some(m) => m,
+                None => return false,
+            }
+        };
+        let key = CallKey {
+            fp,
+            iteration,
+            index,
+            seed: self.seed,
+        };
+        let full = full_reference(&key, &members.ranks);
+        matches_reference(&fp, full, &members, Rank(r as u32), result)
+    }
+
+    fn latest_generation(&self) -> Generation {
+        self.generations
+            .iter()
+            .map(|g| g.0)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Every live member that installed the latest generation has finished (the engine's
+    /// rule; a restarted process is a newcomer, not one of them).
+    fn elastic_finished(&self) -> bool {
+        let latest = self.latest_generation();
+        let mut installed = 0;
+        let mut done = 0;
+        for v in &self.ranks[..self.world] {
+            match v.standing {
+                Standing::Working(g) | Standing::Rendezvous(g) if g == latest => installed += 1,
+                Standing::Done(g) if g == latest => {
+                    installed += 1;
+                    done += 1;
+                }
+                _ => {}
+            }
+        }
+        installed > 0 && done == installed
+    }
+
+    /// Every rank is done (a dead one counts when the workload has no collectives).
+    fn all_done(&self) -> bool {
+        if self.cfg.elastic.is_some() {
+            return self.elastic_finished();
+        }
+        let dead_ok = self.cfg.ops.is_empty();
+        self.ranks[..self.world].iter().all(|v| {
+            if v.alive {
+                v.status == Some(RankStatus::Done)
+            } else {
+                dead_ok && !v.restart_pending
+            }
+        })
+    }
+
+    fn all_finished(&self) -> bool {
+        if self.cfg.elastic.is_some() {
+            return self.elastic_finished();
+        }
+        self.ranks[..self.world].iter().all(|v| {
+            if v.alive {
+                matches!(v.status, Some(RankStatus::Done | RankStatus::Refused))
+            } else {
+                !v.restart_pending
+            }
+        })
+    }
+
+    fn check_end(&mut self, now: Nanos) {
+        if self.stop.is_none() && self.all_finished() {
+            self.stop_at(MadsimStop::AllFinished, now);
+        }
+    }
+
+    pub(super) fn stop_at(&mut self, why: MadsimStop, now: Nanos) {
+        if self.stop.is_none() {
+            self.stop = Some((why, now));
+        }
+    }
+
+    /// The outcome so far (final once stopped), with the engine's rules.
+    pub(super) fn outcome(&self, now: Nanos) -> MadsimOutcome {
+        let (stop, end_ns) = self.stop.unwrap_or((MadsimStop::Quiet, now));
+        let all_done = self.all_done();
+        let outcome = match stop {
+            MadsimStop::TimeLimit if !all_done => Outcome::TimedOut,
+            _ if all_done && self.latest_generation().0 > 0 => Outcome::Rebuilt,
+            _ if all_done => Outcome::Completed,
+            _ => Outcome::Stalled,
+        };
+        let mut generations: Vec<MadsimGeneration> = self
+            .generations
+            .iter()
+            .map(|(g, m, t)| MadsimGeneration {
+                generation: g.0,
+                members: m.ranks.iter().map(|r| r.0).collect(),
+                formed_ns: *t,
+            })
+            .collect();
+        generations.sort_by_key(|g| g.generation);
+        MadsimOutcome {
+            outcome,
+            stop,
+            end_ns,
+            generations,
+            ops: self.ops.values().cloned().map(agreement).collect(),
+            blocked: (0..self.world)
+                .filter(|&r| {
+                    let v = &self.ranks[r];
+                    v.alive && !v.paused && v.pending
+                })
+                .map(|r| r as u32)
+                .collect(),
+            messages: self.messages,
+        }
+    }
+}
+
+/// Agreement: every rank of an allreduce, broadcast or allgather holds the same bits; a
+/// reduce-scatter's ranks hold different blocks (as the engine's report says).
+fn agreement(mut op: MadsimOp) -> MadsimOp {
+    op.correct &= op.op == OpKind::ReduceScatter || op.results.len() <= 1;
+    op
+}
