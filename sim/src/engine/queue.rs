@@ -8,15 +8,17 @@
 
 use crate::units::Nanos;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// A monotone priority queue over times (Ahuja, Mehlhorn, Orlin & Tarjan's radix heap):
 /// bucket i >= 1 holds times whose highest bit differing from the last popped time is bit i-1;
-/// bucket 0 holds events at exactly the last popped time, first in first out. Equal times keep
-/// their insertion order through every move, which is the engine's tie-break.
+/// `now` holds events at exactly the last popped time, first in first out (from `head` on).
+/// Equal times keep their insertion order through every move, which is the engine's tie-break.
 struct RadixHeap {
     last: u64,
-    now: VecDeque<u32>,
+    now: Vec<(u64, u32)>,
+    /// The next entry of `now` to pop.
+    head: usize,
     buckets: Vec<Vec<(u64, u32)>>,
     /// Bit i set when bucket i (1..=64) is non-empty.
     nonempty: u128,
@@ -27,17 +29,20 @@ impl RadixHeap {
     fn new() -> RadixHeap {
         RadixHeap {
             last: 0,
-            now: VecDeque::new(),
+            now: Vec::new(),
+            head: 0,
             buckets: (0..65).map(|_| Vec::new()).collect(),
             nonempty: 0,
             len: 0,
         }
     }
 
+    #[inline]
     fn bucket(&self, t: u64) -> usize {
         (64 - (t ^ self.last).leading_zeros()) as usize
     }
 
+    #[inline]
     fn push(&mut self, t: u64, slot: u32) {
         debug_assert!(
             t >= self.last,
@@ -45,7 +50,7 @@ impl RadixHeap {
         );
         let b = self.bucket(t);
         if b == 0 {
-            self.now.push_back(slot);
+            self.now.push((t, slot));
         } else {
             self.buckets[b].push((t, slot));
             self.nonempty |= 1 << b;
@@ -53,18 +58,39 @@ impl RadixHeap {
         self.len += 1;
     }
 
+    /// Moves the earliest non-empty bucket into `now` once `now` is used up.
+    #[inline]
     fn refill(&mut self) {
-        if !self.now.is_empty() || self.nonempty == 0 {
+        if self.head < self.now.len() || self.nonempty == 0 {
             return;
         }
+        self.refill_from_bucket();
+    }
+
+    fn refill_from_bucket(&mut self) {
+        self.now.clear();
+        self.head = 0;
         let i = self.nonempty.trailing_zeros() as usize;
         let mut items = std::mem::take(&mut self.buckets[i]);
         self.nonempty &= !(1 << i);
-        self.last = items.iter().map(|e| e.0).min().unwrap_or(self.last);
+        let first = items.first().map_or(self.last, |e| e.0);
+        let (mut min, mut same) = (first, true);
+        for e in &items {
+            min = min.min(e.0);
+            same &= e.0 == first;
+        }
+        self.last = min;
+        if same {
+            // every entry is due at once (a round of a collective, say): the bucket becomes
+            // `now` as it is, and `now`'s emptied vector serves the bucket next
+            std::mem::swap(&mut self.now, &mut items);
+            self.buckets[i] = items;
+            return;
+        }
         for &(t, s) in &items {
             let b = self.bucket(t);
             if b == 0 {
-                self.now.push_back(s);
+                self.now.push((t, s));
             } else {
                 self.buckets[b].push((t, s));
                 self.nonempty |= 1 << b;
@@ -77,16 +103,19 @@ impl RadixHeap {
         }
     }
 
+    #[inline]
     fn pop(&mut self) -> Option<(u64, u32)> {
         if self.len == 0 {
             return None;
         }
         self.refill();
-        let s = self.now.pop_front()?;
+        let &(t, s) = self.now.get(self.head)?;
+        self.head += 1;
         self.len -= 1;
-        Some((self.last, s))
+        Some((t, s))
     }
 
+    #[inline]
     fn peek(&mut self) -> Option<u64> {
         if self.len == 0 {
             return None;
@@ -118,6 +147,7 @@ impl<E> Default for Queue<E> {
 
 impl<E> Queue<E> {
     /// Inserts `ev` at `t`; `shuffle_key` replaces the insertion order among equal times.
+    #[inline]
     pub fn push(&mut self, t: Nanos, ev: E, shuffle_key: Option<u64>) {
         self.seq += 1;
         // the insertion seq stays in the low bits so shuffled keys never collide
@@ -142,6 +172,7 @@ impl<E> Queue<E> {
         }
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
         let (t, slot) = match self.heap.peek() {
             Some(_) => {
@@ -154,6 +185,7 @@ impl<E> Queue<E> {
         self.slab[slot as usize].take().map(|e| (t, e))
     }
 
+    #[inline]
     pub fn peek_time(&mut self) -> Option<Nanos> {
         match self.heap.peek() {
             Some(Reverse((t, _, _))) => Some(*t),

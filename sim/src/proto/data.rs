@@ -64,6 +64,35 @@ impl Buffer {
         }
     }
 
+    /// Makes `self` a copy of `src[range]`, reusing its allocation when the dtypes agree.
+    pub fn assign_from(&mut self, src: &Buffer, range: Range<usize>) {
+        match (&mut *self, src) {
+            (Buffer::F32(d), Buffer::F32(s)) => {
+                d.clear();
+                d.extend_from_slice(&s[range]);
+            }
+            (Buffer::F64(d), Buffer::F64(s)) => {
+                d.clear();
+                d.extend_from_slice(&s[range]);
+            }
+            (Buffer::I64(d), Buffer::I64(s)) => {
+                d.clear();
+                d.extend_from_slice(&s[range]);
+            }
+            _ => *self = src.part(range),
+        }
+    }
+
+    /// Empties `self` and makes it of `dtype`, keeping its allocation when it already is.
+    pub fn clear_as(&mut self, dtype: Dtype) {
+        match self {
+            Buffer::F32(v) if dtype == Dtype::F32 => v.clear(),
+            Buffer::F64(v) if dtype == Dtype::F64 => v.clear(),
+            Buffer::I64(v) if dtype == Dtype::I64 => v.clear(),
+            _ => *self = Buffer::empty(dtype),
+        }
+    }
+
     /// Appends `src[range]` to `self` (same dtype).
     pub fn extend_from(&mut self, src: &Buffer, range: Range<usize>) {
         match (self, src) {

@@ -53,6 +53,8 @@ struct Active {
     coll: Collective,
     iteration: u32,
     index: u32,
+    /// The flight recorder already says `Started` (so chunks need not look at it again).
+    started: bool,
 }
 
 pub struct ProcessGroup {
@@ -230,6 +232,7 @@ impl ProcessGroup {
             coll,
             iteration: req.iteration,
             index: req.index,
+            started: false,
         });
         out.set_timer(
             TimerKey::Watchdog {
@@ -278,8 +281,11 @@ impl ProcessGroup {
             self.pending.push((from, msg));
             return CallOutcome::Pending;
         }
-        let seq = msg.fp.seq;
-        self.mark_started(seq, now);
+        if !active.started {
+            active.started = true;
+            let seq = msg.fp.seq;
+            self.mark_started(seq, now);
+        }
         let Some(active) = self.active.as_mut() else {
             return CallOutcome::Pending;
         };
@@ -415,6 +421,9 @@ impl ProcessGroup {
             }
         }
         if !mine.is_empty() {
+            if let Some(a) = self.active.as_mut() {
+                a.started = true;
+            }
             self.mark_started(fp.seq, now);
         }
         let mut stepped = true;

@@ -419,6 +419,14 @@ mod tests {
         }
 
         #[test]
+        fn hand_written_lines_are_serdes_bytes(t in any::<u64>(), ev in event()) {
+            let (mut fast, mut general) = (Vec::new(), Vec::new());
+            encode_line(&mut fast, t, &ev);
+            crate::trace::encode::encode_line_serde(&mut general, t, &ev);
+            prop_assert_eq!(String::from_utf8(fast), String::from_utf8(general));
+        }
+
+        #[test]
         fn never_accepts_what_serde_rejects(text in r#"\{"t":[0-9.e-]{1,4},"kind":"(deliver|send|step)"[,a-z":0-9\[\]]{0,40}\}"#) {
             if let Some(got) = parse(&text) {
                 prop_assert_eq!(Some(got), serde_reads(&text));

@@ -2,6 +2,7 @@
 //! engine order, a footer with the outcome, the event count and a digest chained over every
 //! event line.
 
+mod encode;
 mod event;
 mod fast;
 pub mod from_proto;
@@ -10,6 +11,7 @@ mod reader;
 mod replay;
 mod writer;
 
+pub use encode::encode_line;
 pub use event::{timer_fields, Event, FaultPhase};
 pub use reader::{
     parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent,
@@ -17,7 +19,7 @@ pub use reader::{
 pub use replay::{replay, ReplayOutcome};
 #[doc(hidden)]
 pub use replay::{replay_reader, replay_with};
-pub use writer::{encode_line, Digest, NullRecorder, Recorder, TraceWriter, VecRecorder};
+pub use writer::{Digest, NullRecorder, Recorder, TraceWriter, VecRecorder};
 
 /// The `format` field of every trace header.
 pub const FORMAT: &str = "ringside-trace";

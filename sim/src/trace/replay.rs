@@ -13,8 +13,9 @@
 //!   prefix matches still reports the line where the trace stops (and says that the prefix
 //!   matched); a prefix that differs is reported as a divergence first.
 
+use super::encode::encode_line;
 use super::reader::{TraceError, TraceReader};
-use super::writer::{encode_line, Recorder};
+use super::writer::Recorder;
 use super::Event;
 use crate::engine::Variant;
 use crate::units::Nanos;

@@ -1,5 +1,6 @@
 //! Streaming trace output and the chained digest.
 
+use super::encode::encode_line;
 use super::event::Event;
 use crate::proto::data::Fnv;
 use crate::scenario::{Outcome, Scenario};
@@ -86,24 +87,6 @@ impl Digest {
     pub fn hex(&self) -> String {
         format!("{:016x}", self.state)
     }
-}
-
-/// Serializes one event line (without newline) into `buf`: `{"t":N,"kind":...}`.
-pub fn encode_line(buf: &mut Vec<u8>, t: Nanos, ev: &Event) {
-    buf.clear();
-    // the event serializes as `{"kind":...}`: write it after a placeholder, then put
-    // `{"t":N,` over the placeholder and its opening brace
-    let mut num = itoa::Buffer::new();
-    let t = num.format(t);
-    let prefix_len = 6 + t.len(); // {"t": N ,
-    buf.resize(prefix_len - 1, b' ');
-    if serde_json::to_writer(&mut *buf, ev).is_err() {
-        buf.truncate(prefix_len - 1);
-        buf.extend_from_slice(b"{}");
-    }
-    buf[..5].copy_from_slice(b"{\"t\":");
-    buf[5..5 + t.len()].copy_from_slice(t.as_bytes());
-    buf[prefix_len - 1] = b',';
 }
 
 /// Writes a trace as the run goes: the header first, then each event line, then the footer.

@@ -282,6 +282,9 @@ pub struct Collective {
     by_peer: Vec<u32>,
     missing: usize,
     early: Vec<(u32, Box<CollMsg>)>,
+    /// The last chunk applied, kept to carry the next chunk sent: a ring step receives one
+    /// message and sends one, so a running call allocates no messages.
+    spare: Option<Box<CollMsg>>,
     pub started_ns: Nanos,
     pub step_since_ns: Nanos,
 }
@@ -313,6 +316,7 @@ impl Collective {
             by_peer: Vec::new(),
             missing: 0,
             early: Vec::new(),
+            spare: None,
             started_ns: now,
             step_since_ns: now,
         }
@@ -353,8 +357,14 @@ impl Collective {
             return Ok(Progress::Waiting { stepped: false });
         }
         match self.apply(from, &msg.data, out) {
-            Some(true) => Ok(self.advance(now, out, false)),
-            Some(false) => Ok(Progress::Waiting { stepped: false }),
+            Some(true) => {
+                self.spare = Some(msg);
+                Ok(self.advance(now, out, false))
+            }
+            Some(false) => {
+                self.spare = Some(msg);
+                Ok(Progress::Waiting { stepped: false })
+            }
             None => Err(msg),
         }
     }
@@ -401,26 +411,35 @@ impl Collective {
         let blocks = self.blocks;
         for t in &self.plan.sends {
             let ranges = &self.plan.ranges[t.ranges.clone()];
-            let (data, bytes) = match ranges {
+            let mut msg = match self.spare.take() {
+                Some(mut m) => {
+                    m.fp = self.fp;
+                    m.step = self.step;
+                    m
+                }
+                None => Box::new(CollMsg {
+                    fp: self.fp,
+                    step: self.step,
+                    data: Buffer::empty(self.buf.dtype()),
+                }),
+            };
+            let bytes = match ranges {
                 // one run of blocks, the usual case: one exact copy
-                &[(lo, hi)] => (self.buf.part(blocks.elems(lo, hi)), blocks.bytes(lo, hi)),
+                &[(lo, hi)] => {
+                    msg.data.assign_from(&self.buf, blocks.elems(lo, hi));
+                    blocks.bytes(lo, hi)
+                }
                 _ => {
-                    let elems = ranges.iter().map(|&(lo, hi)| blocks.elems(lo, hi).len());
-                    let mut data = Buffer::with_capacity(self.buf.dtype(), elems.sum());
+                    msg.data.clear_as(self.buf.dtype());
                     let mut bytes = 0;
                     for &(lo, hi) in ranges {
-                        data.extend_from(&self.buf, blocks.elems(lo, hi));
+                        msg.data.extend_from(&self.buf, blocks.elems(lo, hi));
                         bytes += blocks.bytes(lo, hi);
                     }
-                    (data, bytes)
+                    bytes
                 }
             };
-            let msg = Msg::Coll(Box::new(CollMsg {
-                fp: self.fp,
-                step: self.step,
-                data,
-            }));
-            out.send(self.members.ranks[t.peer as usize], msg, bytes);
+            out.send(self.members.ranks[t.peer as usize], Msg::Coll(msg), bytes);
         }
         self.got.resize(self.plan.recvs.len(), false);
         self.missing = self.plan.recvs.len();
@@ -501,6 +520,7 @@ impl Collective {
                         if self.apply(from, &msg.data, out).is_none() {
                             return Progress::Rejected;
                         }
+                        self.spare = Some(msg);
                     } else {
                         k += 1;
                     }
