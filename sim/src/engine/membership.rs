@@ -117,7 +117,7 @@ impl Engine<'_> {
             return; // preempted before it could start
         }
         if self.record {
-            let incarnation = self.slots[r as usize].incarnation;
+            let incarnation = self.incarnations[r as usize];
             self.emit(Event::ProcessStart {
                 rank: r,
                 incarnation,
@@ -126,13 +126,14 @@ impl Engine<'_> {
     }
 
     pub(super) fn restart_store(&mut self, r: u32) {
+        self.incarnations[r as usize] += 1;
+        let incarnation = self.incarnations[r as usize];
         let slot = &mut self.slots[r as usize];
         slot.restart_pending = false;
-        slot.incarnation += 1;
         slot.paused = false;
         slot.store = Some(StoreServer::new(
             self.cfg.world_members.clone(),
-            slot.incarnation,
+            incarnation,
         ));
         self.net.reset_rank(r, self.now);
         self.start_store(r);

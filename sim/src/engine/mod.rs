@@ -83,7 +83,6 @@ enum Ev {
 
 struct Slot {
     proc: Option<RankProcess>,
-    incarnation: u32,
     paused: bool,
     /// Events that reached the rank while it was paused, in order.
     parked: Vec<Ev>,
@@ -152,6 +151,9 @@ pub struct Engine<'r> {
     unstable_ties: bool,
     rng: Rng,
     slots: Vec<Slot>,
+    /// Each slot's incarnation (restarts so far), kept apart from the slots: every message
+    /// checks its sender's and its receiver's, and a dense vector keeps that in cache.
+    incarnations: Vec<u32>,
     net: Net,
     faults: FaultSet,
     reduce_bw: Option<Bandwidth>,
@@ -222,7 +224,6 @@ impl<'r> Engine<'r> {
             slots: (0..p + u32::from(store.is_some()))
                 .map(|r| Slot {
                     proc: (r < p).then(|| RankProcess::new(cfg.clone(), Rank(r), 0)),
-                    incarnation: 0,
                     paused: false,
                     parked: Vec::new(),
                     timers: Vec::new(),
@@ -236,6 +237,7 @@ impl<'r> Engine<'r> {
                     standing: membership::Standing::Off,
                 })
                 .collect(),
+            incarnations: vec![0; (p + u32::from(store.is_some())) as usize],
             net,
             faults: FaultSet::new(&scenario.faults),
             reduce_bw: scenario.network.reduce_bandwidth,
@@ -449,7 +451,7 @@ impl<'r> Engine<'r> {
                 if self.record {
                     self.emit(Event::ProcessStart {
                         rank: r,
-                        incarnation: self.slots[r as usize].incarnation,
+                        incarnation: self.incarnations[r as usize],
                     });
                 }
                 self.input(r, Input::Start);
@@ -467,7 +469,7 @@ impl<'r> Engine<'r> {
                     to_inc,
                     ..
                 } = f;
-                if self.slots[from as usize].incarnation != from_inc {
+                if self.incarnations[from as usize] != from_inc {
                     return; // the sender died: nobody resends
                 }
                 self.transmit(id, from, to, msg, bytes, reliable, from_inc, to_inc);
@@ -515,8 +517,9 @@ impl<'r> Engine<'r> {
                 self.input(rank, Input::ComputeDone);
             }
             Ev::Outputs { rank, inc, outs } => {
+                let live = self.incarnations[rank as usize] == inc;
                 let slot = &mut self.slots[rank as usize];
-                if slot.incarnation != inc || slot.proc.is_none() {
+                if !live || slot.proc.is_none() {
                     return;
                 }
                 if slot.paused {
@@ -545,20 +548,17 @@ impl<'r> Engine<'r> {
                 if r >= self.ranks {
                     return self.restart_store(r);
                 }
+                self.incarnations[r as usize] += 1;
+                let incarnation = self.incarnations[r as usize];
                 let slot = &mut self.slots[r as usize];
                 slot.restart_pending = false;
-                slot.incarnation += 1;
-                slot.proc = Some(RankProcess::new(
-                    self.cfg.clone(),
-                    Rank(r),
-                    slot.incarnation,
-                ));
+                slot.proc = Some(RankProcess::new(self.cfg.clone(), Rank(r), incarnation));
                 slot.paused = false;
                 self.net.reset_rank(r, self.now);
                 if self.record {
                     self.emit(Event::ProcessStart {
                         rank: r,
-                        incarnation: self.slots[r as usize].incarnation,
+                        incarnation,
                     });
                 }
                 self.input(r, Input::Start);
@@ -610,8 +610,8 @@ impl<'r> Engine<'r> {
                 } => {
                     let id = self.next_msg;
                     self.next_msg += 1;
-                    let from_inc = self.slots[rank as usize].incarnation;
-                    let to_inc = self.slots.get(to.idx()).map_or(0, |s| s.incarnation);
+                    let from_inc = self.incarnations[rank as usize];
+                    let to_inc = self.incarnations.get(to.idx()).copied().unwrap_or(0);
                     self.stats.messages_sent += 1;
                     self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc);
                 }
@@ -658,7 +658,7 @@ impl<'r> Engine<'r> {
                             let at = self.now.max(slot.cpu_free) + d;
                             slot.cpu_free = at;
                             slot.held += 1;
-                            let inc = slot.incarnation;
+                            let inc = self.incarnations[rank as usize];
                             self.push(
                                 at,
                                 Ev::Outputs {
@@ -758,11 +758,11 @@ impl<'r> Engine<'r> {
     }
 
     fn deliver(&mut self, mut f: Flight) {
-        let from_alive = self.slots[f.from as usize].incarnation == f.from_inc;
+        let from_alive = self.incarnations[f.from as usize] == f.from_inc;
         let to_slot = &self.slots[f.to as usize];
         let drop_reason = if !from_alive {
             Some("sender died")
-        } else if to_slot.incarnation != f.to_inc || !to_slot.alive() {
+        } else if self.incarnations[f.to as usize] != f.to_inc || !to_slot.alive() {
             Some("receiver died")
         } else {
             None
@@ -893,10 +893,10 @@ impl<'r> Engine<'r> {
         slot.compute_token = None;
         slot.call = None;
         slot.held = 0;
-        let inc = slot.incarnation;
+        let inc = self.incarnations[rank as usize];
         self.maybe_finished = true;
         // bump the incarnation so the dead process's messages and timers are dropped
-        slot.incarnation += 1;
+        self.incarnations[rank as usize] += 1;
         if self.elastic.is_some() {
             self.recount(rank);
         }

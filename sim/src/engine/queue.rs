@@ -1,32 +1,36 @@
 //! The event queue: ordered by (time, key), where key is the insertion sequence number or, when
 //! the scenario asks for a shuffled tie-break, a seeded random key.
 //!
-//! Events live in a slab; the ordering structure holds small `(time, key, slot)` entries.
 //! With insertion-order ties, keys only grow (time never goes back and the sequence number
-//! increases), so a radix heap orders them in amortized O(1); a shuffled tie-break can insert
-//! below the last key popped, so it uses a binary heap.
+//! increases), so a radix heap orders them in amortized O(1); it holds the events themselves,
+//! so that popping a round of events due together reads memory in order. A shuffled tie-break
+//! can insert below the last key popped, so it uses a binary heap of small `(time, key, slot)`
+//! entries over a slab of events.
 
 use crate::units::Nanos;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+/// An event in the radix heap (`None` once popped).
+type Entry<E> = (u64, Option<E>);
+
 /// A monotone priority queue over times (Ahuja, Mehlhorn, Orlin & Tarjan's radix heap):
 /// bucket i >= 1 holds times whose highest bit differing from the last popped time is bit i-1;
 /// `now` holds events at exactly the last popped time, first in first out (from `head` on).
 /// Equal times keep their insertion order through every move, which is the engine's tie-break.
-struct RadixHeap {
+struct RadixHeap<E> {
     last: u64,
-    now: Vec<(u64, u32)>,
+    now: Vec<Entry<E>>,
     /// The next entry of `now` to pop.
     head: usize,
-    buckets: Vec<Vec<(u64, u32)>>,
+    buckets: Vec<Vec<Entry<E>>>,
     /// Bit i set when bucket i (1..=64) is non-empty.
     nonempty: u128,
     len: usize,
 }
 
-impl RadixHeap {
-    fn new() -> RadixHeap {
+impl<E> RadixHeap<E> {
+    fn new() -> RadixHeap<E> {
         RadixHeap {
             last: 0,
             now: Vec::new(),
@@ -43,16 +47,16 @@ impl RadixHeap {
     }
 
     #[inline]
-    fn push(&mut self, t: u64, slot: u32) {
+    fn push(&mut self, t: u64, ev: E) {
         debug_assert!(
             t >= self.last,
             "radix heap times must not go below the last popped"
         );
         let b = self.bucket(t);
         if b == 0 {
-            self.now.push((t, slot));
+            self.now.push((t, Some(ev)));
         } else {
-            self.buckets[b].push((t, slot));
+            self.buckets[b].push((t, Some(ev)));
             self.nonempty |= 1 << b;
         }
         self.len += 1;
@@ -87,32 +91,32 @@ impl RadixHeap {
             self.buckets[i] = items;
             return;
         }
-        for &(t, s) in &items {
+        for (t, ev) in items.drain(..) {
             let b = self.bucket(t);
             if b == 0 {
-                self.now.push((t, s));
+                self.now.push((t, ev));
             } else {
-                self.buckets[b].push((t, s));
+                self.buckets[b].push((t, ev));
                 self.nonempty |= 1 << b;
             }
         }
         // keep the emptied vector's capacity for reuse
-        items.clear();
         if self.buckets[i].is_empty() {
             self.buckets[i] = items;
         }
     }
 
     #[inline]
-    fn pop(&mut self) -> Option<(u64, u32)> {
+    fn pop(&mut self) -> Option<(u64, E)> {
         if self.len == 0 {
             return None;
         }
         self.refill();
-        let &(t, s) = self.now.get(self.head)?;
+        let (t, ev) = self.now.get_mut(self.head)?;
+        let ev = ev.take()?;
         self.head += 1;
         self.len -= 1;
-        Some((t, s))
+        Some((*t, ev))
     }
 
     #[inline]
@@ -126,8 +130,9 @@ impl RadixHeap {
 }
 
 pub struct Queue<E> {
-    radix: RadixHeap,
+    radix: RadixHeap<E>,
     heap: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
+    /// Events of the binary heap.
     slab: Vec<Option<E>>,
     free: Vec<u32>,
     seq: u64,
@@ -150,11 +155,12 @@ impl<E> Queue<E> {
     #[inline]
     pub fn push(&mut self, t: Nanos, ev: E, shuffle_key: Option<u64>) {
         self.seq += 1;
-        // the insertion seq stays in the low bits so shuffled keys never collide
-        let key = match shuffle_key {
-            Some(k) => (k << 24) | (self.seq & 0xFF_FFFF),
-            None => self.seq,
+        let Some(k) = shuffle_key else {
+            self.radix.push(t, ev);
+            return;
         };
+        // the insertion seq stays in the low bits so shuffled keys never collide
+        let key = (k << 24) | (self.seq & 0xFF_FFFF);
         let slot = match self.free.pop() {
             Some(i) => {
                 self.slab[i as usize] = Some(ev);
@@ -165,22 +171,15 @@ impl<E> Queue<E> {
                 (self.slab.len() - 1) as u32
             }
         };
-        if shuffle_key.is_some() {
-            self.heap.push(Reverse((t, key, slot)));
-        } else {
-            self.radix.push(t, slot);
-        }
+        self.heap.push(Reverse((t, key, slot)));
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let (t, slot) = match self.heap.peek() {
-            Some(_) => {
-                let Reverse((t, _, slot)) = self.heap.pop()?;
-                (t, slot)
-            }
-            None => self.radix.pop()?,
-        };
+        if self.heap.is_empty() {
+            return self.radix.pop();
+        }
+        let Reverse((t, _, slot)) = self.heap.pop()?;
         self.free.push(slot);
         self.slab[slot as usize].take().map(|e| (t, e))
     }

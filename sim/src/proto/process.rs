@@ -75,8 +75,10 @@ pub struct RankProcess {
     subgroups: Vec<ProcessGroup>,
     iteration: u32,
     phase: Phase,
-    elastic: Option<Elastic>,
-    registry: Option<Registry>,
+    /// Boxed, like the registry: rarely used, and kept out of the way of the state every
+    /// collective message touches.
+    elastic: Option<Box<Elastic>>,
+    registry: Option<Box<Registry>>,
     /// Elastic: collective messages of a later generation than this rank's, kept until it
     /// installs that generation (its peers may get there first).
     later: Vec<(Rank, Box<super::msg::CollMsg>)>,
@@ -97,14 +99,18 @@ impl RankProcess {
         let subgroups = mesh_groups(&cfg, me);
         world.set_mutation(cfg.mutation);
         world.ignore_generation(!cfg.generation_check);
-        let elastic = cfg
-            .elastic
-            .as_ref()
-            .map(|e| Elastic::new(e.clone(), me, incarnation, cfg.world_members.clone()));
+        let elastic = cfg.elastic.as_ref().map(|e| {
+            Box::new(Elastic::new(
+                e.clone(),
+                me,
+                incarnation,
+                cfg.world_members.clone(),
+            ))
+        });
         let registry = cfg
             .registry
             .as_ref()
-            .map(|r| Registry::new(r.clone(), me, incarnation));
+            .map(|r| Box::new(Registry::new(r.clone(), me, incarnation)));
         RankProcess {
             cfg,
             me,

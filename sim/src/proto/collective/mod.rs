@@ -81,7 +81,6 @@ use super::types::Rank;
 use super::wait::WaitState;
 use crate::scenario::{Algorithm, OpKind};
 use crate::units::Nanos;
-use smallvec::SmallVec;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -106,23 +105,25 @@ pub struct Transfer {
     pub action: Action,
 }
 
-/// The transfers of one step for one rank; reused across steps to avoid allocation. The few
-/// transfers of most steps live inline, next to the rest of the call's state.
+/// The transfers of one step for one rank; reused across steps, so that after the first steps
+/// planning a step allocates nothing (and a push is a bounds check and a store).
 #[derive(Clone, Debug, Default)]
 pub struct StepPlan {
-    pub sends: SmallVec<[Transfer; 2]>,
-    pub recvs: SmallVec<[Transfer; 2]>,
+    pub sends: Vec<Transfer>,
+    pub recvs: Vec<Transfer>,
     /// Block ranges `[lo, hi)` referenced by the transfers.
-    pub ranges: SmallVec<[(u32, u32); 4]>,
+    pub ranges: Vec<(u32, u32)>,
 }
 
 impl StepPlan {
+    #[inline]
     pub fn clear(&mut self) {
         self.sends.clear();
         self.recvs.clear();
         self.ranges.clear();
     }
 
+    #[inline]
     fn push_ranges(&mut self, blocks: &[(u32, u32)]) -> Range<usize> {
         let start = self.ranges.len();
         for &(lo, hi) in blocks {
@@ -134,6 +135,7 @@ impl StepPlan {
     }
 
     /// Send blocks `[lo, hi)` (several ranges allowed, in order) to `peer`.
+    #[inline]
     pub fn send(&mut self, peer: u32, blocks: &[(u32, u32)]) {
         let ranges = self.push_ranges(blocks);
         self.sends.push(Transfer {
@@ -144,6 +146,7 @@ impl StepPlan {
     }
 
     /// Receive blocks from `peer` and apply `action` to them.
+    #[inline]
     pub fn recv(&mut self, peer: u32, blocks: &[(u32, u32)], action: Action) {
         let ranges = self.push_ranges(blocks);
         self.recvs.push(Transfer {
@@ -276,7 +279,7 @@ pub struct Collective {
     steps: u32,
     plan: StepPlan,
     /// Which of `plan.recvs` have arrived.
-    got: SmallVec<[bool; 4]>,
+    got: Vec<bool>,
     /// Index in `plan.recvs` of each group member's receive (`u32::MAX`: none), when a step
     /// receives from many peers; empty otherwise.
     by_peer: Vec<u32>,
@@ -312,7 +315,7 @@ impl Collective {
             step: 0,
             steps,
             plan: StepPlan::default(),
-            got: SmallVec::new(),
+            got: Vec::new(),
             by_peer: Vec::new(),
             missing: 0,
             early: Vec::new(),
@@ -473,6 +476,32 @@ impl Collective {
         let blocks = self.blocks;
         let t = &self.plan.recvs[i];
         let ranges = &self.plan.ranges[t.ranges.clone()];
+        if let &[(lo, hi)] = ranges {
+            // one run of blocks, the usual case (a mismatched dtype fails without writing)
+            let r = blocks.elems(lo, hi);
+            if r.len() != data.len() {
+                return None;
+            }
+            let ok = match t.action {
+                Action::Copy => self.buf.copy_from(r.start, data, 0, r.len()),
+                Action::Reduce => {
+                    let ok = self
+                        .buf
+                        .reduce_from(r.start, data, 0, r.len(), self.fp.reduce);
+                    let bytes = blocks.bytes(lo, hi);
+                    if ok && bytes > 0 {
+                        out.work(bytes);
+                    }
+                    ok
+                }
+            };
+            if !ok {
+                return None;
+            }
+            self.got[i] = true;
+            self.missing -= 1;
+            return Some(self.missing == 0);
+        }
         let expected: usize = ranges
             .iter()
             .map(|&(lo, hi)| blocks.elems(lo, hi).len())

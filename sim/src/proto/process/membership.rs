@@ -37,7 +37,7 @@ impl RankProcess {
 
     /// The registry node of this process, if the scenario has a registry workload.
     pub fn registry(&self) -> Option<&crate::proto::registry::Registry> {
-        self.registry.as_ref()
+        self.registry.as_deref()
     }
 
     fn progress(&self) -> Progress {
