@@ -444,6 +444,89 @@ impl CauseBook {
         Some(key)
     }
 
+    /// Why rank `a` is outside the group (asking to be let in, or waiting in a rendezvous
+    /// that cannot form a generation): a partition that cut it off from a member of the
+    /// newest generation in either direction (its heartbeats count as much as the chunks it
+    /// waits for), a pause that froze it meanwhile, and for a store rendezvous a store that
+    /// is dead, frozen or cut off. Empty when `a` is inside the group or none of these holds.
+    pub fn left_out(&mut self, fold: &Fold, a: u32) -> Vec<CauseKey> {
+        let m = &fold.membership;
+        if !m.outside(a) {
+            return Vec::new();
+        }
+        let wait = m.wait_of(a);
+        let v = &fold.ranks[a as usize];
+        let window = v.call.as_ref().map_or(v.since_ns, |c| c.called_ns);
+        let during = |f: &FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= window);
+        let mut keys = Vec::new();
+        if let (false, Some(store)) = (m.joining.contains(&a), fold.store) {
+            keys.extend(self.store_down(fold, a, store));
+        }
+        if let Some(w) = wait.filter(|_| keys.is_empty()) {
+            let reached = w.reachable.len() as u32;
+            if (w.quorum > 0 && reached < w.quorum) || (reached > 0 && reached < w.min_size) {
+                keys.push(CauseKey::QuorumLost);
+                self.note(&CauseKey::QuorumLost, || {
+                    (
+                        format!(
+                            "the rendezvous for generation {} cannot succeed: {}",
+                            w.target, w.reason
+                        ),
+                        Vec::new(),
+                    )
+                });
+            }
+        }
+        let members: Vec<u32> = match m.generations.last() {
+            Some(g) => g.members.clone(),
+            None => (0..fold.ranks.len() as u32).collect(),
+        };
+        if let Some(i) = fold.faults.iter().position(|f| {
+            f.kind == "partition"
+                && during(f)
+                && members
+                    .iter()
+                    .any(|&b| b != a && (f.cuts(a, b) || f.cuts(b, a)))
+        }) {
+            keys.push(self.partitioned(fold, i));
+        }
+        keys.extend(self.paused_during(fold, a, window));
+        keys
+    }
+
+    /// Why the rendezvous store (node `store`) cannot answer rank `a` now.
+    fn store_down(&mut self, fold: &Fold, a: u32, store: u32) -> Option<CauseKey> {
+        // a restarted store has lost the rendezvous state: its death still counts
+        let i = fold.faults.iter().rposition(|f| match f.kind.as_str() {
+            "preempt" => f.begin_ns <= fold.t && f.ranks == [store],
+            "pause" => f.active_at(fold.t) && f.ranks == [store],
+            "partition" => f.active_at(fold.t) && (f.cuts(a, store) || f.cuts(store, a)),
+            _ => false,
+        })?;
+        let f = &fold.faults[i];
+        let key = match f.kind.as_str() {
+            "preempt" => CauseKey::Preempted(store),
+            "pause" => CauseKey::Paused(store),
+            _ => return Some(self.partitioned(fold, i)),
+        };
+        self.note(&key, || {
+            let what = if f.kind == "preempt" {
+                "preempted"
+            } else {
+                "paused"
+            };
+            (
+                format!(
+                    "the rendezvous store (node {store}) was {what} at {}: no new generation \
+                     can form without it",
+                    fmt_ms(f.begin_ns)
+                ),
+                vec![store],
+            )
+        });
+        Some(key)
+    }
+
     /// `waiter`'s watchdog fired while the chunk from `from` was still on its way.
     pub fn late(&mut self, fold: &Fold, waiter: u32, from: u32) -> CauseKey {
         let v = &fold.ranks[waiter as usize];

@@ -232,7 +232,9 @@ impl Engine<'_> {
         if self.pending_faults == 0 {
             if let Some(cfg) = self.elastic.as_ref() {
                 let round = self.cfg.timeout + cfg.rendezvous_timeout() + self.cfg.compute;
-                if self.now - self.progress_ns > super::NO_PROGRESS_ROUNDS * round {
+                // a rebuilt group redoes at most one iteration's calls before it gets further
+                let redo = self.cfg.compute + self.cfg.ops.len() as u64 * self.cfg.timeout;
+                if self.now - self.progress_ns > super::NO_PROGRESS_ROUNDS * round + redo {
                     self.stop = Some(super::StopReason::NoProgress);
                     return;
                 }
