@@ -84,7 +84,13 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
     if vb.paused {
         return Class::Root(vec![book.paused(fold, b)]);
     }
-    if issued.is_none() {
+    // a peer that moved on to a later generation left this call behind: it skipped nothing
+    let moved_on = fold
+        .membership
+        .generation_of
+        .get(&b)
+        .is_some_and(|&g| g > ca.generation.0);
+    if issued.is_none() && !moved_on {
         match vb.state {
             RankState::Done => return Class::Root(vec![book.skipped_done(fold, b, slot, a)]),
             // alive, not computing and in no collective for some time (between two events of

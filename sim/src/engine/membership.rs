@@ -213,10 +213,26 @@ impl Engine<'_> {
 
     /// Every live process that installed the latest generation (and is still in it) has
     /// finished the workload: a restarted process is a newcomer, not one of them.
+    /// Members of the latest generation still on their way into it (an older generation's
+    /// member that has not heard of it yet) are waited for.
     pub(super) fn elastic_finished(&self) -> bool {
         let latest = self.latest_generation();
         let installed = self.tally.installed.get(&latest).copied().unwrap_or(0);
-        installed > 0 && self.tally.done.get(&latest).copied().unwrap_or(0) == installed
+        if installed == 0 || self.tally.done.get(&latest).copied().unwrap_or(0) != installed {
+            return false;
+        }
+        let Some(g) = self.generations.iter().find(|g| g.generation == latest) else {
+            return true;
+        };
+        g.members
+            .ranks
+            .iter()
+            .all(|r| match self.slots.get(r.0 as usize).map(|s| s.standing) {
+                Some(Standing::Working(x) | Standing::Done(x) | Standing::Rendezvous(x)) => {
+                    x >= latest
+                }
+                _ => true,
+            })
     }
 
     /// After each event of an elastic run: stop when finished; when no rank works and no
