@@ -62,8 +62,21 @@ impl From<std::io::Error> for Failure {
     }
 }
 
+/// A reader that stops early (`ringside explain T | head`) ends the command quietly, as it
+/// ends any other Unix tool, instead of making it fail on its next write. Not for `launch`
+/// and `worker`, whose sockets report a closed peer as an error to handle.
+fn quiet_broken_pipe() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: called first thing in `main`, before any other thread exists; restores the
+    // default action that the Rust runtime replaced with "ignore".
+    let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) };
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Launch(_) | Command::Worker(_)) {
+        quiet_broken_pipe();
+    }
     let r = match cli.command {
         Command::Run(a) => cmd::run::main(a),
         Command::Replay(a) => cmd::replay::main(a),

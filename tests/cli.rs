@@ -348,3 +348,32 @@ fn an_interrupted_run_leaves_a_readable_trace() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    // enough output (a report of 3000 collectives) to overflow the pipe after the reader left
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("long.toml");
+    std::fs::write(
+        &path,
+        "name = \"long\"\n[world]\nsize = 2\n[workload]\niterations = 3000\nelements = 2\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n",
+    )
+    .expect("write scenario");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ringside"))
+        .args(["run", path.to_str().expect("utf-8"), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the ringside binary runs");
+    let mut first = [0u8; 1];
+    let mut out = child.stdout.take().expect("stdout");
+    std::io::Read::read_exact(&mut out, &mut first).expect("some output");
+    drop(out);
+    let o = child.wait_with_output().expect("it ends");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "a closed stdout is no failure: {stderr}"
+    );
+}

@@ -548,3 +548,168 @@ fn faults_name_the_store_only_with_a_store_rendezvous() {
     let e = parse(&beyond, "s.toml").expect_err("nothing after the store");
     assert_eq!(e.key, "faults[0].rank", "{e}");
 }
+
+// ---- diagnosis of ranks the group went on without -------------------------------------------
+
+const THREE_ELASTIC: &str = r#"
+name = "left-behind"
+[world]
+size = 3
+[group]
+timeout = "2s"
+[group.elastic]
+min_size = 2
+max_size = 3
+heartbeat_interval = "100ms"
+[workload]
+iterations = 1
+elements = 1
+[[workload.ops]]
+op = "allreduce"
+bytes = "64MiB"
+"#;
+
+fn causes_of(text: &str) -> (Outcome, Vec<u32>, Vec<String>) {
+    let s = scenario(text);
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    (
+        out.report.outcome,
+        out.report.blocked.iter().map(|b| b.rank).collect(),
+        out.report.root_causes.clone(),
+    )
+}
+
+#[test]
+fn a_rank_whose_heartbeats_are_cut_one_way_is_left_behind_by_the_partition() {
+    // 2 hears the others but they never hear it: they rebuild without 2, which still waits
+    // for a chunk from 1 in generation 0; 1 is no straggler, it moved on
+    let (outcome, blocked, causes) = causes_of(&format!(
+        "{THREE_ELASTIC}[[faults]]\nkind = \"partition\"\nsides = [[2], [0, 1]]\nat = \"0ns\"\n\
+         oneway = true\n"
+    ));
+    assert_eq!(outcome, Outcome::Rebuilt);
+    assert_eq!(blocked, [2]);
+    assert_eq!(causes, ["partitioned:0,1|2"]);
+}
+
+#[test]
+fn a_rank_cut_off_from_a_member_it_does_not_wait_for_is_left_behind_by_the_partition() {
+    // 0 waits for a chunk from 2, which it can still reach; the partition from 1 is why the
+    // group went on without it
+    let (outcome, blocked, causes) = causes_of(&format!(
+        "{THREE_ELASTIC}[[faults]]\nkind = \"partition\"\nsides = [[0], [1]]\nat = \"0ns\"\n"
+    ));
+    assert_eq!(outcome, Outcome::Rebuilt);
+    assert_eq!(blocked, [0]);
+    assert_eq!(causes, ["partitioned:0|1"]);
+}
+
+#[test]
+fn the_minority_of_a_partition_is_blocked_on_the_partition_and_a_lost_quorum() {
+    let out = run(
+        &shipped("elastic-partition-majority.toml"),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Rebuilt);
+    let quorum = out
+        .diagnosis
+        .causes
+        .iter()
+        .find(|c| c.cause == "quorum_lost")
+        .expect("quorum_lost is a root cause");
+    assert_eq!(
+        quorum.blocked,
+        [0, 1],
+        "both minority ranks lack the quorum"
+    );
+    assert!(
+        quorum.text.contains("strict majority is 3"),
+        "{}",
+        quorum.text
+    );
+}
+
+#[test]
+fn a_dead_store_is_named_as_a_root_cause() {
+    let out = run(
+        &shipped("elastic-store-failure.toml"),
+        &RunOptions::default(),
+    )
+    .expect("runs");
+    let store = out
+        .diagnosis
+        .causes
+        .iter()
+        .find(|c| c.cause == "preempted:3")
+        .expect("the store's death is a root cause");
+    assert!(
+        store.text.contains("rendezvous store (node 3)"),
+        "{}",
+        store.text
+    );
+    assert_eq!(store.blocked, [0, 1]);
+}
+
+#[test]
+fn a_bug_that_recurs_in_every_generation_ends_the_run_as_a_diagnosed_stall() {
+    // every rebuilt generation repeats iteration 0, and rank 3 repeats its wrong call: the
+    // group would rebuild forever
+    let s = scenario(
+        r#"
+name = "recurring-bug"
+[world]
+size = 4
+[group]
+timeout = "2s"
+[group.elastic]
+min_size = 2
+max_size = 4
+[workload]
+elements = 1
+[[workload.ops]]
+op = "allreduce"
+bytes = "16MiB"
+[[faults]]
+kind = "mismatch"
+rank = 3
+iteration = 0
+op_index = 0
+op = "reduce"
+"#,
+    );
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert!(out.report.generations.len() > 1, "it did try to rebuild");
+    assert!(out.result.end_ns < 30_000 * MS, "{} ns", out.result.end_ns);
+    assert_eq!(out.report.root_causes, ["mismatch:3"]);
+}
+
+#[test]
+fn a_registry_node_that_hangs_ends_the_run_once_every_step_ran() {
+    let s = scenario(
+        r#"
+name = "registry-hang"
+[world]
+size = 2
+[workload]
+[[workload.registry]]
+at = "1ms"
+rank = 0
+action = "join"
+group = "todo"
+[[workload.registry]]
+at = "50ms"
+rank = 0
+action = "query"
+group = "todo"
+[[faults]]
+kind = "hang"
+rank = 1
+iteration = 0
+"#,
+    );
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert!(out.result.end_ns <= 50 * MS, "{} ns", out.result.end_ns);
+}

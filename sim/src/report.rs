@@ -357,11 +357,21 @@ impl RunReport {
                     "NOT correct"
                 }
             )),
-            crate::scenario::Outcome::Rebuilt => s.push_str(&format!(
-                "rebuilt and completed at {t}: {} generations, {done} collectives on {} messages\n",
-                self.generations.len(),
-                self.messages
-            )),
+            crate::scenario::Outcome::Rebuilt => {
+                s.push_str(&format!(
+                    "rebuilt and completed at {t}: {} generations, {done} collectives on {} \
+                     messages\n",
+                    self.generations.len(),
+                    self.messages
+                ));
+                // ranks the rebuilt group went on without, still waiting where they were
+                if !self.explanation.is_empty() {
+                    s.push_str("left behind:\n");
+                    for p in &self.explanation {
+                        s.push_str(&format!("  {p}\n"));
+                    }
+                }
+            }
             crate::scenario::Outcome::TimedOut => s.push_str(&format!(
                 "timed out at {t} (the scenario's time_limit) with {done} collectives completed\n"
             )),

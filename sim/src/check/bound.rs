@@ -174,7 +174,8 @@ pub struct Healing {
 ///
 /// The deadline is the end of the last fault, plus every hold-back, plus twice the fault-free
 /// workload with compute stretched by every slowdown at once (the run may restart the
-/// workload's remaining iterations from any point), plus a retransmit timeout.
+/// workload's remaining iterations from any point), plus a retransmit timeout; and no earlier
+/// than the last registry step plus every hold-back and a retransmit timeout.
 pub fn healing(s: &Scenario) -> Healing {
     let compute = s.workload.compute.0;
     let rto = s.network.retransmit_timeout.0;
@@ -215,7 +216,16 @@ pub fn healing(s: &Scenario) -> Healing {
         ));
     }
     let iterations = Nanos::from(s.workload.iterations);
-    let deadline = last_end + hold_back + 2 * iterations * (stretched + ops) + rto + message;
+    let collectives_end = last_end + hold_back + 2 * iterations * (stretched + ops) + rto + message;
+    // registry steps run at their own times (later only when their node was frozen)
+    let steps_end = s
+        .workload
+        .registry
+        .iter()
+        .map(|r| r.at.0)
+        .max()
+        .unwrap_or(0);
+    let deadline = collectives_end.max(steps_end + hold_back + rto + message);
     Healing {
         heals: why_not.is_none(),
         why_not,
@@ -243,6 +253,19 @@ mod tests {
         let bound = op_cost(&s, &s.workload.ops[0]);
         assert!(bound >= textbook, "{bound} < {textbook}");
         assert!(bound <= 2 * textbook, "{bound} is far above {textbook}");
+    }
+
+    #[test]
+    fn the_deadline_waits_for_the_last_registry_step() {
+        let s = parse(
+            "name = \"r\"\n[world]\nsize = 2\n[workload]\n[[workload.registry]]\nat = \"700ms\"\n\
+             rank = 0\naction = \"join\"\ngroup = \"g\"\n",
+            "r.toml",
+        )
+        .unwrap();
+        let h = healing(&s);
+        assert!(h.heals);
+        assert!(h.deadline >= 700_000_000, "{}", h.deadline);
     }
 
     #[test]

@@ -104,12 +104,13 @@ pub fn by_name(name: &str) -> Option<Property> {
     registry().into_iter().find(|p| p.name == name)
 }
 
-/// The first sequence number of the world group at which some rank issues a call the workload
-/// does not say (a mismatched or skipped call), if any. From there on ranks legitimately
-/// disagree: the collective contract requires every member to issue the same call, and a
-/// skipped call shifts the skipping rank's later calls onto its peers' sequence numbers.
-fn first_buggy_seq(case: &Case) -> Option<u64> {
-    let ops = case.scenario.workload.ops.len() as u64;
+/// The first call of the workload, (iteration, op index), at which some rank issues a call
+/// the workload does not say (a mismatched or skipped call), if any. From there on ranks
+/// legitimately disagree: the collective contract requires every member to issue the same
+/// call, and a skipped call shifts the skipping rank's later calls onto its peers' sequence
+/// numbers. By workload position, not sequence number: a rebuilt generation numbers its
+/// calls from 1 again.
+fn first_buggy_call(case: &Case) -> Option<(u32, u32)> {
     case.scenario
         .faults
         .iter()
@@ -123,7 +124,7 @@ fn first_buggy_seq(case: &Case) -> Option<u64> {
                 iteration,
                 op_index,
                 ..
-            } => Some(u64::from(*iteration) * ops + u64::from(op_index.unwrap_or(0)) + 1),
+            } => Some((*iteration, op_index.unwrap_or(0))),
             _ => None,
         })
         .min()
@@ -133,8 +134,11 @@ fn checked_ops<'a>(
     case: &Case,
     out: &'a RunOutput,
 ) -> impl Iterator<Item = &'a crate::diagnose::OpView> {
-    let limit = first_buggy_seq(case).unwrap_or(u64::MAX);
-    out.fold.ops.values().filter(move |o| o.seq.0 < limit)
+    let limit = first_buggy_call(case).unwrap_or((u32::MAX, u32::MAX));
+    out.fold
+        .ops
+        .values()
+        .filter(move |o| (o.iteration, o.index) < limit)
 }
 
 fn describe(o: &crate::diagnose::OpView) -> String {

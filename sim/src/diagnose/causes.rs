@@ -444,6 +444,154 @@ impl CauseBook {
         Some(key)
     }
 
+    /// Why rank `a` is outside the group: left out of a generation that formed without it,
+    /// or waiting in a rendezvous. Each cause must hold now, not just for a moment:
+    /// - a partition that cut `a` off from a member of the newest generation, in either
+    ///   direction (its heartbeats count as much as the chunks it waits for), or a pause that
+    ///   froze it meanwhile;
+    /// - in a rendezvous: a store that is dead, frozen or cut off (store rendezvous), or a
+    ///   quorum it cannot reach because members of its generation are dead, frozen or cut off;
+    /// - left out: a lossy or slow link that lost or delayed its heartbeats.
+    ///
+    /// Empty when `a` is a member of the newest generation, or none of these holds.
+    pub fn left_out(&mut self, fold: &Fold, a: u32) -> Vec<CauseKey> {
+        let m = &fold.membership;
+        let newest = m.generations.last();
+        let left_out = m.joining.contains(&a)
+            || newest.is_some_and(|g| {
+                !g.members.contains(&a) && m.generation_of.get(&a).is_none_or(|&x| x < g.generation)
+            });
+        let in_rendezvous = !m.joining.contains(&a)
+            && (m.rendezvous.contains_key(&a) || m.waiting.contains_key(&a));
+        if !left_out && !in_rendezvous {
+            return Vec::new();
+        }
+        let v = &fold.ranks[a as usize];
+        let window = v.call.as_ref().map_or(v.since_ns, |c| c.called_ns);
+        let during = |f: &FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= window);
+        let world: Vec<u32> = (0..fold.ranks.len() as u32).collect();
+        let members: &[u32] = newest.map_or(&world, |g| &g.members);
+        let mut keys = Vec::new();
+        if let (true, Some(store)) = (in_rendezvous, fold.store) {
+            keys.extend(self.store_down(fold, a, store));
+        }
+        if let Some(i) = fold.faults.iter().position(|f| {
+            f.kind == "partition"
+                && during(f)
+                && members
+                    .iter()
+                    .any(|&b| b != a && (f.cuts(a, b) || f.cuts(b, a)))
+        }) {
+            keys.push(self.partitioned(fold, i));
+        }
+        keys.extend(self.paused_during(fold, a, window));
+        if in_rendezvous && keys.iter().all(|k| !matches!(k, CauseKey::Preempted(_))) {
+            keys.extend(self.quorum_lost(fold, a));
+        }
+        if left_out && keys.is_empty() {
+            // its heartbeats or its requests to join were lost or late on a faulty link
+            if let Some(f) = fold.faults.iter().rev().find(|f| {
+                matches!(f.kind.as_str(), "loss" | "delay")
+                    && during(f)
+                    && members.iter().any(|&b| b != a && f.on_link(a, b))
+            }) {
+                let culprit = match f.ranks.as_slice() {
+                    [r] => *r,
+                    _ => a,
+                };
+                let key = CauseKey::Slow(culprit);
+                self.note(&key, || {
+                    (
+                        format!(
+                            "rank {a} was left out of the group: its heartbeats and requests \
+                             to join went over a faulty link ({})",
+                            f.detail
+                        ),
+                        vec![culprit],
+                    )
+                });
+                keys.push(key);
+            }
+        }
+        keys
+    }
+
+    /// `a`'s rendezvous cannot reach the quorum it needs, and will not: members of its
+    /// generation are dead, frozen or cut off from it now.
+    fn quorum_lost(&mut self, fold: &Fold, a: u32) -> Option<CauseKey> {
+        let m = &fold.membership;
+        let w = m.wait_of(a)?;
+        let reached = w.reachable.len() as u32;
+        if !((w.quorum > 0 && reached < w.quorum) || reached < w.min_size) {
+            return None;
+        }
+        let world: Vec<u32> = (0..fold.ranks.len() as u32).collect();
+        let mine = m.generation_of.get(&a).copied().unwrap_or(0);
+        let members: &[u32] = m
+            .generations
+            .iter()
+            .find(|g| g.generation == mine)
+            .map_or(&world, |g| &g.members);
+        let gone = members.iter().any(|&b| {
+            b != a
+                && fold.ranks.get(b as usize).is_some_and(|v| {
+                    matches!(v.state, RankState::Dead | RankState::Refused)
+                        || v.paused
+                        || fold.faults.iter().any(|f| {
+                            f.kind == "partition"
+                                && f.active_at(fold.t)
+                                && (f.cuts(a, b) || f.cuts(b, a))
+                        })
+                })
+        });
+        if !gone {
+            return None;
+        }
+        self.note(&CauseKey::QuorumLost, || {
+            (
+                format!(
+                    "the rendezvous for generation {} cannot succeed: {}",
+                    w.target, w.reason
+                ),
+                Vec::new(),
+            )
+        });
+        Some(CauseKey::QuorumLost)
+    }
+
+    /// Why the rendezvous store (node `store`) cannot answer rank `a` now.
+    fn store_down(&mut self, fold: &Fold, a: u32, store: u32) -> Option<CauseKey> {
+        // a restarted store has lost the rendezvous state: its death still counts
+        let i = fold.faults.iter().rposition(|f| match f.kind.as_str() {
+            "preempt" => f.begin_ns <= fold.t && f.ranks == [store],
+            "pause" => f.active_at(fold.t) && f.ranks == [store],
+            "partition" => f.active_at(fold.t) && (f.cuts(a, store) || f.cuts(store, a)),
+            _ => false,
+        })?;
+        let f = &fold.faults[i];
+        let key = match f.kind.as_str() {
+            "preempt" => CauseKey::Preempted(store),
+            "pause" => CauseKey::Paused(store),
+            _ => return Some(self.partitioned(fold, i)),
+        };
+        self.note(&key, || {
+            let what = if f.kind == "preempt" {
+                "preempted"
+            } else {
+                "paused"
+            };
+            (
+                format!(
+                    "the rendezvous store (node {store}) was {what} at {}: no new generation \
+                     can form without it",
+                    fmt_ms(f.begin_ns)
+                ),
+                vec![store],
+            )
+        });
+        Some(key)
+    }
+
     /// `waiter`'s watchdog fired while the chunk from `from` was still on its way.
     pub fn late(&mut self, fold: &Fold, waiter: u32, from: u32) -> CauseKey {
         let v = &fold.ranks[waiter as usize];

@@ -6,7 +6,7 @@
 use super::membership::MembershipView;
 use crate::proto::workload::WorkloadConfig;
 use crate::proto::{Generation, GroupId, SeqNo};
-use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, Scenario};
+use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKind, Scenario};
 use crate::trace::{Event, FaultPhase};
 use crate::units::Nanos;
 use serde::Serialize;
@@ -307,6 +307,9 @@ pub struct Fold {
     pub workload: Option<Arc<WorkloadConfig>>,
     /// Elastic generations, rendezvous waits and the registry.
     pub membership: MembershipView,
+    /// The node of the rendezvous store, when the group rendezvouses through one (the first
+    /// node after the ranks).
+    pub store: Option<u32>,
 }
 
 impl Fold {
@@ -316,6 +319,12 @@ impl Fold {
             scenario,
             scenario.seed,
         )));
+        f.store = scenario
+            .group
+            .elastic
+            .as_ref()
+            .filter(|e| e.rendezvous == RendezvousKind::Store)
+            .map(|_| scenario.world.size);
         f
     }
 
@@ -351,6 +360,7 @@ impl Fold {
             lateness: Vec::new(),
             workload: None,
             membership: MembershipView::default(),
+            store: None,
         }
     }
 

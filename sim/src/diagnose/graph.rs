@@ -31,8 +31,25 @@ fn slot_of(c: &CallView) -> Slot {
     (c.group, c.generation, c.seq)
 }
 
-/// Classifies the edge `a -> b` of waiter `a` in call `ca`.
+/// Classifies the edge `a -> b` of waiter `a` in call `ca`. A waiter left outside the group
+/// by a membership change is also blocked on whatever keeps it out.
 fn classify(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) -> Class {
+    let out = book.left_out(fold, a);
+    match classify_edge(fold, book, a, ca, b) {
+        Class::Root(mut keys) => {
+            keys.extend(
+                out.into_iter()
+                    .filter(|k| !keys.contains(k))
+                    .collect::<Vec<_>>(),
+            );
+            Class::Root(keys)
+        }
+        _ if !out.is_empty() => Class::Root(out),
+        class => class,
+    }
+}
+
+fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) -> Class {
     let Some(vb) = fold.ranks.get(b as usize) else {
         return Class::Waits;
     };
@@ -67,7 +84,13 @@ fn classify(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) ->
     if vb.paused {
         return Class::Root(vec![book.paused(fold, b)]);
     }
-    if issued.is_none() {
+    // a peer that moved on to a later generation left this call behind: it skipped nothing
+    let moved_on = fold
+        .membership
+        .generation_of
+        .get(&b)
+        .is_some_and(|&g| g > ca.generation.0);
+    if issued.is_none() && !moved_on {
         match vb.state {
             RankState::Done => return Class::Root(vec![book.skipped_done(fold, b, slot, a)]),
             // alive, not computing and in no collective for some time (between two events of

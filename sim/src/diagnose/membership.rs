@@ -60,6 +60,9 @@ pub struct MembershipView {
     pub waiting: BTreeMap<u32, WaitView>,
     /// Ranks outside the group, asking to be admitted.
     pub joining: BTreeSet<u32>,
+    /// Ranks in a rendezvous (started, no generation formed since), by the generation they
+    /// aim at.
+    pub rendezvous: BTreeMap<u32, u32>,
     /// Registry queries, in order.
     pub queries: Vec<QueryView>,
     /// Registry views by (rank, scope, group).
@@ -67,12 +70,31 @@ pub struct MembershipView {
 }
 
 impl MembershipView {
+    /// Whether `rank` is outside the group: in a rendezvous, or asking to be admitted.
+    pub fn outside(&self, rank: u32) -> bool {
+        self.joining.contains(&rank)
+            || self.rendezvous.contains_key(&rank)
+            || self.waiting.contains_key(&rank)
+    }
+
+    /// Why `rank`'s rendezvous cannot form a generation: its own report, or else that of a
+    /// rank in the same rendezvous that reached it.
+    pub fn wait_of(&self, rank: u32) -> Option<&WaitView> {
+        self.waiting.get(&rank).or_else(|| {
+            let target = self.rendezvous.get(&rank)?;
+            self.waiting
+                .values()
+                .find(|w| w.target == *target && w.reachable.contains(&rank))
+        })
+    }
+
     /// Applies one event (every event may be given; the others are ignored).
     pub fn apply(&mut self, t: Nanos, ev: &Event) {
         match ev {
             Event::ProcessStart { rank, .. } | Event::ProcessDeath { rank, .. } => {
                 self.waiting.remove(rank);
                 self.joining.remove(rank);
+                self.rendezvous.remove(rank);
                 self.generation_of.remove(rank);
                 self.views.retain(|(r, _, _), _| r != rank);
             }
@@ -85,6 +107,7 @@ impl MembershipView {
             } => {
                 self.waiting.remove(rank);
                 self.joining.remove(rank);
+                self.rendezvous.remove(rank);
                 self.generation_of.insert(*rank, generation.0);
                 match self
                     .generations
@@ -126,8 +149,12 @@ impl MembershipView {
                     },
                 );
             }
+            Event::RendezvousStart { rank, target, .. } => {
+                self.rendezvous.insert(*rank, target.0);
+            }
             Event::Joining { rank, .. } => {
                 self.waiting.remove(rank);
+                self.rendezvous.remove(rank);
                 self.joining.insert(*rank);
             }
             Event::RegistryView {

@@ -214,10 +214,26 @@ impl Engine<'_> {
 
     /// Every live process that installed the latest generation (and is still in it) has
     /// finished the workload: a restarted process is a newcomer, not one of them.
+    /// Members of the latest generation still on their way into it (an older generation's
+    /// member that has not heard of it yet) are waited for.
     pub(super) fn elastic_finished(&self) -> bool {
         let latest = self.latest_generation();
         let installed = self.tally.installed.get(&latest).copied().unwrap_or(0);
-        installed > 0 && self.tally.done.get(&latest).copied().unwrap_or(0) == installed
+        if installed == 0 || self.tally.done.get(&latest).copied().unwrap_or(0) != installed {
+            return false;
+        }
+        let Some(g) = self.generations.iter().find(|g| g.generation == latest) else {
+            return true;
+        };
+        g.members
+            .ranks
+            .iter()
+            .all(|r| match self.slots.get(r.0 as usize).map(|s| s.standing) {
+                Some(Standing::Working(x) | Standing::Done(x) | Standing::Rendezvous(x)) => {
+                    x >= latest
+                }
+                _ => true,
+            })
     }
 
     /// After each event of an elastic run: stop when finished; when no rank works and no
@@ -233,7 +249,9 @@ impl Engine<'_> {
         if self.pending_faults == 0 {
             if let Some(cfg) = self.elastic.as_ref() {
                 let round = self.cfg.timeout + cfg.rendezvous_timeout() + self.cfg.compute;
-                if self.now - self.progress_ns > super::NO_PROGRESS_ROUNDS * round {
+                // a rebuilt group redoes at most one iteration's calls before it gets further
+                let redo = self.cfg.compute + self.cfg.ops.len() as u64 * self.cfg.timeout;
+                if self.now - self.progress_ns > super::NO_PROGRESS_ROUNDS * round + redo {
                     self.stop = Some(super::StopReason::NoProgress);
                     return;
                 }

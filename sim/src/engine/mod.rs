@@ -115,9 +115,11 @@ pub enum StopReason {
     },
     /// Nothing left to happen.
     Quiescent,
-    /// Elastic: after the last fault, no collective completed for [`NO_PROGRESS_ROUNDS`]
-    /// recovery rounds (watchdog timeout, detection, compute): the group keeps rebuilding
-    /// around a rank that never progresses (a hang, say), so the run would go on forever.
+    /// Elastic: after the last fault, no rank got further into the workload for
+    /// [`NO_PROGRESS_ROUNDS`] recovery rounds (watchdog timeout, detection, compute) plus the
+    /// time to redo one iteration's calls: the group keeps rebuilding around a rank that never
+    /// progresses (a hang, or a mismatched call it repeats in every generation), so the run
+    /// would go on forever.
     NoProgress,
     TimeLimit,
     Interrupted,
@@ -180,8 +182,13 @@ pub struct Engine<'r> {
     tally: membership::Tally,
     /// Elastic: an `Ev::Settle` is in the queue.
     settling: bool,
-    /// The latest completed collective, or the latest fault transition if later.
+    /// When the workload last progressed ([`Engine::frontier`] moved), or the latest fault
+    /// transition if later.
     progress_ns: Nanos,
+    /// The furthest call any rank completed: (iteration, op index).
+    frontier: Option<(u32, u32)>,
+    /// The workload is registry steps only: no collective, so no watchdog ends a hang.
+    registry_only: bool,
 }
 
 /// See [`StopReason::NoProgress`].
@@ -257,6 +264,8 @@ impl<'r> Engine<'r> {
             tally: membership::Tally::default(),
             settling: false,
             progress_ns: 0,
+            frontier: None,
+            registry_only: cfg.ops.is_empty() && cfg.registry.is_some() && cfg.elastic.is_none(),
         };
         for (i, f) in scenario.faults.iter().enumerate() {
             if let Some(at) = f.at() {
@@ -373,6 +382,10 @@ impl<'r> Engine<'r> {
                 self.stop = Some(StopReason::AllFinished);
             }
         }
+        if self.registry_only && self.stop.is_none() && self.registry_stuck() {
+            // heartbeats would go on forever: stop once nothing else can happen
+            self.stop = Some(StopReason::Quiescent);
+        }
         self.stop.is_none()
     }
 
@@ -395,6 +408,28 @@ impl<'r> Engine<'r> {
                 self.emit(Event::FlightRecord { rank: r, entries });
             }
         }
+    }
+
+    /// A registry workload (no collectives, so no watchdog) that cannot go on: every live
+    /// node ran all its registry steps, and some node hangs, so it will never be done.
+    fn registry_stuck(&self) -> bool {
+        if self.pending_faults > 0 {
+            return false;
+        }
+        let mut hung = false;
+        for s in &self.slots[..self.ranks as usize] {
+            match &s.proc {
+                None if s.restart_pending => return false,
+                None => {}
+                Some(p) if p.registry().is_some_and(|r| !r.finished()) => return false,
+                Some(p) => match p.status() {
+                    RankStatus::Hung { .. } => hung = true,
+                    RankStatus::Done | RankStatus::Refused => {}
+                    _ => return false,
+                },
+            }
+        }
+        hung
     }
 
     fn all_finished(&self) -> bool {
@@ -923,8 +958,18 @@ impl<'r> Engine<'r> {
                 fp,
                 ..
             } => self.slots[rank as usize].call = Some((*fp, *iteration, *index)),
-            ProtoEvent::Complete { result, .. } => {
-                self.progress_ns = self.now;
+            ProtoEvent::Complete {
+                result,
+                iteration,
+                index,
+                ..
+            } => {
+                // progress is a call completed further into the workload than any before: a
+                // group that rebuilds and fails at the same call again does not progress
+                if self.frontier.is_none_or(|f| (*iteration, *index) > f) {
+                    self.frontier = Some((*iteration, *index));
+                    self.progress_ns = self.now;
+                }
                 let call = self.slots[rank as usize].call.take();
                 if self.record {
                     correct = call.map(|(fp, it, ix)| self.check_result(rank, fp, it, ix, result));
