@@ -1,8 +1,9 @@
 //! The expected result of a collective, computed directly from the members' inputs.
 
 use crate::proto::collective::{block_elems, Ctx, Members};
-use crate::proto::{Buffer, Fingerprint, Rank};
+use crate::proto::{Buffer, Fingerprint, GroupId, ProcConfig, Rank};
 use crate::scenario::OpKind;
+use std::sync::Arc;
 
 /// Everything that determines a call's expected result.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,4 +90,40 @@ pub fn matches_reference(
         None => result.is_empty(),
         Some(e) => e.approx_eq(result),
     }
+}
+
+/// Whether `rank`'s `result` of call `fp` (at `iteration`, `index` of the workload seeded
+/// `seed`) is right, for a driver that keeps no reference cache: the call reduces over the
+/// world, or over `generation` (the members of the generation the rank is in) once the group
+/// was rebuilt, or over the mesh sub-group the fingerprint names.
+#[allow(clippy::too_many_arguments)]
+pub fn call_correct(
+    cfg: &ProcConfig,
+    seed: u64,
+    generation: Option<&Arc<Members>>,
+    rank: Rank,
+    fp: Fingerprint,
+    iteration: u32,
+    index: u32,
+    result: &Buffer,
+) -> bool {
+    let members = if fp.group == GroupId(0) {
+        match generation {
+            Some(m) if fp.generation.0 > 0 => m.clone(),
+            _ => cfg.world_members.clone(),
+        }
+    } else {
+        match cfg.group_members(fp.group) {
+            Some(m) => m,
+            None => return false,
+        }
+    };
+    let key = CallKey {
+        fp,
+        iteration,
+        index,
+        seed,
+    };
+    let full = full_reference(&key, &members.ranks);
+    matches_reference(&fp, full, &members, rank, result)
 }

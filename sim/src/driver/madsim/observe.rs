@@ -11,7 +11,7 @@
 //!   who can still do what, so "stuck" is "quiet for longer than any timeout");
 //! - the time limit passed.
 
-use crate::check::reference::{full_reference, matches_reference, CallKey};
+use crate::check::reference::call_correct;
 use crate::engine::membership::{standing, Standing};
 use crate::proto::collective::Members;
 use crate::proto::elastic::MemberEvent;
@@ -279,25 +279,16 @@ impl Observer {
         index: u32,
         result: &crate::proto::Buffer,
     ) -> bool {
-        let members = if fp.group == GroupId(0) {
-            match (&self.ranks[r].members, fp.generation.0) {
-                (Some(m), g) if g > 0 => m.clone(),
-                _ => self.cfg.world_members.clone(),
-            }
-        } else {
-            match self.cfg.group_members(fp.group) {
-                Some(m) => m,
-                None => return false,
-            }
-        };
-        let key = CallKey {
+        call_correct(
+            &self.cfg,
+            self.seed,
+            self.ranks[r].members.as_ref(),
+            Rank(r as u32),
             fp,
             iteration,
             index,
-            seed: self.seed,
-        };
-        let full = full_reference(&key, &members.ranks);
-        matches_reference(&fp, full, &members, Rank(r as u32), result)
+            result,
+        )
     }
 
     fn latest_generation(&self) -> Generation {

@@ -13,12 +13,12 @@ use super::control::{self, Standing, ToLaunch, ToWorker};
 use super::peers::{accept, log, write_peer, Inbound, Table};
 use super::wire::{self, Envelope, Frame};
 use super::{Clock, TimeScale};
-use crate::check::reference::{full_reference, matches_reference, CallKey};
+use crate::check::reference::call_correct;
 use crate::proto::collective::Members;
 use crate::proto::elastic::{MemberEvent, Phase, StoreServer};
 use crate::proto::{
-    Buffer, Fingerprint, GroupId, Input, Msg, Outbox, Output, ProcConfig, ProtoEvent, Rank,
-    RankProcess, RankStatus, TimerKey,
+    Buffer, Fingerprint, Input, Msg, Outbox, Output, ProcConfig, ProtoEvent, Rank, RankProcess,
+    RankStatus, TimerKey,
 };
 use crate::scenario::{Fault, Scenario};
 use crate::trace::{encode_line, from_proto, timer_fields, Event};
@@ -459,27 +459,16 @@ impl Worker {
 
     /// As the engine: the result against the reference over the call's members.
     fn check_result(&self, fp: Fingerprint, iteration: u32, index: u32, result: &Buffer) -> bool {
-        let world = || self.proc_cfg.world_members.clone();
-        let members = if fp.group == GroupId(0) {
-            if fp.generation.0 == 0 {
-                world()
-            } else {
-                self.members.clone().unwrap_or_else(world)
-            }
-        } else {
-            match self.proc_cfg.group_members(fp.group) {
-                Some(m) => m,
-                None => return false,
-            }
-        };
-        let key = CallKey {
+        call_correct(
+            &self.proc_cfg,
+            self.cfg.seed,
+            self.members.as_ref(),
+            Rank(self.cfg.rank),
             fp,
             iteration,
             index,
-            seed: self.cfg.seed,
-        };
-        let full = full_reference(&key, &members.ranks);
-        matches_reference(&fp, full, &members, Rank(self.cfg.rank), result)
+            result,
+        )
     }
 }
 
