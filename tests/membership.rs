@@ -713,3 +713,61 @@ iteration = 0
     assert_eq!(out.report.outcome, Outcome::Stalled);
     assert!(out.result.end_ns <= 50 * MS, "{} ns", out.result.end_ns);
 }
+
+fn elastic_pair(rendezvous: &str, iterations: u32, compute: &str, faults: &str) -> String {
+    format!(
+        "name = \"pair\"\n[world]\nsize = 2\n[group]\ntimeout = \"2s\"\n[group.elastic]\n\
+         min_size = 2\nmax_size = 3\nheartbeat_interval = \"100ms\"\nrendezvous = \"{rendezvous}\"\n\
+         [workload]\niterations = {iterations}\ncompute = \"{compute}\"\nelements = 1\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n{faults}"
+    )
+}
+
+#[test]
+fn an_elastic_run_waits_for_every_member_of_the_newest_generation() {
+    // rank 0 skips the last call; every rebuild resumes at it, and rank 0, done at once in the
+    // new generation, must not end the run before rank 1 even installed it
+    let (outcome, blocked, causes) = causes_of(&elastic_pair(
+        "store",
+        10,
+        "0ns",
+        "[[faults]]\nkind = \"skip\"\nrank = 0\niteration = 9\nop_index = 0\n",
+    ));
+    assert_eq!(outcome, Outcome::Stalled);
+    assert_eq!(blocked, [1]);
+    assert_eq!(causes, ["skipped:0"]);
+}
+
+#[test]
+fn a_restarted_process_outside_the_group_lost_what_its_old_one_sent() {
+    // 0 dies mid-call and comes back as a fresh process; a majority of {0, 1} needs both
+    let (outcome, blocked, causes) = causes_of(&elastic_pair(
+        "quorum",
+        1,
+        "10ms",
+        "[[faults]]\nkind = \"preempt\"\nrank = 0\nat = \"10032115ns\"\nrestart_after = \"200ms\"\n",
+    ));
+    assert_eq!(outcome, Outcome::Stalled);
+    assert_eq!(blocked, [1]);
+    assert_eq!(causes, ["preempted:0"]);
+}
+
+#[test]
+fn a_group_that_keeps_rebuilding_names_the_link_that_makes_it_flap() {
+    // heartbeats delayed by about the detection time: members keep losing sight of 0 and 1
+    let s = format!(
+        "name = \"flap\"\nseed = 2814032929184147307\n[world]\nsize = 3\n[group]\n\
+         timeout = \"2s\"\n[group.elastic]\nmin_size = 2\nmax_size = 3\n\
+         heartbeat_interval = \"100ms\"\nrendezvous = \"store\"\n[workload]\niterations = 4\n\
+         compute = \"10ms\"\nelements = 1\n[[workload.ops]]\nop = \"allreduce\"\n\
+         bytes = \"64MiB\"\n[[faults]]\nkind = \"delay\"\nlink = [0, 1]\nat = \"50160577ns\"\n\
+         extra = \"279500us\"\njitter = \"139750001ns\"\n"
+    );
+    let (outcome, blocked, causes) = causes_of(&s);
+    assert_eq!(outcome, Outcome::Stalled);
+    assert!(!blocked.is_empty());
+    assert!(!causes.is_empty());
+    for c in &causes {
+        assert!(c == "slow:0" || c == "slow:1", "{causes:?}");
+    }
+}

@@ -54,6 +54,8 @@ pub fn run_events_with(
         engine.run_until_interrupted(interrupt)
     };
     fold.t = result.end_ns;
+    // as a trace's footer tells `explain`
+    fold.outcome = Some(result.outcome);
     let diagnosis = diagnose(&fold);
     let ev = Event::Diagnosis {
         blocked: diagnosis.blocked_ranks(),

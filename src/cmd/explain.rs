@@ -34,14 +34,20 @@ pub fn main(a: ExplainArgs) -> Result<(), Failure> {
     };
     let mut reader = TraceReader::open(&a.trace).map_err(|e| Failure::Input(e.to_string()))?;
     let mut fold = Fold::new(&reader.header.scenario);
+    let mut to_the_end = true;
     while let Some((t, ev)) = reader
         .next_event()
         .map_err(|e| Failure::Input(e.to_string()))?
     {
         if at.is_some_and(|at| t > at) {
+            to_the_end = false;
             break;
         }
         fold.apply(t, &ev);
+    }
+    if to_the_end {
+        // how the run ended tells a group that kept rebuilding from one still recovering
+        fold.outcome = reader.footer().map(|f| f.outcome);
     }
     if let Some(at) = at {
         fold.t = at;

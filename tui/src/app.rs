@@ -65,7 +65,10 @@ pub fn shown_states(fold: &Fold, d: &Diagnosis) -> Vec<RankState> {
 
 impl App {
     pub fn new(loaded: Loaded) -> App {
-        let fold = loaded.fold_at(0);
+        let mut fold = loaded.fold_at(0);
+        if loaded.is_empty() {
+            fold.outcome = loaded.trace.footer.as_ref().map(|f| f.outcome);
+        }
         let diagnosis = diagnose(&fold);
         let states = shown_states(&fold, &diagnosis);
         App {
@@ -120,6 +123,10 @@ impl App {
             .history
             .seek(self.loaded.events(), fold, self.pos, pos);
         self.pos = pos;
+        // at the end, the diagnosis knows how the run ended, as `explain` does
+        if pos == self.loaded.len() {
+            self.fold.outcome = self.loaded.trace.footer.as_ref().map(|f| f.outcome);
+        }
         self.diagnosis = diagnose(&self.fold);
         self.states = shown_states(&self.fold, &self.diagnosis);
     }

@@ -516,6 +516,60 @@ impl CauseBook {
         keys
     }
 
+    /// Why an elastic group kept rebuilding: for each rank its peers suspected since the last
+    /// completed call, the fault that cut it off, froze it or lost or delayed its heartbeats.
+    pub fn churn(&mut self, fold: &Fold) -> Vec<CauseKey> {
+        let since = fold
+            .ops
+            .values()
+            .filter_map(|o| o.end_ns)
+            .max()
+            .unwrap_or(0);
+        let n = fold.ranks.len() as u32;
+        let during = |f: &FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= since);
+        let mut keys = Vec::new();
+        for (&peer, &t) in &fold.membership.suspected {
+            if t < since || peer >= n {
+                continue;
+            }
+            let key = if let Some(i) = fold
+                .faults
+                .iter()
+                .position(|f| f.kind == "partition" && during(f) && (0..n).any(|b| f.cuts(peer, b)))
+            {
+                self.partitioned(fold, i)
+            } else if let Some(k) = self.paused_during(fold, peer, since) {
+                k
+            } else if let Some(f) = fold.faults.iter().rev().find(|f| {
+                matches!(f.kind.as_str(), "loss" | "delay") && during(f) && f.ranks.contains(&peer)
+            }) {
+                let culprit = match f.ranks.as_slice() {
+                    [r] => *r,
+                    _ => peer,
+                };
+                let key = CauseKey::Slow(culprit);
+                self.note(&key, || {
+                    (
+                        format!(
+                            "the group kept rebuilding without getting further: its members \
+                             lost sight of rank {peer} again and again, as its heartbeats went \
+                             over a faulty link ({})",
+                            f.detail
+                        ),
+                        vec![culprit],
+                    )
+                });
+                key
+            } else {
+                continue;
+            };
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        keys
+    }
+
     /// `a`'s rendezvous cannot reach the quorum it needs, and will not: members of its
     /// generation are dead, frozen or cut off from it now.
     fn quorum_lost(&mut self, fold: &Fold, a: u32) -> Option<CauseKey> {

@@ -3,6 +3,7 @@
 use super::causes::{CauseBook, CauseKey};
 use super::fold::{CallView, Fold, RankState, RankView, Slot};
 use super::{Blocked, Cause, Diagnosis, EdgeKind, WaitEdge};
+use crate::scenario::Outcome;
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::NodeFiltered;
@@ -76,6 +77,16 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
             }
         }
     }
+    // a restarted process outside the group: its old one died with what it had sent, and the
+    // new one knows nothing of this call
+    if fold.membership.joining.contains(&b)
+        && fold
+            .faults
+            .iter()
+            .any(|f| f.kind == "preempt" && f.ranks == [b] && f.begin_ns <= fold.t)
+    {
+        return Class::Root(vec![book.preempted(fold, b)]);
+    }
     // the trace shows whether b sent it: then it is on its way (or arrived and is being
     // reduced); a partition or a dead sender were ruled out above
     if fold.has_sent(b, a, ca) {
@@ -90,6 +101,10 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
         .generation_of
         .get(&b)
         .is_some_and(|&g| g > ca.generation.0);
+    // a peer outside the group will not issue this call: one left out itself
+    if issued.is_none() && fold.membership.joining.contains(&b) {
+        return Class::Waits;
+    }
     if issued.is_none() && !moved_on {
         match vb.state {
             RankState::Done => return Class::Root(vec![book.skipped_done(fold, b, slot, a)]),
@@ -224,6 +239,20 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
         }
     }
     propagate(&g, &waiter, &late_seeds, &mut blocked_by);
+
+    // 5. an elastic run that stalled with nobody blocked stopped because the group kept
+    // rebuilding without getting further: whatever made members suspect one another since
+    // the last completed call holds everyone back
+    if fold.outcome == Some(Outcome::Stalled) && blocked_by.iter().all(|b| b.is_empty()) {
+        let keys = book.churn(fold);
+        if !keys.is_empty() {
+            for (i, b) in blocked_by.iter_mut().enumerate() {
+                if waiter[i] {
+                    b.extend(keys.iter().cloned());
+                }
+            }
+        }
+    }
 
     // the report
     let mut blocked = Vec::new();

@@ -63,6 +63,8 @@ pub struct MembershipView {
     /// Ranks in a rendezvous (started, no generation formed since), by the generation they
     /// aim at.
     pub rendezvous: BTreeMap<u32, u32>,
+    /// Ranks their peers' failure detectors suspected, with the last time one did.
+    pub suspected: BTreeMap<u32, Nanos>,
     /// Registry queries, in order.
     pub queries: Vec<QueryView>,
     /// Registry views by (rank, scope, group).
@@ -148,6 +150,9 @@ impl MembershipView {
                         since_ns: t,
                     },
                 );
+            }
+            Event::Suspect { peer, .. } => {
+                self.suspected.insert(*peer, t);
             }
             Event::RendezvousStart { rank, target, .. } => {
                 self.rendezvous.insert(*rank, target.0);

@@ -251,7 +251,12 @@ impl Engine<'_> {
                 let round = self.cfg.timeout + cfg.rendezvous_timeout() + self.cfg.compute;
                 // a rebuilt group redoes at most one iteration's calls before it gets further
                 let redo = self.cfg.compute + self.cfg.ops.len() as u64 * self.cfg.timeout;
-                if self.now - self.progress_ns > super::NO_PROGRESS_ROUNDS * round + redo {
+                let window = super::NO_PROGRESS_ROUNDS * round + redo;
+                let idle = self.now - self.progress_ns;
+                // stop at the next abort, while every rank still shows the call it is stuck
+                // in (see `proto_event`); without one for another window, stop anyway
+                self.no_progress = idle > window;
+                if idle > 2 * window {
                     self.stop = Some(super::StopReason::NoProgress);
                     return;
                 }

@@ -119,7 +119,8 @@ pub enum StopReason {
     /// [`NO_PROGRESS_ROUNDS`] recovery rounds (watchdog timeout, detection, compute) plus the
     /// time to redo one iteration's calls: the group keeps rebuilding around a rank that never
     /// progresses (a hang, or a mismatched call it repeats in every generation), so the run
-    /// would go on forever.
+    /// would go on forever. It stops at the first abort after that window, when the ranks
+    /// still show the calls they are stuck in (or after a second window without one).
     NoProgress,
     TimeLimit,
     Interrupted,
@@ -189,6 +190,9 @@ pub struct Engine<'r> {
     frontier: Option<(u32, u32)>,
     /// The workload is registry steps only: no collective, so no watchdog ends a hang.
     registry_only: bool,
+    /// Elastic: the workload got no further for a whole [`StopReason::NoProgress`] window;
+    /// the run stops at the next abort.
+    no_progress: bool,
 }
 
 /// See [`StopReason::NoProgress`].
@@ -265,6 +269,7 @@ impl<'r> Engine<'r> {
             settling: false,
             progress_ns: 0,
             frontier: None,
+            no_progress: false,
             registry_only: cfg.ops.is_empty() && cfg.registry.is_some() && cfg.elastic.is_none(),
         };
         for (i, f) in scenario.faults.iter().enumerate() {
@@ -947,10 +952,12 @@ impl<'r> Engine<'r> {
     fn proto_event(&mut self, rank: u32, pe: ProtoEvent) {
         let mut correct = None;
         let mut watchdog = false;
+        let mut aborted = false;
         match &pe {
             ProtoEvent::Abort { reason, .. } => {
                 self.slots[rank as usize].call = None;
                 watchdog = reason.starts_with("watchdog");
+                aborted = true;
             }
             ProtoEvent::Call {
                 iteration,
@@ -992,6 +999,9 @@ impl<'r> Engine<'r> {
         if watchdog && self.stop.is_none() && self.elastic.is_none() {
             // without elastic membership the watchdog tears the job down
             self.stop = Some(StopReason::Watchdog { rank });
+        }
+        if aborted && self.no_progress && self.stop.is_none() {
+            self.stop = Some(StopReason::NoProgress);
         }
     }
 

@@ -74,6 +74,7 @@ pub fn merge(
         fold.apply(*t, ev);
     }
     fold.t = end_ns;
+    fold.outcome = Some(outcome);
     let diagnosis = diagnose(&fold);
     let ev = Event::Diagnosis {
         blocked: diagnosis.blocked_ranks(),
