@@ -755,15 +755,13 @@ fn a_restarted_process_outside_the_group_lost_what_its_old_one_sent() {
 #[test]
 fn a_group_that_keeps_rebuilding_names_the_link_that_makes_it_flap() {
     // heartbeats delayed by about the detection time: members keep losing sight of 0 and 1
-    let s = format!(
-        "name = \"flap\"\nseed = 2814032929184147307\n[world]\nsize = 3\n[group]\n\
+    let s = "name = \"flap\"\nseed = 2814032929184147307\n[world]\nsize = 3\n[group]\n\
          timeout = \"2s\"\n[group.elastic]\nmin_size = 2\nmax_size = 3\n\
          heartbeat_interval = \"100ms\"\nrendezvous = \"store\"\n[workload]\niterations = 4\n\
          compute = \"10ms\"\nelements = 1\n[[workload.ops]]\nop = \"allreduce\"\n\
          bytes = \"64MiB\"\n[[faults]]\nkind = \"delay\"\nlink = [0, 1]\nat = \"50160577ns\"\n\
-         extra = \"279500us\"\njitter = \"139750001ns\"\n"
-    );
-    let (outcome, blocked, causes) = causes_of(&s);
+         extra = \"279500us\"\njitter = \"139750001ns\"\n";
+    let (outcome, blocked, causes) = causes_of(s);
     assert_eq!(outcome, Outcome::Stalled);
     assert!(!blocked.is_empty());
     assert!(!causes.is_empty());

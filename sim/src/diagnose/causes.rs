@@ -682,6 +682,11 @@ impl CauseBook {
             });
             return key;
         }
+        // a sender frozen while its chunk was still leaving it (a real process can be stopped
+        // between recording a send and the socket taking the bytes)
+        if let Some(k) = self.paused_during(fold, from, window) {
+            return k;
+        }
         let key = CauseKey::Slow(from);
         self.note(&key, || {
             (
