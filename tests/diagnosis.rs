@@ -581,3 +581,21 @@ fn a_rank_preempted_before_it_starts_is_preempted_not_hung() {
     assert_eq!((r.outcome, blocked), (Outcome::Stalled, vec![1, 2, 3]));
     assert_eq!(r.root_causes, vec!["preempted:0"]);
 }
+
+#[test]
+fn chunks_late_on_a_healthy_link_are_charged_to_the_lossy_rank_that_holds_the_network_back() {
+    // direct allreduce of 7 ranks with a watchdog that fires before rank 3's lost chunks are
+    // sent again: the chunks still on their way between healthy ranks are no fault of theirs
+    let s = scenario::parse(
+        "name = \"lossy-direct\"\nseed = 5053117706778821890\n[world]\nsize = 7\n[network]\n\
+         latency = \"100ns\"\nbandwidth = \"53GB/s\"\nreduce_bandwidth = \"1GB/s\"\n\
+         retransmit_timeout = \"5ms\"\n[group]\ntimeout = \"50ms\"\n[workload]\nelements = 1\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1B\"\nalgorithm = \"direct\"\n\
+         [[faults]]\nkind = \"loss\"\nrank = 3\nat = \"0ns\"\nrate = 0.79\n",
+        "lossy-direct.toml",
+    )
+    .expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert_eq!(out.report.root_causes, ["slow:3"]);
+}

@@ -687,6 +687,28 @@ impl CauseBook {
         if let Some(k) = self.paused_during(fold, from, window) {
             return k;
         }
+        // no fault on this link: a lossy or slow rank elsewhere still holds the network back
+        // (its retransmissions and late chunks take the ports the others share)
+        if let Some(f) = fold
+            .faults
+            .iter()
+            .filter(during)
+            .find(|f| matches!(f.kind.as_str(), "delay" | "loss"))
+        {
+            let r = f.ranks.first().copied().unwrap_or(from);
+            let key = CauseKey::Slow(r);
+            self.note(&key, || {
+                (
+                    format!(
+                        "rank {r} is a straggler: chunks were still on their way when the \
+                         watchdog fired, as rank {from}'s for rank {waiter} ({})",
+                        f.detail
+                    ),
+                    vec![r],
+                )
+            });
+            return key;
+        }
         let key = CauseKey::Slow(from);
         self.note(&key, || {
             (
