@@ -599,3 +599,22 @@ fn chunks_late_on_a_healthy_link_are_charged_to_the_lossy_rank_that_holds_the_ne
     assert_eq!(out.report.outcome, Outcome::Stalled);
     assert_eq!(out.report.root_causes, ["slow:3"]);
 }
+
+#[test]
+fn chunks_late_on_a_healthy_link_after_a_partition_are_charged_to_the_partition() {
+    // the partition from {3,4} to {0,2} ends before the watchdog, but the chunks it dropped
+    // wait for the retransmit timeout and hold the direct allreduce's ports
+    let s = scenario::parse(
+        "name = \"healed-late\"\n[world]\nsize = 5\n[network]\nlatency = \"100ns\"\n\
+         bandwidth = \"7GB/s\"\nretransmit_timeout = \"14ms\"\n[group]\ntimeout = \"50ms\"\n\
+         [workload]\ncompute = \"512us\"\nelements = 1\n[[workload.ops]]\nop = \"allgather\"\n\
+         bytes = \"1B\"\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1542536B\"\n\
+         algorithm = \"direct\"\n[[faults]]\nkind = \"partition\"\nsides = [[3, 4], [0, 2]]\n\
+         at = \"512401ns\"\nduration = \"42050us\"\noneway = true\n",
+        "healed-late.toml",
+    )
+    .expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert_eq!(out.report.root_causes, ["partitioned:0,2|3,4"]);
+}

@@ -687,8 +687,15 @@ impl CauseBook {
         if let Some(k) = self.paused_during(fold, from, window) {
             return k;
         }
-        // no fault on this link: a lossy or slow rank elsewhere still holds the network back
-        // (its retransmissions and late chunks take the ports the others share)
+        // no fault on this link: a partition, lossy or slow rank elsewhere still holds the
+        // network back (retransmissions and late chunks take the ports the others share)
+        if let Some(i) = fold
+            .faults
+            .iter()
+            .position(|f| f.kind == "partition" && during(&f))
+        {
+            return self.partitioned(fold, i);
+        }
         if let Some(f) = fold
             .faults
             .iter()
