@@ -469,8 +469,7 @@ impl CauseBook {
         let v = &fold.ranks[a as usize];
         let window = v.call.as_ref().map_or(v.since_ns, |c| c.called_ns);
         let during = |f: &FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= window);
-        let world: Vec<u32> = (0..fold.ranks.len() as u32).collect();
-        let members: &[u32] = newest.map_or(&world, |g| &g.members);
+        let members = generation_members(fold, newest.map(|g| g.generation));
         let mut keys = Vec::new();
         if let (true, Some(store)) = (in_rendezvous, fold.store) {
             keys.extend(self.store_down(fold, a, store));
@@ -495,10 +494,7 @@ impl CauseBook {
                     && during(f)
                     && members.iter().any(|&b| b != a && f.on_link(a, b))
             }) {
-                let culprit = match f.ranks.as_slice() {
-                    [r] => *r,
-                    _ => a,
-                };
+                let culprit = f.straggler(a);
                 let key = CauseKey::Slow(culprit);
                 self.note(&key, || {
                     (
@@ -543,10 +539,7 @@ impl CauseBook {
             } else if let Some(f) = fold.faults.iter().rev().find(|f| {
                 matches!(f.kind.as_str(), "loss" | "delay") && during(f) && f.ranks.contains(&peer)
             }) {
-                let culprit = match f.ranks.as_slice() {
-                    [r] => *r,
-                    _ => peer,
-                };
+                let culprit = f.straggler(peer);
                 let key = CauseKey::Slow(culprit);
                 self.note(&key, || {
                     (
@@ -579,13 +572,7 @@ impl CauseBook {
         if !((w.quorum > 0 && reached < w.quorum) || reached < w.min_size) {
             return None;
         }
-        let world: Vec<u32> = (0..fold.ranks.len() as u32).collect();
-        let mine = m.generation_of.get(&a).copied().unwrap_or(0);
-        let members: &[u32] = m
-            .generations
-            .iter()
-            .find(|g| g.generation == mine)
-            .map_or(&world, |g| &g.members);
+        let members = generation_members(fold, m.generation_of.get(&a).copied());
         let gone = members.iter().any(|&b| {
             b != a
                 && fold.ranks.get(b as usize).is_some_and(|v| {
@@ -668,7 +655,8 @@ impl CauseBook {
             .filter(during)
             .find(|f| matches!(f.kind.as_str(), "delay" | "loss") && f.on_link(waiter, from))
         {
-            let r = f.straggler(from);
+            // a rank the fault touches (its own, or a link's first end), never `from`
+            let r = f.ranks.first().copied().unwrap_or(from);
             let key = CauseKey::Slow(r);
             self.note(&key, || {
                 (
@@ -702,6 +690,7 @@ impl CauseBook {
             .filter(during)
             .find(|f| matches!(f.kind.as_str(), "delay" | "loss"))
         {
+            // a rank the fault touches (its own, or a link's first end), never `from`
             let r = f.ranks.first().copied().unwrap_or(from);
             let key = CauseKey::Slow(r);
             self.note(&key, || {
@@ -753,6 +742,21 @@ impl CauseBook {
         });
         key
     }
+}
+
+/// The members of generation `g` as the trace reported them, or the whole world (generation
+/// 0, or none formed yet).
+fn generation_members(fold: &Fold, g: Option<u32>) -> Vec<u32> {
+    g.and_then(|g| {
+        fold.membership
+            .generations
+            .iter()
+            .find(|x| x.generation == g)
+    })
+    .map_or_else(
+        || (0..fold.ranks.len() as u32).collect(),
+        |x| x.members.clone(),
+    )
 }
 
 /// The most recent fault of `kind` that touches exactly rank `r`.

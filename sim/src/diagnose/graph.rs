@@ -33,19 +33,26 @@ fn slot_of(c: &CallView) -> Slot {
 }
 
 /// Classifies the edge `a -> b` of waiter `a` in call `ca`. A waiter left outside the group
-/// by a membership change is also blocked on whatever keeps it out.
-fn classify(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u32) -> Class {
-    let out = book.left_out(fold, a);
+/// by a membership change is also blocked on whatever keeps it out (`out`, from
+/// [`CauseBook::left_out`]).
+fn classify(
+    fold: &Fold,
+    book: &mut CauseBook,
+    a: u32,
+    ca: &CallView,
+    b: u32,
+    out: &[CauseKey],
+) -> Class {
     match classify_edge(fold, book, a, ca, b) {
         Class::Root(mut keys) => {
-            keys.extend(
-                out.into_iter()
-                    .filter(|k| !keys.contains(k))
-                    .collect::<Vec<_>>(),
-            );
+            for k in out {
+                if !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
             Class::Root(keys)
         }
-        _ if !out.is_empty() => Class::Root(out),
+        _ if !out.is_empty() => Class::Root(out.to_vec()),
         class => class,
     }
 }
@@ -142,8 +149,9 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
     for v in &fold.ranks {
         let Some(c) = waiting_call(v) else { continue };
         waiter[v.rank as usize] = true;
+        let out = book.left_out(fold, v.rank);
         for &b in &c.waiting_for {
-            let (kind, causes) = match classify(fold, &mut book, v.rank, c, b) {
+            let (kind, causes) = match classify(fold, &mut book, v.rank, c, b, &out) {
                 Class::Root(keys) => {
                     for k in &keys {
                         seeds.push((k.clone(), v.rank));

@@ -72,13 +72,6 @@ pub struct MembershipView {
 }
 
 impl MembershipView {
-    /// Whether `rank` is outside the group: in a rendezvous, or asking to be admitted.
-    pub fn outside(&self, rank: u32) -> bool {
-        self.joining.contains(&rank)
-            || self.rendezvous.contains_key(&rank)
-            || self.waiting.contains_key(&rank)
-    }
-
     /// Why `rank`'s rendezvous cannot form a generation: its own report, or else that of a
     /// rank in the same rendezvous that reached it.
     pub fn wait_of(&self, rank: u32) -> Option<&WaitView> {

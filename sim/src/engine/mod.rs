@@ -385,11 +385,11 @@ impl<'r> Engine<'r> {
             self.maybe_finished = false;
             if self.stop.is_none() && self.all_finished() {
                 self.stop = Some(StopReason::AllFinished);
+            } else if self.registry_only && self.stop.is_none() && self.registry_stuck() {
+                // heartbeats would go on forever: stop once nothing else can happen (a step
+                // running and a fault ending both set `maybe_finished`)
+                self.stop = Some(StopReason::Quiescent);
             }
-        }
-        if self.registry_only && self.stop.is_none() && self.registry_stuck() {
-            // heartbeats would go on forever: stop once nothing else can happen
-            self.stop = Some(StopReason::Quiescent);
         }
         self.stop.is_none()
     }
