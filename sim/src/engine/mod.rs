@@ -630,9 +630,7 @@ impl<'r> Engine<'r> {
                 return;
             }
         }
-        let mut outs = std::mem::take(&mut out.out);
-        self.apply(rank, outs.drain(..));
-        out.out = outs;
+        self.apply(rank, out.out.drain(..));
         self.out = out;
         if self.elastic.is_some() {
             self.recount(rank);
@@ -711,7 +709,7 @@ impl<'r> Engine<'r> {
                         }
                     }
                 }
-                Output::Event(pe) => self.proto_event(rank, pe),
+                Output::Event(pe) => self.proto_event(rank, *pe),
             }
         }
     }

@@ -9,20 +9,18 @@
 
 use crate::units::Nanos;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
-/// An event in the radix heap (`None` once popped).
-type Entry<E> = (u64, Option<E>);
+/// An event in the radix heap, with its time.
+type Entry<E> = (u64, E);
 
 /// A monotone priority queue over times (Ahuja, Mehlhorn, Orlin & Tarjan's radix heap):
 /// bucket i >= 1 holds times whose highest bit differing from the last popped time is bit i-1;
-/// `now` holds events at exactly the last popped time, first in first out (from `head` on).
+/// `now` holds events at exactly the last popped time, first in first out.
 /// Equal times keep their insertion order through every move, which is the engine's tie-break.
 struct RadixHeap<E> {
     last: u64,
-    now: Vec<Entry<E>>,
-    /// The next entry of `now` to pop.
-    head: usize,
+    now: VecDeque<Entry<E>>,
     buckets: Vec<Vec<Entry<E>>>,
     /// Bit i set when bucket i (1..=64) is non-empty.
     nonempty: u128,
@@ -33,8 +31,7 @@ impl<E> RadixHeap<E> {
     fn new() -> RadixHeap<E> {
         RadixHeap {
             last: 0,
-            now: Vec::new(),
-            head: 0,
+            now: VecDeque::new(),
             buckets: (0..65).map(|_| Vec::new()).collect(),
             nonempty: 0,
             len: 0,
@@ -54,9 +51,9 @@ impl<E> RadixHeap<E> {
         );
         let b = self.bucket(t);
         if b == 0 {
-            self.now.push((t, Some(ev)));
+            self.now.push_back((t, ev));
         } else {
-            self.buckets[b].push((t, Some(ev)));
+            self.buckets[b].push((t, ev));
             self.nonempty |= 1 << b;
         }
         self.len += 1;
@@ -65,15 +62,13 @@ impl<E> RadixHeap<E> {
     /// Moves the earliest non-empty bucket into `now` once `now` is used up.
     #[inline]
     fn refill(&mut self) {
-        if self.head < self.now.len() || self.nonempty == 0 {
+        if !self.now.is_empty() || self.nonempty == 0 {
             return;
         }
         self.refill_from_bucket();
     }
 
     fn refill_from_bucket(&mut self) {
-        self.now.clear();
-        self.head = 0;
         let i = self.nonempty.trailing_zeros() as usize;
         let mut items = std::mem::take(&mut self.buckets[i]);
         self.nonempty &= !(1 << i);
@@ -86,15 +81,16 @@ impl<E> RadixHeap<E> {
         self.last = min;
         if same {
             // every entry is due at once (a round of a collective, say): the bucket becomes
-            // `now` as it is, and `now`'s emptied vector serves the bucket next
-            std::mem::swap(&mut self.now, &mut items);
-            self.buckets[i] = items;
+            // `now` as it is, and `now`'s emptied buffer serves the bucket next (both
+            // conversions keep the allocation and move nothing)
+            let spent = std::mem::replace(&mut self.now, VecDeque::from(items));
+            self.buckets[i] = Vec::from(spent);
             return;
         }
         for (t, ev) in items.drain(..) {
             let b = self.bucket(t);
             if b == 0 {
-                self.now.push((t, ev));
+                self.now.push_back((t, ev));
             } else {
                 self.buckets[b].push((t, ev));
                 self.nonempty |= 1 << b;
@@ -112,11 +108,9 @@ impl<E> RadixHeap<E> {
             return None;
         }
         self.refill();
-        let (t, ev) = self.now.get_mut(self.head)?;
-        let ev = ev.take()?;
-        self.head += 1;
+        let entry = self.now.pop_front()?;
         self.len -= 1;
-        Some((*t, ev))
+        Some(entry)
     }
 
     #[inline]

@@ -35,7 +35,8 @@ pub enum Output {
     Work {
         bytes: u64,
     },
-    Event(ProtoEvent),
+    /// Boxed: events are few next to sends, and a small `Output` keeps the outbox cheap.
+    Event(Box<ProtoEvent>),
 }
 
 /// Outputs pushed by a state machine during one `handle` call, in order.
@@ -77,7 +78,7 @@ impl Outbox {
         self.out.push(Output::Work { bytes });
     }
     pub fn event(&mut self, ev: ProtoEvent) {
-        self.out.push(Output::Event(ev));
+        self.out.push(Output::Event(Box::new(ev)));
     }
     pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
         self.out.drain(..)

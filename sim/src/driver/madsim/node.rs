@@ -293,7 +293,7 @@ impl Node {
             }
             Output::Event(pe) => {
                 let now = self.shared.now();
-                self.shared.obs().event(self.me, pe, now);
+                self.shared.obs().event(self.me, *pe, now);
             }
         }
     }

@@ -408,7 +408,7 @@ impl Worker {
             }
             // the reduction really happens on this CPU: nothing to charge
             Output::Work { .. } => {}
-            Output::Event(pe) => self.proto_event(now, pe),
+            Output::Event(pe) => self.proto_event(now, *pe),
         }
     }
 

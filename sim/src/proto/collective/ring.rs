@@ -39,18 +39,20 @@ impl Schedule for RingAllreduce {
 
     fn plan(&self, step: u32, plan: &mut StepPlan) {
         let Ctx { me, p, .. } = self.ctx;
-        let right = wrap(me + 1, p);
-        let left = wrap(me + p - 1, p);
-        // position in the ring phase, and the action of the phase
-        let (s, action) = if step < p - 1 {
-            (step, Action::Reduce)
+        let right = if me + 1 == p { 0 } else { me + 1 };
+        let left = if me == 0 { p - 1 } else { me - 1 };
+        // reduce-scatter (step s < p-1): send block me - s, reduce block me - s - 1;
+        // allgather (s = step - (p-1)): send block me + 1 - s (the finished one), copy the one
+        // before it
+        let (from, s, action) = if step < p - 1 {
+            (me, step, Action::Reduce)
         } else {
-            (step - (p - 1), Action::Copy)
+            (right, step - (p - 1), Action::Copy)
         };
-        // reduce-scatter: send block me - s; allgather: send block me + 1 - s (the finished one)
-        let shift = if action == Action::Reduce { 0 } else { 1 };
-        let send = wrap(me + shift + 2 * p - s, p);
-        let recv = wrap(me + shift + 2 * p - s - 1, p);
+        // from < p and s < p: one conditional subtraction wraps (this runs for every message)
+        let send = from + p - s;
+        let send = if send >= p { send - p } else { send };
+        let recv = if send == 0 { p - 1 } else { send - 1 };
         plan.send(right, &[(send, send + 1)]);
         plan.recv(left, &[(recv, recv + 1)], action);
     }

@@ -87,7 +87,11 @@ impl Net {
                 Output::CancelTimer { key } => {
                     self.timers.remove(&(me, key));
                 }
-                Output::Event(ProtoEvent::Membership(e)) => self.events.push((me, e)),
+                Output::Event(pe) => {
+                    if let ProtoEvent::Membership(e) = *pe {
+                        self.events.push((me, e));
+                    }
+                }
                 _ => {}
             }
         }

@@ -62,7 +62,11 @@ impl Net {
                     self.timers.insert((me, key), self.seq);
                     self.queue.insert((at, self.seq), (me, None, Some(key)));
                 }
-                Output::Event(ProtoEvent::Registry(e)) => self.events.push((me, e)),
+                Output::Event(pe) => {
+                    if let ProtoEvent::Registry(e) = *pe {
+                        self.events.push((me, e));
+                    }
+                }
                 _ => {}
             }
         }
