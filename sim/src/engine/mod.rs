@@ -81,18 +81,20 @@ enum Ev {
     Settle,
 }
 
+/// Laid out in declaration order: what a delivered message touches first.
+#[repr(C)]
 struct Slot {
-    proc: Option<RankProcess>,
     paused: bool,
+    /// Batches of outputs held back behind reduction work (`Ev::Outputs` not yet carried out):
+    /// a rank whose code says it is done is not finished while its last outputs wait here.
+    held: u32,
+    /// Busy with local reduction work until then.
+    cpu_free: Nanos,
+    proc: Option<RankProcess>,
     /// Events that reached the rank while it was paused, in order.
     parked: Vec<Ev>,
     timers: Vec<(TimerKey, u64)>,
     compute_token: Option<u64>,
-    /// Busy with local reduction work until then.
-    cpu_free: Nanos,
-    /// Batches of outputs held back behind reduction work (`Ev::Outputs` not yet carried out):
-    /// a rank whose code says it is done is not finished while its last outputs wait here.
-    held: u32,
     restart_pending: bool,
     /// The call the rank is in (for result checking).
     call: Option<(Fingerprint, u32, u32)>,

@@ -49,30 +49,34 @@ pub enum CallOutcome {
     Aborted,
 }
 
+/// Laid out in declaration order (see [`Collective`]).
+#[repr(C)]
 struct Active {
-    coll: Collective,
-    iteration: u32,
-    index: u32,
     /// The flight recorder already says `Started` (so chunks need not look at it again).
     started: bool,
+    iteration: u32,
+    index: u32,
+    coll: Collective,
 }
 
+/// Laid out in declaration order: what a chunk of the running call touches first.
+#[repr(C)]
 pub struct ProcessGroup {
-    pub id: GroupId,
-    pub generation: Generation,
-    members: Arc<Members>,
-    me: u32,
-    next_seq: u64,
-    timeout: Nanos,
-    active: Option<Active>,
-    pending: Vec<(u32, Box<CollMsg>)>,
-    recorder: VecDeque<FlightEntry>,
-    step_events: bool,
-    /// Consecutive members per host, for `hierarchical` (1: flat).
-    per_host: u32,
-    mutation: Option<Mutation>,
     /// Test-only: consume messages of any generation (a broken variant).
     ignore_generation: bool,
+    step_events: bool,
+    pub id: GroupId,
+    pub generation: Generation,
+    next_seq: u64,
+    members: Arc<Members>,
+    mutation: Option<Mutation>,
+    active: Option<Active>,
+    me: u32,
+    timeout: Nanos,
+    pending: Vec<(u32, Box<CollMsg>)>,
+    recorder: VecDeque<FlightEntry>,
+    /// Consecutive members per host, for `hierarchical` (1: flat).
+    per_host: u32,
 }
 
 impl ProcessGroup {

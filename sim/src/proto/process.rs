@@ -66,18 +66,21 @@ enum Phase {
     Suspended,
 }
 
+/// Laid out in declaration order: what a collective chunk touches first (see
+/// [`super::collective::Collective`]).
+#[repr(C)]
 pub struct RankProcess {
-    cfg: Arc<WorkloadConfig>,
-    me: Rank,
-    incarnation: u32,
-    world: ProcessGroup,
-    /// This rank's sub-group along each dimension of the device mesh, in dimension order.
-    subgroups: Vec<ProcessGroup>,
-    iteration: u32,
-    phase: Phase,
     /// Boxed, like the registry: rarely used, and kept out of the way of the state every
     /// collective message touches.
     elastic: Option<Box<Elastic>>,
+    world: ProcessGroup,
+    phase: Phase,
+    iteration: u32,
+    me: Rank,
+    incarnation: u32,
+    cfg: Arc<WorkloadConfig>,
+    /// This rank's sub-group along each dimension of the device mesh, in dimension order.
+    subgroups: Vec<ProcessGroup>,
     registry: Option<Box<Registry>>,
     /// Elastic: collective messages of a later generation than this rank's, kept until it
     /// installs that generation (its peers may get there first).

@@ -157,6 +157,18 @@ impl StepPlan {
     }
 }
 
+/// The receive of a step that takes one run of blocks from one peer (most steps of most
+/// algorithms), resolved to elements and bytes when the step starts, so that its chunk is
+/// applied without going back to the plan.
+#[derive(Clone, Copy, Debug)]
+struct OneRecv {
+    peer: u32,
+    at: usize,
+    len: usize,
+    bytes: u64,
+    action: Action,
+}
+
 /// An algorithm's plan for one rank of one call.
 pub trait Schedule: Send + Sync {
     /// Number of steps (may be 0, e.g. for p = 1).
@@ -268,28 +280,34 @@ pub enum Progress {
 }
 
 /// One running collective on one rank.
+/// Laid out in declaration order, the fields a chunk touches first: with thousands of ranks
+/// each rank's state is cold when its next chunk arrives, and every cache line counts.
+#[repr(C)]
 pub struct Collective {
     pub fp: Fingerprint,
-    members: Arc<Members>,
-    ctx: Ctx,
-    sched: AnySchedule,
-    blocks: Blocks,
-    buf: Buffer,
     step: u32,
     steps: u32,
+    missing: usize,
+    /// The step's only receive, when it is a single run of blocks (then `got` is unused and
+    /// `missing` says whether it arrived).
+    one: Option<OneRecv>,
+    buf: Buffer,
+    /// The last chunk applied, kept to carry the next chunk sent: a ring step receives one
+    /// message and sends one, so a running call allocates no messages.
+    spare: Option<Box<CollMsg>>,
+    pub step_since_ns: Nanos,
+    blocks: Blocks,
+    members: Arc<Members>,
+    sched: AnySchedule,
     plan: StepPlan,
     /// Which of `plan.recvs` have arrived.
     got: Vec<bool>,
     /// Index in `plan.recvs` of each group member's receive (`u32::MAX`: none), when a step
     /// receives from many peers; empty otherwise.
     by_peer: Vec<u32>,
-    missing: usize,
     early: Vec<(u32, Box<CollMsg>)>,
-    /// The last chunk applied, kept to carry the next chunk sent: a ring step receives one
-    /// message and sends one, so a running call allocates no messages.
-    spare: Option<Box<CollMsg>>,
+    ctx: Ctx,
     pub started_ns: Nanos,
-    pub step_since_ns: Nanos,
 }
 
 impl Collective {
@@ -315,6 +333,7 @@ impl Collective {
             step: 0,
             steps,
             plan: StepPlan::default(),
+            one: None,
             got: Vec::new(),
             by_peer: Vec::new(),
             missing: 0,
@@ -374,6 +393,12 @@ impl Collective {
 
     /// The peers whose chunks of the current step are still missing (world ranks).
     pub fn waiting_for(&self) -> Vec<Rank> {
+        if let Some(one) = self.one {
+            return match self.missing {
+                0 => Vec::new(),
+                _ => vec![self.members.ranks[one.peer as usize]],
+            };
+        }
         self.plan
             .recvs
             .iter()
@@ -406,6 +431,8 @@ impl Collective {
         self.step_since_ns = now;
         self.plan.clear();
         self.got.clear();
+        self.by_peer.clear();
+        self.one = None;
         self.missing = 0;
         if self.step >= self.steps {
             return;
@@ -444,9 +471,27 @@ impl Collective {
             };
             out.send(self.members.ranks[t.peer as usize], Msg::Coll(msg), bytes);
         }
-        self.got.resize(self.plan.recvs.len(), false);
         self.missing = self.plan.recvs.len();
-        self.by_peer.clear();
+        self.one = match &self.plan.recvs[..] {
+            [t] => match self.plan.ranges[t.ranges.clone()] {
+                [(lo, hi)] => {
+                    let r = blocks.elems(lo, hi);
+                    Some(OneRecv {
+                        peer: t.peer,
+                        at: r.start,
+                        len: r.len(),
+                        bytes: blocks.bytes(lo, hi),
+                        action: t.action,
+                    })
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if self.one.is_some() {
+            return;
+        }
+        self.got.resize(self.plan.recvs.len(), false);
         if self.plan.recvs.len() > FEW_PEERS {
             self.by_peer.resize(self.members.len(), u32::MAX);
             // in reverse, so that a peer named twice maps to its first receive
@@ -472,6 +517,29 @@ impl Collective {
     /// Applies a chunk of the current step: Some(all of the step arrived?), or None if the
     /// chunk does not fit what the plan expects from that peer.
     fn apply(&mut self, from: u32, data: &Buffer, out: &mut Outbox) -> Option<bool> {
+        if let Some(one) = self.one {
+            if one.peer != from || self.missing == 0 || one.len != data.len() {
+                return None;
+            }
+            // a mismatched dtype fails without writing
+            let ok = match one.action {
+                Action::Copy => self.buf.copy_from(one.at, data, 0, one.len),
+                Action::Reduce => {
+                    let ok = self
+                        .buf
+                        .reduce_from(one.at, data, 0, one.len, self.fp.reduce);
+                    if ok && one.bytes > 0 {
+                        out.work(one.bytes);
+                    }
+                    ok
+                }
+            };
+            if !ok {
+                return None;
+            }
+            self.missing = 0;
+            return Some(true);
+        }
         let i = self.missing_from(from)?;
         let blocks = self.blocks;
         let t = &self.plan.recvs[i];
