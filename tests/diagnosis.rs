@@ -618,3 +618,47 @@ fn chunks_late_on_a_healthy_link_after_a_partition_are_charged_to_the_partition(
     assert_eq!(out.report.outcome, Outcome::Stalled);
     assert_eq!(out.report.root_causes, ["partitioned:0,2|3,4"]);
 }
+
+#[test]
+fn a_rank_that_skips_a_call_of_one_mesh_group_is_named_not_a_deadlock() {
+    // on a 2x4 mesh rank 0 skips its data-parallel allreduce and rank 1 its tensor-parallel
+    // one; their other groups' calls carry them on, so the waits form a cycle across groups,
+    // but each of them is past a call it never issued
+    let s = scenario::parse(
+        "name = \"mesh-skips\"\n[world]\nsize = 8\nranks_per_host = 4\n\
+         [network.intra_host]\nlatency = \"1us\"\nbandwidth = \"300GB/s\"\n\
+         [group]\ntimeout = \"30s\"\n[group.mesh]\nshape = [2, 4]\ndims = [\"dp\", \"tp\"]\n\
+         [workload]\niterations = 2\ncompute = \"0ns\"\nelements = 1\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"16MiB\"\ngroup = \"tp\"\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\ngroup = \"dp\"\n\
+         [[faults]]\nkind = \"skip\"\nrank = 0\niteration = 0\nop_index = 1\n\
+         [[faults]]\nkind = \"skip\"\nrank = 1\niteration = 0\nop_index = 0\n",
+        "mesh-skips.toml",
+    )
+    .expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert_eq!(out.report.root_causes, ["skipped:0", "skipped:1"]);
+    let text = out.report.human();
+    assert!(
+        text.contains("rank 0 never issued allreduce #1 (iteration 0, op 1)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ranks_that_skipped_are_named_even_when_they_outnumber_the_right_call() {
+    // at allreduce #3 ranks 2 and 3 skipped to the barrier and rank 1 mismatched its bytes:
+    // rank 0 alone holds the right call, the earliest in the program
+    let faults = "[[faults]]\nkind = \"mismatch\"\nrank = 1\niteration = 1\nop_index = 0\n\
+                  bytes = \"16777217B\"\n\
+                  [[faults]]\nkind = \"skip\"\nrank = 2\niteration = 1\nop_index = 0\n\
+                  [[faults]]\nkind = \"skip\"\nrank = 3\niteration = 1\nop_index = 0\n";
+    let s = scenario::parse(&job(4, AR_BARRIER, faults), "skips-outnumber.toml").expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert_eq!(
+        sorted(out.report.root_causes.clone()),
+        ["mismatch:1", "skipped:2", "skipped:3"]
+    );
+}

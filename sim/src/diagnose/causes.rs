@@ -281,6 +281,32 @@ impl CauseBook {
         key
     }
 
+    /// Rank `r` is in a call further on in its program than `slot`, which `waiter` waits in,
+    /// and never issued `slot`: it went past that call.
+    pub fn skipped_past(&mut self, fold: &Fold, r: u32, slot: Slot, waiter: u32) -> CauseKey {
+        let key = CauseKey::Skipped(r);
+        self.note(&key, || {
+            let what = fold.ranks[waiter as usize]
+                .call_at(slot)
+                .map(|c| call_name(&c.sig, slot.2 .0))
+                .unwrap_or_else(|| format!("collective #{}", slot.2));
+            let now = fold.ranks[r as usize]
+                .call
+                .as_ref()
+                .map_or(String::new(), |c| {
+                    format!(" (iteration {}, op {})", c.iteration, c.index)
+                });
+            (
+                format!(
+                    "rank {r} never issued {what}, which rank {waiter} waits in, and is \
+                     already in a later call of its program{now}: it skipped a call"
+                ),
+                vec![r],
+            )
+        });
+        key
+    }
+
     /// The culprits of `slot` among `pair` (all of the slot's culprits if neither is one).
     pub fn mismatch(&mut self, fold: &Fold, slot: Slot, pair: &[u32]) -> Vec<CauseKey> {
         if !self.slots.contains_key(&slot) {
@@ -300,9 +326,11 @@ impl CauseBook {
     }
 
     /// Compares every rank's signature of `slot`. Ranks are grouped by the parameters they
-    /// called it with (what their messages carry); the largest group is right, a tie going to
-    /// the group whose call the scenario's program declares, then to the earliest call site,
-    /// then to the group with the lowest rank. Every rank outside it is a culprit: `skipped`
+    /// called it with (what their messages carry). The group with the earliest call site is
+    /// right: no fault moves a call earlier in a rank's program, while a skipped call moves the
+    /// rank's later calls up to its number. Among groups at that site the largest is right, a
+    /// tie going to the group whose call the scenario's program declares, then to the group
+    /// with the lowest rank. Every rank outside it is a culprit: `skipped`
     /// when it is at a later call of its program (it skipped the one the others are in), else
     /// `mismatch`. Ranks with the right parameters at another call site consume the same
     /// messages, so they are no culprit here.
@@ -345,7 +373,7 @@ impl CauseBook {
                 .flat_map(|&k| vs[k].ranks.iter().copied())
                 .min()
                 .unwrap_or(u32::MAX);
-            (count, decl, std::cmp::Reverse(site), std::cmp::Reverse(low))
+            (std::cmp::Reverse(site), count, decl, std::cmp::Reverse(low))
         };
         let Some(best) = groups.iter().max_by_key(|g| rank_key(g)) else {
             return SlotVerdict { culprits };
@@ -487,8 +515,9 @@ impl CauseBook {
         if in_rendezvous && keys.iter().all(|k| !matches!(k, CauseKey::Preempted(_))) {
             keys.extend(self.quorum_lost(fold, a));
         }
-        if left_out && keys.is_empty() {
-            // its heartbeats or its requests to join were lost or late on a faulty link
+        if (left_out || in_rendezvous) && keys.is_empty() {
+            // its heartbeats, its requests to join or its rendezvous messages were lost or
+            // late on a faulty link
             if let Some(f) = fold.faults.iter().rev().find(|f| {
                 matches!(f.kind.as_str(), "loss" | "delay")
                     && during(f)
@@ -497,14 +526,20 @@ impl CauseBook {
                 let culprit = f.straggler(a);
                 let key = CauseKey::Slow(culprit);
                 self.note(&key, || {
-                    (
+                    let text = if left_out {
                         format!(
                             "rank {a} was left out of the group: its heartbeats and requests \
                              to join went over a faulty link ({})",
                             f.detail
-                        ),
-                        vec![culprit],
-                    )
+                        )
+                    } else {
+                        format!(
+                            "rank {a} is held in a rendezvous that cannot form a generation: \
+                             its messages go over a faulty link ({})",
+                            f.detail
+                        )
+                    };
+                    (text, vec![culprit])
                 });
                 keys.push(key);
             }

@@ -1,7 +1,7 @@
 //! The wait-for graph at one point in time, and who is blocked on what.
 
 use super::causes::{CauseBook, CauseKey};
-use super::fold::{CallView, Fold, RankState, RankView, Slot};
+use super::fold::{CallView, Fold, RankState, RankView, Slot, CALL_HISTORY};
 use super::{Blocked, Cause, Diagnosis, EdgeKind, WaitEdge};
 use crate::scenario::Outcome;
 use petgraph::algo::tarjan_scc;
@@ -118,12 +118,35 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
             // alive, not computing and in no collective for some time (between two events of
             // one instant, a rank that just finished computing has not called yet)
             RankState::Running if vb.call.is_none() && vb.since_ns < fold.t => {
+                // one held in a rendezvous that cannot complete is not hung: what holds it is
+                let held = book.left_out(fold, b);
+                if !held.is_empty() {
+                    return Class::Root(held);
+                }
                 return Class::Root(vec![book.hung(fold, b)]);
             }
             _ => {}
         }
+        // in a call further on in its program without ever issuing this one: it went past it
+        // (on a mesh the calls of its other groups carry it on; within one group the shifted
+        // call would show as a mismatch instead)
+        if vb.call.as_ref().is_some_and(|cb| {
+            (cb.iteration, cb.index) > (ca.iteration, ca.index) && cb.generation == ca.generation
+        }) && history_reaches(vb, ca)
+        {
+            return Class::Root(vec![book.skipped_past(fold, b, slot, a)]);
+        }
     }
     Class::Waits
+}
+
+/// Whether `v`'s call history goes back at least to the call site of `c`, so that a call it
+/// issued there would still be in it.
+fn history_reaches(v: &RankView, c: &CallView) -> bool {
+    v.history.len() < CALL_HISTORY
+        || v.history
+            .front()
+            .is_some_and(|p| p.sig.site() <= (c.iteration, c.index))
 }
 
 /// Membership causes (`quorum_lost`): ranks that wait for a generation rather than for a peer
