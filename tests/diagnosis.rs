@@ -662,3 +662,19 @@ fn ranks_that_skipped_are_named_even_when_they_outnumber_the_right_call() {
         ["mismatch:1", "skipped:2", "skipped:3"]
     );
 }
+
+#[test]
+fn ranks_that_share_a_mismatch_are_named_even_when_they_are_the_majority() {
+    // two of three ranks call the allreduce with f64: the program says f32, as rank 0 does
+    let faults = "[[faults]]\nkind = \"mismatch\"\nrank = 1\niteration = 0\nop_index = 0\n\
+                  dtype = \"f64\"\n\
+                  [[faults]]\nkind = \"mismatch\"\nrank = 2\niteration = 0\nop_index = 0\n\
+                  dtype = \"f64\"\n";
+    let s = scenario::parse(&job(3, ONE_AR, faults), "shared-mismatch.toml").expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert_eq!(
+        sorted(out.report.root_causes.clone()),
+        ["mismatch:1", "mismatch:2"]
+    );
+}

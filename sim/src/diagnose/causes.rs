@@ -328,9 +328,9 @@ impl CauseBook {
     /// Compares every rank's signature of `slot`. Ranks are grouped by the parameters they
     /// called it with (what their messages carry). The group with the earliest call site is
     /// right: no fault moves a call earlier in a rank's program, while a skipped call moves the
-    /// rank's later calls up to its number. Among groups at that site the largest is right, a
-    /// tie going to the group whose call the scenario's program declares, then to the group
-    /// with the lowest rank. Every rank outside it is a culprit: `skipped`
+    /// rank's later calls up to its number. Among groups at that site the one whose call the
+    /// scenario's program declares is right (however many ranks share a mismatch), then the
+    /// largest, then the group with the lowest rank. Every rank outside it is a culprit: `skipped`
     /// when it is at a later call of its program (it skipped the one the others are in), else
     /// `mismatch`. Ranks with the right parameters at another call site consume the same
     /// messages, so they are no culprit here.
@@ -373,7 +373,7 @@ impl CauseBook {
                 .flat_map(|&k| vs[k].ranks.iter().copied())
                 .min()
                 .unwrap_or(u32::MAX);
-            (std::cmp::Reverse(site), count, decl, std::cmp::Reverse(low))
+            (std::cmp::Reverse(site), decl, count, std::cmp::Reverse(low))
         };
         let Some(best) = groups.iter().max_by_key(|g| rank_key(g)) else {
             return SlotVerdict { culprits };
