@@ -678,3 +678,27 @@ fn ranks_that_share_a_mismatch_are_named_even_when_they_are_the_majority() {
         ["mismatch:1", "mismatch:2"]
     );
 }
+
+#[test]
+fn a_hung_rank_behind_a_permanent_partition_ends_the_run_and_is_named() {
+    // rank 0 finishes (its reduce to rank 1 only sends); rank 1 hangs, and the partition that
+    // never heals would have the lost chunk sent again forever
+    let s = scenario::parse(
+        "name = \"hung-cut-off\"\n[world]\nsize = 2\n[network]\nretransmit_timeout = \"8ms\"\n\
+         [group]\ntimeout = \"50ms\"\n[workload]\ncompute = \"5ms\"\nelements = 4\n\
+         [[workload.ops]]\nop = \"reduce\"\nbytes = \"2MiB\"\nroot = 1\n\
+         [[faults]]\nkind = \"hang\"\nrank = 1\niteration = 0\n\
+         [[faults]]\nkind = \"partition\"\nsides = [[0], [1]]\nat = \"4ms\"\n",
+        "hung-cut-off.toml",
+    )
+    .expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert!(out.report.blocked.is_empty());
+    assert_eq!(out.report.root_causes, ["hung:1"]);
+    let text = out.report.human();
+    assert!(
+        text.contains("no rank is waiting in a collective; root cause: rank 1 stopped issuing"),
+        "{text}"
+    );
+}

@@ -161,7 +161,12 @@ const MAX_WAITS: usize = 12;
 /// who waits for whom, and what happened.
 pub fn explain(d: &Diagnosis) -> Vec<String> {
     if d.blocked.is_empty() {
-        return Vec::new();
+        // nobody waits in a collective, yet something holds the workload up
+        return d
+            .causes
+            .iter()
+            .map(|c| format!("no rank is waiting in a collective; root cause: {}", c.text))
+            .collect();
     }
     if d.causes.is_empty() {
         // every blocked rank has a cause by construction; keep a sentence for the impossible

@@ -321,6 +321,19 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             causes: keys.iter().map(|k| k.to_string()).collect(),
         });
     }
+    // a run that stalled with nobody waiting in a collective: a rank that stopped issuing
+    // calls holds it up (the others finished or wait outside collectives)
+    if fold.outcome == Some(Outcome::Stalled) && blocked.is_empty() && in_progress.is_empty() {
+        for v in &fold.ranks {
+            if v.is_live()
+                && v.state == RankState::Running
+                && v.call.is_none()
+                && v.since_ns < fold.t
+            {
+                per_cause.entry(book.hung(fold, v.rank)).or_default();
+            }
+        }
+    }
     let causes = per_cause
         .into_iter()
         .map(|(k, blocked)| {

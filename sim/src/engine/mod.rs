@@ -51,6 +51,8 @@ struct Flight {
     recv_cost: Nanos,
     /// Already through the receive port.
     received: bool,
+    /// A resend that can never arrive (see [`Engine::doomed`]), counted there.
+    doomed: bool,
 }
 
 #[derive(Debug)]
@@ -195,6 +197,10 @@ pub struct Engine<'r> {
     /// Elastic: the workload got no further for a whole [`StopReason::NoProgress`] window;
     /// the run stops at the next abort.
     no_progress: bool,
+    /// Resends in the queue that can never arrive: lost to a partition when no fault is left
+    /// to begin or end. When they are all the queue holds, nothing else can happen (the
+    /// messages would be sent again forever) and the run is quiescent.
+    doomed: usize,
 }
 
 /// See [`StopReason::NoProgress`].
@@ -272,6 +278,7 @@ impl<'r> Engine<'r> {
             progress_ns: 0,
             frontier: None,
             no_progress: false,
+            doomed: 0,
             registry_only: cfg.ops.is_empty() && cfg.registry.is_some() && cfg.elastic.is_none(),
         };
         for (i, f) in scenario.faults.iter().enumerate() {
@@ -379,6 +386,15 @@ impl<'r> Engine<'r> {
         self.dispatch(ev);
         if let Some(StopReason::Watchdog { rank }) = self.stop {
             self.dump_flight_records(rank);
+        }
+        if self.doomed > 0
+            && self.queue.len() == self.doomed
+            && self.time_limit.is_none()
+            && self.stop.is_none()
+        {
+            // only messages lost for good are left, each sent again and again: without a
+            // time limit to run out, stop
+            self.stop = Some(StopReason::Quiescent);
         }
         if self.elastic.is_some() {
             self.maybe_finished = false;
@@ -500,6 +516,7 @@ impl<'r> Engine<'r> {
             }
             Ev::Deliver(f) => self.deliver(f),
             Ev::Resend(f) => {
+                self.doomed -= usize::from(f.doomed);
                 let Flight {
                     id,
                     from,
@@ -772,6 +789,7 @@ impl<'r> Engine<'r> {
             to_inc,
             recv_cost: timing.recv_cost,
             received: false,
+            doomed: false,
         };
         match lost {
             None => self.push(timing.arrive, Ev::Deliver(flight)),
@@ -780,7 +798,7 @@ impl<'r> Engine<'r> {
     }
 
     /// A message is lost on the wire: resent after the retransmit timeout if reliable.
-    fn lose(&mut self, f: Flight, reason: &str, at: Nanos) {
+    fn lose(&mut self, mut f: Flight, reason: &str, at: Nanos) {
         self.stats.messages_dropped += 1;
         if self.record {
             self.emit(Event::Drop {
@@ -793,6 +811,8 @@ impl<'r> Engine<'r> {
         }
         if f.reliable {
             let when = at.max(self.now) + self.net.retransmit;
+            f.doomed = reason == "partition" && self.pending_faults == 0;
+            self.doomed += usize::from(f.doomed);
             self.push(when, Ev::Resend(f));
         }
     }

@@ -178,6 +178,11 @@ impl<E> Queue<E> {
         self.slab[slot as usize].take().map(|e| (t, e))
     }
 
+    /// Events in the queue.
+    pub fn len(&self) -> usize {
+        self.radix.len + self.heap.len()
+    }
+
     #[inline]
     pub fn peek_time(&mut self) -> Option<Nanos> {
         match self.heap.peek() {
