@@ -702,3 +702,26 @@ fn a_hung_rank_behind_a_permanent_partition_ends_the_run_and_is_named() {
         "{text}"
     );
 }
+
+#[test]
+fn a_restarted_rank_alone_outside_the_group_is_not_called_hung() {
+    // every rank is preempted at once and only rank 2 comes back: it waits to join a group
+    // that no longer exists, which is no hang of its own
+    let s = scenario::parse(
+        "name = \"alone\"\n[world]\nsize = 3\n[group]\ntimeout = \"2s\"\n\
+         [group.elastic]\nmin_size = 2\nmax_size = 3\n[workload]\ncompute = \"0ns\"\n\
+         elements = 1\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n\
+         [[faults]]\nkind = \"preempt\"\nrank = 0\nat = \"0ns\"\n\
+         [[faults]]\nkind = \"preempt\"\nrank = 2\nat = \"0ns\"\nrestart_after = \"200ms\"\n\
+         [[faults]]\nkind = \"preempt\"\nrank = 1\nat = \"0ns\"\n",
+        "alone.toml",
+    )
+    .expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert!(
+        !out.report.root_causes.iter().any(|c| c.starts_with("hung")),
+        "{:?}",
+        out.report.root_causes
+    );
+}

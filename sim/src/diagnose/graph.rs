@@ -322,15 +322,26 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
         });
     }
     // a run that stalled with nobody waiting in a collective: a rank that stopped issuing
-    // calls holds it up (the others finished or wait outside collectives)
+    // calls holds it up (the others finished or wait outside collectives), or whatever keeps
+    // a rank in a rendezvous or outside the group
     if fold.outcome == Some(Outcome::Stalled) && blocked.is_empty() && in_progress.is_empty() {
         for v in &fold.ranks {
-            if v.is_live()
+            if !(v.is_live()
                 && v.state == RankState::Running
                 && v.call.is_none()
-                && v.since_ns < fold.t
+                && v.since_ns < fold.t)
             {
-                per_cause.entry(book.hung(fold, v.rank)).or_default();
+                continue;
+            }
+            let m = &fold.membership;
+            let r = v.rank;
+            if m.joining.contains(&r) || m.rendezvous.contains_key(&r) || m.waiting.contains_key(&r)
+            {
+                for k in book.left_out(fold, r) {
+                    per_cause.entry(k).or_default();
+                }
+            } else {
+                per_cause.entry(book.hung(fold, r)).or_default();
             }
         }
     }
