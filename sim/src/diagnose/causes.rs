@@ -262,47 +262,28 @@ impl CauseBook {
         key
     }
 
-    /// Rank `r` finished its workload and never issued `slot`, which `waiter` waits in.
-    pub fn skipped_done(&mut self, fold: &Fold, r: u32, slot: Slot, waiter: u32) -> CauseKey {
+    /// Rank `r` never issued `slot`, which `waiter` waits in, and went past it: it finished
+    /// its workload, or is in a call further on in its program.
+    pub fn skipped(&mut self, fold: &Fold, r: u32, slot: Slot, waiter: u32) -> CauseKey {
         let key = CauseKey::Skipped(r);
         self.note(&key, || {
             let what = fold.ranks[waiter as usize]
                 .call_at(slot)
                 .map(|c| call_name(&c.sig, slot.2 .0))
                 .unwrap_or_else(|| format!("collective #{}", slot.2));
-            (
-                format!(
+            let v = &fold.ranks[r as usize];
+            let text = match v.call.as_ref().filter(|_| v.state != RankState::Done) {
+                Some(c) => format!(
+                    "rank {r} never issued {what}, which rank {waiter} waits in, and is already \
+                     in a later call of its program (iteration {}, op {}): it skipped a call",
+                    c.iteration, c.index
+                ),
+                None => format!(
                     "rank {r} finished its workload without issuing {what}, which rank {waiter} \
                      waits in: it skipped a call"
                 ),
-                vec![r],
-            )
-        });
-        key
-    }
-
-    /// Rank `r` is in a call further on in its program than `slot`, which `waiter` waits in,
-    /// and never issued `slot`: it went past that call.
-    pub fn skipped_past(&mut self, fold: &Fold, r: u32, slot: Slot, waiter: u32) -> CauseKey {
-        let key = CauseKey::Skipped(r);
-        self.note(&key, || {
-            let what = fold.ranks[waiter as usize]
-                .call_at(slot)
-                .map(|c| call_name(&c.sig, slot.2 .0))
-                .unwrap_or_else(|| format!("collective #{}", slot.2));
-            let now = fold.ranks[r as usize]
-                .call
-                .as_ref()
-                .map_or(String::new(), |c| {
-                    format!(" (iteration {}, op {})", c.iteration, c.index)
-                });
-            (
-                format!(
-                    "rank {r} never issued {what}, which rank {waiter} waits in, and is \
-                     already in a later call of its program{now}: it skipped a call"
-                ),
-                vec![r],
-            )
+            };
+            (text, vec![r])
         });
         key
     }

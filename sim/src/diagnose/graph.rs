@@ -114,7 +114,7 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
     }
     if issued.is_none() && !moved_on {
         match vb.state {
-            RankState::Done => return Class::Root(vec![book.skipped_done(fold, b, slot, a)]),
+            RankState::Done => return Class::Root(vec![book.skipped(fold, b, slot, a)]),
             // alive, not computing and in no collective for some time (between two events of
             // one instant, a rank that just finished computing has not called yet)
             RankState::Running if vb.call.is_none() && vb.since_ns < fold.t => {
@@ -134,7 +134,7 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
             (cb.iteration, cb.index) > (ca.iteration, ca.index) && cb.generation == ca.generation
         }) && history_reaches(vb, ca)
         {
-            return Class::Root(vec![book.skipped_past(fold, b, slot, a)]);
+            return Class::Root(vec![book.skipped(fold, b, slot, a)]);
         }
     }
     Class::Waits
