@@ -725,3 +725,21 @@ fn a_restarted_rank_alone_outside_the_group_is_not_called_hung() {
         out.report.root_causes
     );
 }
+
+#[test]
+fn chunks_late_after_a_pause_are_charged_to_the_paused_rank() {
+    // rank 0 is frozen for most of the watchdog's 50ms; when it resumes, its chunks and the
+    // others' answers to them are still crossing the ports when the watchdog fires
+    let s = scenario::parse(
+        "name = \"paused-late\"\n[world]\nsize = 4\n[network]\nlatency = \"100ns\"\n\
+         bandwidth = \"1GB/s\"\nretransmit_timeout = \"1ms\"\n[group]\ntimeout = \"50ms\"\n\
+         algorithm = \"direct\"\n[workload]\ncompute = \"271us\"\nelements = 1\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"900971B\"\n\
+         [[faults]]\nkind = \"pause\"\nrank = 0\nat = \"0ns\"\nduration = \"48950us\"\n",
+        "paused-late.toml",
+    )
+    .expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert_eq!(out.report.root_causes, ["paused:0"]);
+}

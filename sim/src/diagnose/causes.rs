@@ -721,6 +721,18 @@ impl CauseBook {
             });
             return key;
         }
+        // a rank frozen during the call catches up late, and its chunks hold the others' ports
+        let paused: Vec<u32> = fold
+            .faults
+            .iter()
+            .filter(|f| f.kind == "pause" && during(f))
+            .flat_map(|f| f.ranks.iter().copied())
+            .collect();
+        for r in paused {
+            if let Some(k) = self.paused_during(fold, r, window) {
+                return k;
+            }
+        }
         let key = CauseKey::Slow(from);
         self.note(&key, || {
             (
