@@ -743,3 +743,24 @@ fn chunks_late_after_a_pause_are_charged_to_the_paused_rank() {
     assert_eq!(out.report.outcome, Outcome::Stalled);
     assert_eq!(out.report.root_causes, ["paused:0"]);
 }
+
+#[test]
+fn a_rank_left_behind_on_its_slow_links_is_charged_to_them_not_to_a_peer_that_finished() {
+    // rank 2's links are delayed for most of the run: the group rebuilds without it, and when
+    // it is left waiting in an old call, the peer it waits for has finished
+    let s = scenario::parse(
+        "name = \"left-behind\"\nseed = 9100762491345494243\ntime_limit = \"60s\"\n\
+         [world]\nsize = 3\n[network]\nretransmit_timeout = \"200ms\"\n[group]\ntimeout = \"2s\"\n\
+         [group.elastic]\nmin_size = 2\nmax_size = 3\nrendezvous = \"store\"\n\
+         [workload]\niterations = 2\ncompute = \"10ms\"\nelements = 1\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n\
+         [[faults]]\nkind = \"delay\"\nrank = 2\nat = \"16147583ns\"\nduration = \"2884ms\"\n\
+         extra = \"430ms\"\njitter = \"215000001ns\"\n\
+         [[faults]]\nkind = \"skip\"\nrank = 0\niteration = 0\nop_index = 0\n",
+        "left-behind.toml",
+    )
+    .expect("valid");
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Rebuilt);
+    assert_eq!(out.report.root_causes, ["slow:2"]);
+}

@@ -753,6 +753,30 @@ impl CauseBook {
         if let Some(k) = self.paused_during(fold, r, window) {
             return k;
         }
+        if fold.ranks[r as usize].state == RankState::Done {
+            // done, not working: the waiter fell behind on a faulty link of its own, or what
+            // `r` sent before it finished was held up on the way
+            if let Some(f) = fold.faults.iter().rev().find(|f| {
+                matches!(f.kind.as_str(), "delay" | "loss")
+                    && f.begin_ns <= fold.t
+                    && f.ranks.contains(&waiter)
+            }) {
+                let culprit = f.straggler(waiter);
+                let key = CauseKey::Slow(culprit);
+                self.note(&key, || {
+                    (
+                        format!(
+                            "rank {waiter} fell behind on a faulty link ({}): rank {r} finished \
+                             without it",
+                            f.detail
+                        ),
+                        vec![culprit],
+                    )
+                });
+                return key;
+            }
+            return self.late(fold, waiter, r);
+        }
         let key = CauseKey::Slow(r);
         self.note(&key, || {
             let v = &fold.ranks[r as usize];
