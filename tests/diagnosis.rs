@@ -322,6 +322,12 @@ fn sorted(v: impl IntoIterator<Item = String>) -> Vec<String> {
     v
 }
 
+/// Runs the scenario `toml` (named `file` in errors) and returns its report.
+fn report(toml: &str, file: &str) -> RunReport {
+    let s = scenario::parse(toml, file).expect("valid");
+    run(&s, &RunOptions::default()).expect("runs").report
+}
+
 fn run_case(c: &Case) -> RunReport {
     let s = scenario::parse(&c.toml, c.name).unwrap_or_else(|e| panic!("{}: {e}", c.name));
     run(&s, &RunOptions::default())
@@ -586,25 +592,23 @@ fn a_rank_preempted_before_it_starts_is_preempted_not_hung() {
 fn chunks_late_on_a_healthy_link_are_charged_to_the_lossy_rank_that_holds_the_network_back() {
     // direct allreduce of 7 ranks with a watchdog that fires before rank 3's lost chunks are
     // sent again: the chunks still on their way between healthy ranks are no fault of theirs
-    let s = scenario::parse(
+    let r = report(
         "name = \"lossy-direct\"\nseed = 5053117706778821890\n[world]\nsize = 7\n[network]\n\
          latency = \"100ns\"\nbandwidth = \"53GB/s\"\nreduce_bandwidth = \"1GB/s\"\n\
          retransmit_timeout = \"5ms\"\n[group]\ntimeout = \"50ms\"\n[workload]\nelements = 1\n\
          [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1B\"\nalgorithm = \"direct\"\n\
          [[faults]]\nkind = \"loss\"\nrank = 3\nat = \"0ns\"\nrate = 0.79\n",
         "lossy-direct.toml",
-    )
-    .expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Stalled);
-    assert_eq!(out.report.root_causes, ["slow:3"]);
+    );
+    assert_eq!(r.outcome, Outcome::Stalled);
+    assert_eq!(r.root_causes, ["slow:3"]);
 }
 
 #[test]
 fn chunks_late_on_a_healthy_link_after_a_partition_are_charged_to_the_partition() {
     // the partition from {3,4} to {0,2} ends before the watchdog, but the chunks it dropped
     // wait for the retransmit timeout and hold the direct allreduce's ports
-    let s = scenario::parse(
+    let r = report(
         "name = \"healed-late\"\n[world]\nsize = 5\n[network]\nlatency = \"100ns\"\n\
          bandwidth = \"7GB/s\"\nretransmit_timeout = \"14ms\"\n[group]\ntimeout = \"50ms\"\n\
          [workload]\ncompute = \"512us\"\nelements = 1\n[[workload.ops]]\nop = \"allgather\"\n\
@@ -612,11 +616,9 @@ fn chunks_late_on_a_healthy_link_after_a_partition_are_charged_to_the_partition(
          algorithm = \"direct\"\n[[faults]]\nkind = \"partition\"\nsides = [[3, 4], [0, 2]]\n\
          at = \"512401ns\"\nduration = \"42050us\"\noneway = true\n",
         "healed-late.toml",
-    )
-    .expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Stalled);
-    assert_eq!(out.report.root_causes, ["partitioned:0,2|3,4"]);
+    );
+    assert_eq!(r.outcome, Outcome::Stalled);
+    assert_eq!(r.root_causes, ["partitioned:0,2|3,4"]);
 }
 
 #[test]
@@ -624,7 +626,7 @@ fn a_rank_that_skips_a_call_of_one_mesh_group_is_named_not_a_deadlock() {
     // on a 2x4 mesh rank 0 skips its data-parallel allreduce and rank 1 its tensor-parallel
     // one; their other groups' calls carry them on, so the waits form a cycle across groups,
     // but each of them is past a call it never issued
-    let s = scenario::parse(
+    let r = report(
         "name = \"mesh-skips\"\n[world]\nsize = 8\nranks_per_host = 4\n\
          [network.intra_host]\nlatency = \"1us\"\nbandwidth = \"300GB/s\"\n\
          [group]\ntimeout = \"30s\"\n[group.mesh]\nshape = [2, 4]\ndims = [\"dp\", \"tp\"]\n\
@@ -634,12 +636,10 @@ fn a_rank_that_skips_a_call_of_one_mesh_group_is_named_not_a_deadlock() {
          [[faults]]\nkind = \"skip\"\nrank = 0\niteration = 0\nop_index = 1\n\
          [[faults]]\nkind = \"skip\"\nrank = 1\niteration = 0\nop_index = 0\n",
         "mesh-skips.toml",
-    )
-    .expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Stalled);
-    assert_eq!(out.report.root_causes, ["skipped:0", "skipped:1"]);
-    let text = out.report.human();
+    );
+    assert_eq!(r.outcome, Outcome::Stalled);
+    assert_eq!(r.root_causes, ["skipped:0", "skipped:1"]);
+    let text = r.human();
     assert!(
         text.contains("rank 0 never issued allreduce #1 (iteration 0, op 1)"),
         "{text}"
@@ -654,11 +654,10 @@ fn ranks_that_skipped_are_named_even_when_they_outnumber_the_right_call() {
                   bytes = \"16777217B\"\n\
                   [[faults]]\nkind = \"skip\"\nrank = 2\niteration = 1\nop_index = 0\n\
                   [[faults]]\nkind = \"skip\"\nrank = 3\niteration = 1\nop_index = 0\n";
-    let s = scenario::parse(&job(4, AR_BARRIER, faults), "skips-outnumber.toml").expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Stalled);
+    let r = report(&job(4, AR_BARRIER, faults), "skips-outnumber.toml");
+    assert_eq!(r.outcome, Outcome::Stalled);
     assert_eq!(
-        sorted(out.report.root_causes.clone()),
+        sorted(r.root_causes.clone()),
         ["mismatch:1", "skipped:2", "skipped:3"]
     );
 }
@@ -670,33 +669,27 @@ fn ranks_that_share_a_mismatch_are_named_even_when_they_are_the_majority() {
                   dtype = \"f64\"\n\
                   [[faults]]\nkind = \"mismatch\"\nrank = 2\niteration = 0\nop_index = 0\n\
                   dtype = \"f64\"\n";
-    let s = scenario::parse(&job(3, ONE_AR, faults), "shared-mismatch.toml").expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Stalled);
-    assert_eq!(
-        sorted(out.report.root_causes.clone()),
-        ["mismatch:1", "mismatch:2"]
-    );
+    let r = report(&job(3, ONE_AR, faults), "shared-mismatch.toml");
+    assert_eq!(r.outcome, Outcome::Stalled);
+    assert_eq!(sorted(r.root_causes.clone()), ["mismatch:1", "mismatch:2"]);
 }
 
 #[test]
 fn a_hung_rank_behind_a_permanent_partition_ends_the_run_and_is_named() {
     // rank 0 finishes (its reduce to rank 1 only sends); rank 1 hangs, and the partition that
     // never heals would have the lost chunk sent again forever
-    let s = scenario::parse(
+    let r = report(
         "name = \"hung-cut-off\"\n[world]\nsize = 2\n[network]\nretransmit_timeout = \"8ms\"\n\
          [group]\ntimeout = \"50ms\"\n[workload]\ncompute = \"5ms\"\nelements = 4\n\
          [[workload.ops]]\nop = \"reduce\"\nbytes = \"2MiB\"\nroot = 1\n\
          [[faults]]\nkind = \"hang\"\nrank = 1\niteration = 0\n\
          [[faults]]\nkind = \"partition\"\nsides = [[0], [1]]\nat = \"4ms\"\n",
         "hung-cut-off.toml",
-    )
-    .expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Stalled);
-    assert!(out.report.blocked.is_empty());
-    assert_eq!(out.report.root_causes, ["hung:1"]);
-    let text = out.report.human();
+    );
+    assert_eq!(r.outcome, Outcome::Stalled);
+    assert!(r.blocked.is_empty());
+    assert_eq!(r.root_causes, ["hung:1"]);
+    let text = r.human();
     assert!(
         text.contains("no rank is waiting in a collective; root cause: rank 1 stopped issuing"),
         "{text}"
@@ -707,7 +700,7 @@ fn a_hung_rank_behind_a_permanent_partition_ends_the_run_and_is_named() {
 fn a_restarted_rank_alone_outside_the_group_is_not_called_hung() {
     // every rank is preempted at once and only rank 2 comes back: it waits to join a group
     // that no longer exists, which is no hang of its own
-    let s = scenario::parse(
+    let r = report(
         "name = \"alone\"\n[world]\nsize = 3\n[group]\ntimeout = \"2s\"\n\
          [group.elastic]\nmin_size = 2\nmax_size = 3\n[workload]\ncompute = \"0ns\"\n\
          elements = 1\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n\
@@ -715,14 +708,12 @@ fn a_restarted_rank_alone_outside_the_group_is_not_called_hung() {
          [[faults]]\nkind = \"preempt\"\nrank = 2\nat = \"0ns\"\nrestart_after = \"200ms\"\n\
          [[faults]]\nkind = \"preempt\"\nrank = 1\nat = \"0ns\"\n",
         "alone.toml",
-    )
-    .expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Stalled);
+    );
+    assert_eq!(r.outcome, Outcome::Stalled);
     assert!(
-        !out.report.root_causes.iter().any(|c| c.starts_with("hung")),
+        !r.root_causes.iter().any(|c| c.starts_with("hung")),
         "{:?}",
-        out.report.root_causes
+        r.root_causes
     );
 }
 
@@ -730,25 +721,23 @@ fn a_restarted_rank_alone_outside_the_group_is_not_called_hung() {
 fn chunks_late_after_a_pause_are_charged_to_the_paused_rank() {
     // rank 0 is frozen for most of the watchdog's 50ms; when it resumes, its chunks and the
     // others' answers to them are still crossing the ports when the watchdog fires
-    let s = scenario::parse(
+    let r = report(
         "name = \"paused-late\"\n[world]\nsize = 4\n[network]\nlatency = \"100ns\"\n\
          bandwidth = \"1GB/s\"\nretransmit_timeout = \"1ms\"\n[group]\ntimeout = \"50ms\"\n\
          algorithm = \"direct\"\n[workload]\ncompute = \"271us\"\nelements = 1\n\
          [[workload.ops]]\nop = \"allreduce\"\nbytes = \"900971B\"\n\
          [[faults]]\nkind = \"pause\"\nrank = 0\nat = \"0ns\"\nduration = \"48950us\"\n",
         "paused-late.toml",
-    )
-    .expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Stalled);
-    assert_eq!(out.report.root_causes, ["paused:0"]);
+    );
+    assert_eq!(r.outcome, Outcome::Stalled);
+    assert_eq!(r.root_causes, ["paused:0"]);
 }
 
 #[test]
 fn a_rank_left_behind_on_its_slow_links_is_charged_to_them_not_to_a_peer_that_finished() {
     // rank 2's links are delayed for most of the run: the group rebuilds without it, and when
     // it is left waiting in an old call, the peer it waits for has finished
-    let s = scenario::parse(
+    let r = report(
         "name = \"left-behind\"\nseed = 9100762491345494243\ntime_limit = \"60s\"\n\
          [world]\nsize = 3\n[network]\nretransmit_timeout = \"200ms\"\n[group]\ntimeout = \"2s\"\n\
          [group.elastic]\nmin_size = 2\nmax_size = 3\nrendezvous = \"store\"\n\
@@ -758,9 +747,7 @@ fn a_rank_left_behind_on_its_slow_links_is_charged_to_them_not_to_a_peer_that_fi
          extra = \"430ms\"\njitter = \"215000001ns\"\n\
          [[faults]]\nkind = \"skip\"\nrank = 0\niteration = 0\nop_index = 0\n",
         "left-behind.toml",
-    )
-    .expect("valid");
-    let out = run(&s, &RunOptions::default()).expect("runs");
-    assert_eq!(out.report.outcome, Outcome::Rebuilt);
-    assert_eq!(out.report.root_causes, ["slow:2"]);
+    );
+    assert_eq!(r.outcome, Outcome::Rebuilt);
+    assert_eq!(r.root_causes, ["slow:2"]);
 }

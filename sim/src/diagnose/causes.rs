@@ -154,6 +154,13 @@ impl CauseBook {
         }
     }
 
+    /// `slow:r`, explained by `text` (made only the first time the cause is named).
+    fn slow(&mut self, r: u32, text: impl FnOnce() -> String) -> CauseKey {
+        let key = CauseKey::Slow(r);
+        self.note(&key, || (text(), vec![r]));
+        key
+    }
+
     /// The sentence and the named ranks of a cause.
     pub fn describe(&self, key: &CauseKey) -> (String, Vec<u32>) {
         self.texts
@@ -505,9 +512,8 @@ impl CauseBook {
                     && members.iter().any(|&b| b != a && f.on_link(a, b))
             }) {
                 let culprit = f.straggler(a);
-                let key = CauseKey::Slow(culprit);
-                self.note(&key, || {
-                    let text = if left_out {
+                let key = self.slow(culprit, || {
+                    if left_out {
                         format!(
                             "rank {a} was left out of the group: its heartbeats and requests \
                              to join went over a faulty link ({})",
@@ -519,8 +525,7 @@ impl CauseBook {
                              its messages go over a faulty link ({})",
                             f.detail
                         )
-                    };
-                    (text, vec![culprit])
+                    }
                 });
                 keys.push(key);
             }
@@ -556,19 +561,14 @@ impl CauseBook {
                 matches!(f.kind.as_str(), "loss" | "delay") && during(f) && f.ranks.contains(&peer)
             }) {
                 let culprit = f.straggler(peer);
-                let key = CauseKey::Slow(culprit);
-                self.note(&key, || {
-                    (
-                        format!(
-                            "the group kept rebuilding without getting further: its members \
-                             lost sight of rank {peer} again and again, as its heartbeats went \
-                             over a faulty link ({})",
-                            f.detail
-                        ),
-                        vec![culprit],
+                self.slow(culprit, || {
+                    format!(
+                        "the group kept rebuilding without getting further: its members \
+                         lost sight of rank {peer} again and again, as its heartbeats went \
+                         over a faulty link ({})",
+                        f.detail
                     )
-                });
-                key
+                })
             } else {
                 continue;
             };
@@ -673,18 +673,13 @@ impl CauseBook {
         {
             // a rank the fault touches (its own, or a link's first end), never `from`
             let r = f.ranks.first().copied().unwrap_or(from);
-            let key = CauseKey::Slow(r);
-            self.note(&key, || {
-                (
-                    format!(
-                        "rank {r} is a straggler: the chunk rank {waiter} waits for from rank \
-                         {from} was still on its way when the watchdog fired ({})",
-                        f.detail
-                    ),
-                    vec![r],
+            return self.slow(r, || {
+                format!(
+                    "rank {r} is a straggler: the chunk rank {waiter} waits for from rank \
+                     {from} was still on its way when the watchdog fired ({})",
+                    f.detail
                 )
             });
-            return key;
         }
         // a sender frozen while its chunk was still leaving it (a real process can be stopped
         // between recording a send and the socket taking the bytes)
@@ -708,18 +703,13 @@ impl CauseBook {
         {
             // a rank the fault touches (its own, or a link's first end), never `from`
             let r = f.ranks.first().copied().unwrap_or(from);
-            let key = CauseKey::Slow(r);
-            self.note(&key, || {
-                (
-                    format!(
-                        "rank {r} is a straggler: chunks were still on their way when the \
-                         watchdog fired, as rank {from}'s for rank {waiter} ({})",
-                        f.detail
-                    ),
-                    vec![r],
+            return self.slow(r, || {
+                format!(
+                    "rank {r} is a straggler: chunks were still on their way when the \
+                     watchdog fired, as rank {from}'s for rank {waiter} ({})",
+                    f.detail
                 )
             });
-            return key;
         }
         // a rank frozen during the call catches up late, and its chunks hold the others' ports
         let paused: Vec<u32> = fold
@@ -733,17 +723,12 @@ impl CauseBook {
                 return k;
             }
         }
-        let key = CauseKey::Slow(from);
-        self.note(&key, || {
-            (
-                format!(
-                    "rank {from} is a straggler: its chunk for rank {waiter} was still on its \
-                     way when the watchdog fired"
-                ),
-                vec![from],
+        self.slow(from, || {
+            format!(
+                "rank {from} is a straggler: its chunk for rank {waiter} was still on its \
+                 way when the watchdog fired"
             )
-        });
-        key
+        })
     }
 
     /// A watchdog of `waiter` fired while rank `r`, which it waits for, was still working.
@@ -762,23 +747,17 @@ impl CauseBook {
                     && f.ranks.contains(&waiter)
             }) {
                 let culprit = f.straggler(waiter);
-                let key = CauseKey::Slow(culprit);
-                self.note(&key, || {
-                    (
-                        format!(
-                            "rank {waiter} fell behind on a faulty link ({}): rank {r} finished \
-                             without it",
-                            f.detail
-                        ),
-                        vec![culprit],
+                return self.slow(culprit, || {
+                    format!(
+                        "rank {waiter} fell behind on a faulty link ({}): rank {r} finished \
+                         without it",
+                        f.detail
                     )
                 });
-                return key;
             }
             return self.late(fold, waiter, r);
         }
-        let key = CauseKey::Slow(r);
-        self.note(&key, || {
+        self.slow(r, || {
             let v = &fold.ranks[r as usize];
             let doing = match v.state {
                 RankState::Computing => format!("still computing iteration {}", v.iteration),
@@ -787,12 +766,8 @@ impl CauseBook {
             let why = last_fault(fold, "slow", r)
                 .map(|f| format!(" ({})", f.detail))
                 .unwrap_or_default();
-            (
-                format!("rank {r} is a straggler: it was {doing} when the watchdog fired{why}"),
-                vec![r],
-            )
-        });
-        key
+            format!("rank {r} is a straggler: it was {doing} when the watchdog fired{why}")
+        })
     }
 }
 

@@ -140,6 +140,23 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
     Class::Waits
 }
 
+/// Why live rank `r` issues no call in a run that stalled with nobody waiting in a collective:
+/// whatever keeps it in a rendezvous or outside the group; else it is `hung`, unless it is in
+/// a membership change. (A rank someone waits for is judged in `classify_edge`: a hung rank
+/// may sit in a rendezvous too, when the group rebuilds around it.)
+fn idle(fold: &Fold, book: &mut CauseBook, r: u32) -> Vec<CauseKey> {
+    let held = book.left_out(fold, r);
+    let m = &fold.membership;
+    if !held.is_empty()
+        || m.joining.contains(&r)
+        || m.rendezvous.contains_key(&r)
+        || m.waiting.contains_key(&r)
+    {
+        return held;
+    }
+    vec![book.hung(fold, r)]
+}
+
 /// Whether `v`'s call history goes back at least to the call site of `c`, so that a call it
 /// issued there would still be in it.
 fn history_reaches(v: &RankView, c: &CallView) -> bool {
@@ -333,15 +350,8 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             {
                 continue;
             }
-            let m = &fold.membership;
-            let r = v.rank;
-            if m.joining.contains(&r) || m.rendezvous.contains_key(&r) || m.waiting.contains_key(&r)
-            {
-                for k in book.left_out(fold, r) {
-                    per_cause.entry(k).or_default();
-                }
-            } else {
-                per_cause.entry(book.hung(fold, r)).or_default();
+            for k in idle(fold, &mut book, v.rank) {
+                per_cause.entry(k).or_default();
             }
         }
     }

@@ -157,9 +157,9 @@ impl StepPlan {
     }
 }
 
-/// The receive of a step that takes one run of blocks from one peer (most steps of most
-/// algorithms), resolved to elements and bytes when the step starts, so that its chunk is
-/// applied without going back to the plan.
+/// A receive of one run of blocks from one peer, resolved to elements and bytes. A step whose
+/// only receive is one (most steps of most algorithms) keeps it from the start of the step, so
+/// that its chunk is applied without going back to the plan.
 #[derive(Clone, Copy, Debug)]
 struct OneRecv {
     peer: u32,
@@ -518,23 +518,7 @@ impl Collective {
     /// chunk does not fit what the plan expects from that peer.
     fn apply(&mut self, from: u32, data: &Buffer, out: &mut Outbox) -> Option<bool> {
         if let Some(one) = self.one {
-            if one.peer != from || self.missing == 0 || one.len != data.len() {
-                return None;
-            }
-            // a mismatched dtype fails without writing
-            let ok = match one.action {
-                Action::Copy => self.buf.copy_from(one.at, data, 0, one.len),
-                Action::Reduce => {
-                    let ok = self
-                        .buf
-                        .reduce_from(one.at, data, 0, one.len, self.fp.reduce);
-                    if ok && one.bytes > 0 {
-                        out.work(one.bytes);
-                    }
-                    ok
-                }
-            };
-            if !ok {
+            if one.peer != from || self.missing == 0 || !self.take_run(one, data, out) {
                 return None;
             }
             self.missing = 0;
@@ -545,25 +529,15 @@ impl Collective {
         let t = &self.plan.recvs[i];
         let ranges = &self.plan.ranges[t.ranges.clone()];
         if let &[(lo, hi)] = ranges {
-            // one run of blocks, the usual case (a mismatched dtype fails without writing)
             let r = blocks.elems(lo, hi);
-            if r.len() != data.len() {
-                return None;
-            }
-            let ok = match t.action {
-                Action::Copy => self.buf.copy_from(r.start, data, 0, r.len()),
-                Action::Reduce => {
-                    let ok = self
-                        .buf
-                        .reduce_from(r.start, data, 0, r.len(), self.fp.reduce);
-                    let bytes = blocks.bytes(lo, hi);
-                    if ok && bytes > 0 {
-                        out.work(bytes);
-                    }
-                    ok
-                }
+            let run = OneRecv {
+                peer: t.peer,
+                at: r.start,
+                len: r.len(),
+                bytes: blocks.bytes(lo, hi),
+                action: t.action,
             };
-            if !ok {
+            if !self.take_run(run, data, out) {
                 return None;
             }
             self.got[i] = true;
@@ -600,6 +574,24 @@ impl Collective {
         self.got[i] = true;
         self.missing -= 1;
         Some(self.missing == 0)
+    }
+
+    /// Applies `data`, a chunk of exactly one run of blocks, as `run` says; false (and nothing
+    /// written, whatever the mismatch: length or dtype) when it does not fit.
+    fn take_run(&mut self, run: OneRecv, data: &Buffer, out: &mut Outbox) -> bool {
+        if run.len != data.len() {
+            return false;
+        }
+        let ok = match run.action {
+            Action::Copy => self.buf.copy_from(run.at, data, 0, run.len),
+            Action::Reduce => self
+                .buf
+                .reduce_from(run.at, data, 0, run.len, self.fp.reduce),
+        };
+        if ok && run.action == Action::Reduce && run.bytes > 0 {
+            out.work(run.bytes);
+        }
+        ok
     }
 
     /// Moves through every step whose chunks have all arrived.
