@@ -637,6 +637,7 @@ impl<'r> Engine<'r> {
     }
 
     /// Hands `input` to `rank`'s process and carries out what it asks for.
+    #[inline]
     fn input(&mut self, rank: u32, input: Input) {
         let now = self.now;
         let slot = &mut self.slots[rank as usize];
@@ -656,6 +657,7 @@ impl<'r> Engine<'r> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, rank: u32, mut outs: impl Iterator<Item = Output>) {
         while let Some(o) = outs.next() {
             match o {
@@ -734,6 +736,7 @@ impl<'r> Engine<'r> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn transmit(
         &mut self,
         id: u64,
@@ -817,6 +820,7 @@ impl<'r> Engine<'r> {
         }
     }
 
+    #[inline(always)]
     fn deliver(&mut self, mut f: Flight) {
         let from_alive = self.incarnations[f.from as usize] == f.from_inc;
         let to_slot = &self.slots[f.to as usize];

@@ -103,6 +103,7 @@ impl Net {
     }
 
     /// Plans a send issued at `t`; `extra` is added wire delay (faults, jitter).
+    #[inline(always)]
     pub fn send(&mut self, t: Nanos, from: u32, to: u32, bytes: u64, extra: Nanos) -> Timing {
         let f = from as usize;
         match self.loggp {
@@ -133,6 +134,7 @@ impl Net {
 
     /// When a message that reached `to` at `arrive` is handed to the process, given what else
     /// the receive side is doing; reserves the receive side until then.
+    #[inline(always)]
     pub fn receive(&mut self, to: u32, arrive: Nanos, recv_cost: Nanos) -> Nanos {
         let r = to as usize;
         match self.loggp {

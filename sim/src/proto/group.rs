@@ -254,6 +254,7 @@ impl ProcessGroup {
     }
 
     /// A collective message from world rank `from`.
+    #[inline(always)]
     pub fn on_message(
         &mut self,
         now: Nanos,
@@ -359,6 +360,7 @@ impl ProcessGroup {
         }
     }
 
+    #[inline(always)]
     fn after(
         &mut self,
         now: Nanos,

@@ -12,7 +12,7 @@ use super::recursive_halving::RecursiveHalvingReduceScatter;
 use super::ring::{RingAllgather, RingAllreduce, RingReduceScatter};
 use super::scatter_allgather::ScatterAllgather;
 use super::tree::Tree;
-use super::{Schedule, StepPlan};
+use super::{PairStep, Schedule, StepPlan};
 
 macro_rules! any_schedule {
     ($($variant:ident($ty:ty)),* $(,)?) => {
@@ -41,6 +41,14 @@ macro_rules! any_schedule {
                 match self {
                     $(AnySchedule::$variant(s) => s.plan(step, plan),)*
                     AnySchedule::Other(s) => s.plan(step, plan),
+                }
+            }
+
+            #[inline]
+            fn pair(&self, step: u32) -> Option<PairStep> {
+                match self {
+                    $(AnySchedule::$variant(s) => s.pair(step),)*
+                    AnySchedule::Other(s) => s.pair(step),
                 }
             }
         }

@@ -44,6 +44,8 @@ pub struct Blocks {
 /// len and n split by nb, and the inverse of nb.
 #[derive(Clone, Copy, Debug)]
 struct Inverse {
+    /// nb divides both len and n: every block has len_q elements and n_q bytes.
+    even: bool,
     /// ceil(2^64 / nb).
     m: u64,
     len_q: u64,
@@ -66,6 +68,7 @@ impl Blocks {
         let fast = (2..=1 << 16).contains(&d).then(|| {
             let d64 = u64::from(d);
             Inverse {
+                even: len as u64 % d64 == 0 && n % d64 == 0,
                 m: u64::MAX / d64 + 1,
                 len_q: len as u64 / d64,
                 len_r: (len as u64 % d64) as u32,
@@ -89,6 +92,19 @@ impl Blocks {
                 at(lo)..at(hi)
             }
             None => block_elems(lo, hi, self.nb, self.len),
+        }
+    }
+
+    /// Element range and modeled bytes of block `b` alone: `(self.elems(b, b + 1),
+    /// self.bytes(b, b + 1))`, with less arithmetic when the blocks are all alike.
+    #[inline]
+    pub fn one(&self, b: u32) -> (Range<usize>, u64) {
+        match &self.fast {
+            Some(f) if f.even => {
+                let at = (u64::from(b) * f.len_q) as usize;
+                (at..at + f.len_q as usize, f.n_q)
+            }
+            _ => (self.elems(b, b + 1), self.bytes(b, b + 1)),
         }
     }
 
@@ -134,6 +150,13 @@ mod tests {
             block_bytes(lo, hi, nb, n),
             "{nb} {n} {lo}..{hi}"
         );
+        if lo < nb {
+            let one = (
+                block_elems(lo, lo + 1, nb, len),
+                block_bytes(lo, lo + 1, nb, n),
+            );
+            assert_eq!(b.one(lo), one, "{nb} {len} {n} block {lo}");
+        }
     }
 
     #[test]

@@ -169,6 +169,31 @@ struct OneRecv {
     action: Action,
 }
 
+/// A step that sends one block to one peer and receives one block from one peer: every step
+/// of the ring algorithms. A schedule that can say so for a step ([`Schedule::pair`]) spares the
+/// executor its [`StepPlan`]: this runs for every message of a ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairStep {
+    pub send_to: u32,
+    pub send_block: u32,
+    pub recv_from: u32,
+    pub recv_block: u32,
+    pub action: Action,
+}
+
+impl PairStep {
+    /// The same step as a plan.
+    #[inline]
+    pub fn plan(self, plan: &mut StepPlan) {
+        plan.send(self.send_to, &[(self.send_block, self.send_block + 1)]);
+        plan.recv(
+            self.recv_from,
+            &[(self.recv_block, self.recv_block + 1)],
+            self.action,
+        );
+    }
+}
+
 /// An algorithm's plan for one rank of one call.
 pub trait Schedule: Send + Sync {
     /// Number of steps (may be 0, e.g. for p = 1).
@@ -177,6 +202,11 @@ pub trait Schedule: Send + Sync {
     fn nblocks(&self) -> u32;
     /// Fills `plan` (already cleared) with the transfers of `step`.
     fn plan(&self, step: u32, plan: &mut StepPlan);
+    /// `step` as a [`PairStep`], when it is one and the schedule knows it cheaply; the executor
+    /// then does not ask for [`Schedule::plan`]. Must agree with `plan`.
+    fn pair(&self, _step: u32) -> Option<PairStep> {
+        None
+    }
 }
 
 /// Who runs a collective: `me` is this rank's index in the group of `p`; `root` an index too.
@@ -364,6 +394,7 @@ impl Collective {
     }
 
     /// A chunk from group member `from`. A chunk that does not fit the plan is handed back.
+    #[inline(always)]
     pub fn on_chunk(
         &mut self,
         now: Nanos,
@@ -427,6 +458,24 @@ impl Collective {
         self.buf
     }
 
+    /// A message of the current step to fill: the spare one when there is one.
+    #[inline]
+    fn chunk_msg(&mut self) -> Box<CollMsg> {
+        match self.spare.take() {
+            Some(mut m) => {
+                m.fp = self.fp;
+                m.step = self.step;
+                m
+            }
+            None => Box::new(CollMsg {
+                fp: self.fp,
+                step: self.step,
+                data: Buffer::empty(self.buf.dtype()),
+            }),
+        }
+    }
+
+    #[inline]
     fn enter_step(&mut self, now: Nanos, out: &mut Outbox) {
         self.step_since_ns = now;
         self.plan.clear();
@@ -437,22 +486,15 @@ impl Collective {
         if self.step >= self.steps {
             return;
         }
+        if let Some(pair) = self.sched.pair(self.step) {
+            return self.enter_pair(pair, out);
+        }
         self.sched.plan(self.step, &mut self.plan);
         let blocks = self.blocks;
-        for t in &self.plan.sends {
+        for k in 0..self.plan.sends.len() {
+            let mut msg = self.chunk_msg();
+            let t = &self.plan.sends[k];
             let ranges = &self.plan.ranges[t.ranges.clone()];
-            let mut msg = match self.spare.take() {
-                Some(mut m) => {
-                    m.fp = self.fp;
-                    m.step = self.step;
-                    m
-                }
-                None => Box::new(CollMsg {
-                    fp: self.fp,
-                    step: self.step,
-                    data: Buffer::empty(self.buf.dtype()),
-                }),
-            };
             let bytes = match ranges {
                 // one run of blocks, the usual case: one exact copy
                 &[(lo, hi)] => {
@@ -503,6 +545,28 @@ impl Collective {
         }
     }
 
+    /// Enters a step of one send and one receive (see [`PairStep`]), without a plan.
+    #[inline]
+    fn enter_pair(&mut self, pair: PairStep, out: &mut Outbox) {
+        let mut msg = self.chunk_msg();
+        let (elems, bytes) = self.blocks.one(pair.send_block);
+        msg.data.assign_from(&self.buf, elems);
+        out.send(
+            self.members.ranks[pair.send_to as usize],
+            Msg::Coll(msg),
+            bytes,
+        );
+        let (r, bytes) = self.blocks.one(pair.recv_block);
+        self.one = Some(OneRecv {
+            peer: pair.recv_from,
+            at: r.start,
+            len: r.len(),
+            bytes,
+            action: pair.action,
+        });
+        self.missing = 1;
+    }
+
     /// The first receive of the current step from group member `from` still missing.
     fn missing_from(&self, from: u32) -> Option<usize> {
         if let Some(&i) = self.by_peer.get(from as usize) {
@@ -516,6 +580,7 @@ impl Collective {
 
     /// Applies a chunk of the current step: Some(all of the step arrived?), or None if the
     /// chunk does not fit what the plan expects from that peer.
+    #[inline(always)]
     fn apply(&mut self, from: u32, data: &Buffer, out: &mut Outbox) -> Option<bool> {
         if let Some(one) = self.one {
             if one.peer != from || self.missing == 0 || !self.take_run(one, data, out) {
@@ -578,6 +643,7 @@ impl Collective {
 
     /// Applies `data`, a chunk of exactly one run of blocks, as `run` says; false (and nothing
     /// written, whatever the mismatch: length or dtype) when it does not fit.
+    #[inline(always)]
     fn take_run(&mut self, run: OneRecv, data: &Buffer, out: &mut Outbox) -> bool {
         if run.len != data.len() {
             return false;
@@ -595,6 +661,7 @@ impl Collective {
     }
 
     /// Moves through every step whose chunks have all arrived.
+    #[inline(always)]
     fn advance(&mut self, now: Nanos, out: &mut Outbox, mut stepped: bool) -> Progress {
         loop {
             if self.step >= self.steps {

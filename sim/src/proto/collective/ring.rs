@@ -7,7 +7,7 @@
 //! r holds the full reduction of block (r+1) mod p. In p-1 allgather steps the finished blocks
 //! travel once more around the ring, copied. Cost: 2(p-1)a + 2(p-1)/p n b (+ (p-1)/p n g).
 
-use super::{Action, Ctx, Schedule, StepPlan};
+use super::{Action, Ctx, PairStep, Schedule, StepPlan};
 
 /// `x mod p` for x < 3p, without a division (this runs for every message of a ring).
 #[inline]
@@ -38,6 +38,18 @@ impl Schedule for RingAllreduce {
     }
 
     fn plan(&self, step: u32, plan: &mut StepPlan) {
+        self.step(step).plan(plan);
+    }
+
+    #[inline]
+    fn pair(&self, step: u32) -> Option<PairStep> {
+        Some(self.step(step))
+    }
+}
+
+impl RingAllreduce {
+    #[inline]
+    fn step(&self, step: u32) -> PairStep {
         let Ctx { me, p, .. } = self.ctx;
         let right = if me + 1 == p { 0 } else { me + 1 };
         let left = if me == 0 { p - 1 } else { me - 1 };
@@ -53,8 +65,13 @@ impl Schedule for RingAllreduce {
         let send = from + p - s;
         let send = if send >= p { send - p } else { send };
         let recv = if send == 0 { p - 1 } else { send - 1 };
-        plan.send(right, &[(send, send + 1)]);
-        plan.recv(left, &[(recv, recv + 1)], action);
+        PairStep {
+            send_to: right,
+            send_block: send,
+            recv_from: left,
+            recv_block: recv,
+            action,
+        }
     }
 }
 
@@ -81,11 +98,26 @@ impl Schedule for RingAllgather {
     }
 
     fn plan(&self, s: u32, plan: &mut StepPlan) {
+        self.step(s).plan(plan);
+    }
+
+    #[inline]
+    fn pair(&self, s: u32) -> Option<PairStep> {
+        Some(self.step(s))
+    }
+}
+
+impl RingAllgather {
+    #[inline]
+    fn step(&self, s: u32) -> PairStep {
         let Ctx { me, p, .. } = self.ctx;
-        let send = (me + p - s) % p;
-        let recv = (me + 2 * p - s - 1) % p;
-        plan.send((me + 1) % p, &[(send, send + 1)]);
-        plan.recv((me + p - 1) % p, &[(recv, recv + 1)], Action::Copy);
+        PairStep {
+            send_to: wrap(me + 1, p),
+            send_block: wrap(me + p - s, p),
+            recv_from: wrap(me + p - 1, p),
+            recv_block: wrap(me + 2 * p - s - 1, p),
+            action: Action::Copy,
+        }
     }
 }
 
@@ -113,10 +145,25 @@ impl Schedule for RingReduceScatter {
     }
 
     fn plan(&self, s: u32, plan: &mut StepPlan) {
+        self.step(s).plan(plan);
+    }
+
+    #[inline]
+    fn pair(&self, s: u32) -> Option<PairStep> {
+        Some(self.step(s))
+    }
+}
+
+impl RingReduceScatter {
+    #[inline]
+    fn step(&self, s: u32) -> PairStep {
         let Ctx { me, p, .. } = self.ctx;
-        let send = (me + 2 * p - s - 1) % p;
-        let recv = (me + 2 * p - s - 2) % p;
-        plan.send((me + 1) % p, &[(send, send + 1)]);
-        plan.recv((me + p - 1) % p, &[(recv, recv + 1)], Action::Reduce);
+        PairStep {
+            send_to: wrap(me + 1, p),
+            send_block: wrap(me + 2 * p - s - 1, p),
+            recv_from: wrap(me + p - 1, p),
+            recv_block: wrap(me + 2 * p - s - 2, p),
+            action: Action::Reduce,
+        }
     }
 }
