@@ -262,7 +262,10 @@ impl<'r> Engine<'r> {
             reduce_bw: scenario.network.reduce_bandwidth,
             rec,
             record,
-            out: Outbox::new(),
+            out: match scenario.network.reduce_bandwidth {
+                Some(_) => Outbox::new(),
+                None => Outbox::ignoring_work(),
+            },
             next_token: 0,
             next_msg: 0,
             stats: Stats::default(),
@@ -325,6 +328,7 @@ impl<'r> Engine<'r> {
         self.slots[rank as usize].paused
     }
 
+    #[inline(always)]
     fn push(&mut self, t: Nanos, ev: Ev) {
         let key = if self.shuffle {
             Some(self.rng.next_u64() >> 24)

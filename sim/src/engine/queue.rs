@@ -43,7 +43,7 @@ impl<E> RadixHeap<E> {
         (64 - (t ^ self.last).leading_zeros()) as usize
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, t: u64, ev: E) {
         debug_assert!(
             t >= self.last,
@@ -146,7 +146,7 @@ impl<E> Default for Queue<E> {
 
 impl<E> Queue<E> {
     /// Inserts `ev` at `t`; `shuffle_key` replaces the insertion order among equal times.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, t: Nanos, ev: E, shuffle_key: Option<u64>) {
         self.seq += 1;
         let Some(k) = shuffle_key else {

@@ -68,18 +68,9 @@ impl Buffer {
     #[inline]
     pub fn assign_from(&mut self, src: &Buffer, range: Range<usize>) {
         match (&mut *self, src) {
-            (Buffer::F32(d), Buffer::F32(s)) => {
-                d.clear();
-                d.extend_from_slice(&s[range]);
-            }
-            (Buffer::F64(d), Buffer::F64(s)) => {
-                d.clear();
-                d.extend_from_slice(&s[range]);
-            }
-            (Buffer::I64(d), Buffer::I64(s)) => {
-                d.clear();
-                d.extend_from_slice(&s[range]);
-            }
+            (Buffer::F32(d), Buffer::F32(s)) => assign(d, &s[range]),
+            (Buffer::F64(d), Buffer::F64(s)) => assign(d, &s[range]),
+            (Buffer::I64(d), Buffer::I64(s)) => assign(d, &s[range]),
             _ => *self = src.part(range),
         }
     }
@@ -110,13 +101,13 @@ impl Buffer {
     pub fn copy_from(&mut self, at: usize, src: &Buffer, from: usize, len: usize) -> bool {
         match (self, src) {
             (Buffer::F32(d), Buffer::F32(s)) if at + len <= d.len() && from + len <= s.len() => {
-                d[at..at + len].copy_from_slice(&s[from..from + len])
+                copy(&mut d[at..at + len], &s[from..from + len])
             }
             (Buffer::F64(d), Buffer::F64(s)) if at + len <= d.len() && from + len <= s.len() => {
-                d[at..at + len].copy_from_slice(&s[from..from + len])
+                copy(&mut d[at..at + len], &s[from..from + len])
             }
             (Buffer::I64(d), Buffer::I64(s)) if at + len <= d.len() && from + len <= s.len() => {
-                d[at..at + len].copy_from_slice(&s[from..from + len])
+                copy(&mut d[at..at + len], &s[from..from + len])
             }
             _ => return false,
         }
@@ -270,6 +261,33 @@ impl Fnv {
 impl Default for Fnv {
     fn default() -> Self {
         Fnv::new()
+    }
+}
+
+/// Below this many elements a copy is a plain loop: a chunk of a few elements is copied for
+/// every message, and a call to `memcpy` costs more than the copy.
+const SHORT_COPY: usize = 8;
+
+/// `d[..] = s[..]` (same lengths).
+#[inline(always)]
+fn copy<T: Copy>(d: &mut [T], s: &[T]) {
+    if s.len() <= SHORT_COPY {
+        for (x, y) in d.iter_mut().zip(s) {
+            *x = *y;
+        }
+    } else {
+        d.copy_from_slice(s);
+    }
+}
+
+/// Makes `d` a copy of `s`, keeping its allocation.
+#[inline(always)]
+fn assign<T: Copy>(d: &mut Vec<T>, s: &[T]) {
+    d.clear();
+    if s.len() <= SHORT_COPY && d.capacity() >= s.len() {
+        d.extend(s.iter().copied());
+    } else {
+        d.extend_from_slice(s);
     }
 }
 

@@ -401,7 +401,7 @@ impl ProcessGroup {
                 if started {
                     self.feed_pending(now, out)
                 } else {
-                    if stepped {
+                    if stepped && self.step_events {
                         self.emit_step(out);
                     }
                     CallOutcome::Pending
