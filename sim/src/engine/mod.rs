@@ -55,7 +55,11 @@ struct Flight {
     doomed: bool,
 }
 
+/// An 8-byte tag keeps every variant's fields 8-byte aligned, so that the copies an event goes
+/// through as it leaves the queue are read back whole (a 4-byte tag puts them off by 4, and
+/// reading a field that straddles two copied chunks stalls the processor).
 #[derive(Debug)]
+#[repr(u64)]
 enum Ev {
     Start(u32),
     Deliver(Flight),
@@ -330,6 +334,12 @@ impl<'r> Engine<'r> {
 
     #[inline(always)]
     fn push(&mut self, t: Nanos, ev: Ev) {
+        self.push_with(t, || ev);
+    }
+
+    /// [`Engine::push`] of the event `ev` builds, built in the queue (see `Queue::push_with`).
+    #[inline(always)]
+    fn push_with(&mut self, t: Nanos, ev: impl FnOnce() -> Ev) {
         let key = if self.shuffle {
             Some(self.rng.next_u64() >> 24)
         } else if self.unstable_ties {
@@ -337,7 +347,7 @@ impl<'r> Engine<'r> {
         } else {
             None
         };
-        self.queue.push(t, ev, key);
+        self.queue.push_with(t, key, ev);
     }
 
     fn emit(&mut self, ev: Event) {
@@ -785,7 +795,7 @@ impl<'r> Engine<'r> {
                 arrive_ns: timing.arrive,
             });
         }
-        let flight = Flight {
+        let flight = move || Flight {
             id,
             from,
             to,
@@ -799,8 +809,8 @@ impl<'r> Engine<'r> {
             doomed: false,
         };
         match lost {
-            None => self.push(timing.arrive, Ev::Deliver(flight)),
-            Some(reason) => self.lose(flight, reason, timing.depart),
+            None => self.push_with(timing.arrive, || Ev::Deliver(flight())),
+            Some(reason) => self.lose(flight(), reason, timing.depart),
         }
     }
 

@@ -28,6 +28,28 @@ use crate::units::{Bandwidth, Nanos};
 struct LinkParams {
     latency: Nanos,
     bandwidth: Bandwidth,
+    /// The last message size asked for and its serialization time: a collective sends chunks
+    /// of one size again and again, and this spares a 64-bit division per message.
+    last: (u64, Nanos),
+}
+
+impl LinkParams {
+    fn new(latency: Nanos, bandwidth: Bandwidth) -> LinkParams {
+        LinkParams {
+            latency,
+            bandwidth,
+            last: (0, bandwidth.transfer_ns(0)),
+        }
+    }
+
+    /// `bandwidth.transfer_ns(bytes)`, remembered for the next message of the same size.
+    #[inline(always)]
+    fn serialization(&mut self, bytes: u64) -> Nanos {
+        if self.last.0 != bytes {
+            self.last = (bytes, self.bandwidth.transfer_ns(bytes));
+        }
+        self.last.1
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -77,14 +99,10 @@ impl Net {
             NetModel::AlphaBeta => None,
         };
         Net {
-            inter: LinkParams {
-                latency: n.latency.0,
-                bandwidth: n.bandwidth,
-            },
-            intra: n.intra_host.map(|l| LinkParams {
-                latency: l.latency.0,
-                bandwidth: l.bandwidth,
-            }),
+            inter: LinkParams::new(n.latency.0, n.bandwidth),
+            intra: n
+                .intra_host
+                .map(|l| LinkParams::new(l.latency.0, l.bandwidth)),
             ranks_per_host: s.world.ranks_per_host.max(1),
             loggp,
             jitter: n.jitter.0,
@@ -95,10 +113,11 @@ impl Net {
         }
     }
 
-    fn link(&self, from: u32, to: u32) -> LinkParams {
-        match self.intra {
+    #[inline(always)]
+    fn link(&mut self, from: u32, to: u32) -> &mut LinkParams {
+        match &mut self.intra {
             Some(l) if from / self.ranks_per_host == to / self.ranks_per_host => l,
-            _ => self.inter,
+            _ => &mut self.inter,
         }
     }
 
@@ -120,12 +139,13 @@ impl Net {
             }
             None => {
                 let link = self.link(from, to);
-                let ser = link.bandwidth.transfer_ns(bytes);
+                let ser = link.serialization(bytes);
+                let latency = link.latency;
                 let start = t.max(self.send_free[f]);
                 self.send_free[f] = start + ser;
                 Timing {
                     depart: start,
-                    arrive: start + link.latency + ser + extra,
+                    arrive: start + latency + ser + extra,
                     recv_cost: ser,
                 }
             }

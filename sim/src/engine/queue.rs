@@ -45,18 +45,31 @@ impl<E> RadixHeap<E> {
 
     #[inline(always)]
     fn push(&mut self, t: u64, ev: E) {
+        self.push_with(t, || ev);
+    }
+
+    /// Like `push`, building the event only once its place is known, so that it is written
+    /// there directly instead of being built aside and copied (an event is written for every
+    /// message).
+    #[inline(always)]
+    fn push_with(&mut self, t: u64, ev: impl FnOnce() -> E) {
         debug_assert!(
             t >= self.last,
             "radix heap times must not go below the last popped"
         );
         let b = self.bucket(t);
-        if b == 0 {
-            self.now.push_back((t, ev));
-        } else {
-            self.buckets[b].push((t, ev));
-            self.nonempty |= 1 << b;
-        }
         self.len += 1;
+        if b == 0 {
+            self.now.push_back((t, ev()));
+        } else {
+            self.nonempty |= 1 << b;
+            let bucket = &mut self.buckets[b];
+            bucket.reserve(1);
+            let len = bucket.len();
+            bucket.spare_capacity_mut()[0].write((t, ev()));
+            // SAFETY: the element at `len`, within capacity, was just written
+            unsafe { bucket.set_len(len + 1) };
+        }
     }
 
     /// Moves the earliest non-empty bucket into `now` once `now` is used up.
@@ -148,11 +161,18 @@ impl<E> Queue<E> {
     /// Inserts `ev` at `t`; `shuffle_key` replaces the insertion order among equal times.
     #[inline(always)]
     pub fn push(&mut self, t: Nanos, ev: E, shuffle_key: Option<u64>) {
+        self.push_with(t, shuffle_key, || ev);
+    }
+
+    /// [`Queue::push`] of the event `ev` builds, built where it is stored when it can be.
+    #[inline(always)]
+    pub fn push_with(&mut self, t: Nanos, shuffle_key: Option<u64>, ev: impl FnOnce() -> E) {
         self.seq += 1;
         let Some(k) = shuffle_key else {
-            self.radix.push(t, ev);
+            self.radix.push_with(t, ev);
             return;
         };
+        let ev = ev();
         // the insertion seq stays in the low bits so shuffled keys never collide
         let key = (k << 24) | (self.seq & 0xFF_FFFF);
         let slot = match self.free.pop() {
