@@ -43,14 +43,10 @@ impl<E> RadixHeap<E> {
         (64 - (t ^ self.last).leading_zeros()) as usize
     }
 
-    #[inline(always)]
-    fn push(&mut self, t: u64, ev: E) {
-        self.push_with(t, || ev);
-    }
-
-    /// Like `push`, building the event only once its place is known, so that it is written
-    /// there directly instead of being built aside and copied (an event is written for every
-    /// message).
+    /// Inserts the event `ev` builds at `t`, building it only once its place is known, so that
+    /// it is written there directly instead of being built aside and copied (an event is
+    /// written for every message, and reading a copy back while its stores are in flight
+    /// stalls the processor).
     #[inline(always)]
     fn push_with(&mut self, t: u64, ev: impl FnOnce() -> E) {
         debug_assert!(
@@ -159,12 +155,13 @@ impl<E> Default for Queue<E> {
 
 impl<E> Queue<E> {
     /// Inserts `ev` at `t`; `shuffle_key` replaces the insertion order among equal times.
-    #[inline(always)]
+    #[cfg(test)]
     pub fn push(&mut self, t: Nanos, ev: E, shuffle_key: Option<u64>) {
         self.push_with(t, shuffle_key, || ev);
     }
 
-    /// [`Queue::push`] of the event `ev` builds, built where it is stored when it can be.
+    /// Inserts the event `ev` builds at `t`, built where it is stored when it can be;
+    /// `shuffle_key` replaces the insertion order among equal times.
     #[inline(always)]
     pub fn push_with(&mut self, t: Nanos, shuffle_key: Option<u64>, ev: impl FnOnce() -> E) {
         self.seq += 1;

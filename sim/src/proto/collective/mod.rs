@@ -329,13 +329,16 @@ pub struct Collective {
     blocks: Blocks,
     members: Arc<Members>,
     sched: AnySchedule,
+    early: Vec<(u32, Box<CollMsg>)>,
+    /// `plan`, `got` and `by_peer` describe the step (its transfers came from
+    /// [`Schedule::plan`]); a [`PairStep`] leaves them empty and untouched.
+    planned: bool,
     plan: StepPlan,
     /// Which of `plan.recvs` have arrived.
     got: Vec<bool>,
     /// Index in `plan.recvs` of each group member's receive (`u32::MAX`: none), when a step
     /// receives from many peers; empty otherwise.
     by_peer: Vec<u32>,
-    early: Vec<(u32, Box<CollMsg>)>,
     ctx: Ctx,
     pub started_ns: Nanos,
 }
@@ -362,6 +365,7 @@ impl Collective {
             buf,
             step: 0,
             steps,
+            planned: false,
             plan: StepPlan::default(),
             one: None,
             got: Vec::new(),
@@ -478,9 +482,12 @@ impl Collective {
     #[inline]
     fn enter_step(&mut self, now: Nanos, out: &mut Outbox) {
         self.step_since_ns = now;
-        self.plan.clear();
-        self.got.clear();
-        self.by_peer.clear();
+        if self.planned {
+            self.plan.clear();
+            self.got.clear();
+            self.by_peer.clear();
+            self.planned = false;
+        }
         self.one = None;
         self.missing = 0;
         if self.step >= self.steps {
@@ -489,6 +496,7 @@ impl Collective {
         if let Some(pair) = self.sched.pair(self.step) {
             return self.enter_pair(pair, out);
         }
+        self.planned = true;
         self.sched.plan(self.step, &mut self.plan);
         let blocks = self.blocks;
         for k in 0..self.plan.sends.len() {
