@@ -664,7 +664,12 @@ impl<'r> Engine<'r> {
                 return;
             }
         }
-        self.apply(rank, out.out.drain(..));
+        if out.out.len() == 1 {
+            // the usual answer to a chunk: the next chunk to send
+            self.apply(rank, out.out.pop().into_iter());
+        } else {
+            self.apply(rank, out.out.drain(..));
+        }
         self.out = out;
         if self.elastic.is_some() {
             self.recount(rank);

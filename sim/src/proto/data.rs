@@ -65,7 +65,7 @@ impl Buffer {
     }
 
     /// Makes `self` a copy of `src[range]`, reusing its allocation when the dtypes agree.
-    #[inline]
+    #[inline(always)]
     pub fn assign_from(&mut self, src: &Buffer, range: Range<usize>) {
         match (&mut *self, src) {
             (Buffer::F32(d), Buffer::F32(s)) => assign(d, &s[range]),
@@ -97,7 +97,7 @@ impl Buffer {
 
     /// Overwrites `self[at..at + len]` with `src[from..from + len]`. Returns false on a dtype
     /// or length mismatch (which a fingerprint check rules out; the caller treats it as corrupt).
-    #[inline]
+    #[inline(always)]
     pub fn copy_from(&mut self, at: usize, src: &Buffer, from: usize, len: usize) -> bool {
         match (self, src) {
             (Buffer::F32(d), Buffer::F32(s)) if at + len <= d.len() && from + len <= s.len() => {
@@ -115,7 +115,7 @@ impl Buffer {
     }
 
     /// `self[at..at + len] = op(self[at..], src[from..])`, element-wise.
-    #[inline]
+    #[inline(always)]
     pub fn reduce_from(
         &mut self,
         at: usize,

@@ -68,7 +68,7 @@ impl Blocks {
         let fast = (2..=1 << 16).contains(&d).then(|| {
             let d64 = u64::from(d);
             Inverse {
-                even: len as u64 % d64 == 0 && n % d64 == 0,
+                even: (len as u64).is_multiple_of(d64) && n.is_multiple_of(d64),
                 m: u64::MAX / d64 + 1,
                 len_q: len as u64 / d64,
                 len_r: (len as u64 % d64) as u32,
