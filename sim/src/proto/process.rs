@@ -167,6 +167,7 @@ impl RankProcess {
     }
 
     /// The group `id` of this rank: the world or one of its mesh sub-groups.
+    #[inline]
     fn group_mut(&mut self, id: GroupId) -> Option<&mut ProcessGroup> {
         if id == self.world.id {
             return Some(&mut self.world);
@@ -174,7 +175,31 @@ impl RankProcess {
         self.subgroups.iter_mut().find(|g| g.id == id)
     }
 
+    #[inline(always)]
     pub fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        match input {
+            // a collective chunk, most of what a rank is handed: kept apart from the rest so
+            // that a driver can inline it
+            Input::Message {
+                from,
+                msg: Msg::Coll(m),
+            } => self.on_chunk(now, from, m, out),
+            input => self.handle_other(now, input, out),
+        }
+    }
+
+    #[inline(always)]
+    fn on_chunk(&mut self, now: Nanos, from: Rank, m: Box<super::msg::CollMsg>, out: &mut Outbox) {
+        if self.elastic.is_some() && m.fp.generation > self.world.generation {
+            self.later.push((from, m));
+        } else if let Some(g) = self.group_mut(m.fp.group) {
+            let o = g.on_message(now, from, m, out);
+            self.on_outcome(now, o, out);
+        }
+    }
+
+    #[inline(never)]
+    fn handle_other(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         match input {
             Input::Start => {
                 if let Some(r) = self.registry.as_mut() {
@@ -200,14 +225,7 @@ impl RankProcess {
                 }
             }
             Input::Message { from, msg } => match msg {
-                Msg::Coll(m) => {
-                    if self.elastic.is_some() && m.fp.generation > self.world.generation {
-                        self.later.push((from, m));
-                    } else if let Some(g) = self.group_mut(m.fp.group) {
-                        let o = g.on_message(now, from, m, out);
-                        self.on_outcome(now, o, out);
-                    }
-                }
+                Msg::Coll(m) => self.on_chunk(now, from, m, out),
                 Msg::Elastic(m) => self.on_elastic_message(now, from, *m, out),
                 Msg::Registry(m) => {
                     if let Some(r) = self.registry.as_mut() {
@@ -332,6 +350,7 @@ impl RankProcess {
         }
     }
 
+    #[inline]
     fn on_outcome(&mut self, now: Nanos, o: CallOutcome, out: &mut Outbox) {
         match o {
             CallOutcome::Pending => {}
