@@ -48,7 +48,6 @@ struct Flight {
     reliable: bool,
     from_inc: u32,
     to_inc: u32,
-    recv_cost: Nanos,
     /// Already through the receive port.
     received: bool,
     /// A resend that can never arrive (see [`Engine::doomed`]), counted there.
@@ -809,7 +808,6 @@ impl<'r> Engine<'r> {
             reliable,
             from_inc,
             to_inc,
-            recv_cost: timing.recv_cost,
             received: false,
             doomed: false,
         };
@@ -868,7 +866,7 @@ impl<'r> Engine<'r> {
                 let now = self.now;
                 return self.lose(f, "partition", now);
             }
-            let done = self.net.receive(f.to, self.now, f.recv_cost);
+            let done = self.net.receive(f.from, f.to, self.now, f.bytes);
             f.received = true;
             if done > self.now {
                 self.push(done, Ev::Deliver(f));

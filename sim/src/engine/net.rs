@@ -60,14 +60,12 @@ struct LogGp {
     gb: Nanos,
 }
 
-/// When a message leaves, when it reaches the receiver, and what taking it in costs there.
+/// When a message leaves, and when it reaches the receiver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
     pub depart: Nanos,
     /// alpha-beta: its last byte reaches the receiver; LogGP: its first byte.
     pub arrive: Nanos,
-    /// alpha-beta: how long it holds the receive port; LogGP: the receiver's o + (k-1)G.
-    pub recv_cost: Nanos,
 }
 
 pub struct Net {
@@ -134,7 +132,6 @@ impl Net {
                 Timing {
                     depart: start,
                     arrive: start + lg.o + lg.l + extra,
-                    recv_cost: lg.o + wire,
                 }
             }
             None => {
@@ -146,27 +143,30 @@ impl Net {
                 Timing {
                     depart: start,
                     arrive: start + latency + ser + extra,
-                    recv_cost: ser,
                 }
             }
         }
     }
 
-    /// When a message that reached `to` at `arrive` is handed to the process, given what else
-    /// the receive side is doing; reserves the receive side until then.
+    /// When a message of `bytes` from `from` that reached `to` at `arrive` is handed to the
+    /// process, given what else the receive side is doing; reserves the receive side until
+    /// then. Taking it in costs, alpha-beta: its serialization time on the receive port;
+    /// LogGP: the receiver's o + (k-1)G.
     #[inline(always)]
-    pub fn receive(&mut self, to: u32, arrive: Nanos, recv_cost: Nanos) -> Nanos {
+    pub fn receive(&mut self, from: u32, to: u32, arrive: Nanos, bytes: u64) -> Nanos {
         let r = to as usize;
         match self.loggp {
             Some(lg) => {
                 // the CPU pays o and the bytes' (k-1)G; the receive gap g + (k-1)G
+                let wire = bytes.saturating_sub(1).saturating_mul(lg.gb);
+                let recv_cost = lg.o + wire;
                 let start = arrive.max(self.cpu_free[r]).max(self.recv_free[r]);
-                let wire = recv_cost.saturating_sub(lg.o);
                 self.cpu_free[r] = start + recv_cost;
                 self.recv_free[r] = start + lg.g + wire;
                 start + recv_cost
             }
             None => {
+                let recv_cost = self.link(from, to).serialization(bytes);
                 // the bytes stream in during [arrive - cost, arrive] unless the port is busy
                 let done = arrive.max(self.recv_free[r] + recv_cost);
                 self.recv_free[r] = done;
@@ -213,7 +213,7 @@ mod tests {
     /// Sends at `t` and receives at once: when the receiver's process has the message.
     fn one(net: &mut Net, t: Nanos, from: u32, to: u32, bytes: u64) -> Nanos {
         let m = net.send(t, from, to, bytes, 0);
-        net.receive(to, m.arrive, m.recv_cost)
+        net.receive(from, to, m.arrive, bytes)
     }
 
     #[test]
@@ -243,8 +243,8 @@ mod tests {
         let b = net.send(0, 1, 2, 1, 0);
         assert_eq!((a.arrive, b.arrive), (4_000, 4_000));
         // the first pays o + 1000 G on the CPU; the second waits for the CPU
-        assert_eq!(net.receive(2, a.arrive, a.recv_cost), 4_000 + 1_500 + 6_000);
-        assert_eq!(net.receive(2, b.arrive, b.recv_cost), 11_500 + 1_500);
+        assert_eq!(net.receive(0, 2, a.arrive, 1001), 4_000 + 1_500 + 6_000);
+        assert_eq!(net.receive(1, 2, b.arrive, 1), 11_500 + 1_500);
         // a send of the receiver waits for its CPU too
         assert_eq!(net.send(4_000, 2, 0, 1, 0).depart, 13_000);
     }
