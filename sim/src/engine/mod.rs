@@ -654,22 +654,22 @@ impl<'r> Engine<'r> {
     fn input(&mut self, rank: u32, input: Input) {
         let now = self.now;
         let slot = &mut self.slots[rank as usize];
-        let mut out = std::mem::take(&mut self.out);
+        let out = &mut self.out;
         match (slot.proc.as_mut(), slot.store.as_mut(), input) {
-            (Some(p), _, input) => p.handle(now, input, &mut out),
-            (None, Some(store), Input::Message { from, msg }) => store.handle(from, msg, &mut out),
-            _ => {
-                self.out = out;
-                return;
-            }
+            (Some(p), _, input) => p.handle(now, input, out),
+            (None, Some(store), Input::Message { from, msg }) => store.handle(from, msg, out),
+            _ => return,
         }
         if out.out.len() == 1 {
             // the usual answer to a chunk: the next chunk to send
-            self.apply(rank, out.out.pop().into_iter());
+            let o = out.out.pop();
+            self.apply(rank, o.into_iter());
         } else {
-            self.apply(rank, out.out.drain(..));
+            // carrying out outputs may hand another rank an input: it gets an empty outbox
+            let mut outs = std::mem::take(&mut self.out.out);
+            self.apply(rank, outs.drain(..));
+            self.out.out = outs;
         }
-        self.out = out;
         if self.elastic.is_some() {
             self.recount(rank);
         }
