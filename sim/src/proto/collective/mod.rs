@@ -415,11 +415,11 @@ impl Collective {
         }
         match self.apply(from, &msg.data, out) {
             Some(true) => {
-                self.spare = Some(msg);
+                self.keep(msg);
                 Ok(self.advance(now, out, false))
             }
             Some(false) => {
-                self.spare = Some(msg);
+                self.keep(msg);
                 Ok(Progress::Waiting { stepped: false })
             }
             None => Err(msg),
@@ -460,6 +460,14 @@ impl Collective {
     /// The finished working buffer.
     pub fn into_buffer(self) -> Buffer {
         self.buf
+    }
+
+    /// Keeps an applied chunk's message to carry the next chunk sent (one is enough).
+    #[inline(always)]
+    fn keep(&mut self, msg: Box<CollMsg>) {
+        if self.spare.is_none() {
+            self.spare = Some(msg);
+        }
     }
 
     /// A message of the current step to fill: the spare one when there is one.
@@ -684,7 +692,7 @@ impl Collective {
                         if self.apply(from, &msg.data, out).is_none() {
                             return Progress::Rejected;
                         }
-                        self.spare = Some(msg);
+                        self.keep(msg);
                     } else {
                         k += 1;
                     }

@@ -20,11 +20,18 @@ pub fn wrap(mut x: u32, p: u32) -> u32 {
 
 pub struct RingAllreduce {
     ctx: Ctx,
+    right: u32,
+    left: u32,
 }
 
 impl RingAllreduce {
     pub fn new(ctx: Ctx) -> Self {
-        RingAllreduce { ctx }
+        let Ctx { me, p, .. } = ctx;
+        RingAllreduce {
+            ctx,
+            right: if me + 1 >= p { 0 } else { me + 1 },
+            left: if me == 0 { p.saturating_sub(1) } else { me - 1 },
+        }
     }
 }
 
@@ -51,8 +58,7 @@ impl RingAllreduce {
     #[inline]
     fn step(&self, step: u32) -> PairStep {
         let Ctx { me, p, .. } = self.ctx;
-        let right = if me + 1 == p { 0 } else { me + 1 };
-        let left = if me == 0 { p - 1 } else { me - 1 };
+        let (right, left) = (self.right, self.left);
         // reduce-scatter (step s < p-1): send block me - s, reduce block me - s - 1;
         // allgather (s = step - (p-1)): send block me + 1 - s (the finished one), copy the one
         // before it
