@@ -655,10 +655,12 @@ impl<'r> Engine<'r> {
         let now = self.now;
         let slot = &mut self.slots[rank as usize];
         let out = &mut self.out;
-        match (slot.proc.as_mut(), slot.store.as_mut(), input) {
-            (Some(p), _, input) => p.handle(now, input, out),
-            (None, Some(store), Input::Message { from, msg }) => store.handle(from, msg, out),
-            _ => return,
+        if let Some(p) = slot.proc.as_mut() {
+            p.handle(now, input, out);
+        } else if let (Some(store), Input::Message { from, msg }) = (slot.store.as_mut(), input) {
+            store.handle(from, msg, out);
+        } else {
+            return;
         }
         if out.out.len() == 1 {
             // the usual answer to a chunk: the next chunk to send

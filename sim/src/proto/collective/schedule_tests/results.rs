@@ -310,3 +310,133 @@ fn supported_names_exactly_the_implemented_algorithms() {
         }
     }
 }
+
+/// A schedule seen only through [`Schedule::plan`]: the executor never takes its pair path.
+struct PlanOnly(crate::proto::collective::AnySchedule);
+
+impl Schedule for PlanOnly {
+    fn steps(&self) -> u32 {
+        self.0.steps()
+    }
+    fn nblocks(&self) -> u32 {
+        self.0.nblocks()
+    }
+    fn plan(&self, step: u32, plan: &mut StepPlan) {
+        self.0.plan(step, plan)
+    }
+}
+
+/// Runs `s` once as the library's schedules and once through their plans only: the results,
+/// the completion time and the messages must be the same.
+fn pair_and_plan_paths_agree(s: &Setup, net: Net) -> Result<(), String> {
+    let fast = run(s, net);
+    let scheds: Vec<Box<dyn Schedule>> = (0..s.p)
+        .map(|me| {
+            let inner =
+                crate::proto::collective::schedule_with(s.op, s.algorithm, s.ctx(me), s.per_host)
+                    .expect("supported algorithm");
+            Box::new(PlanOnly(inner)) as Box<dyn Schedule>
+        })
+        .collect();
+    let planned = run_schedules(s, net, scheds);
+    let bits = |o: &Outcome| -> Vec<Option<u64>> {
+        o.results
+            .iter()
+            .map(|r| r.as_ref().map(Buffer::hash))
+            .collect()
+    };
+    if bits(&fast) != bits(&planned)
+        || (fast.end_ns, fast.messages) != (planned.end_ns, planned.messages)
+    {
+        return Err(format!(
+            "{s:?}: the pair path ends at {} ns after {} messages, the plan path at {} ns after {}",
+            fast.end_ns, fast.messages, planned.end_ns, planned.messages
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn pair_steps_say_what_their_plans_say() {
+    for &(op, algorithm) in ALGORITHMS {
+        for p in 1..=17 {
+            let s = Setup::new(op, algorithm, p);
+            for me in 0..p {
+                let sched =
+                    crate::proto::collective::schedule_with(op, algorithm, s.ctx(me), s.per_host)
+                        .expect("supported algorithm");
+                for step in 0..sched.steps() {
+                    let Some(pair) = sched.pair(step) else {
+                        continue;
+                    };
+                    let (mut a, mut b) = (StepPlan::default(), StepPlan::default());
+                    pair.plan(&mut a);
+                    sched.plan(step, &mut b);
+                    assert_eq!(
+                        (&a.sends, &a.recvs, &a.ranges),
+                        (&b.sends, &b.recvs, &b.ranges),
+                        "{op} {algorithm} p={p} rank {me} step {step}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_pair_path_runs_like_the_plan_path() {
+    let net = Net {
+        latency: 5,
+        bytes_per_ns: 3,
+    };
+    for &(op, algorithm) in ALGORITHMS {
+        for p in [1, 2, 3, 5, 8, 13] {
+            for elements in [1, 7, 64] {
+                let s = Setup {
+                    elements,
+                    dtype: Dtype::F32,
+                    bytes: 1000 + u64::from(elements),
+                    ..Setup::new(op, algorithm, p)
+                };
+                pair_and_plan_paths_agree(&s, net).unwrap();
+            }
+        }
+    }
+}
+
+/// Ring allreduce whose pair path, unlike its plan, receives into the block it sends.
+struct WrongPair(crate::proto::collective::ring::RingAllreduce);
+
+impl Schedule for WrongPair {
+    fn steps(&self) -> u32 {
+        self.0.steps()
+    }
+    fn nblocks(&self) -> u32 {
+        self.0.nblocks()
+    }
+    fn plan(&self, step: u32, plan: &mut StepPlan) {
+        self.0.plan(step, plan)
+    }
+    fn pair(&self, step: u32) -> Option<crate::proto::collective::PairStep> {
+        self.0.pair(step).map(|mut pair| {
+            pair.recv_block = pair.send_block;
+            pair
+        })
+    }
+}
+
+#[test]
+fn a_pair_path_that_differs_from_its_plan_is_caught() {
+    let s = Setup {
+        elements: 8,
+        ..Setup::new(OpKind::Allreduce, Algorithm::Ring, 4)
+    };
+    let wrong: Vec<Box<dyn Schedule>> = (0..s.p)
+        .map(|me| {
+            let ring = crate::proto::collective::ring::RingAllreduce::new(s.ctx(me));
+            Box::new(WrongPair(ring)) as Box<dyn Schedule>
+        })
+        .collect();
+    let got = run_schedules(&s, Net::FIFO, wrong);
+    assert!(verify(&s, &got).is_err(), "a wrong pair path must show");
+}
