@@ -4,7 +4,9 @@
 use super::driver::{
     plans_agree, run, run_schedules, Net, Outcome, Setup, ALGORITHMS, DTYPES, REDUCES,
 };
-use crate::proto::collective::{block_elems, supported, Action, Ctx, Schedule, StepPlan};
+use crate::proto::collective::{
+    block_elems, schedule_with, supported, Action, AnySchedule, Ctx, PairStep, Schedule, StepPlan,
+};
 use crate::proto::Buffer;
 use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
 use proptest::prelude::*;
@@ -311,18 +313,36 @@ fn supported_names_exactly_the_implemented_algorithms() {
     }
 }
 
-/// A schedule seen only through [`Schedule::plan`]: the executor never takes its pair path.
-struct PlanOnly(crate::proto::collective::AnySchedule);
+/// A library schedule whose pair path is `pair` instead of its own.
+struct Repaired {
+    inner: AnySchedule,
+    pair: fn(&AnySchedule, u32) -> Option<PairStep>,
+}
 
-impl Schedule for PlanOnly {
+impl Repaired {
+    fn all(s: &Setup, pair: fn(&AnySchedule, u32) -> Option<PairStep>) -> Vec<Box<dyn Schedule>> {
+        (0..s.p)
+            .map(|me| {
+                let inner = schedule_with(s.op, s.algorithm, s.ctx(me), s.per_host)
+                    .expect("supported algorithm");
+                Box::new(Repaired { inner, pair }) as Box<dyn Schedule>
+            })
+            .collect()
+    }
+}
+
+impl Schedule for Repaired {
     fn steps(&self) -> u32 {
-        self.0.steps()
+        self.inner.steps()
     }
     fn nblocks(&self) -> u32 {
-        self.0.nblocks()
+        self.inner.nblocks()
     }
     fn plan(&self, step: u32, plan: &mut StepPlan) {
-        self.0.plan(step, plan)
+        self.inner.plan(step, plan)
+    }
+    fn pair(&self, step: u32) -> Option<PairStep> {
+        (self.pair)(&self.inner, step)
     }
 }
 
@@ -330,15 +350,8 @@ impl Schedule for PlanOnly {
 /// the completion time and the messages must be the same.
 fn pair_and_plan_paths_agree(s: &Setup, net: Net) -> Result<(), String> {
     let fast = run(s, net);
-    let scheds: Vec<Box<dyn Schedule>> = (0..s.p)
-        .map(|me| {
-            let inner =
-                crate::proto::collective::schedule_with(s.op, s.algorithm, s.ctx(me), s.per_host)
-                    .expect("supported algorithm");
-            Box::new(PlanOnly(inner)) as Box<dyn Schedule>
-        })
-        .collect();
-    let planned = run_schedules(s, net, scheds);
+    // no pair path: the executor plans every step
+    let planned = run_schedules(s, net, Repaired::all(s, |_, _| None));
     let bits = |o: &Outcome| -> Vec<Option<u64>> {
         o.results
             .iter()
@@ -362,9 +375,8 @@ fn pair_steps_say_what_their_plans_say() {
         for p in 1..=17 {
             let s = Setup::new(op, algorithm, p);
             for me in 0..p {
-                let sched =
-                    crate::proto::collective::schedule_with(op, algorithm, s.ctx(me), s.per_host)
-                        .expect("supported algorithm");
+                let sched = schedule_with(op, algorithm, s.ctx(me), s.per_host)
+                    .expect("supported algorithm");
                 for step in 0..sched.steps() {
                     let Some(pair) = sched.pair(step) else {
                         continue;
@@ -404,39 +416,19 @@ fn the_pair_path_runs_like_the_plan_path() {
     }
 }
 
-/// Ring allreduce whose pair path, unlike its plan, receives into the block it sends.
-struct WrongPair(crate::proto::collective::ring::RingAllreduce);
-
-impl Schedule for WrongPair {
-    fn steps(&self) -> u32 {
-        self.0.steps()
-    }
-    fn nblocks(&self) -> u32 {
-        self.0.nblocks()
-    }
-    fn plan(&self, step: u32, plan: &mut StepPlan) {
-        self.0.plan(step, plan)
-    }
-    fn pair(&self, step: u32) -> Option<crate::proto::collective::PairStep> {
-        self.0.pair(step).map(|mut pair| {
-            pair.recv_block = pair.send_block;
-            pair
-        })
-    }
-}
-
 #[test]
 fn a_pair_path_that_differs_from_its_plan_is_caught() {
     let s = Setup {
         elements: 8,
         ..Setup::new(OpKind::Allreduce, Algorithm::Ring, 4)
     };
-    let wrong: Vec<Box<dyn Schedule>> = (0..s.p)
-        .map(|me| {
-            let ring = crate::proto::collective::ring::RingAllreduce::new(s.ctx(me));
-            Box::new(WrongPair(ring)) as Box<dyn Schedule>
+    // unlike the plan, the pair path receives into the block it sends
+    let wrong = Repaired::all(&s, |inner, step| {
+        inner.pair(step).map(|mut pair| {
+            pair.recv_block = pair.send_block;
+            pair
         })
-        .collect();
+    });
     let got = run_schedules(&s, Net::FIFO, wrong);
     assert!(verify(&s, &got).is_err(), "a wrong pair path must show");
 }
