@@ -663,9 +663,18 @@ impl<'r> Engine<'r> {
             return;
         }
         if out.out.len() == 1 {
-            // the usual answer to a chunk: the next chunk to send
-            let o = out.out.pop();
-            self.apply(rank, o.into_iter());
+            // the usual answer to a chunk: the next chunk to send, its fields taken one by one
+            // (a copy of the whole output would read back, as one word, two fields that were
+            // just written apart, and stall)
+            match out.out.pop() {
+                Some(Output::Send {
+                    to,
+                    msg,
+                    bytes,
+                    reliable,
+                }) => self.send(rank, to, msg, bytes, reliable),
+                o => self.apply(rank, o.into_iter()),
+            }
         } else {
             // carrying out outputs may hand another rank an input: it gets an empty outbox
             let mut outs = std::mem::take(&mut self.out.out);
@@ -686,14 +695,7 @@ impl<'r> Engine<'r> {
                     msg,
                     bytes,
                     reliable,
-                } => {
-                    let id = self.next_msg;
-                    self.next_msg += 1;
-                    let from_inc = self.incarnations[rank as usize];
-                    let to_inc = self.incarnations.get(to.idx()).copied().unwrap_or(0);
-                    self.stats.messages_sent += 1;
-                    self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc);
-                }
+                } => self.send(rank, to, msg, bytes, reliable),
                 Output::SetTimer { key, at } => {
                     let token = self.next_token;
                     self.next_token += 1;
@@ -753,6 +755,17 @@ impl<'r> Engine<'r> {
                 Output::Event(pe) => self.proto_event(rank, *pe),
             }
         }
+    }
+
+    /// Carries out `rank`'s `Output::Send`.
+    #[inline(always)]
+    fn send(&mut self, rank: u32, to: Rank, msg: Msg, bytes: u64, reliable: bool) {
+        let id = self.next_msg;
+        self.next_msg += 1;
+        let from_inc = self.incarnations[rank as usize];
+        let to_inc = self.incarnations.get(to.idx()).copied().unwrap_or(0);
+        self.stats.messages_sent += 1;
+        self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc);
     }
 
     #[allow(clippy::too_many_arguments)]
