@@ -8,6 +8,7 @@
 //! machine drift by a factor of two from minute to minute, and the ratio to that loop does not.
 
 use ringside_sim::engine::Engine;
+use ringside_sim::proto::collective::block_bytes;
 use ringside_sim::scenario;
 use ringside_sim::trace::{NullRecorder, TraceWriter};
 use std::cmp::Reverse;
@@ -144,8 +145,10 @@ fn main() {
             events as f64 / secs / 1e6
         );
         if runs > 1 {
-            // the scenario's defaults: 5us latency, 1 KiB chunks at 25 GB/s
-            let (n, bare) = seconds(|| bare_loop(p, 5_000, 41));
+            // the scenario's link: its latency, and its serialization time of one chunk
+            let chunk = block_bytes(0, 1, p, s.workload.ops[0].bytes.0);
+            let (latency, ser) = (s.network.latency.0, s.network.bandwidth.transfer_ns(chunk));
+            let (n, bare) = seconds(|| bare_loop(p, latency, ser));
             let bare = n as f64 / bare / 1e6;
             print!("; bare loop {bare:.2} M msg/s");
             ratios.push(rate / bare);

@@ -169,6 +169,19 @@ struct OneRecv {
     action: Action,
 }
 
+impl OneRecv {
+    #[inline]
+    fn new(peer: u32, elems: Range<usize>, bytes: u64, action: Action) -> OneRecv {
+        OneRecv {
+            peer,
+            at: elems.start,
+            len: elems.len(),
+            bytes,
+            action,
+        }
+    }
+}
+
 /// A step that sends one block to one peer and receives one block from one peer: every step
 /// of the ring algorithms. A schedule that can say so for a step ([`Schedule::pair`]) spares the
 /// executor its [`StepPlan`]: this runs for every message of a ring.
@@ -534,13 +547,7 @@ impl Collective {
             [t] => match self.plan.ranges[t.ranges.clone()] {
                 [(lo, hi)] => {
                     let r = blocks.elems(lo, hi);
-                    Some(OneRecv {
-                        peer: t.peer,
-                        at: r.start,
-                        len: r.len(),
-                        bytes: blocks.bytes(lo, hi),
-                        action: t.action,
-                    })
+                    Some(OneRecv::new(t.peer, r, blocks.bytes(lo, hi), t.action))
                 }
                 _ => None,
             },
@@ -573,13 +580,7 @@ impl Collective {
             bytes,
         );
         let (r, bytes) = self.blocks.one(pair.recv_block);
-        self.one = Some(OneRecv {
-            peer: pair.recv_from,
-            at: r.start,
-            len: r.len(),
-            bytes,
-            action: pair.action,
-        });
+        self.one = Some(OneRecv::new(pair.recv_from, r, bytes, pair.action));
         self.missing = 1;
     }
 
@@ -611,13 +612,7 @@ impl Collective {
         let ranges = &self.plan.ranges[t.ranges.clone()];
         if let &[(lo, hi)] = ranges {
             let r = blocks.elems(lo, hi);
-            let run = OneRecv {
-                peer: t.peer,
-                at: r.start,
-                len: r.len(),
-                bytes: blocks.bytes(lo, hi),
-                action: t.action,
-            };
+            let run = OneRecv::new(t.peer, r, blocks.bytes(lo, hi), t.action);
             if !self.take_run(run, data, out) {
                 return None;
             }
