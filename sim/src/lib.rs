@@ -14,10 +14,12 @@ pub mod check;
 pub mod diagnose;
 pub mod driver;
 pub mod engine;
-pub mod proto;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod sweep;
 pub mod trace;
 pub mod units;
+
+/// The protocol code, in its own crate so that the compiler keeps it free of I/O.
+pub use ringside_proto as proto;

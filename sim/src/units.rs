@@ -7,8 +7,7 @@
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
-/// Virtual time and durations, in nanoseconds.
-pub type Nanos = u64;
+pub use ringside_proto::time::{fmt_ms, fmt_time, Nanos};
 
 /// A duration in exact nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -282,24 +281,6 @@ string_unit_serde!(
     Bandwidth,
     "a bandwidth string such as \"25GB/s\" or \"100Gbit/s\""
 );
-
-/// Formats nanoseconds as milliseconds with three decimals, e.g. `25.000ms`.
-pub fn fmt_ms(ns: Nanos) -> String {
-    format!("{}.{:03}ms", ns / 1_000_000, (ns / 1_000) % 1_000)
-}
-
-/// Formats nanoseconds with an adaptive unit for humans, e.g. `312.5us`, `1.250s`.
-pub fn fmt_time(ns: Nanos) -> String {
-    if ns < 1_000 {
-        format!("{ns}ns")
-    } else if ns < 1_000_000 {
-        format!("{:.3}us", ns as f64 / 1e3)
-    } else if ns < 10_000_000_000 {
-        fmt_ms(ns)
-    } else {
-        format!("{:.3}s", ns as f64 / 1e9)
-    }
-}
 
 #[cfg(test)]
 mod tests {

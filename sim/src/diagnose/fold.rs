@@ -315,7 +315,7 @@ pub struct Fold {
 impl Fold {
     pub fn new(scenario: &Scenario) -> Fold {
         let mut f = Fold::with_size(scenario.world.size);
-        f.workload = Some(Arc::new(WorkloadConfig::from_scenario(
+        f.workload = Some(Arc::new(crate::scenario::resolve::workload(
             scenario,
             scenario.seed,
         )));

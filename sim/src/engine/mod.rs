@@ -224,7 +224,7 @@ impl<'r> Engine<'r> {
         variant: Variant,
     ) -> Engine<'r> {
         let record = rec.enabled();
-        let mut cfg = ProcConfig::from_scenario(scenario, seed);
+        let mut cfg = crate::scenario::resolve::workload(scenario, seed);
         cfg.step_events = record;
         cfg.mutation = variant.mutation;
         let cfg = Arc::new(cfg);

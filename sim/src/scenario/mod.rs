@@ -16,4 +16,5 @@ mod validate;
 pub use cause::{RootCause, RootCauseError};
 pub use model::*;
 pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
+pub mod resolve;
 pub use validate::{unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_WORLD_SIZE};

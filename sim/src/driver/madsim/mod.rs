@@ -165,7 +165,7 @@ pub struct GroupHandle {
 /// scenario's faults and wait for the outcome.
 pub fn spawn_group(handle: Handle, scenario: &Scenario, opts: GroupOptions) -> GroupHandle {
     let seed = opts.seed.unwrap_or(scenario.seed);
-    let cfg = Arc::new(ProcConfig::from_scenario(scenario, seed));
+    let cfg = Arc::new(crate::scenario::resolve::workload(scenario, seed));
     let world = scenario.world.size as usize;
     let store = crate::engine::membership::store_node(&cfg).is_some();
     let nodes = world + usize::from(store);

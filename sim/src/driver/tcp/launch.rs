@@ -13,7 +13,6 @@ use super::merge::{self, Merged};
 use super::rendezvous::{accept, Note};
 use super::{unix_now_ns, Clock, TimeScale};
 use crate::engine::{describe_fault, touched_ranks};
-use crate::proto::ProcConfig;
 use crate::scenario::{Fault, Outcome, Scenario};
 use crate::trace::{Event, FaultPhase};
 use crate::units::Nanos;
@@ -149,7 +148,7 @@ impl<'a> Launch<'a> {
             files: Vec::new(),
             latest: 0,
             changed: 0,
-            quiet: ProcConfig::from_scenario(&cfg.scenario, cfg.seed)
+            quiet: crate::scenario::resolve::workload(&cfg.scenario, cfg.seed)
                 .elastic
                 .map_or(cfg.scenario.group.timeout.0, |e| e.rendezvous_timeout()),
         };

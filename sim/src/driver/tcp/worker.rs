@@ -66,7 +66,7 @@ pub fn run(cfg: WorkerConfig) -> io::Result<()> {
 }
 
 async fn main(cfg: WorkerConfig) -> io::Result<()> {
-    let proc_cfg = Arc::new(ProcConfig::from_scenario(&cfg.scenario, cfg.seed));
+    let proc_cfg = Arc::new(crate::scenario::resolve::workload(&cfg.scenario, cfg.seed));
     let nodes = super::nodes(&cfg.scenario);
     let listener = TcpListener::bind((cfg.bind, 0)).await?;
     let port = listener.local_addr()?.port();

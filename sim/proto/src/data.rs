@@ -1,0 +1,323 @@
+//! Real data: typed buffers, reductions, and the deterministic inputs of each rank.
+//!
+//! A collective's timing is driven by its modeled size in bytes; its correctness by a small
+//! real buffer of `elements` values, chunks of which travel in the messages (DESIGN §1.3).
+
+use crate::vocab::{Dtype, ReduceOp};
+use std::ops::Range;
+
+/// A typed vector of real values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Buffer {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I64(Vec<i64>),
+}
+
+impl Buffer {
+    pub fn zeros(dtype: Dtype, len: usize) -> Buffer {
+        match dtype {
+            Dtype::F32 => Buffer::F32(vec![0.0; len]),
+            Dtype::F64 => Buffer::F64(vec![0.0; len]),
+            Dtype::I64 => Buffer::I64(vec![0; len]),
+        }
+    }
+
+    pub fn with_capacity(dtype: Dtype, cap: usize) -> Buffer {
+        match dtype {
+            Dtype::F32 => Buffer::F32(Vec::with_capacity(cap)),
+            Dtype::F64 => Buffer::F64(Vec::with_capacity(cap)),
+            Dtype::I64 => Buffer::I64(Vec::with_capacity(cap)),
+        }
+    }
+
+    pub fn empty(dtype: Dtype) -> Buffer {
+        Buffer::zeros(dtype, 0)
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        match self {
+            Buffer::F32(_) => Dtype::F32,
+            Buffer::F64(_) => Dtype::F64,
+            Buffer::I64(_) => Dtype::I64,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Buffer::F32(v) => v.len(),
+            Buffer::F64(v) => v.len(),
+            Buffer::I64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A new buffer holding `self[range]`.
+    pub fn part(&self, range: Range<usize>) -> Buffer {
+        match self {
+            Buffer::F32(s) => Buffer::F32(s[range].to_vec()),
+            Buffer::F64(s) => Buffer::F64(s[range].to_vec()),
+            Buffer::I64(s) => Buffer::I64(s[range].to_vec()),
+        }
+    }
+
+    /// Makes `self` a copy of `src[range]`, reusing its allocation when the dtypes agree.
+    #[inline(always)]
+    pub fn assign_from(&mut self, src: &Buffer, range: Range<usize>) {
+        match (&mut *self, src) {
+            (Buffer::F32(d), Buffer::F32(s)) => assign(d, &s[range]),
+            (Buffer::F64(d), Buffer::F64(s)) => assign(d, &s[range]),
+            (Buffer::I64(d), Buffer::I64(s)) => assign(d, &s[range]),
+            _ => *self = src.part(range),
+        }
+    }
+
+    /// Empties `self` and makes it of `dtype`, keeping its allocation when it already is.
+    pub fn clear_as(&mut self, dtype: Dtype) {
+        match self {
+            Buffer::F32(v) if dtype == Dtype::F32 => v.clear(),
+            Buffer::F64(v) if dtype == Dtype::F64 => v.clear(),
+            Buffer::I64(v) if dtype == Dtype::I64 => v.clear(),
+            _ => *self = Buffer::empty(dtype),
+        }
+    }
+
+    /// Appends `src[range]` to `self` (same dtype).
+    pub fn extend_from(&mut self, src: &Buffer, range: Range<usize>) {
+        match (self, src) {
+            (Buffer::F32(d), Buffer::F32(s)) => d.extend_from_slice(&s[range]),
+            (Buffer::F64(d), Buffer::F64(s)) => d.extend_from_slice(&s[range]),
+            (Buffer::I64(d), Buffer::I64(s)) => d.extend_from_slice(&s[range]),
+            _ => {}
+        }
+    }
+
+    /// Overwrites `self[at..at + len]` with `src[from..from + len]`. Returns false on a dtype
+    /// or length mismatch (which a fingerprint check rules out; the caller treats it as corrupt).
+    #[inline(always)]
+    pub fn copy_from(&mut self, at: usize, src: &Buffer, from: usize, len: usize) -> bool {
+        match (self, src) {
+            (Buffer::F32(d), Buffer::F32(s)) if at + len <= d.len() && from + len <= s.len() => {
+                copy(&mut d[at..at + len], &s[from..from + len])
+            }
+            (Buffer::F64(d), Buffer::F64(s)) if at + len <= d.len() && from + len <= s.len() => {
+                copy(&mut d[at..at + len], &s[from..from + len])
+            }
+            (Buffer::I64(d), Buffer::I64(s)) if at + len <= d.len() && from + len <= s.len() => {
+                copy(&mut d[at..at + len], &s[from..from + len])
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// `self[at..at + len] = op(self[at..], src[from..])`, element-wise.
+    #[inline(always)]
+    pub fn reduce_from(
+        &mut self,
+        at: usize,
+        src: &Buffer,
+        from: usize,
+        len: usize,
+        op: ReduceOp,
+    ) -> bool {
+        fn go<T: Copy>(d: &mut [T], s: &[T], f: impl Fn(T, T) -> T) {
+            for (x, y) in d.iter_mut().zip(s) {
+                *x = f(*x, *y);
+            }
+        }
+        match (self, src) {
+            (Buffer::F32(d), Buffer::F32(s)) if at + len <= d.len() && from + len <= s.len() => {
+                let (d, s) = (&mut d[at..at + len], &s[from..from + len]);
+                match op {
+                    ReduceOp::Sum => go(d, s, |a, b| a + b),
+                    ReduceOp::Prod => go(d, s, |a, b| a * b),
+                    ReduceOp::Max => go(d, s, f32::max),
+                    ReduceOp::Min => go(d, s, f32::min),
+                }
+            }
+            (Buffer::F64(d), Buffer::F64(s)) if at + len <= d.len() && from + len <= s.len() => {
+                let (d, s) = (&mut d[at..at + len], &s[from..from + len]);
+                match op {
+                    ReduceOp::Sum => go(d, s, |a, b| a + b),
+                    ReduceOp::Prod => go(d, s, |a, b| a * b),
+                    ReduceOp::Max => go(d, s, f64::max),
+                    ReduceOp::Min => go(d, s, f64::min),
+                }
+            }
+            (Buffer::I64(d), Buffer::I64(s)) if at + len <= d.len() && from + len <= s.len() => {
+                let (d, s) = (&mut d[at..at + len], &s[from..from + len]);
+                match op {
+                    ReduceOp::Sum => go(d, s, i64::wrapping_add),
+                    ReduceOp::Prod => go(d, s, i64::wrapping_mul),
+                    ReduceOp::Max => go(d, s, i64::max),
+                    ReduceOp::Min => go(d, s, i64::min),
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A stable 64-bit hash of the exact bit patterns (FNV-1a), used to compare results.
+    pub fn hash(&self) -> u64 {
+        let mut h = Fnv::new();
+        match self {
+            Buffer::F32(v) => v.iter().for_each(|x| h.write(&x.to_bits().to_le_bytes())),
+            Buffer::F64(v) => v.iter().for_each(|x| h.write(&x.to_bits().to_le_bytes())),
+            Buffer::I64(v) => v.iter().for_each(|x| h.write(&x.to_le_bytes())),
+        }
+        h.finish()
+    }
+
+    /// Whether two buffers hold the same values, exactly for i64 and within a relative
+    /// tolerance for floats (reduction order differs between algorithms).
+    pub fn approx_eq(&self, other: &Buffer) -> bool {
+        fn close(a: f64, b: f64, tol: f64) -> bool {
+            a == b || (a - b).abs() <= tol * a.abs().max(b.abs()).max(1.0)
+        }
+        match (self, other) {
+            (Buffer::F32(a), Buffer::F32(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|(x, y)| close(f64::from(*x), f64::from(*y), 1e-4))
+            }
+            (Buffer::F64(a), Buffer::F64(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| close(*x, *y, 1e-10))
+            }
+            (Buffer::I64(a), Buffer::I64(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// The deterministic input of `rank` for one call: a pure function of its arguments, so the
+    /// expected result of any collective can be recomputed from the scenario alone.
+    pub fn input(
+        dtype: Dtype,
+        reduce: ReduceOp,
+        len: usize,
+        seed: u64,
+        rank: u32,
+        iteration: u32,
+        op_index: u32,
+    ) -> Buffer {
+        let base =
+            mix(seed ^ mix(u64::from(rank) << 32 | u64::from(iteration)) ^ u64::from(op_index));
+        let val = |e: usize| -> i64 {
+            let h = mix(base ^ (e as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            match reduce {
+                // factors in {-3..3} \ {0}: exact in i64 (wrapping) and tame in floats
+                ReduceOp::Prod => [-3, -2, -1, 1, 2, 3][(h % 6) as usize],
+                _ => (h % 513) as i64 - 256,
+            }
+        };
+        match dtype {
+            Dtype::I64 => Buffer::I64((0..len).map(val).collect()),
+            // floats: quarters for sums (exact in any order), small factors for products
+            Dtype::F32 => Buffer::F32((0..len).map(|e| float_of(val(e), reduce) as f32).collect()),
+            Dtype::F64 => Buffer::F64((0..len).map(|e| float_of(val(e), reduce)).collect()),
+        }
+    }
+}
+
+fn float_of(v: i64, reduce: ReduceOp) -> f64 {
+    match reduce {
+        ReduceOp::Prod => 1.0 + v as f64 / 16.0,
+        _ => v as f64 / 4.0,
+    }
+}
+
+/// SplitMix64's finalizer: a fixed, value-stable mixing function.
+pub fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a, 64 bit: small, stable across platforms and releases.
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv(u64);
+
+impl Fnv {
+    pub fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    pub fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv::new()
+    }
+}
+
+/// Below this many elements a copy is a plain loop: a chunk of a few elements is copied for
+/// every message, and a call to `memcpy` costs more than the copy.
+const SHORT_COPY: usize = 8;
+
+/// `d[..] = s[..]` (same lengths).
+#[inline(always)]
+fn copy<T: Copy>(d: &mut [T], s: &[T]) {
+    if s.len() <= SHORT_COPY {
+        for (x, y) in d.iter_mut().zip(s) {
+            *x = *y;
+        }
+    } else {
+        d.copy_from_slice(s);
+    }
+}
+
+/// Makes `d` a copy of `s`, keeping its allocation.
+#[inline(always)]
+fn assign<T: Copy>(d: &mut Vec<T>, s: &[T]) {
+    d.clear();
+    if s.len() <= SHORT_COPY && d.capacity() >= s.len() {
+        d.extend(s.iter().copied());
+    } else {
+        d.extend_from_slice(s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduce_ops() {
+        let mut a = Buffer::I64(vec![1, 5, -3]);
+        let b = Buffer::I64(vec![2, 2, 2]);
+        assert!(a.reduce_from(0, &b, 0, 3, ReduceOp::Sum));
+        assert_eq!(a, Buffer::I64(vec![3, 7, -1]));
+        assert!(a.reduce_from(1, &b, 0, 2, ReduceOp::Max));
+        assert_eq!(a, Buffer::I64(vec![3, 7, 2]));
+        assert!(
+            !a.reduce_from(2, &b, 0, 2, ReduceOp::Min),
+            "out of range is refused"
+        );
+        assert!(!a.reduce_from(0, &Buffer::F32(vec![1.0]), 0, 1, ReduceOp::Sum));
+    }
+
+    #[test]
+    fn inputs_are_deterministic_and_differ_by_rank() {
+        let a = Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 0, 0, 0);
+        assert_eq!(a, Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 0, 0, 0));
+        assert_ne!(a, Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 1, 0, 0));
+        assert_ne!(
+            a.hash(),
+            Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 1, 0, 0).hash()
+        );
+    }
+}

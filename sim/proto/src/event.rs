@@ -1,0 +1,188 @@
+//! What a protocol state machine asks its driver to do, and what it reports.
+
+use super::data::Buffer;
+use super::elastic::MemberEvent;
+use super::msg::{Fingerprint, Msg};
+use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
+use crate::time::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// One command for the driver.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// Send `msg` to `to`; `bytes` is its modeled size. Reliable messages are retransmitted by
+    /// the transport until they arrive; unreliable ones (heartbeats) may simply be lost.
+    Send {
+        to: Rank,
+        msg: Msg,
+        bytes: u64,
+        reliable: bool,
+    },
+    /// Deliver `Input::Timer(key)` at virtual time `at`, replacing any timer with the same key.
+    SetTimer {
+        key: TimerKey,
+        at: Nanos,
+    },
+    CancelTimer {
+        key: TimerKey,
+    },
+    /// Compute (the model's forward/backward pass) for `duration`, then `Input::ComputeDone`.
+    Compute {
+        duration: Nanos,
+    },
+    /// Local reduction of `bytes` modeled bytes: the driver charges it at the reduce bandwidth
+    /// before carrying out the outputs that follow.
+    Work {
+        bytes: u64,
+    },
+    /// Boxed: events are few next to sends, and a small `Output` keeps the outbox cheap.
+    Event(Box<ProtoEvent>),
+}
+
+/// Outputs pushed by a state machine during one `handle` call, in order.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub out: Vec<Output>,
+    /// The driver does not charge local reduction work: `work` pushes nothing.
+    ignore_work: bool,
+}
+
+impl Outbox {
+    pub fn new() -> Outbox {
+        Outbox::default()
+    }
+    /// An outbox whose `Output::Work` items the driver would ignore anyway (it has no reduce
+    /// bandwidth to charge them at), so they are never pushed: a chunk is reduced for every
+    /// message of a reduction.
+    pub fn ignoring_work() -> Outbox {
+        Outbox {
+            out: Vec::new(),
+            ignore_work: true,
+        }
+    }
+    pub fn send(&mut self, to: Rank, msg: Msg, bytes: u64) {
+        self.out.push(Output::Send {
+            to,
+            msg,
+            bytes,
+            reliable: true,
+        });
+    }
+    pub fn send_datagram(&mut self, to: Rank, msg: Msg, bytes: u64) {
+        self.out.push(Output::Send {
+            to,
+            msg,
+            bytes,
+            reliable: false,
+        });
+    }
+    pub fn set_timer(&mut self, key: TimerKey, at: Nanos) {
+        self.out.push(Output::SetTimer { key, at });
+    }
+    pub fn cancel_timer(&mut self, key: TimerKey) {
+        self.out.push(Output::CancelTimer { key });
+    }
+    pub fn compute(&mut self, duration: Nanos) {
+        self.out.push(Output::Compute { duration });
+    }
+    #[inline]
+    pub fn work(&mut self, bytes: u64) {
+        if self.ignore_work {
+            return;
+        }
+        self.out.push(Output::Work { bytes });
+    }
+    pub fn event(&mut self, ev: ProtoEvent) {
+        self.out.push(Output::Event(Box::new(ev)));
+    }
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
+        self.out.drain(..)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+}
+
+/// State of a collective in the flight recorder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlightState {
+    /// Issued, but no chunk of a peer has been taken yet (as a NCCL kernel enqueued but not
+    /// started: a rank stuck here never heard from a matching peer).
+    Scheduled,
+    /// A matching chunk from a peer arrived: the collective runs.
+    Started,
+    Completed,
+    Aborted,
+}
+
+/// One entry of a rank's flight recorder: a recent collective and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlightEntry {
+    pub fp: Fingerprint,
+    pub iteration: u32,
+    pub index: u32,
+    pub state: FlightState,
+    /// When the call was issued.
+    pub start_ns: Nanos,
+    /// When the first matching chunk from a peer arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ns: Option<Nanos>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_ns: Option<Nanos>,
+    /// Step reached (for started or aborted collectives).
+    pub step: u32,
+    pub steps: u32,
+}
+
+/// Something that happened inside a rank's protocol code.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProtoEvent {
+    /// The workload begins iteration `iteration`.
+    Iteration { iteration: u32 },
+    /// The rank issues collective `index` of `iteration`.
+    Call {
+        iteration: u32,
+        index: u32,
+        fp: Fingerprint,
+        members: usize,
+    },
+    /// The collective moved to `step` and now waits for `waiting_for`.
+    Step {
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        step: u32,
+        steps: u32,
+        waiting_for: Vec<Rank>,
+    },
+    /// The collective completed on this rank with `result`.
+    Complete {
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        iteration: u32,
+        index: u32,
+        result: Buffer,
+    },
+    /// The collective was aborted (watchdog timeout, or a membership change).
+    Abort {
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        step: u32,
+        steps: u32,
+        waiting_for: Vec<Rank>,
+        reason: String,
+    },
+    /// The flight recorder's contents, dumped when a watchdog fires.
+    FlightRecord { entries: Vec<FlightEntry> },
+    /// The rank finished every iteration of its workload.
+    WorkloadDone,
+    /// A restarted process could not rejoin its group.
+    RejoinRefused { reason: String },
+    /// Elastic membership: generations, rendezvous, failure detection, the store.
+    Membership(MemberEvent),
+    /// The registry: joins, leaves, views, broadcasts, queries.
+    Registry(super::registry::RegistryEvent),
+}

@@ -1,0 +1,41 @@
+//! The real protocol code of a process group, sans-IO.
+//!
+//! Every protocol here — the collective algorithms, the process group with its watchdog and
+//! flight recorder, elastic membership (failure detection, rendezvous, generations), the
+//! `:pg`-style registry, the workload that drives them — is a deterministic state machine in the style
+//! of quinn-proto and stateright actors. It is handed `(now, input)` (a message from a rank, a
+//! timer firing, the end of a compute phase) and pushes what it wants done into an [`Outbox`]:
+//! send a message, set or cancel a timer, compute for a while, emit an event.
+//!
+//! Contract, kept true by `clippy.toml` and by review:
+//! - no clock is read: time only arrives as `now`;
+//! - no socket, thread or file is touched: the driver (the engine, a TCP driver, madsim) moves bytes;
+//! - no global RNG: randomness arrives as seeded values in the configuration;
+//! - no iteration over hash maps: state lives in vectors and `BTreeMap`s, so every output
+//!   sequence is a pure function of the inputs.
+//!
+//! Nothing in this module imports the engine, traces, diagnosis or checks.
+
+pub mod collective;
+pub mod data;
+pub mod elastic;
+pub mod event;
+pub mod group;
+pub mod mesh;
+pub mod msg;
+#[doc(hidden)]
+pub mod mutation;
+pub mod process;
+pub mod registry;
+pub mod time;
+pub mod types;
+pub mod vocab;
+pub mod wait;
+pub mod workload;
+
+pub use data::Buffer;
+pub use event::{Outbox, Output, ProtoEvent};
+pub use msg::{CollMsg, Fingerprint, Msg};
+pub use process::{Input, ProcConfig, RankProcess, RankStatus};
+pub use types::{Generation, GroupId, Rank, SeqNo, TimerKey};
+pub use wait::WaitState;

@@ -1,0 +1,380 @@
+//! One rank's process: the workload loop driving its process group, with elastic membership
+//! and the registry when the scenario asks for them (see `process/membership.rs`).
+
+mod membership;
+
+pub use membership::MemberView;
+
+use super::collective::hierarchical::local_size;
+use super::data::Buffer;
+use super::elastic::Elastic;
+use super::event::{Outbox, ProtoEvent};
+use super::group::{CallOutcome, CallRequest, ProcessGroup};
+use super::msg::Msg;
+use super::registry::Registry;
+use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
+use super::wait::WaitState;
+use super::workload::WorkloadConfig;
+use crate::time::Nanos;
+use std::sync::Arc;
+
+pub use super::workload::WorkloadConfig as ProcConfig;
+
+/// Something for a rank's process to handle.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// The process starts (first start, or a restart after a preemption).
+    Start,
+    Message {
+        from: Rank,
+        msg: Msg,
+    },
+    Timer(TimerKey),
+    /// The compute phase asked for with `Output::Compute` is over.
+    ComputeDone,
+}
+
+/// What a rank is doing, as far as its own code knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RankStatus {
+    Idle,
+    Computing {
+        iteration: u32,
+    },
+    InCollective,
+    /// Stuck outside collectives (an application hang).
+    Hung {
+        iteration: u32,
+    },
+    /// Finished every iteration.
+    Done,
+    /// A restarted process that could not rejoin.
+    Refused,
+    /// Elastic: out of the workload while the group is rebuilt, or outside the group.
+    Rebuilding,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    NotStarted,
+    Computing,
+    InOp(u32),
+    Hung,
+    Done,
+    Refused,
+    /// Elastic: stopped for a rendezvous, or outside the group.
+    Suspended,
+}
+
+/// Laid out in declaration order: what a collective chunk touches first (see
+/// [`super::collective::Collective`]).
+#[repr(C)]
+pub struct RankProcess {
+    /// Boxed, like the registry: rarely used, and kept out of the way of the state every
+    /// collective message touches.
+    elastic: Option<Box<Elastic>>,
+    world: ProcessGroup,
+    phase: Phase,
+    iteration: u32,
+    me: Rank,
+    incarnation: u32,
+    cfg: Arc<WorkloadConfig>,
+    /// This rank's sub-group along each dimension of the device mesh, in dimension order.
+    subgroups: Vec<ProcessGroup>,
+    registry: Option<Box<Registry>>,
+    /// Elastic: collective messages of a later generation than this rank's, kept until it
+    /// installs that generation (its peers may get there first).
+    later: Vec<(Rank, Box<super::msg::CollMsg>)>,
+}
+
+impl RankProcess {
+    /// A fresh process of `me`; `incarnation` counts restarts (0 = first start).
+    pub fn new(cfg: Arc<WorkloadConfig>, me: Rank, incarnation: u32) -> RankProcess {
+        let mut world = ProcessGroup::shared(
+            GroupId(0),
+            Generation(0),
+            cfg.world_members.clone(),
+            me,
+            cfg.timeout,
+        );
+        world.set_step_events(cfg.step_events);
+        world.set_per_host(cfg.world_per_host);
+        let subgroups = mesh_groups(&cfg, me);
+        world.set_mutation(cfg.mutation);
+        world.ignore_generation(!cfg.generation_check);
+        let elastic = cfg.elastic.as_ref().map(|e| {
+            Box::new(Elastic::new(
+                e.clone(),
+                me,
+                incarnation,
+                cfg.world_members.clone(),
+            ))
+        });
+        let registry = cfg
+            .registry
+            .as_ref()
+            .map(|r| Box::new(Registry::new(r.clone(), me, incarnation)));
+        RankProcess {
+            cfg,
+            me,
+            incarnation,
+            world,
+            subgroups,
+            iteration: 0,
+            phase: Phase::NotStarted,
+            elastic,
+            registry,
+            later: Vec::new(),
+        }
+    }
+
+    pub fn rank(&self) -> Rank {
+        self.me
+    }
+
+    pub fn status(&self) -> RankStatus {
+        let status = match self.phase {
+            Phase::NotStarted => RankStatus::Idle,
+            Phase::Computing => RankStatus::Computing {
+                iteration: self.iteration,
+            },
+            Phase::InOp(_) => RankStatus::InCollective,
+            Phase::Hung => RankStatus::Hung {
+                iteration: self.iteration,
+            },
+            Phase::Done => RankStatus::Done,
+            Phase::Refused => RankStatus::Refused,
+            Phase::Suspended => RankStatus::Rebuilding,
+        };
+        let registry_busy = self.registry.as_ref().is_some_and(|r| !r.finished());
+        match status {
+            // registry steps still to run keep the process going
+            RankStatus::Done | RankStatus::Refused if registry_busy => RankStatus::Idle,
+            s => s,
+        }
+    }
+
+    /// The flight recorder of the rank's world group, oldest first.
+    pub fn flight_record(&self) -> Vec<super::event::FlightEntry> {
+        self.world.flight_record()
+    }
+
+    /// What the rank is blocked on, if it is inside a collective.
+    pub fn wait_state(&self) -> Option<WaitState> {
+        self.world
+            .wait_state()
+            .or_else(|| self.subgroups.iter().find_map(|g| g.wait_state()))
+    }
+
+    /// The group `id` of this rank: the world or one of its mesh sub-groups.
+    #[inline]
+    fn group_mut(&mut self, id: GroupId) -> Option<&mut ProcessGroup> {
+        if id == self.world.id {
+            return Some(&mut self.world);
+        }
+        self.subgroups.iter_mut().find(|g| g.id == id)
+    }
+
+    #[inline(always)]
+    pub fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        match input {
+            // a collective chunk, most of what a rank is handed: kept apart from the rest so
+            // that a driver can inline it
+            Input::Message {
+                from,
+                msg: Msg::Coll(m),
+            } => self.on_chunk(now, from, m, out),
+            input => self.handle_other(now, input, out),
+        }
+    }
+
+    #[inline(always)]
+    fn on_chunk(&mut self, now: Nanos, from: Rank, m: Box<super::msg::CollMsg>, out: &mut Outbox) {
+        if self.elastic.is_some() && m.fp.generation > self.world.generation {
+            self.later.push((from, m));
+        } else if let Some(g) = self.group_mut(m.fp.group) {
+            let o = g.on_message(now, from, m, out);
+            self.on_outcome(now, o, out);
+        }
+    }
+
+    #[inline(never)]
+    fn handle_other(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Start => {
+                if let Some(r) = self.registry.as_mut() {
+                    r.start(now, out);
+                }
+                if self.elastic.is_some() {
+                    return self.start_elastic(now, out);
+                }
+                if self.incarnation > 0 {
+                    self.phase = Phase::Refused;
+                    out.event(ProtoEvent::RejoinRefused {
+                        reason: "the group is not elastic: a restarted process cannot rejoin \
+                                 generation 0 (set [group] elastic to rebuild around it)"
+                            .into(),
+                    });
+                    return;
+                }
+                self.begin_iteration(now, 0, out);
+            }
+            Input::ComputeDone => {
+                if self.phase == Phase::Computing {
+                    self.next_op(now, 0, out);
+                }
+            }
+            Input::Message { from, msg } => match msg {
+                Msg::Coll(m) => self.on_chunk(now, from, m, out),
+                Msg::Elastic(m) => self.on_elastic_message(now, from, *m, out),
+                Msg::Registry(m) => {
+                    if let Some(r) = self.registry.as_mut() {
+                        r.on_message(now, from, *m, out);
+                    }
+                }
+            },
+            Input::Timer(key) => match key {
+                TimerKey::Watchdog { group, seq } => {
+                    if group == self.world.id {
+                        let waited = self.world.wait_state();
+                        let o = self.world.on_watchdog(now, seq, out);
+                        if o == CallOutcome::Aborted && self.elastic.is_some() {
+                            self.on_elastic_watchdog(now, waited, out);
+                        } else {
+                            self.on_outcome(now, o, out);
+                        }
+                    } else if let Some(g) = self.group_mut(group) {
+                        let o = g.on_watchdog(now, seq, out);
+                        self.on_outcome(now, o, out);
+                    }
+                }
+                TimerKey::Heartbeat | TimerKey::Rendezvous { .. } => {
+                    self.on_elastic_timer(now, key, out)
+                }
+                TimerKey::Registry { .. } | TimerKey::RegistryHeartbeat => {
+                    if let Some(r) = self.registry.as_mut() {
+                        r.on_timer(now, key, out);
+                    }
+                }
+            },
+        }
+    }
+
+    fn begin_iteration(&mut self, now: Nanos, iteration: u32, out: &mut Outbox) {
+        self.iteration = iteration;
+        if iteration >= self.cfg.iterations {
+            self.phase = Phase::Done;
+            out.event(ProtoEvent::WorkloadDone);
+            return;
+        }
+        if self.cfg.hangs(self.me.0, iteration) {
+            self.phase = Phase::Hung;
+            return;
+        }
+        out.event(ProtoEvent::Iteration { iteration });
+        if self.cfg.compute > 0 {
+            self.phase = Phase::Computing;
+            out.compute(self.cfg.compute);
+        } else {
+            self.next_op(now, 0, out);
+        }
+    }
+
+    /// Issues call `index` of the current iteration, or moves to the next iteration.
+    fn next_op(&mut self, now: Nanos, mut index: u32, out: &mut Outbox) {
+        loop {
+            if index as usize >= self.cfg.ops.len() {
+                return self.begin_iteration(now, self.iteration + 1, out);
+            }
+            if self.cfg.skips(self.me.0, self.iteration, index) {
+                index += 1;
+                continue;
+            }
+            let call = self.cfg.call_for(self.me.0, self.iteration, index);
+            let input = Buffer::input(
+                call.dtype,
+                call.reduce,
+                self.cfg.elements as usize,
+                self.cfg.seed,
+                self.me.0,
+                self.iteration,
+                index,
+            );
+            self.phase = Phase::InOp(index);
+            let req = CallRequest {
+                iteration: self.iteration,
+                index,
+                op: call.op,
+                algorithm: call.algorithm,
+                bytes: call.bytes,
+                dtype: call.dtype,
+                root: call.root,
+                reduce: call.reduce,
+                elements: self.cfg.elements,
+                input,
+            };
+            let group = match &call.group {
+                None => &mut self.world,
+                Some(dim) => {
+                    let d = self
+                        .cfg
+                        .mesh
+                        .as_ref()
+                        .and_then(|m| m.dims.iter().position(|x| x == dim));
+                    match d.and_then(|d| self.subgroups.get_mut(d)) {
+                        Some(g) => g,
+                        None => {
+                            // validated scenarios never get here
+                            out.event(ProtoEvent::Abort {
+                                group: GroupId(0),
+                                generation: Generation(0),
+                                seq: SeqNo(0),
+                                step: 0,
+                                steps: 0,
+                                waiting_for: Vec::new(),
+                                reason: format!("no mesh dimension `{dim}` to run the call on"),
+                            });
+                            return;
+                        }
+                    }
+                }
+            };
+            match group.call(now, req, out) {
+                CallOutcome::Completed { .. } => index += 1,
+                CallOutcome::Pending => return,
+                CallOutcome::Aborted => {
+                    self.phase = Phase::InOp(index);
+                    return;
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn on_outcome(&mut self, now: Nanos, o: CallOutcome, out: &mut Outbox) {
+        match o {
+            CallOutcome::Pending => {}
+            CallOutcome::Completed { index, .. } => self.next_op(now, index + 1, out),
+            CallOutcome::Aborted => {
+                // a real job's watchdog tears the process down; the driver decides what follows
+            }
+        }
+    }
+}
+
+/// This rank's sub-group along each dimension of the configured mesh (none without a mesh).
+fn mesh_groups(cfg: &WorkloadConfig, me: Rank) -> Vec<ProcessGroup> {
+    let Some(mesh) = cfg.mesh_layout() else {
+        return Vec::new();
+    };
+    (0..mesh.dims())
+        .map(|d| {
+            let (id, members) = mesh.group_of(d, me);
+            let per_host = local_size(&members, cfg.ranks_per_host);
+            let mut g = ProcessGroup::new(id, Generation(0), members, me, cfg.timeout);
+            g.set_step_events(cfg.step_events);
+            g.set_per_host(per_host);
+            g
+        })
+        .collect()
+}

@@ -1,0 +1,196 @@
+//! The vocabulary the protocols share with the scenario format: ops, algorithms, element types,
+//! reduction operators, rendezvous kinds, device meshes and registry actions. Their serde names are
+//! the scenario file's words (`"reduce_scatter"`, `"recursive_doubling"`, `"f32"`).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RendezvousKind {
+    /// Peer-to-peer agreement among the survivors with a strict-majority quorum.
+    #[default]
+    Quorum,
+    /// A store process arbitrates generations by compare-and-set.
+    Store,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mesh {
+    pub shape: Vec<u32>,
+    pub dims: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dtype {
+    F32,
+    F64,
+    I64,
+}
+
+impl Dtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+            Dtype::I64 => "i64",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Allreduce,
+    Broadcast,
+    Reduce,
+    Allgather,
+    ReduceScatter,
+    Barrier,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 6] = [
+        OpKind::Allreduce,
+        OpKind::Broadcast,
+        OpKind::Reduce,
+        OpKind::Allgather,
+        OpKind::ReduceScatter,
+        OpKind::Barrier,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Allreduce => "allreduce",
+            OpKind::Broadcast => "broadcast",
+            OpKind::Reduce => "reduce",
+            OpKind::Allgather => "allgather",
+            OpKind::ReduceScatter => "reduce_scatter",
+            OpKind::Barrier => "barrier",
+        }
+    }
+
+    /// Whether the op has a root rank.
+    pub fn rooted(self) -> bool {
+        matches!(self, OpKind::Broadcast | OpKind::Reduce)
+    }
+
+    /// Whether the op combines values with a reduction operator.
+    pub fn reduces(self) -> bool {
+        matches!(
+            self,
+            OpKind::Allreduce | OpKind::Reduce | OpKind::ReduceScatter
+        )
+    }
+
+    /// The algorithm used when neither the op nor the group names one.
+    pub fn default_algorithm(self) -> Algorithm {
+        match self {
+            OpKind::Allreduce => Algorithm::Ring,
+            OpKind::Broadcast => Algorithm::Binomial,
+            OpKind::Reduce => Algorithm::Binomial,
+            OpKind::Allgather => Algorithm::Ring,
+            OpKind::ReduceScatter => Algorithm::Ring,
+            OpKind::Barrier => Algorithm::Dissemination,
+        }
+    }
+
+    /// Every algorithm the op can run with.
+    pub fn algorithms(self) -> &'static [Algorithm] {
+        use Algorithm::*;
+        match self {
+            OpKind::Allreduce => &[
+                Ring,
+                RecursiveDoubling,
+                Rabenseifner,
+                Tree,
+                Direct,
+                Hierarchical,
+            ],
+            OpKind::Broadcast => &[Binomial, ScatterAllgather, Direct],
+            OpKind::Reduce => &[Binomial, Direct],
+            OpKind::Allgather => &[Ring, RecursiveDoubling, Direct],
+            OpKind::ReduceScatter => &[Ring, RecursiveHalving, Direct],
+            OpKind::Barrier => &[Dissemination, Tree],
+        }
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    Ring,
+    RecursiveDoubling,
+    Rabenseifner,
+    Tree,
+    Direct,
+    Binomial,
+    ScatterAllgather,
+    RecursiveHalving,
+    Dissemination,
+    Hierarchical,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::RecursiveDoubling => "recursive_doubling",
+            Algorithm::Rabenseifner => "rabenseifner",
+            Algorithm::Tree => "tree",
+            Algorithm::Direct => "direct",
+            Algorithm::Binomial => "binomial",
+            Algorithm::ScatterAllgather => "scatter_allgather",
+            Algorithm::RecursiveHalving => "recursive_halving",
+            Algorithm::Dissemination => "dissemination",
+            Algorithm::Hierarchical => "hierarchical",
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ReduceOp {
+    #[default]
+    Sum,
+    Max,
+    Min,
+    Prod,
+}
+
+impl ReduceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::Prod => "prod",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegistryAction {
+    Join,
+    Leave,
+    Broadcast,
+    Query,
+    Monitor,
+}
