@@ -1,7 +1,9 @@
 //! The root-cause vocabulary shared by `[expect]`, `run --json` and the UI (DESIGN §2).
 //!
 //! Each cause is written as a short string: `preempted:R`, `paused:R`, `partitioned:A,B|C,D`,
-//! `mismatch:R`, `skipped:R`, `hung:R`, `deadlock:R,S,...`, `quorum_lost`, `slow:R`.
+//! `mismatch:R`, `skipped:R`, `hung:R`, `deadlock:R,S,...`, `quorum_lost`, `slow:R`, and for
+//! Flight Recorder imports `missing:R` (a member rank left no dump) and `undecided` (the dumps
+//! cannot tell who is wrong).
 //! [`RootCause`] parses and prints exactly these strings. A partition is a set of sides, so it is
 //! kept canonical: ranks sorted within a side, sides sorted by their first rank. A deadlock keeps
 //! its ranks in the order written (the order of the wait-for cycle).
@@ -31,6 +33,10 @@ pub enum RootCause {
     QuorumLost,
     /// `slow:R`: rank R is a straggler.
     Slow(Rank),
+    /// `missing:R`: member rank R of a recorded job left no dump.
+    Missing(Rank),
+    /// `undecided`: the evidence cannot tell which rank is wrong.
+    Undecided,
 }
 
 /// Why a root-cause string was rejected.
@@ -39,7 +45,7 @@ pub enum RootCause {
 pub struct RootCauseError(pub String);
 
 const VOCABULARY: &str = "preempted:R, paused:R, partitioned:A,B|C,D, mismatch:R, skipped:R, \
-                          hung:R, deadlock:R,S,..., quorum_lost or slow:R";
+                          hung:R, deadlock:R,S,..., quorum_lost, slow:R, missing:R or undecided";
 
 impl RootCause {
     /// A partition cause in canonical order.
@@ -63,6 +69,8 @@ impl RootCause {
             RootCause::Deadlock(_) => "deadlock",
             RootCause::QuorumLost => "quorum_lost",
             RootCause::Slow(_) => "slow",
+            RootCause::Missing(_) => "missing",
+            RootCause::Undecided => "undecided",
         }
     }
 
@@ -74,10 +82,11 @@ impl RootCause {
             | RootCause::Mismatch(r)
             | RootCause::Skipped(r)
             | RootCause::Hung(r)
-            | RootCause::Slow(r) => vec![*r],
+            | RootCause::Slow(r)
+            | RootCause::Missing(r) => vec![*r],
             RootCause::Partitioned(sides) => sides.iter().flatten().copied().collect(),
             RootCause::Deadlock(ranks) => ranks.clone(),
-            RootCause::QuorumLost => Vec::new(),
+            RootCause::QuorumLost | RootCause::Undecided => Vec::new(),
         }
     }
 }
@@ -113,8 +122,10 @@ impl FromStr for RootCause {
     type Err = RootCauseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "quorum_lost" {
-            return Ok(RootCause::QuorumLost);
+        match s {
+            "quorum_lost" => return Ok(RootCause::QuorumLost),
+            "undecided" => return Ok(RootCause::Undecided),
+            _ => {}
         }
         let Some((tag, arg)) = s.split_once(':') else {
             return Err(RootCauseError(format!(
@@ -129,6 +140,7 @@ impl FromStr for RootCause {
             "skipped" => one(RootCause::Skipped),
             "hung" => one(RootCause::Hung),
             "slow" => one(RootCause::Slow),
+            "missing" => one(RootCause::Missing),
             "deadlock" => parse_ranks(arg, s).map(RootCause::Deadlock),
             "partitioned" => {
                 let sides = arg
@@ -165,6 +177,7 @@ impl fmt::Display for RootCause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RootCause::QuorumLost => f.write_str("quorum_lost"),
+            RootCause::Undecided => f.write_str("undecided"),
             RootCause::Deadlock(ranks) => {
                 write!(f, "deadlock:")?;
                 write_ranks(f, ranks)
@@ -209,6 +222,8 @@ mod tests {
             "deadlock:2,0,1",
             "quorum_lost",
             "slow:7",
+            "missing:3",
+            "undecided",
         ] {
             let c: RootCause = s.parse().unwrap();
             assert_eq!(c.to_string(), s);
@@ -249,6 +264,8 @@ mod tests {
             "deadlock:1,1",
             "exploded:1",
             "quorum_lost:1",
+            "undecided:1",
+            "missing:",
             "Preempted:1",
         ] {
             assert!(s.parse::<RootCause>().is_err(), "{s:?} was accepted");
