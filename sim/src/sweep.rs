@@ -109,6 +109,7 @@ pub fn bus_factor(op: OpKind, p: u32) -> Option<f64> {
     match op {
         OpKind::Allreduce => Some(2.0 * frac / p),
         OpKind::Allgather | OpKind::ReduceScatter => Some(frac / p),
+        OpKind::AllToAll | OpKind::Gather | OpKind::Scatter => Some(frac / p),
         OpKind::Broadcast | OpKind::Reduce => Some(1.0),
         OpKind::Barrier => None,
     }

@@ -49,16 +49,32 @@ pub enum OpKind {
     Allgather,
     ReduceScatter,
     Barrier,
+    AllToAll,
+    Gather,
+    Scatter,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 6] = [
+    /// The ops of the first scenario language, which `check` draws from.
+    pub const CLASSIC: [OpKind; 6] = [
         OpKind::Allreduce,
         OpKind::Broadcast,
         OpKind::Reduce,
         OpKind::Allgather,
         OpKind::ReduceScatter,
         OpKind::Barrier,
+    ];
+
+    pub const ALL: [OpKind; 9] = [
+        OpKind::Allreduce,
+        OpKind::Broadcast,
+        OpKind::Reduce,
+        OpKind::Allgather,
+        OpKind::ReduceScatter,
+        OpKind::Barrier,
+        OpKind::AllToAll,
+        OpKind::Gather,
+        OpKind::Scatter,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,12 +85,27 @@ impl OpKind {
             OpKind::Allgather => "allgather",
             OpKind::ReduceScatter => "reduce_scatter",
             OpKind::Barrier => "barrier",
+            OpKind::AllToAll => "all_to_all",
+            OpKind::Gather => "gather",
+            OpKind::Scatter => "scatter",
         }
     }
 
     /// Whether the op has a root rank.
     pub fn rooted(self) -> bool {
-        matches!(self, OpKind::Broadcast | OpKind::Reduce)
+        matches!(
+            self,
+            OpKind::Broadcast | OpKind::Reduce | OpKind::Gather | OpKind::Scatter
+        )
+    }
+
+    /// Whether every member that holds a result holds the same one (not so when each rank
+    /// ends with its own block: reduce_scatter, all_to_all, scatter).
+    pub fn same_result_everywhere(self) -> bool {
+        !matches!(
+            self,
+            OpKind::ReduceScatter | OpKind::AllToAll | OpKind::Scatter
+        )
     }
 
     /// Whether the op combines values with a reduction operator.
@@ -94,6 +125,8 @@ impl OpKind {
             OpKind::Allgather => Algorithm::Ring,
             OpKind::ReduceScatter => Algorithm::Ring,
             OpKind::Barrier => Algorithm::Dissemination,
+            OpKind::AllToAll => Algorithm::Pairwise,
+            OpKind::Gather | OpKind::Scatter => Algorithm::Binomial,
         }
     }
 
@@ -114,6 +147,8 @@ impl OpKind {
             OpKind::Allgather => &[Ring, RecursiveDoubling, Direct],
             OpKind::ReduceScatter => &[Ring, RecursiveHalving, Direct],
             OpKind::Barrier => &[Dissemination, Tree],
+            OpKind::AllToAll => &[Pairwise, Direct, Bruck],
+            OpKind::Gather | OpKind::Scatter => &[Binomial, Direct],
         }
     }
 }
@@ -137,6 +172,8 @@ pub enum Algorithm {
     RecursiveHalving,
     Dissemination,
     Hierarchical,
+    Pairwise,
+    Bruck,
 }
 
 impl Algorithm {
@@ -152,6 +189,8 @@ impl Algorithm {
             Algorithm::RecursiveHalving => "recursive_halving",
             Algorithm::Dissemination => "dissemination",
             Algorithm::Hierarchical => "hierarchical",
+            Algorithm::Pairwise => "pairwise",
+            Algorithm::Bruck => "bruck",
         }
     }
 }

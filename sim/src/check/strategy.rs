@@ -169,7 +169,7 @@ impl OpDraw {
 
 fn op_draws(gen: &Gen) -> impl Strategy<Value = OpDraw> {
     (
-        select(OpKind::ALL.to_vec()),
+        select(OpKind::CLASSIC.to_vec()),
         0u8..=5,
         1..=gen.max_bytes.max(1),
         select(vec![
@@ -380,6 +380,6 @@ mod tests {
             ops.extend(s.workload.ops.iter().map(|o| o.op));
         }
         assert_eq!(kinds.len(), Fault::KINDS.len(), "{kinds:?}");
-        assert_eq!(ops.len(), OpKind::ALL.len(), "{ops:?}");
+        assert_eq!(ops.len(), OpKind::CLASSIC.len(), "{ops:?}");
     }
 }

@@ -61,6 +61,18 @@ fn cost(op: OpKind, algorithm: Algorithm, p: u32, a: f64, nb: f64) -> Option<Cos
         (O::Allgather | O::ReduceScatter, A::Direct) => Cost::Exact(a + frac * nb),
         (O::Barrier, A::Dissemination) => Cost::Exact(lg * a),
         (O::Barrier, A::Tree) => tree(2, a),
+        (O::AllToAll, A::Pairwise) => Cost::Exact((pf - 1.0) * (a + nb / pf)),
+        (O::AllToAll | O::Gather | O::Scatter, A::Direct) => Cost::Exact(a + frac * nb),
+        // step k moves the c_k positions j < p with bit k set
+        (O::AllToAll, A::Bruck) => Cost::Exact(
+            (0..ceil_log2(p))
+                .map(|k| {
+                    let c = (0..p).filter(|j| j >> k & 1 == 1).count() as f64;
+                    a + c * nb / pf
+                })
+                .sum(),
+        ),
+        (O::Gather | O::Scatter, A::Binomial) if pow2 => Cost::Exact(lg * a + frac * nb),
         _ => return None,
     };
     Some(c)
