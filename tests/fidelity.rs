@@ -131,6 +131,14 @@ fn cost(op: OpKind, algorithm: Algorithm, p: u32, n: u64, net: Net) -> Option<Co
         (O::ReduceScatter, A::Ring) => exact((pf - 1.0) * a + frac * n * (b + g), p - 1),
         (O::ReduceScatter, A::RecursiveHalving) if pow2 => exact(lgp * a + frac * n * (b + g), l),
         (O::Barrier, A::Dissemination) => exact(lgp * a, l),
+        (O::AllToAll, A::Pairwise) => exact((pf - 1.0) * (a + n / pf * b), p - 1),
+        (O::AllToAll | O::Gather | O::Scatter, A::Direct) => exact(a + frac * n * b, p - 1),
+        (O::AllToAll, A::Bruck) => {
+            // step k moves the positions j < p with bit k set
+            let moved = |k: u32| (0..p).filter(|j| j >> k & 1 == 1).count() as f64;
+            exact((0..l).map(|k| a + moved(k) * n / pf * b).sum(), l)
+        }
+        (O::Gather | O::Scatter, A::Binomial) if pow2 => exact(lgp * a + frac * n * b, l),
         _ => None,
     }
 }
@@ -148,6 +156,13 @@ const PAPER: &[(OpKind, Algorithm)] = &[
     (OpKind::ReduceScatter, Algorithm::Ring),
     (OpKind::ReduceScatter, Algorithm::RecursiveHalving),
     (OpKind::Barrier, Algorithm::Dissemination),
+    (OpKind::AllToAll, Algorithm::Pairwise),
+    (OpKind::AllToAll, Algorithm::Direct),
+    (OpKind::AllToAll, Algorithm::Bruck),
+    (OpKind::Gather, Algorithm::Binomial),
+    (OpKind::Gather, Algorithm::Direct),
+    (OpKind::Scatter, Algorithm::Binomial),
+    (OpKind::Scatter, Algorithm::Direct),
 ];
 
 const RANKS: [u32; 9] = [2, 3, 4, 5, 6, 7, 8, 9, 16];
@@ -332,4 +347,31 @@ fn loggp_messages_of_k_bytes_add_k_minus_1_gaps() {
                 [network]\nmodel = \"loggp\"\nL = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"6ns\"\n\
                 [workload]\n[[workload.ops]]\nop = \"broadcast\"\nbytes = \"1001B\"\n";
     assert_eq!(op_time(text), 5_500 + 6_000);
+}
+
+#[test]
+fn loggp_gap_per_byte_may_be_fractional_or_a_bandwidth() {
+    // 0.04 ns per byte is 25 GB/s: (k-1)G = 1,000,000 x 0.04 = 40,000 ns, either way written
+    for g in ["0.04ns", "25GB/s", "200Gbit/s"] {
+        let text = format!(
+            "name = \"loggp-fractional\"\n[world]\nsize = 2\n\
+             [network]\nmodel = \"loggp\"\nL = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"{g}\"\n\
+             [workload]\n[[workload.ops]]\nop = \"broadcast\"\nbytes = \"1000001B\"\n"
+        );
+        assert_eq!(op_time(&text), 5_500 + 40_000, "G = {g}");
+    }
+}
+
+#[test]
+fn loggp_pairwise_all_to_all_is_p_minus_1_exchanges() {
+    // each step one message of k = n/p bytes each way: 2o + L + (k-1)G
+    let (p, n) = (4u64, 4_000_000u64);
+    let text = format!(
+        "name = \"loggp-a2a\"\n[world]\nsize = {p}\n\
+         [network]\nmodel = \"loggp\"\nL = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"0.04ns\"\n\
+         [workload]\nelements = 3\n[[workload.ops]]\nop = \"all_to_all\"\nbytes = \"{n}B\"\n"
+    );
+    let k = n / p;
+    let step = 2 * 1_500 + 2_500 + ((k - 1) * 4).div_ceil(100);
+    assert_eq!(op_time(&text), (p - 1) * step);
 }

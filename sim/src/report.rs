@@ -1,7 +1,7 @@
 //! The result of `ringside run`: the `--json` object of DESIGN §3, and the same in sentences.
 
 use crate::diagnose::{ranks_phrase, Blocked, Diagnosis, Fold, OpView, QueryView, Straggler};
-use crate::scenario::{Expect, OpKind, Outcome};
+use crate::scenario::{Expect, Outcome};
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use serde::Serialize;
 
@@ -126,7 +126,7 @@ impl OpReport {
             ranks_called: o.ranks_called,
             // agreement: every rank of an allreduce, broadcast or allgather holds the same
             // bits; a reduce-scatter's ranks hold different blocks
-            correct: o.correct && (o.op == OpKind::ReduceScatter || o.results.len() <= 1),
+            correct: o.correct && (!o.op.same_result_everywhere() || o.results.len() <= 1),
         }
     }
 }

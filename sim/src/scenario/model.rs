@@ -2,7 +2,7 @@
 //! (scenarios/README.md). The vocabulary the protocols share (ops, algorithms, dtypes, reduce
 //! ops, rendezvous kinds, meshes) lives in `ringside-proto` and is re-exported here.
 
-use crate::units::{Bandwidth, Duration, Size};
+use crate::units::{Bandwidth, Duration, PerByte, Size};
 pub use ringside_proto::vocab::{
     Algorithm, Dtype, Mesh, OpKind, ReduceOp, RegistryAction, RendezvousKind,
 };
@@ -90,7 +90,7 @@ pub struct Network {
     pub loggp_g: Option<Duration>,
     /// LogGP gap per byte.
     #[serde(default, rename = "G", skip_serializing_if = "Option::is_none")]
-    pub loggp_gb: Option<Duration>,
+    pub loggp_gb: Option<PerByte>,
 }
 
 fn default_latency() -> Duration {

@@ -116,14 +116,14 @@ fn positive(key: &str, d: Duration) -> Result<(), Invalid> {
 fn network(s: &Scenario) -> Result<(), Invalid> {
     let n = &s.network;
     let loggp = [
-        ("L", n.loggp_l),
-        ("o", n.loggp_o),
-        ("g", n.loggp_g),
-        ("G", n.loggp_gb),
+        ("L", n.loggp_l.is_some()),
+        ("o", n.loggp_o.is_some()),
+        ("g", n.loggp_g.is_some()),
+        ("G", n.loggp_gb.is_some()),
     ];
     match n.model {
         NetModel::Loggp => {
-            if let Some((k, _)) = loggp.iter().find(|(_, v)| v.is_none()) {
+            if let Some((k, _)) = loggp.iter().find(|(_, set)| !set) {
                 return fail(
                     format!("network.{k}"),
                     "the loggp model needs all of `L`, `o`, `g` and `G`",
@@ -148,7 +148,7 @@ fn network(s: &Scenario) -> Result<(), Invalid> {
             }
         }
         NetModel::AlphaBeta => {
-            if let Some((k, _)) = loggp.iter().find(|(_, v)| v.is_some()) {
+            if let Some((k, _)) = loggp.iter().find(|(_, set)| *set) {
                 return fail(
                     format!("network.{k}"),
                     "a LogGP parameter with model = \"alpha-beta\" would be ignored: \

@@ -9,8 +9,8 @@
 //! everything happens at time 0 and messages are delivered in the order they were sent (FIFO).
 
 use ringside_sim::proto::collective::{
-    extract, input_len, prepare, schedule_with, Blocks, AnySchedule, Collective, Ctx, Members, Progress, Schedule,
-    StepPlan, Transfer,
+    extract, input_len, prepare, schedule_with, AnySchedule, Blocks, Collective, Ctx, Members,
+    Progress, Schedule, StepPlan, Transfer,
 };
 use ringside_sim::proto::{
     Buffer, CollMsg, Fingerprint, Generation, GroupId, Msg, Outbox, Output, Rank, SeqNo,
@@ -312,7 +312,9 @@ pub fn plans_agree(s: &Setup) -> Result<(), String> {
     let len = input_len(s.op, s.ctx(0), s.elements) * 2;
     let layout = Blocks::new(nb, len, 0);
     let size = |runs: &[(u32, u32)]| -> usize {
-        runs.iter().map(|&(lo, hi)| layout.elems(lo, hi).len()).sum()
+        runs.iter()
+            .map(|&(lo, hi)| layout.elems(lo, hi).len())
+            .sum()
     };
     let mut plans = vec![StepPlan::default(); s.p as usize];
     for step in 0..steps {
