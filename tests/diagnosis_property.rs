@@ -8,7 +8,8 @@ use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use ringside_sim::check::properties::{diagnosis_sound, real_diagnoser, run_diagnosed};
 use ringside_sim::check::strategies::{config, fault_schedule};
-use ringside_sim::diagnose::{diagnose, Cause, Diagnosis, Fold};
+use ringside_sim::diagnose::{diagnose, Cause, Diagnosis, Fold, RootCause};
+use ringside_sim::proto::Rank;
 
 proptest! {
     #![proptest_config(config())]
@@ -41,13 +42,13 @@ fn blame_a_healthy_rank(fold: &Fold) -> Diagnosis {
     if let Some(h) = (0..fold.ranks.len() as u32).find(|r| !touched.contains(r)) {
         let blocked = d.blocked_ranks();
         d.causes = vec![Cause {
-            cause: format!("preempted:{h}"),
+            cause: RootCause::Preempted(Rank(h)),
             text: format!("rank {h} was preempted"),
             ranks: vec![h],
             blocked,
         }];
         for b in &mut d.blocked {
-            b.causes = vec![format!("preempted:{h}")];
+            b.causes = vec![RootCause::Preempted(Rank(h))];
         }
     }
     d

@@ -13,8 +13,9 @@ use ringside_sim::check::membership::{
     check_elastic, check_registry, finished, one_world_per_generation, rebuilt_collectives_valid,
     record, registry_converged, Violation,
 };
+use ringside_sim::proto::Rank;
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{load, parse, Outcome, Sabotage, Scenario};
+use ringside_sim::scenario::{load, parse, Outcome, RootCause, Sabotage, Scenario};
 use ringside_sim::trace::{replay, Event, ReplayOutcome};
 
 const MS: u64 = 1_000_000;
@@ -575,7 +576,11 @@ fn causes_of(text: &str) -> (Outcome, Vec<u32>, Vec<String>) {
     (
         out.report.outcome,
         out.report.blocked.iter().map(|b| b.rank).collect(),
-        out.report.root_causes.clone(),
+        out.report
+            .root_causes
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
     )
 }
 
@@ -616,7 +621,7 @@ fn the_minority_of_a_partition_is_blocked_on_the_partition_and_a_lost_quorum() {
         .diagnosis
         .causes
         .iter()
-        .find(|c| c.cause == "quorum_lost")
+        .find(|c| c.cause == RootCause::QuorumLost)
         .expect("quorum_lost is a root cause");
     assert_eq!(
         quorum.blocked,
@@ -641,7 +646,7 @@ fn a_dead_store_is_named_as_a_root_cause() {
         .diagnosis
         .causes
         .iter()
-        .find(|c| c.cause == "preempted:3")
+        .find(|c| c.cause == RootCause::Preempted(Rank(3)))
         .expect("the store's death is a root cause");
     assert!(
         store.text.contains("rendezvous store (node 3)"),
@@ -682,7 +687,7 @@ op = "reduce"
     assert_eq!(out.report.outcome, Outcome::Stalled);
     assert!(out.report.generations.len() > 1, "it did try to rebuild");
     assert!(out.result.end_ns < 30_000 * MS, "{} ns", out.result.end_ns);
-    assert_eq!(out.report.root_causes, ["mismatch:3"]);
+    assert_eq!(out.report.root_causes, [RootCause::Mismatch(Rank(3))]);
 }
 
 #[test]

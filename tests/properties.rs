@@ -10,7 +10,8 @@ use ringside_sim::check::props::{self, Property, AGREEMENT, DETERMINISM, LIVENES
 use ringside_sim::check::swarm::{Quiet, Swarm};
 use ringside_sim::check::{strategy, Case, Gen, Variant};
 use ringside_sim::proto::mutation::Mutation;
-use ringside_sim::scenario::{parse, Outcome, Scenario};
+use ringside_sim::proto::Rank;
+use ringside_sim::scenario::{parse, Outcome, RootCause, Scenario};
 use ringside_sim::trace::{replay_with, ReplayOutcome};
 use std::process::{Command, Output};
 
@@ -146,7 +147,7 @@ fn liveness_demands_completion_only_once_faults_heal() {
     assert!(!healing(&stalled.scenario).heals);
     let out = stalled.run();
     assert_eq!(out.report.outcome, Outcome::Stalled);
-    assert_eq!(out.report.root_causes, vec!["preempted:2".to_string()]);
+    assert_eq!(out.report.root_causes, [RootCause::Preempted(Rank(2))]);
     passes(LIVENESS, &stalled);
 }
 

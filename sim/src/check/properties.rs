@@ -1,8 +1,9 @@
 //! Named properties of DESIGN §5, as functions a test or `check` can call.
 
+use crate::cause::{listed, RootCause};
 use crate::diagnose::{diagnose, Diagnosis, Fold};
 use crate::engine::{touched_ranks, RunResult};
-use crate::report::normalize_cause;
+use crate::proto::types::Rank;
 use crate::run::run_events;
 use crate::scenario::{Fault, Outcome, Scenario};
 use crate::trace::NullRecorder;
@@ -40,7 +41,7 @@ pub fn diagnosis_sound(scenario: &Scenario, outcome: Outcome, d: &Diagnosis) -> 
         return Err(format!(
             "the run completed, yet the diagnosis reports blocked ranks [{}] and root causes [{}]",
             join(&d.blocked_ranks()),
-            causes.join(", ")
+            listed(&causes)
         ));
     }
     if outcome == Outcome::Stalled
@@ -75,21 +76,11 @@ fn join(r: &[u32]) -> String {
         .join(",")
 }
 
-fn ranks_of(list: &str) -> Result<Vec<u32>, String> {
-    list.split(',')
-        .map(|x| {
-            x.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("`{x}` is not a rank"))
-        })
-        .collect()
-}
-
 /// Whether one root cause is justified by a fault of `scenario`.
-fn cause_sound(scenario: &Scenario, cause: &str) -> Result<(), String> {
+fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), String> {
     let faults = &scenario.faults;
     let unsound = |why: &str| Err(format!("root cause `{cause}` is unsound: {why}"));
-    if cause == "quorum_lost" {
+    if *cause == RootCause::QuorumLost {
         return if faults.iter().any(|f| {
             matches!(
                 f,
@@ -101,15 +92,11 @@ fn cause_sound(scenario: &Scenario, cause: &str) -> Result<(), String> {
             unsound("no rank died, froze or was cut off")
         };
     }
-    let Some((kind, rest)) = cause.split_once(':') else {
-        return unsound("not in the root-cause vocabulary");
-    };
-    if kind == "partitioned" {
-        let want = normalize_cause(cause);
+    if let RootCause::Partitioned(_) = cause {
         let found = faults.iter().any(|f| match f {
             Fault::Partition { sides, .. } => {
-                let s: Vec<String> = sides.iter().map(|s| join(s)).collect();
-                normalize_cause(&format!("partitioned:{}", s.join("|"))) == want
+                let s = sides.iter().map(|s| s.iter().copied().map(Rank).collect());
+                RootCause::Partitioned(s.collect()) == *cause
             }
             _ => false,
         });
@@ -119,27 +106,26 @@ fn cause_sound(scenario: &Scenario, cause: &str) -> Result<(), String> {
             unsound("no partition of the scenario has these sides")
         };
     }
-    let ranks = ranks_of(rest).map_err(|e| format!("root cause `{cause}` is unsound: {e}"))?;
-    if kind == "deadlock" {
-        for r in &ranks {
+    if let RootCause::Deadlock(ranks) = cause {
+        for Rank(r) in ranks {
             if !faults.iter().any(|f| touched_ranks(f).contains(r)) {
                 return unsound(&format!("no fault touched rank {r}"));
             }
         }
         return Ok(());
     }
-    let [r] = ranks.as_slice() else {
-        return unsound("names more than one rank");
+    let Some(Rank(r)) = cause.rank() else {
+        return unsound("no simulated fault causes it");
     };
-    let r = *r;
-    let ok = faults.iter().any(|f| match (kind, f) {
-        ("preempted", Fault::Preempt { rank, .. }) => *rank == r,
-        ("paused", Fault::Pause { rank, .. }) => *rank == r,
-        ("mismatch" | "skipped", Fault::Mismatch { rank, .. } | Fault::Skip { rank, .. }) => {
-            *rank == r
-        }
-        ("hung", Fault::Hang { rank, .. }) => *rank == r,
-        ("slow", Fault::Slow { .. } | Fault::Delay { .. } | Fault::Loss { .. }) => {
+    let ok = faults.iter().any(|f| match (cause, f) {
+        (RootCause::Preempted(_), Fault::Preempt { rank, .. }) => *rank == r,
+        (RootCause::Paused(_), Fault::Pause { rank, .. }) => *rank == r,
+        (
+            RootCause::Mismatch(_) | RootCause::Skipped(_),
+            Fault::Mismatch { rank, .. } | Fault::Skip { rank, .. },
+        ) => *rank == r,
+        (RootCause::Hung(_), Fault::Hang { rank, .. }) => *rank == r,
+        (RootCause::Slow(_), Fault::Slow { .. } | Fault::Delay { .. } | Fault::Loss { .. }) => {
             touched_ranks(f).contains(&r)
         }
         _ => false,

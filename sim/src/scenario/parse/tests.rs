@@ -61,7 +61,10 @@ fn the_design_example_parses() {
     let x = s.expect.as_ref().unwrap();
     assert_eq!(x.outcome, Some(Outcome::Stalled));
     assert_eq!(x.blocked, Some(vec![0, 1]));
-    assert_eq!(x.root_causes, Some(vec!["preempted:2".to_string()]));
+    assert_eq!(
+        x.root_causes,
+        Some(vec![RootCause::Preempted(crate::proto::Rank(2))])
+    );
 }
 
 #[test]
