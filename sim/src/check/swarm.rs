@@ -89,6 +89,7 @@ pub struct Swarm {
     /// Lay generated fault schedules on these scenarios; empty: generate whole scenarios.
     pub scenarios: Vec<Scenario>,
     pub gen: Gen,
+    /// What each case is checked against, in order (by default every property).
     pub properties: Vec<Property>,
     /// Where a failing case's files go; None writes nothing.
     pub out_dir: Option<PathBuf>,
@@ -580,6 +581,18 @@ mod tests {
         };
         let runs: Vec<u64> = (0..3).map(|i| swarm(i).run(&mut Quiet).cases).collect();
         assert_eq!(runs, vec![4, 3, 3]);
+    }
+
+    #[test]
+    fn a_kept_trace_renamed_is_the_trace_of_the_renamed_scenario() {
+        let case = Swarm::default().case(3).expect("a case");
+        let run = case.run();
+        let mut s = case.scenario.clone();
+        s.name = "agreement-3".into();
+        s.description = Some("Found by `ringside check`".into());
+        let again = Case::new(s.clone()).run();
+        let trace = renamed(&run.trace, &s, case.seed).expect("in memory");
+        assert!(trace == again.trace, "{}", String::from_utf8_lossy(&trace));
     }
 
     #[test]
