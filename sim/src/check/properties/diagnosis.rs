@@ -1,33 +1,19 @@
-//! Named properties of DESIGN §5, as functions a test or `check` can call.
+//! **diagnosis_sound**: every root cause the diagnosis names is justified by a fault of the
+//! scenario.
 
+use super::{Property, Violation};
 use crate::cause::{listed, RootCause};
-use crate::diagnose::{diagnose, Diagnosis, Fold};
-use crate::engine::{touched_ranks, RunResult};
+use crate::check::{Case, Run};
+use crate::diagnose::Diagnosis;
+use crate::engine::touched_ranks;
 use crate::proto::types::Rank;
-use crate::run::run_events;
 use crate::scenario::{Fault, Outcome, Scenario};
-use crate::trace::NullRecorder;
 
-/// A diagnosis procedure: the real one is [`diagnose`]; tests plug in broken ones.
-pub type Diagnoser = fn(&Fold) -> Diagnosis;
-
-/// Runs `scenario` with its own seed (no trace written) and diagnoses the end state with
-/// `diagnoser`.
-pub fn run_diagnosed(scenario: &Scenario, diagnoser: Diagnoser) -> (RunResult, Diagnosis) {
-    let (result, fold, _) = run_events(scenario, scenario.seed, &mut NullRecorder, None);
-    let d = diagnoser(&fold);
-    (result, d)
-}
-
-/// The real diagnosis, as a [`Diagnoser`].
-pub fn real_diagnoser(fold: &Fold) -> Diagnosis {
-    diagnose(fold)
-}
-
-/// **diagnosis soundness**: every root cause names ranks (or a partition) that a fault of the
-/// scenario really touched, with a fault of a kind that can cause it; every blocked rank has a
-/// root cause; a completed run blocks nobody; and a stall in which some rank still waits in a
-/// collective is explained by at least one root cause.
+/// Every root cause names ranks (or a partition) that a fault of the scenario really touched,
+/// with a fault of a kind that can cause it; every blocked rank has a root cause; a completed
+/// run blocks nobody; and a stall in which some rank still waits in a collective is explained
+/// by at least one root cause. A test checks a broken diagnoser by putting its diagnosis in
+/// the run.
 ///
 /// Which fault kinds justify which cause:
 /// `preempted:R` a preempt of R; `paused:R` a pause of R; `partitioned:S` a partition with
@@ -35,36 +21,43 @@ pub fn real_diagnoser(fold: &Fold) -> Diagnosis {
 /// shows as a mismatched one, and back); `hung:R` a hang of R; `slow:R` a slow, delay or loss
 /// fault touching R; `deadlock:R,..` every named rank touched by some fault; `quorum_lost` a
 /// preempt, pause or partition.
-pub fn diagnosis_sound(scenario: &Scenario, outcome: Outcome, d: &Diagnosis) -> Result<(), String> {
+pub(super) fn diagnosis_sound(case: &Case, run: &Run) -> Result<(), Violation> {
+    let v = |message: String| Violation::new(Property::DiagnosisSound, message);
+    let outcome = run.result.outcome;
+    let d: &Diagnosis = &run.diagnosis;
     let causes = d.root_causes();
     if outcome == Outcome::Completed && (!causes.is_empty() || !d.blocked.is_empty()) {
-        return Err(format!(
+        return Err(v(format!(
             "the run completed, yet the diagnosis reports blocked ranks [{}] and root causes [{}]",
             join(&d.blocked_ranks()),
             listed(&causes)
-        ));
+        ))
+        .ranks(d.blocked_ranks()));
     }
     if outcome == Outcome::Stalled
         && causes.is_empty()
         && (!d.blocked.is_empty() || !d.in_progress.is_empty())
     {
-        return Err(format!(
+        let waiting: Vec<u32> = d
+            .blocked_ranks()
+            .into_iter()
+            .chain(d.in_progress.iter().copied())
+            .collect();
+        return Err(v(format!(
             "the run stalled with ranks [{}] waiting in collectives, but no root cause was found",
-            join(
-                &d.blocked_ranks()
-                    .into_iter()
-                    .chain(d.in_progress.iter().copied())
-                    .collect::<Vec<_>>()
-            )
-        ));
+            join(&waiting)
+        ))
+        .ranks(waiting));
     }
     for b in &d.blocked {
         if b.causes.is_empty() {
-            return Err(format!("rank {} is blocked on no root cause", b.rank));
+            return Err(v(format!("rank {} is blocked on no root cause", b.rank)).ranks([b.rank]));
         }
     }
     for c in &causes {
-        cause_sound(scenario, c)?;
+        cause_sound(&case.scenario, c).map_err(|(why, ranks)| {
+            v(format!("root cause `{c}` is unsound: {why}")).ranks(ranks)
+        })?;
     }
     Ok(())
 }
@@ -76,10 +69,11 @@ fn join(r: &[u32]) -> String {
         .join(",")
 }
 
-/// Whether one root cause is justified by a fault of `scenario`.
-fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), String> {
+/// Whether one root cause is justified by a fault of `scenario`; if not, why, and the ranks
+/// it names.
+fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), (String, Vec<u32>)> {
     let faults = &scenario.faults;
-    let unsound = |why: &str| Err(format!("root cause `{cause}` is unsound: {why}"));
+    let unsound = |why: &str| Err((why.to_string(), Vec::new()));
     if *cause == RootCause::QuorumLost {
         return if faults.iter().any(|f| {
             matches!(
@@ -109,7 +103,7 @@ fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), String> {
     if let RootCause::Deadlock(ranks) = cause {
         for Rank(r) in ranks {
             if !faults.iter().any(|f| touched_ranks(f).contains(r)) {
-                return unsound(&format!("no fault touched rank {r}"));
+                return Err((format!("no fault touched rank {r}"), vec![*r]));
             }
         }
         return Ok(());
@@ -133,6 +127,9 @@ fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        unsound(&format!("no fault that could cause it touched rank {r}"))
+        Err((
+            format!("no fault that could cause it touched rank {r}"),
+            vec![r],
+        ))
     }
 }
