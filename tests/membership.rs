@@ -13,8 +13,9 @@ use ringside_sim::check::membership::{
     check_elastic, check_registry, finished, one_world_per_generation, rebuilt_collectives_valid,
     record, registry_converged, Violation,
 };
+use ringside_sim::check::{Mutation, Mutations};
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{load, parse, Outcome, Sabotage, Scenario};
+use ringside_sim::scenario::{load, parse, Outcome, Scenario};
 use ringside_sim::trace::{replay, Event, ReplayOutcome};
 
 const MS: u64 = 1_000_000;
@@ -45,10 +46,8 @@ fn shipped(name: &str) -> Scenario {
     load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn sabotaged(mut s: Scenario, sabotage: Sabotage) -> Scenario {
-    s.engine.sabotage = sabotage;
-    s
-}
+/// The real code.
+const REAL: Mutations = Mutations::NONE;
 
 proptest! {
     #![proptest_config(config(32))]
@@ -56,14 +55,14 @@ proptest! {
     /// Safety under any schedule, healing or not: one world per generation, valid collectives.
     #[test]
     fn elastic_safety(case in elastic_case(false)) {
-        let res = check_elastic(&case.scenario(), false);
+        let res = check_elastic(&case.scenario(), REAL, false);
         prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
     }
 
     /// Safety, then liveness: once everything has healed, the job finishes within the bound.
     #[test]
     fn elastic_liveness(case in elastic_case(true)) {
-        let res = check_elastic(&case.scenario(), true);
+        let res = check_elastic(&case.scenario(), REAL, true);
         prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
     }
 
@@ -71,7 +70,7 @@ proptest! {
     #[test]
     fn registry_convergence(case in registry_case()) {
         let settled = u64::from(case.settled_ms()) * MS;
-        let res = check_registry(&case.scenario(), settled);
+        let res = check_registry(&case.scenario(), REAL, settled);
         prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
     }
 }
@@ -99,7 +98,7 @@ fn search<S: Strategy>(
 
 #[test]
 fn the_minority_side_of_a_partition_never_forms_a_generation() {
-    let rec = check_elastic(&shipped("elastic-partition-majority.toml"), false)
+    let rec = check_elastic(&shipped("elastic-partition-majority.toml"), REAL, false)
         .unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Rebuilt);
     let gens = &rec.fold.membership.generations;
@@ -131,27 +130,14 @@ fn the_minority_side_of_a_partition_never_forms_a_generation() {
 
 #[test]
 fn without_the_quorum_rule_a_partition_splits_the_brain() {
-    let s = sabotaged(
-        shipped("elastic-partition-majority.toml"),
-        Sabotage {
-            no_quorum: true,
-            ..Sabotage::default()
-        },
-    );
-    let rec = record(&s);
+    let s = shipped("elastic-partition-majority.toml");
+    let rec = record(&s, Mutation::NoQuorum.into());
     let v = one_world_per_generation(&rec.events, Some((2, 5))).expect_err("split brain");
     assert!(v.detail.contains("split brain"), "{v}");
     assert!(!rec.fold.membership.conflicts.is_empty());
     // and generated schedules find it quickly
     let n = search(elastic_case(false), 200, "one world per generation", |c| {
-        let s = sabotaged(
-            c.scenario(),
-            Sabotage {
-                no_quorum: true,
-                ..Sabotage::default()
-            },
-        );
-        check_elastic(&s, false).map(drop)
+        check_elastic(&c.scenario(), Mutation::NoQuorum.into(), false).map(drop)
     });
     assert!(n <= 200);
 }
@@ -165,7 +151,7 @@ fn rebuilt_collectives_reduce_exactly_their_members_inputs() {
         "elastic-restart-rejoins.toml",
         "elastic-partition-majority.toml",
     ] {
-        let rec = record(&shipped(name));
+        let rec = record(&shipped(name), REAL);
         rebuilt_collectives_valid(&rec.events).unwrap_or_else(|v| panic!("{name}: {v}"));
         let rebuilt_ops = rec
             .fold
@@ -206,14 +192,7 @@ fn fingerprints_without_the_generation_let_stale_chunks_corrupt_results() {
         400,
         "validity of rebuilt collectives",
         |c| {
-            let s = sabotaged(
-                c.scenario(),
-                Sabotage {
-                    no_generation_check: true,
-                    ..Sabotage::default()
-                },
-            );
-            let rec = record(&s);
+            let rec = record(&c.scenario(), Mutation::NoGenerationCheck.into());
             rebuilt_collectives_valid(&rec.events)
         },
     );
@@ -254,7 +233,7 @@ duration = "300ms"
 #[test]
 fn after_a_heal_the_group_rebuilds_and_finishes() {
     let s = scenario(ISOLATED);
-    let rec = check_elastic(&s, true).unwrap_or_else(|v| panic!("{v}"));
+    let rec = check_elastic(&s, REAL, true).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Rebuilt);
     let formed = &rec.fold.membership.generations;
     assert!(
@@ -265,25 +244,12 @@ fn after_a_heal_the_group_rebuilds_and_finishes() {
 
 #[test]
 fn a_rendezvous_that_never_retries_stays_stuck_after_the_heal() {
-    let s = sabotaged(
-        scenario(ISOLATED),
-        Sabotage {
-            no_retry: true,
-            ..Sabotage::default()
-        },
-    );
-    let rec = record(&s);
+    let s = scenario(ISOLATED);
+    let rec = record(&s, Mutation::NoRetry.into());
     let v = finished(&s, &rec.result, &rec.events).expect_err("stuck");
     assert_eq!(v.property, "liveness");
     let n = search(elastic_case(true), 200, "liveness", |c| {
-        let s = sabotaged(
-            c.scenario(),
-            Sabotage {
-                no_retry: true,
-                ..Sabotage::default()
-            },
-        );
-        check_elastic(&s, true).map(drop)
+        check_elastic(&c.scenario(), Mutation::NoRetry.into(), true).map(drop)
     });
     assert!(n <= 200);
 }
@@ -319,7 +285,7 @@ rank = 2
 at = "200ms"
 "#,
     );
-    let rec = check_elastic(&s, false).unwrap_or_else(|v| panic!("{v}"));
+    let rec = check_elastic(&s, REAL, false).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Stalled);
     assert!(
         rec.result.end_ns < 1_000 * MS,
@@ -378,42 +344,35 @@ fn registry_views_shrink_in_a_partition_and_converge_after_it() {
     let out = run(&s, &RunOptions::default()).expect("runs");
     assert!(out.report.expect.ok, "{:?}", out.report.expect);
     assert_eq!(out.report.queries.len(), 3);
-    let rec = check_registry(&s, 3_000 * MS).unwrap_or_else(|v| panic!("{v}"));
+    let rec = check_registry(&s, REAL, 3_000 * MS).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Completed);
 }
 
 #[test]
 fn without_a_state_exchange_on_reconnection_views_diverge() {
-    let s = sabotaged(
-        scenario(REGISTRY_PARTITION),
-        Sabotage {
-            no_registry_resync: true,
-            ..Sabotage::default()
-        },
-    );
-    let rec = record(&s);
+    let s = scenario(REGISTRY_PARTITION);
+    let broken = Mutations::from(Mutation::NoRegistryResync);
+    let rec = record(&s, broken);
     let v = registry_converged(&rec.events, 3_000 * MS).expect_err("diverged");
     assert!(v.detail.contains("sees todo"), "{v}");
     // the report's expectations catch it too
-    let out = run(&s, &RunOptions::default()).expect("runs");
+    let opts = RunOptions {
+        mutations: broken,
+        ..RunOptions::default()
+    };
+    let out = run(&s, &opts).expect("runs");
     assert!(!out.report.expect.ok);
     assert!(out.report.expect.failures[0].contains("registry query"));
     let n = search(registry_case(), 200, "registry convergence", |c| {
-        let s = sabotaged(
-            c.scenario(),
-            Sabotage {
-                no_registry_resync: true,
-                ..Sabotage::default()
-            },
-        );
-        check_registry(&s, u64::from(c.settled_ms()) * MS).map(drop)
+        let settled = u64::from(c.settled_ms()) * MS;
+        check_registry(&c.scenario(), broken, settled).map(drop)
     });
     assert!(n <= 200);
 }
 
 #[test]
 fn the_replicated_todo_list_survives_the_loss_of_a_node() {
-    let rec = record(&shipped("registry-todo-list.toml"));
+    let rec = record(&shipped("registry-todo-list.toml"), REAL);
     assert_eq!(rec.result.outcome, Outcome::Completed);
     let list_of = |node: u32| -> Vec<String> {
         rec.events
@@ -468,7 +427,7 @@ fn shipped_elastic_scenarios_keep_every_property_and_replay() {
         "registry-todo-list.toml",
     ] {
         let s = shipped(name);
-        check_elastic(&s, false).unwrap_or_else(|v| panic!("{name}: {v}"));
+        check_elastic(&s, REAL, false).unwrap_or_else(|v| panic!("{name}: {v}"));
         let trace = dir.path().join("t.jsonl");
         let out = run(
             &s,
@@ -479,7 +438,7 @@ fn shipped_elastic_scenarios_keep_every_property_and_replay() {
         )
         .expect("runs");
         assert!(out.report.expect.ok, "{name}: {:?}", out.report.expect);
-        match replay(&trace).expect("readable") {
+        match replay(&trace, REAL).expect("readable") {
             ReplayOutcome::Identical { digest, .. } => assert_eq!(digest, out.report.digest),
             d => panic!("{name}: {d:?}"),
         }
@@ -507,7 +466,7 @@ fn generations_in_the_report_list_each_generation_once_with_its_members() {
 
 #[test]
 fn a_dead_store_stops_every_rebuild() {
-    let rec = record(&shipped("elastic-store-failure.toml"));
+    let rec = record(&shipped("elastic-store-failure.toml"), REAL);
     assert_eq!(rec.result.outcome, Outcome::Stalled);
     assert!(rec.fold.membership.generations.is_empty());
     let reasons: Vec<&str> = rec
@@ -522,7 +481,7 @@ fn a_dead_store_stops_every_rebuild() {
     let mut s = shipped("elastic-store-failure.toml");
     s.faults.remove(0);
     s.expect = None;
-    let rec = check_elastic(&s, true).unwrap_or_else(|v| panic!("{v}"));
+    let rec = check_elastic(&s, REAL, true).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Rebuilt);
 }
 

@@ -8,10 +8,9 @@ use proptest::prelude::*;
 use ringside_sim::check::bound::healing;
 use ringside_sim::check::props::{self, Property, AGREEMENT, DETERMINISM, LIVENESS, VALIDITY};
 use ringside_sim::check::swarm::{Quiet, Swarm};
-use ringside_sim::check::{strategy, Case, Gen, Variant};
-use ringside_sim::proto::mutation::Mutation;
+use ringside_sim::check::{strategy, Case, Gen, Mutation, Mutations};
 use ringside_sim::scenario::{parse, Outcome, Scenario};
-use ringside_sim::trace::{replay_with, ReplayOutcome};
+use ringside_sim::trace::{replay, ReplayOutcome};
 use std::process::{Command, Output};
 
 fn scenario(text: &str) -> Scenario {
@@ -44,7 +43,7 @@ fn passes(p: Property, case: &Case) {
 #[track_caller]
 fn fails(p: Property, case: &Case) -> String {
     match holds(p, case) {
-        Ok(()) => panic!("{} holds on {:?}", p.name, case.variant),
+        Ok(()) => panic!("{} holds on {:?}", p.name, case.mutations),
         Err(why) => why,
     }
 }
@@ -71,9 +70,7 @@ fn a_wrong_ring_chunk_breaks_validity_and_agreement() {
     let real = Case::new(world(4, "", RING_ALLREDUCE));
     passes(VALIDITY, &real);
     passes(AGREEMENT, &real);
-    let broken = real
-        .clone()
-        .with_variant(Variant::mutated(Mutation::RingWrongChunk));
+    let broken = real.clone().with_mutations(Mutation::RingWrongChunk);
     let why = fails(VALIDITY, &broken);
     assert!(why.contains("allreduce #1 (ring"), "{why}");
     let why = fails(AGREEMENT, &broken);
@@ -89,7 +86,7 @@ fn an_allgather_that_drops_a_rank_breaks_validity() {
             );
             let real = Case::new(world(p, "", &ops));
             passes(VALIDITY, &real);
-            let broken = real.with_variant(Variant::mutated(Mutation::AllgatherDropRank));
+            let broken = real.with_mutations(Mutation::AllgatherDropRank);
             let why = fails(VALIDITY, &broken);
             assert!(why.contains("allgather #1"), "{algorithm} on {p}: {why}");
         }
@@ -102,7 +99,7 @@ fn dropping_early_chunks_breaks_liveness() {
     let real = Case::new(world(8, "jitter = \"20us\"", RING_ALLREDUCE));
     assert_eq!(real.run().report.outcome, Outcome::Completed);
     passes(LIVENESS, &real);
-    let broken = real.with_variant(Variant::mutated(Mutation::DropEarlyChunks));
+    let broken = real.with_mutations(Mutation::DropEarlyChunks);
     let why = fails(LIVENESS, &broken);
     assert!(
         why.contains("there are no faults, yet the run stalled"),
@@ -115,10 +112,7 @@ fn nondeterministic_ties_break_determinism() {
     // no jitter, no compute: many events at the same instants
     let real = Case::new(world(8, "", RING_ALLREDUCE));
     passes(DETERMINISM, &real);
-    let broken = real.with_variant(Variant {
-        nondeterministic_ties: true,
-        ..Variant::default()
-    });
+    let broken = real.with_mutations(Mutation::NondeterministicTies);
     let why = fails(DETERMINISM, &broken);
     assert!(
         why.contains("different digests") || why.contains("diverged at line"),
@@ -171,13 +165,13 @@ const MAX_RANKS: u32 = 4;
 #[test]
 fn a_planted_bug_shrinks_to_a_small_scenario_whose_files_replay() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let variant = Variant::mutated(Mutation::RingWrongChunk);
+    let mutations = Mutations::from(Mutation::RingWrongChunk);
     for seed in [0, 2, 7] {
         let swarm = Swarm {
             seed,
             cases: 1_000,
             out_dir: Some(dir.path().to_path_buf()),
-            variant,
+            mutations,
             ..Swarm::default()
         };
         let found = swarm
@@ -197,14 +191,14 @@ fn a_planted_bug_shrinks_to_a_small_scenario_whose_files_replay() {
         // the scenario file parses back to the shrunk scenario and still fails
         let back = ringside_sim::scenario::load(&files.scenario).expect("parses");
         assert_eq!(back, found.shrunk.scenario);
-        let again = Case::new(back).with_variant(variant);
+        let again = Case::new(back).with_mutations(mutations);
         let p = props::by_name(found.property).expect("a registered property");
         assert!(holds(p, &again).is_err(), "seed {seed}: still fails");
         // without the bug it passes: the failure is the planted bug's
         passes(p, &Case::new(again.scenario.clone()));
         // and the trace replays under the same code
         assert!(matches!(
-            replay_with(&files.trace, variant),
+            replay(&files.trace, mutations),
             Ok(ReplayOutcome::Identical { .. })
         ));
         assert!(files.trace.file_name().is_some_and(
@@ -383,8 +377,7 @@ fn one_world_per_generation_is_in_the_registry_and_catches_a_split_brain() {
     let real = Case::new(ringside_sim::scenario::load(&path).unwrap_or_else(|e| panic!("{e}")));
     let p = props::by_name("one_world_per_generation").expect("registered");
     passes(p, &real);
-    let mut broken = real.clone();
-    broken.scenario.engine.sabotage.no_quorum = true;
+    let broken = real.clone().with_mutations(Mutation::NoQuorum);
     let why = fails(p, &broken);
     assert!(why.contains("split brain"), "{why}");
 }

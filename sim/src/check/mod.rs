@@ -9,7 +9,6 @@
 //! - [`shrink`]: structural shrinking of a failing scenario, after proptest's;
 //! - [`swarm`]: many seeded cases, sharded, under a wall-clock budget; a failure is shrunk to
 //!   a minimal scenario and written with its trace, ready to replay;
-//! - [`reference`](mod@reference): the expected result of a collective, from its members' inputs;
 //! - [`properties`]: diagnosis soundness, with pluggable (deliberately broken) diagnosers;
 //! - [`strategies`]: scenarios as TOML text with application bugs on a minority of ranks, for
 //!   the diagnosis property.
@@ -37,25 +36,24 @@
 //! # collectives_survive_faults();
 //! ```
 //!
-//! Deliberately broken variants ([`Variant`]: a planted bug in the protocol code, or a
+//! Deliberately broken variants ([`Mutations`]: planted bugs in the protocol code, or a
 //! nondeterministic engine) exist so that tests can prove each property fails when it should;
-//! a [`Case`] carries the variant it runs.
+//! a [`Case`] carries the ones it runs.
 
 pub mod bound;
 pub mod membership;
 pub mod properties;
 pub mod props;
-pub mod reference;
 pub mod shrink;
 pub mod strategies;
 pub mod strategy;
 pub mod swarm;
 
-pub use crate::engine::Variant;
+pub use crate::proto::mutation::{Mutation, Mutations};
 pub use props::Property;
 pub use strategy::Gen;
 
-use crate::run::{run_with, RunOptions, RunOutput};
+use crate::run::{run, RunOptions, RunOutput};
 use crate::scenario::Scenario;
 
 /// One input of a property: a scenario, the seed it runs with, and the code it runs on.
@@ -65,7 +63,7 @@ pub struct Case {
     pub seed: u64,
     /// The real code unless a test plants a bug.
     #[doc(hidden)]
-    pub variant: Variant,
+    pub mutations: Mutations,
 }
 
 /// How big a case is, as shrinking measures it.
@@ -101,25 +99,28 @@ impl Case {
         Case {
             seed: scenario.seed,
             scenario,
-            variant: Variant::default(),
+            mutations: Mutations::NONE,
         }
     }
 
-    /// The same case on a deliberately broken variant.
+    /// The same case with `mutations` planted.
     #[doc(hidden)]
-    pub fn with_variant(mut self, variant: Variant) -> Case {
-        self.variant = variant;
+    pub fn with_mutations(mut self, mutations: impl Into<Mutations>) -> Case {
+        self.mutations = mutations.into();
         self
+    }
+
+    /// The options of a run of the case: its seed and its mutations.
+    pub fn options(&self) -> RunOptions<'static> {
+        RunOptions {
+            mutations: self.mutations,
+            ..RunOptions::seeded(self.seed)
+        }
     }
 
     /// Runs the case (no trace file) and returns what the properties look at.
     pub fn run(&self) -> RunOutput {
-        let opts = RunOptions {
-            seed: Some(self.seed),
-            ..RunOptions::default()
-        };
-        run_with(&self.scenario, &opts, self.variant)
-            .expect("a run that writes no file cannot fail")
+        run(&self.scenario, &self.options()).expect("a run that writes no file cannot fail")
     }
 
     pub fn size(&self) -> Size {

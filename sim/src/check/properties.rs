@@ -3,7 +3,7 @@
 use crate::diagnose::{diagnose, Diagnosis, Fold};
 use crate::engine::{touched_ranks, RunResult};
 use crate::report::normalize_cause;
-use crate::run::run_events;
+use crate::run::{run_events, RunOptions};
 use crate::scenario::{Fault, Outcome, Scenario};
 use crate::trace::NullRecorder;
 
@@ -13,7 +13,7 @@ pub type Diagnoser = fn(&Fold) -> Diagnosis;
 /// Runs `scenario` with its own seed (no trace written) and diagnoses the end state with
 /// `diagnoser`.
 pub fn run_diagnosed(scenario: &Scenario, diagnoser: Diagnoser) -> (RunResult, Diagnosis) {
-    let (result, fold, _) = run_events(scenario, scenario.seed, &mut NullRecorder, None);
+    let (result, fold, _) = run_events(scenario, &RunOptions::default(), &mut NullRecorder);
     let d = diagnoser(&fold);
     (result, d)
 }

@@ -10,7 +10,7 @@
 use super::bound::healing;
 use super::Case;
 use crate::diagnose::RankState;
-use crate::run::{run_events_with, RunOutput};
+use crate::run::{run_events, RunOutput};
 use crate::scenario::{Fault, OpKind, Outcome};
 use crate::trace::{replay_reader, ReplayOutcome, TraceReader, TraceWriter, VecRecorder};
 use crate::units::fmt_ms;
@@ -89,7 +89,7 @@ pub fn one_world_per_generation(case: &Case, _out: &RunOutput) -> Result<(), Str
         return Ok(());
     };
     let mut rec = VecRecorder::default();
-    run_events_with(&case.scenario, case.seed, &mut rec, None, case.variant);
+    run_events(&case.scenario, &case.options(), &mut rec);
     super::membership::one_world_per_generation(&rec.events, Some((e.min_size, e.max_size)))
         .map_err(|v| v.detail)
 }
@@ -306,7 +306,7 @@ pub fn determinism(case: &Case, out: &RunOutput) -> Result<(), String> {
     let digest = {
         let mut w = TraceWriter::new(&mut trace, &case.scenario, case.seed)
             .map_err(|e| format!("cannot write a trace into memory: {e}"))?;
-        let (result, _, _) = run_events_with(&case.scenario, case.seed, &mut w, None, case.variant);
+        let (result, _, _) = run_events(&case.scenario, &case.options(), &mut w);
         w.finish(result.outcome)
             .map_err(|e| format!("cannot write a trace into memory: {e}"))?
             .hex()
@@ -319,7 +319,7 @@ pub fn determinism(case: &Case, out: &RunOutput) -> Result<(), String> {
     }
     let reader = TraceReader::new(trace.as_slice(), "(in memory)")
         .map_err(|e| format!("the trace just written cannot be read: {e}"))?;
-    match replay_reader(reader, case.variant) {
+    match replay_reader(reader, case.mutations) {
         Ok(ReplayOutcome::Identical { .. }) => Ok(()),
         Ok(ReplayOutcome::Diverged {
             line,

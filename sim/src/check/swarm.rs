@@ -20,12 +20,12 @@
 use super::props::{registry, Property};
 use super::shrink;
 use super::strategy::{cases, cases_on, Gen};
-use super::{Case, Variant};
+use super::{Case, Mutations};
 use crate::engine::SUPPORT;
 use crate::proto::data::mix;
-use crate::run::{run_with, RunOptions, RunOutput};
+use crate::run::{run, RunOptions, RunOutput};
 use crate::scenario::{self, unsupported, validate, Scenario};
-use crate::trace::{replay_with, ReplayOutcome};
+use crate::trace::{replay, ReplayOutcome};
 use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -97,7 +97,7 @@ pub struct Swarm {
     /// the budget may run past it: a small scenario is worth the wait.
     pub max_shrink_steps: u32,
     #[doc(hidden)]
-    pub variant: Variant,
+    pub mutations: Mutations,
 }
 
 impl Default for Swarm {
@@ -112,7 +112,7 @@ impl Default for Swarm {
             properties: registry(),
             out_dir: None,
             max_shrink_steps: 2_000,
-            variant: Variant::default(),
+            mutations: Mutations::NONE,
         }
     }
 }
@@ -287,7 +287,7 @@ impl Swarm {
         Ok(self
             .tree(&strategies, i)?
             .current()
-            .with_variant(self.variant))
+            .with_mutations(self.mutations))
     }
 
     /// Runs this shard's cases until one fails or the budget runs out.
@@ -312,7 +312,7 @@ impl Swarm {
             let found = match self.tree(&strategies, i) {
                 Err(why) => Some(self.report("generator", why, i, None, 0)),
                 Ok(mut tree) => {
-                    let case = tree.current().with_variant(self.variant);
+                    let case = tree.current().with_mutations(self.mutations);
                     let (checks, failure) = match invalid(&case.scenario) {
                         Some(why) => (0, Some(("generator", why))),
                         None => check(&case, &self.properties),
@@ -350,7 +350,7 @@ impl Swarm {
             while steps < self.max_shrink_steps {
                 steps += 1;
                 obs.shrink_step(steps);
-                let case = tree.current().with_variant(self.variant);
+                let case = tree.current().with_mutations(self.mutations);
                 let more = match still_fails(&case, property, &self.properties) {
                     Some(why) => {
                         best = (case, why);
@@ -373,7 +373,7 @@ impl Swarm {
                 }
                 steps += 1;
                 obs.shrink_step(steps);
-                let case = Case::new(candidate).with_variant(self.variant);
+                let case = Case::new(candidate).with_mutations(self.mutations);
                 if let Some(why) = still_fails(&case, property, &self.properties) {
                     best = (case, why);
                     improved = true;
@@ -467,13 +467,14 @@ fn write_files(dir: &Path, f: &mut Found) -> Files {
     let opts = RunOptions {
         seed: Some(f.shrunk.seed),
         trace: Some(&trace_path),
+        mutations: f.shrunk.mutations,
         ..RunOptions::default()
     };
-    let ran: std::io::Result<RunOutput> = run_with(s, &opts, f.shrunk.variant);
+    let ran: std::io::Result<RunOutput> = run(s, &opts);
     if let Err(e) = ran {
         return files(Err(format!("cannot write {}: {e}", trace_path.display())));
     }
-    let replay = match replay_with(&trace_path, f.shrunk.variant) {
+    let replay = match replay(&trace_path, f.shrunk.mutations) {
         Ok(ReplayOutcome::Identical { .. }) => Ok(()),
         Ok(ReplayOutcome::Diverged { line, .. }) => Err(format!(
             "the trace does not replay identically (line {line} diverges)"

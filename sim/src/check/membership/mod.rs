@@ -3,7 +3,8 @@
 //!
 //! Checkers live outside the protocol: each is a function of a run's trace events (and its
 //! scenario) returning `Err(Violation)` when the property breaks, so a deliberately broken
-//! variant of the protocol (`EngineConfig::sabotage`) can be plugged in to show that it fails.
+//! variant of the protocol (a [`Mutation`](crate::proto::mutation::Mutation)) can be planted to
+//! show that it fails.
 //!
 //! | property | kind | what |
 //! |---|---|---|
@@ -19,7 +20,8 @@ pub mod cases;
 
 use crate::diagnose::Fold;
 use crate::engine::RunResult;
-use crate::run::run_events;
+use crate::proto::mutation::Mutations;
+use crate::run::{run_events, RunOptions};
 use crate::scenario::{OpKind, Outcome, Scenario};
 use crate::trace::{Event, VecRecorder};
 use crate::units::{fmt_ms, Nanos};
@@ -50,10 +52,14 @@ pub struct Recorded {
     pub events: Vec<(Nanos, Event)>,
 }
 
-/// Runs `scenario` with its seed, keeping every event.
-pub fn record(scenario: &Scenario) -> Recorded {
+/// Runs `scenario` with its seed and `mutations` planted, keeping every event.
+pub fn record(scenario: &Scenario, mutations: Mutations) -> Recorded {
     let mut rec = VecRecorder::default();
-    let (result, fold, _) = run_events(scenario, scenario.seed, &mut rec, None);
+    let opts = RunOptions {
+        mutations,
+        ..RunOptions::default()
+    };
+    let (result, fold, _) = run_events(scenario, &opts, &mut rec);
     Recorded {
         result,
         fold,
@@ -340,9 +346,14 @@ fn quorum_gone(world: u32, events: &[(Nanos, Event)]) -> bool {
     holders.len() * 2 <= latest.1.len()
 }
 
-/// Every elastic property of one run of `scenario` (liveness only when `heals`).
-pub fn check_elastic(scenario: &Scenario, heals: bool) -> Result<Recorded, Violation> {
-    let rec = record(scenario);
+/// Every elastic property of one run of `scenario` with `mutations` planted (liveness only
+/// when `heals`).
+pub fn check_elastic(
+    scenario: &Scenario,
+    mutations: Mutations,
+    heals: bool,
+) -> Result<Recorded, Violation> {
+    let rec = record(scenario, mutations);
     let sizes = scenario
         .group
         .elastic
@@ -356,10 +367,14 @@ pub fn check_elastic(scenario: &Scenario, heals: bool) -> Result<Recorded, Viola
     Ok(rec)
 }
 
-/// The registry property of one run of `scenario`, whose queries from `settled_ns` on are
-/// checked.
-pub fn check_registry(scenario: &Scenario, settled_ns: Nanos) -> Result<Recorded, Violation> {
-    let rec = record(scenario);
+/// The registry property of one run of `scenario` with `mutations` planted, whose queries from
+/// `settled_ns` on are checked.
+pub fn check_registry(
+    scenario: &Scenario,
+    mutations: Mutations,
+    settled_ns: Nanos,
+) -> Result<Recorded, Violation> {
+    let rec = record(scenario, mutations);
     registry_converged(&rec.events, settled_ns)?;
     Ok(rec)
 }
