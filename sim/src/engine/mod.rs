@@ -9,10 +9,11 @@
 //! outputs (sends through the network model, timers, compute, local reduction work), and applies
 //! the scenario's faults to processes and links. By concern:
 //! - this module: the event loop, and handing a rank its inputs and carrying out its outputs;
-//! - [`transport`]: messages on their way — sends, losses, resends, deliveries;
-//! - [`lifecycle`]: processes starting, dying, restarting, pausing, and the faults that do it;
-//! - [`stop`]: what the ranks' protocol events mean for the run (through the
-//!   [`Observer`](crate::observe::Observer) every driver shares), and when it is over;
+//! - `transport`: messages on their way — sends, losses, resends, deliveries ([`DropReason`]);
+//! - `lifecycle`: processes starting, dying, restarting, pausing, and the faults that do it;
+//! - `stop`: what the ranks' protocol events mean for the run (through the
+//!   [`Observer`](crate::observe::Observer) every driver shares), and when it is over
+//!   ([`StopReason`], [`RunResult`]);
 //! - `membership`: elastic membership and the registry's side of the end of a run;
 //! - `net`, `faults`, `queue`, `rng`: the network model, the active faults, the event queue
 //!   and the seeded random numbers.
