@@ -65,7 +65,6 @@ mod node;
 
 pub use judge::{MadsimCall, MadsimGeneration, MadsimOp, MadsimOutcome, MadsimStop};
 
-use crate::proto::ProcConfig;
 use crate::scenario::{Fault, Scenario};
 use crate::units::Nanos;
 use ::madsim::net::NetSim;
