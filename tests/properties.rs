@@ -335,6 +335,22 @@ fn check_rejects_bad_input_with_exit_2() {
 }
 
 #[test]
+fn check_and_replay_take_every_planted_bug_by_name() {
+    for verb in ["check", "replay"] {
+        let help = text(&ringside(&[verb, "--help"]));
+        for m in Mutation::all() {
+            assert!(
+                help.contains(m.name()),
+                "`{verb} --help` lists {m}:\n{help}"
+            );
+        }
+    }
+    let o = ringside(&["check", "--mutation", "no-such-bug"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("ring-wrong-chunk"), "{}", text(&o));
+}
+
+#[test]
 fn check_on_a_planted_bug_exits_1_with_the_command_that_replays_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let o = ringside(&[
