@@ -53,6 +53,7 @@ impl Engine<'_> {
         self.input(r, Input::Start);
     }
 
+    /// The scenario's fault `i` begins or ends.
     pub(super) fn fault(&mut self, i: usize, phase: FaultPhase) {
         self.pending_faults -= 1;
         self.progress_ns = self.now;
@@ -117,6 +118,7 @@ impl Engine<'_> {
         }
     }
 
+    /// `rank`'s process dies: its state is lost, its messages and timers with it.
     fn kill(&mut self, rank: u32) {
         let slot = &mut self.slots[rank as usize];
         if !slot.alive() {
