@@ -129,7 +129,7 @@ fn main() {
                 let mut w = TraceWriter::new(f, &s, 1).expect("header");
                 let mut e = Engine::new(&s, 1, Mutations::NONE, &mut w);
                 let r = e.run();
-                let n = w.digest().lines();
+                let n = w.digest().events();
                 w.finish(r.outcome).expect("written");
                 (r.stats, n)
             }

@@ -5,6 +5,7 @@ use crate::proto::event::FlightEntry;
 use crate::proto::{Generation, GroupId, SeqNo, TimerKey};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,7 +69,8 @@ pub enum Event {
         from: u32,
         to: u32,
         bytes: u64,
-        msg: String,
+        /// The message's kind (`coll`, `heartbeat`...): a static name while a run records.
+        msg: Cow<'static, str>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         seq: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,7 +88,7 @@ pub enum Event {
         id: u64,
         from: u32,
         to: u32,
-        reason: String,
+        reason: Cow<'static, str>,
         retransmit: bool,
     },
     /// A protocol timer fires on `rank`.

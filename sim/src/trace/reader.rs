@@ -1,7 +1,7 @@
 //! Reading traces back, with errors that name the line.
 
 use super::event::Event;
-use super::writer::Digest;
+use super::digest::Digest;
 use crate::scenario::{self, Outcome, Scenario};
 use crate::units::Nanos;
 use serde::Deserialize;
@@ -174,17 +174,31 @@ impl<R: BufRead> TraceReader<R> {
                 ),
             ));
         }
-        let version = v.get("version").and_then(|f| f.as_u64()).unwrap_or(0);
-        if version != u64::from(super::VERSION) {
-            return Err(err(
-                file,
-                1,
-                format!(
-                    "unsupported trace version {version}: this ringside reads version {}",
-                    super::VERSION
-                ),
-            ));
-        }
+        let version = match v.get("version") {
+            Some(serde_json::Value::Number(n)) => n.as_u64(),
+            Some(other) => {
+                return Err(err(
+                    file,
+                    1,
+                    format!("the header's `version` is {other}, not a number"),
+                ))
+            }
+            None => return Err(err(file, 1, "the header has no `version`")),
+        };
+        let version = match version {
+            Some(n @ 1..=2) => n,
+            _ => {
+                return Err(err(
+                    file,
+                    1,
+                    format!(
+                        "unsupported trace version {}: this ringside reads versions 1 and {}",
+                        v.get("version").map(|x| x.to_string()).unwrap_or_default(),
+                        super::VERSION
+                    ),
+                ))
+            }
+        };
         let seed = v
             .get("seed")
             .and_then(|s| s.as_u64())
@@ -245,8 +259,10 @@ impl<R: BufRead> TraceReader<R> {
                     "content after the `end` footer",
                 ));
             }
-            if !parse && time_prefix(text).is_some() {
-                self.digest.update(text.as_bytes());
+            // version 1 digests the line's text: it can be left unparsed; version 2 digests the
+            // parsed event
+            if !parse && self.header.version == 1 && time_prefix(text).is_some() {
+                self.digest.update_line(text.as_bytes());
                 return Ok(Some(None));
             }
             let line = parse_line(text)
@@ -257,13 +273,13 @@ impl<R: BufRead> TraceReader<R> {
                 digest,
             } = line.ev
             {
-                if events != self.digest.lines() {
+                if events != self.digest.events() {
                     return Err(err(
                         &self.file,
                         self.line_no,
                         format!(
                             "the footer counts {events} events but the trace has {}",
-                            self.digest.lines()
+                            self.digest.events()
                         ),
                     ));
                 }
@@ -284,7 +300,11 @@ impl<R: BufRead> TraceReader<R> {
                 });
                 continue;
             }
-            self.digest.update(text.as_bytes());
+            if self.header.version == 1 {
+                self.digest.update_line(text.as_bytes());
+            } else {
+                self.digest.update(line.t, &line.ev);
+            }
             return Ok(Some(Some(line)));
         }
     }
@@ -308,11 +328,11 @@ impl<R: BufRead> TraceReader<R> {
         Ok(true)
     }
 
-    /// When the next event line is byte for byte `expected` (an encoded event line), takes it
-    /// without parsing it — it is the encoding of a valid event — and returns true. Otherwise
-    /// leaves it for [`TraceReader::next_raw`], which parses it, and returns false. Replay
-    /// compares most lines this way.
-    pub fn next_if_same(&mut self, expected: &[u8]) -> Result<bool, TraceError> {
+    /// When the next event line is byte for byte `expected` (the encoded line of event `ev` at
+    /// `t`), takes it without parsing it — it is the encoding of that event — and returns true.
+    /// Otherwise leaves it for [`TraceReader::next_raw`], which parses it, and returns false.
+    /// Replay compares most lines this way.
+    pub fn next_if_same(&mut self, expected: &[u8], t: Nanos, ev: &Event) -> Result<bool, TraceError> {
         if self.pending || self.footer.is_some() {
             return Ok(false);
         }
@@ -325,7 +345,11 @@ impl<R: BufRead> TraceReader<R> {
                 continue;
             }
             if text.as_bytes() == expected {
-                self.digest.update(expected);
+                if self.header.version == 1 {
+                    self.digest.update_line(expected);
+                } else {
+                    self.digest.update(t, ev);
+                }
                 return Ok(true);
             }
             self.pending = true;

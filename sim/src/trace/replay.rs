@@ -52,7 +52,7 @@ impl<R: BufRead> Recorder for Compare<'_, R> {
             return;
         }
         encode_line(&mut self.line, t, ev);
-        match self.reader.next_if_same(&self.line) {
+        match self.reader.next_if_same(&self.line, t, ev) {
             Ok(true) => {
                 self.compared += 1;
                 return;

@@ -1,8 +1,8 @@
 //! Streaming trace output and the chained digest.
 
 use super::encode::encode_line;
+use super::digest::Digest;
 use super::event::Event;
-use crate::proto::data::Fnv;
 use crate::scenario::{Outcome, Scenario};
 use crate::units::Nanos;
 use std::io::{self, Write};
@@ -38,54 +38,16 @@ impl Recorder for VecRecorder {
     }
 }
 
-/// A hash chained over event lines: each line's bytes are folded, eight at a time, into the
-/// previous line's digest (`d_i = H(d_{i-1}, line_i)`), so the last digest covers every event
-/// in order. The function is fixed here (not taken from a crate) so digests never change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Digest {
-    state: u64,
-    lines: u64,
+/// Digests the events without writing them: a run without a trace formats no text.
+#[derive(Default)]
+pub struct DigestRecorder {
+    pub digest: Digest,
 }
 
-impl Default for Digest {
-    fn default() -> Self {
-        Digest::new()
-    }
-}
-
-impl Digest {
-    pub fn new() -> Digest {
-        Digest {
-            state: Fnv::new().finish(),
-            lines: 0,
-        }
-    }
-
-    /// Adds one event line (without its newline).
-    pub fn update(&mut self, line: &[u8]) {
-        const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut h = self.state;
-        let mut chunks = line.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            h = (h.rotate_left(23) ^ w).wrapping_mul(K);
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            h = (h.rotate_left(23) ^ u64::from_le_bytes(last)).wrapping_mul(K);
-        }
-        self.state = crate::proto::data::mix(h ^ line.len() as u64);
-        self.lines += 1;
-    }
-
-    pub fn lines(&self) -> u64 {
-        self.lines
-    }
-
-    pub fn hex(&self) -> String {
-        format!("{:016x}", self.state)
+impl Recorder for DigestRecorder {
+    #[inline]
+    fn record(&mut self, t: Nanos, ev: &Event) {
+        self.digest.update(t, ev);
     }
 }
 
@@ -153,7 +115,7 @@ impl<W: Write> TraceWriter<W> {
         }
         let footer = Event::End {
             outcome,
-            events: self.digest.lines(),
+            events: self.digest.events(),
             digest: self.digest.hex(),
         };
         serde_json::to_writer(&mut self.out, &footer)?;
@@ -166,7 +128,7 @@ impl<W: Write> TraceWriter<W> {
 impl<W: Write> Recorder for TraceWriter<W> {
     fn record(&mut self, t: Nanos, ev: &Event) {
         encode_line(&mut self.line, t, ev);
-        self.digest.update(&self.line);
+        self.digest.update(t, ev);
         if self.error.is_none() {
             self.line.push(b'\n');
             if let Err(e) = self.out.write_all(&self.line) {
