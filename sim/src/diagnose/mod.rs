@@ -33,7 +33,7 @@ mod graph;
 pub mod membership;
 
 pub use causes::{fmt_ranks, ranks_phrase, CauseKey};
-pub use dot::to_dot;
+pub use dot::{to_dot, to_dot_with};
 pub use fold::{
     CallSig, CallView, FaultView, Fold, Lateness, OpView, PastCall, RankState, RankView, Slot,
     Variant,
