@@ -298,7 +298,15 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
         .copied()
         .filter(|&m| ctx.dump(m).is_none())
         .collect();
-    if !missing.is_empty() {
+    // the group's last call completed on the device: every member took part in it
+    let proved = frontier.is_none()
+        && out.last_seq.is_some_and(|s| {
+            g.members.iter().any(|&m| {
+                ctx.lane(m, g.id)
+                    .is_some_and(|l| l.calls.iter().any(|c| c.seq == s && c.completed))
+            })
+        });
+    if !missing.is_empty() && !proved {
         match div.as_mut() {
             Some(d) if d.decided() => d.victims = missing,
             _ => {

@@ -1,7 +1,7 @@
 //! Each rank's calls per group ("lanes"), and how two calls compare.
 
 use crate::fr::groups::Groups;
-use crate::fr::model::{fmt_shapes, numel, Dump, OpKind, Record};
+use crate::fr::model::{fmt_shapes, numel, Dump, OpKind, Record, State};
 
 /// One rank's call in one group: one record, or a coalesced block of records sharing a
 /// `collective_seq_id` (its last record closes the block and carries its state).
@@ -16,6 +16,9 @@ pub struct Call {
     pub time_ns: u64,
     /// The rank left the call (completed, or retired by the watchdog).
     pub left: bool,
+    /// The call completed on the device (state `completed`): every member took part. gloo and
+    /// hook recorders never say so; their calls are only retired, failed or not.
+    pub completed: bool,
 }
 
 /// The calls of one rank in one group, by increasing seq; point-to-point calls apart.
@@ -50,6 +53,7 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Vec<Lane>> {
                 seq: r.seq.unwrap_or(0),
                 time_ns: r.time_ns,
                 left: r.left(),
+                completed: r.state == State::Completed,
             };
             if r.is_p2p || r.kind.is_p2p() {
                 lane.p2p.push(call);
@@ -76,11 +80,13 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Vec<Lane>> {
                 Some(c) if c.seq == call.seq => {
                     // one coalesced block: the closing record's state is the block's
                     c.last = call.last;
-                    c.left = if r.kind == OpKind::Coalesced {
-                        call.left
+                    if r.kind == OpKind::Coalesced {
+                        c.left = call.left;
+                        c.completed = call.completed;
                     } else {
-                        c.left && call.left
-                    };
+                        c.left &= call.left;
+                        c.completed &= call.completed;
+                    }
                 }
                 Some(c) if c.seq > call.seq => {
                     // seq ids going back: a new recording epoch (the recorder was reset); the

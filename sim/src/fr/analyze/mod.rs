@@ -260,6 +260,19 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
                 .filter(|s| s.rank == rank)
                 .min_by_key(|s| (s.call.time_ns, s.group))
             {
+                // it waits for every member not known to have left the call
+                let mut s = s.clone();
+                let g = &groups.list[s.group as usize];
+                s.waiting_for = g
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|&m| m != rank)
+                    .filter(|&m| {
+                        let lane = dump_of[m as usize].map(|d| &lanes[d as usize][g.id as usize]);
+                        !lane.is_some_and(|l| l.calls.iter().any(|c| c.seq == s.call.seq && c.left))
+                    })
+                    .collect();
                 per_cause
                     .entry(RootCause::Undecided)
                     .or_default()
@@ -268,7 +281,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
                     dumps,
                     &groups,
                     t0,
-                    s,
+                    &s,
                     &[RootCause::Undecided],
                 ));
             }
@@ -385,14 +398,15 @@ fn absent(
 ) -> Vec<u32> {
     let mut out = Vec::new();
     // a dumped member that went past this seq proves it completed for everyone
-    let passed = g.members.iter().any(|&o| {
-        ctx.dump_of[o as usize].is_some_and(|d| {
-            lanes[d as usize][g.id as usize]
-                .calls
-                .iter()
-                .any(|x| x.seq > c.seq && x.left)
-        })
-    });
+    let passed = c.completed
+        || g.members.iter().any(|&o| {
+            ctx.dump_of[o as usize].is_some_and(|d| {
+                lanes[d as usize][g.id as usize]
+                    .calls
+                    .iter()
+                    .any(|x| x.seq > c.seq && x.left || x.seq == c.seq && x.completed)
+            })
+        });
     for &o in &g.members {
         if o == m {
             continue;

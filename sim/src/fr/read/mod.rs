@@ -76,6 +76,7 @@ fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Stri
     let prefix = opts.prefix.as_deref();
     let mut out: Vec<(u32, PathBuf)> = Vec::new();
     let mut skipped = Vec::new();
+    let mut skipped_names: Vec<String> = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| err(p, format!("cannot read: {e}")))?;
         if meta.is_dir() {
@@ -91,10 +92,13 @@ fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Stri
                 }
                 match rank_of(name, prefix) {
                     Some(r) => out.push((r, f)),
-                    None => skipped.push(format!(
-                        "skipped {}: no rank number at the end of its name",
-                        f.display()
-                    )),
+                    None => {
+                        skipped_names.push(name.to_string());
+                        skipped.push(format!(
+                            "skipped {}: no rank number at the end of its name",
+                            f.display()
+                        ))
+                    }
                 }
             }
         } else {
@@ -134,7 +138,17 @@ fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Stri
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", "),
-            message: "no dump files found".into(),
+            message: if skipped.is_empty() {
+                "no dump files found".into()
+            } else {
+                format!(
+                    "no dump files found ({} file{} skipped for having no rank number at the end \
+                     of the name: {})",
+                    skipped.len(),
+                    if skipped.len() == 1 { "" } else { "s" },
+                    skipped_names.join(", ")
+                )
+            },
         });
     }
     Ok((out, skipped))

@@ -1,0 +1,389 @@
+//! `ringside import`: real Flight Recorder dumps of hung PyTorch jobs and the upstream-derived
+//! fixtures give their ground-truth culprit, from pickle and JSON, main and late dumps;
+//! corrupt and hostile dumps exit 2; `--scenario`, `--trace` and `export --fr` round-trip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ringside(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringside"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the ringside binary runs")
+}
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/flight-recorder")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is one JSON object ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn import_json(paths: &[&Path]) -> serde_json::Value {
+    let mut args = vec!["import", "--json"];
+    let ps: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    args.extend(ps.iter().map(|s| s.as_str()));
+    let o = ringside(&args);
+    assert!(
+        o.status.success(),
+        "import {:?} failed: {}",
+        ps,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json(&o)
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    let mut s: Vec<String> = v
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|x| x.as_str().expect("a string").to_string())
+        .collect();
+    s.sort();
+    s
+}
+
+fn ranks(v: &serde_json::Value) -> Vec<u64> {
+    let mut r: Vec<u64> = v
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|x| x.as_u64().expect("a rank"))
+        .collect();
+    r.sort_unstable();
+    r
+}
+
+/// The root causes a real case's ground truth (`case.json`) calls for.
+fn expected_causes(case: &serde_json::Value) -> Vec<String> {
+    let fault = case["fault"].as_str().expect("fault");
+    let tag = match fault {
+        "none" => return Vec::new(),
+        "extra_collective" | "size_mismatch" => "mismatch",
+        "rank_stuck_in_host_code" => "hung",
+        "rank_died" => "missing",
+        other => panic!("a case with an unknown fault class {other}"),
+    };
+    let mut v: Vec<String> = ranks(&case["culprit_ranks"])
+        .iter()
+        .map(|r| format!("{tag}:{r}"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn real_cases() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(data().join("real"))
+        .expect("real cases")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.join("case.json").exists())
+        .collect();
+    v.sort();
+    assert_eq!(v.len(), 5, "five real cases are shipped");
+    v
+}
+
+#[test]
+fn every_real_case_gives_its_ground_truth_from_every_form_of_its_dumps() {
+    for dir in real_cases() {
+        let case: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("case.json")).expect("case.json"))
+                .expect("case.json is JSON");
+        let want = expected_causes(&case);
+        let without: Vec<u64> = ranks(&case["ranks_without_dump"]);
+        for form in ["pickle", "json", "late/pickle", "late/json"] {
+            let r = import_json(&[&dir.join(form)]);
+            let what = format!("{} {form}", dir.display());
+            assert_eq!(r["source"], "flight-recorder", "{what}");
+            assert_eq!(strings(&r["root_causes"]), want, "{what}");
+            assert_eq!(ranks(&r["missing"]), without, "{what}");
+            assert_eq!(
+                r["world_size"].as_u64(),
+                case["world_size"].as_u64(),
+                "{what}"
+            );
+            if want.is_empty() {
+                assert_eq!(r["outcome"], "completed", "{what}");
+                assert!(
+                    r["blocked"].as_array().expect("blocked").is_empty(),
+                    "{what}"
+                );
+                assert!(r["divergence"].is_null(), "{what}");
+            } else {
+                assert_eq!(r["outcome"], "stalled", "{what}");
+                assert!(
+                    !r["blocked"].as_array().expect("blocked").is_empty(),
+                    "{what}"
+                );
+                let d = &r["divergence"];
+                assert_eq!(d["group"], 0, "{what}");
+                // the culprit is never among the ranks the divergence says agree
+                for c in ranks(&case["culprit_ranks"]) {
+                    assert!(!ranks(&d["agree"]).contains(&c), "{what}: {d}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_earliest_divergence_is_found_not_the_hang_point() {
+    let dir = data().join("real/extra_collective");
+    // the pickle's stack frames show rank 0's third call comes from another line
+    let r = import_json(&[&dir.join("pickle")]);
+    assert_eq!(r["divergence"]["seq"], 3, "{}", r["divergence"]);
+    assert_eq!(r["divergence"]["kind"], "extra_call");
+    assert_eq!(ranks(&r["divergence"]["culprits"]), [0]);
+    assert_eq!(
+        ranks(
+            &r["blocked"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["rank"].clone())
+                .collect()
+        ),
+        [0]
+    );
+    // JSON has no frames: the first observable divergence is the call ranks 1,2 never issue
+    let r = import_json(&[&dir.join("json")]);
+    assert_eq!(r["divergence"]["seq"], 5);
+    assert_eq!(strings(&r["root_causes"]), ["mismatch:0"]);
+    // the size mismatch: rank 0, which gloo aborted for receiving it, is a victim
+    let r = import_json(&[&data().join("real/size_mismatch/json")]);
+    assert_eq!(r["divergence"]["seq"], 3);
+    assert_eq!(ranks(&r["divergence"]["victims"]), [0]);
+    assert_eq!(strings(&r["root_causes"]), ["mismatch:1"]);
+}
+
+#[test]
+fn gloo_group_tables_are_repaired_from_the_records() {
+    let r = import_json(&[&data().join("real/healthy/pickle")]);
+    let groups = r["groups"].as_array().expect("groups");
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0]["desc"], "default_pg");
+    assert_eq!(ranks(&groups[0]["members"]), [0, 1, 2]);
+    assert_eq!(groups[1]["desc"], "pair12");
+    assert_eq!(ranks(&groups[1]["members"]), [1, 2]);
+    assert_eq!(groups[1]["members_from"], "records");
+    assert!(
+        r["notes"].to_string().contains("point-to-point"),
+        "{}",
+        r["notes"]
+    );
+}
+
+#[test]
+fn fixtures_give_their_verdicts() {
+    let fx = data().join("fixtures");
+    // the tutorial's crash.py: rank 0's extra call at seq 3, not rank 1 "missing" at seq 5
+    for p in [
+        vec![fx.join("dumps/crash_py")],
+        vec![
+            fx.join("pickle/crash_py_trace_0"),
+            fx.join("pickle/crash_py_trace_1"),
+        ],
+    ] {
+        let ps: Vec<&Path> = p.iter().map(|x| x.as_path()).collect();
+        let r = import_json(&ps);
+        assert_eq!(strings(&r["root_causes"]), ["mismatch:0"], "{p:?}");
+        assert_eq!(r["divergence"]["seq"], 3, "{p:?}");
+    }
+    // two ranks, one issues a call the other never does: the dumps cannot tell who is wrong
+    for p in [
+        vec![fx.join("dumps/trace_while_stuck")],
+        vec![
+            fx.join("pickle/trace_while_stuck_trace_0"),
+            fx.join("pickle/trace_while_stuck_trace_1"),
+        ],
+    ] {
+        let ps: Vec<&Path> = p.iter().map(|x| x.as_path()).collect();
+        let r = import_json(&ps);
+        assert_eq!(strings(&r["root_causes"]), ["undecided"], "{p:?}");
+        assert!(
+            r["undecided_reason"]
+                .as_str()
+                .is_some_and(|s| s.contains("rank 1")),
+            "{r}"
+        );
+    }
+    // one name, two groups: "107" is [1] on rank 1 and [4..7] on ranks 4-7
+    let r = import_json(&[&fx.join("dumps/pg_name_collision")]);
+    let groups = r["groups"].as_array().expect("groups");
+    let g107: Vec<&serde_json::Value> = groups.iter().filter(|g| g["name"] == "107").collect();
+    assert_eq!(g107.len(), 1, "only ranks 4-7 record calls of 107");
+    assert_eq!(ranks(&g107[0]["members"]), [4, 5, 6, 7]);
+    assert_eq!(strings(&r["root_causes"]), ["undecided"]);
+    // the published single dump: its call completed on the device, so rank 1 took part
+    for p in [
+        fx.join("dumps/tutorial_example"),
+        fx.join("pickle/tutorial_example_trace_0"),
+    ] {
+        let r = import_json(&[&p]);
+        assert_eq!(r["outcome"], "completed", "{p:?}");
+        assert_eq!(ranks(&r["missing"]), [1]);
+    }
+}
+
+#[test]
+fn directories_skip_files_without_a_rank_and_dot_draws_the_graph() {
+    let o = ringside(&[
+        "import",
+        "--dot",
+        data().join("real/killed_rank/json").to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let dot = String::from_utf8_lossy(&o.stdout);
+    assert!(dot.starts_with("digraph waits {"), "{dot}");
+    assert!(
+        dot.contains("r0 -> r2") && dot.contains("missing:2"),
+        "{dot}"
+    );
+    assert!(dot.contains("no dump"), "{dot}");
+    let o = ringside(&["import", data().join("real/killed_rank").to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a case folder holds no dumps itself"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no dump files found"), "{err}");
+    assert!(err.contains("skipped") && err.contains("case.md"), "{err}");
+    let o = ringside(&[
+        "import",
+        "--prefix",
+        "rank_",
+        data().join("real/stopped_rank/json").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("root cause: ranks 0,1,2 issued"));
+}
+
+/// Runs import on files written to a temporary directory; returns (exit code, stderr).
+fn import_files(files: &[(&str, &[u8])]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).expect("write");
+    }
+    let o = ringside(&["import", dir.path().to_str().unwrap()]);
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn real_pickle() -> Vec<u8> {
+    std::fs::read(data().join("real/stopped_rank/pickle/rank_0")).expect("a real pickle")
+}
+
+#[test]
+fn truncated_and_malformed_dumps_exit_2_naming_the_file() {
+    let p = real_pickle();
+    for cut in [1, 2, 40, p.len() / 2, p.len() - 1] {
+        let (code, err) = import_files(&[("rank_0", &p[..cut])]);
+        assert_eq!(code, Some(2), "cut at {cut}: {err}");
+        assert!(err.contains("rank_0") && err.contains("truncated"), "{err}");
+    }
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("rank_0.json", b"".to_vec(), "empty file"),
+        ("rank_0.json", b"{\"a\": 1}".to_vec(), "not a Flight Recorder dump"),
+        ("rank_0.json", b"\x01\x02".to_vec(), "neither a pickle nor JSON"),
+        (
+            "rank_0.json",
+            br#"{"version": "2.10", "entries": [{"profiling_name": "nccl:all_reduce", "process_group": ["0", ""], "collective_seq_id": [1]}]}"#.to_vec(),
+            "entry 0: `collective_seq_id` should be an integer, found a list",
+        ),
+        (
+            "rank_0.json",
+            br#"{"version": "2.10", "entries": [{"process_group": ["0", ""], "collective_seq_id": 1}]}"#.to_vec(),
+            "no `profiling_name`",
+        ),
+        (
+            "rank_0.json",
+            br#"{"version": "2.10", "entries": {"a": 1}}"#.to_vec(),
+            "`entries` is a dict",
+        ),
+        (
+            "rank_0.json",
+            br#"{"version": "2.10", "pg_config": [1]}"#.to_vec(),
+            "`pg_config` should be a dict",
+        ),
+        ("rank_0.json", b"[".repeat(10_000), "malformed JSON"),
+    ];
+    for (name, content, want) in cases {
+        let (code, err) = import_files(&[(name, &content)]);
+        assert_eq!(code, Some(2), "{want}: {err}");
+        assert!(err.contains(name), "{err}");
+        assert!(err.contains(want), "want {want:?} in {err}");
+    }
+    let (code, err) = import_files(&[("rank_0", &p), ("rank_0.json", b"{}")]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("a second dump of rank 0"), "{err}");
+}
+
+#[test]
+fn huge_lists_are_refused_without_reading_them_into_memory() {
+    // more records than any recorder holds
+    let mut s = String::from("{\"version\": \"2.10\", \"entries\": [");
+    s.push_str(&"{},".repeat(1_000_001));
+    s.push_str("{}]}");
+    let (code, err) = import_files(&[("rank_0.json", s.as_bytes())]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("1000002 records"), "{err}");
+    // a pickle that repeats one reference: 2,000 records sharing one record whose sizes list
+    // repeats one shared list 60,000 times (a few hundred KB that would expand to 10^8 values)
+    let mut p: Vec<u8> = vec![0x80, 2, b'}', b'(']; // {  MARK
+    p.extend(b"X\x07\x00\x00\x00entries"); // "entries"
+    p.extend(b"]("); // [  MARK
+    p.extend(b"}q\x01("); // the record, memo 1
+    p.extend(b"X\x0e\x00\x00\x00profiling_nameX\x0f\x00\x00\x00nccl:all_reduce");
+    p.extend(b"X\x11\x00\x00\x00collective_seq_idK\x01");
+    p.extend(b"X\x0d\x00\x00\x00process_groupX\x01\x00\x00\x000");
+    p.extend(b"X\x0b\x00\x00\x00input_sizes](]q\x02K\x01a"); // [[1] (memo 2)
+    p.extend(std::iter::repeat_n(*b"h\x02", 60_000).flatten()); // ... 60,000 more
+    p.extend(b"eu"); // APPENDS, SETITEMS: the record
+    p.extend(std::iter::repeat_n(*b"h\x01", 1_999).flatten());
+    p.extend(b"eu."); // APPENDS entries, SETITEMS, STOP
+    let (code, err) = import_files(&[("rank_0", &p)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("too many times"), "{err}");
+}
+
+#[test]
+fn a_pickle_that_imports_a_python_object_is_refused_and_never_run() {
+    // pickle.dumps of an object whose __reduce__ is (os.system, ("touch ...",)), protocol 2
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("ran");
+    let cmd = format!("touch {}", marker.display());
+    let mut p: Vec<u8> = vec![0x80, 2];
+    p.extend(b"cposix\nsystem\nq\x00X");
+    p.extend((cmd.len() as u32).to_le_bytes());
+    p.extend(cmd.as_bytes());
+    p.extend(b"q\x01\x85q\x02Rq\x03.");
+    let (code, err) = import_files(&[("rank_0", &p)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("rank_0"), "{err}");
+    assert!(
+        err.contains("`posix.system`") && err.contains("refused"),
+        "{err}"
+    );
+    assert!(!marker.exists());
+    // the other ways a pickle names or builds an object
+    for op in [0x93u8, b'R', b'i', b'o', 0x81, 0x92, b'b'] {
+        let p = [
+            0x80, 2, b'X', 1, 0, 0, 0, b'a', b'X', 1, 0, 0, 0, b'b', op, b'.',
+        ];
+        let (code, err) = import_files(&[("rank_0", &p)]);
+        assert_eq!(code, Some(2), "{op:#x}: {err}");
+        assert!(err.contains("refused"), "{op:#x}: {err}");
+    }
+}
