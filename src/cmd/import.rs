@@ -52,6 +52,23 @@ fn job_name(p: &std::path::Path) -> String {
     format!("{name} (flight recorder)")
 }
 
+/// A scenario name (letters, digits, dashes) for the job.
+fn scenario_name(p: &std::path::Path) -> String {
+    let n = job_name(p);
+    let base = n.split(" (").next().unwrap_or("job");
+    let clean: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{}-imported", clean.trim_matches('-'))
+}
+
 pub fn main(a: ImportArgs) -> Result<(), Failure> {
     let loaded = fr::read_paths(
         &a.dumps,
@@ -66,7 +83,7 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
     let dumps = loaded.dumps;
     let analysis = fr::analyze(&dumps);
     if let Some(out) = &a.scenario {
-        let sc = fr::scenario::write(&dumps, &analysis)
+        let sc = fr::scenario::write(&scenario_name(&a.dumps[0]), &dumps, &analysis)
             .map_err(|e| Failure::Input(format!("--scenario {}: {e}", out.display())))?;
         std::fs::write(out, sc)
             .map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
