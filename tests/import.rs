@@ -387,3 +387,165 @@ fn a_pickle_that_imports_a_python_object_is_refused_and_never_run() {
         assert!(err.contains("refused"), "{op:#x}: {err}");
     }
 }
+
+/// `missing:R` as a replay names it: a rank without a dump is replayed as a preemption.
+fn as_replayed(causes: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = causes
+        .iter()
+        .map(|c| c.replace("missing:", "preempted:"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn blocked_ranks(r: &serde_json::Value) -> Vec<u64> {
+    let mut v: Vec<u64> = r["blocked"]
+        .as_array()
+        .expect("blocked")
+        .iter()
+        .map(|b| b["rank"].as_u64().expect("rank"))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn the_scenario_of_each_expressible_real_case_replays_to_the_same_verdict() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut expressible = Vec::new();
+    for case in real_cases() {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        for form in ["pickle", "json", "late/pickle", "late/json"] {
+            let out = dir.path().join(format!("{name}.toml"));
+            let dumps = case.join(form);
+            let o = ringside(&[
+                "import",
+                "--json",
+                "--scenario",
+                out.to_str().unwrap(),
+                dumps.to_str().unwrap(),
+            ]);
+            let what = format!("{name} {form}");
+            if o.status.code() == Some(2) {
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert!(err.contains("does not have yet"), "{what}: {err}");
+                continue;
+            }
+            assert!(
+                o.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let imported = json(&o);
+            let run = ringside(&["run", "--json", out.to_str().unwrap()]);
+            assert!(
+                run.status.success(),
+                "{what}: the replay does not meet its [expect]:\n{}",
+                String::from_utf8_lossy(&run.stdout)
+            );
+            let replayed = json(&run);
+            assert_eq!(
+                strings(&replayed["root_causes"]),
+                as_replayed(&strings(&imported["root_causes"])),
+                "{what}"
+            );
+            // a rank without a dump that the divergence explains (a victim) lives on in the
+            // replay, blocked with the others
+            let mut want = blocked_ranks(&imported);
+            if let Some(v) = imported["divergence"]["victims"].as_array() {
+                want.extend(v.iter().map(|x| x.as_u64().unwrap()));
+                want.sort_unstable();
+            }
+            assert_eq!(blocked_ranks(&replayed), want, "{what}");
+            expressible.push(name.clone());
+        }
+    }
+    expressible.dedup();
+    assert_eq!(
+        expressible,
+        ["killed_rank", "size_mismatch", "stopped_rank"]
+    );
+    // what cannot be said yet is said clearly
+    let out = dir.path().join("x.toml");
+    for (case, why) in [
+        ("extra_collective", "per-rank programs"),
+        ("healthy", "named groups"),
+    ] {
+        let o = ringside(&[
+            "import",
+            "--scenario",
+            out.to_str().unwrap(),
+            data()
+                .join("real")
+                .join(case)
+                .join("json")
+                .to_str()
+                .unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{case}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(why), "{case}");
+    }
+}
+
+#[test]
+fn the_trace_of_an_import_reads_in_explain_and_export() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for case in real_cases() {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let trace = dir.path().join(format!("{name}.jsonl"));
+        let o = ringside(&[
+            "import",
+            "--json",
+            "--trace",
+            trace.to_str().unwrap(),
+            case.join("pickle").to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let imported = json(&o);
+        let header: serde_json::Value = serde_json::from_str(
+            std::fs::read_to_string(&trace)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(header["real"], true);
+        assert_eq!(header["driver"], "flight-recorder");
+        let e = ringside(&["explain", "--json", trace.to_str().unwrap()]);
+        assert!(
+            e.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&e.stderr)
+        );
+        let explained = json(&e);
+        assert_eq!(
+            blocked_ranks(&explained),
+            blocked_ranks(&imported),
+            "{name}"
+        );
+        if ["killed_rank", "stopped_rank", "healthy"].contains(&name.as_str()) {
+            assert_eq!(
+                strings(&explained["root_causes"]),
+                as_replayed(&strings(&imported["root_causes"])),
+                "{name}"
+            );
+        }
+        let pf = dir.path().join(format!("{name}.json"));
+        let x = ringside(&[
+            "export",
+            trace.to_str().unwrap(),
+            "--perfetto",
+            pf.to_str().unwrap(),
+        ]);
+        assert!(
+            x.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&x.stderr)
+        );
+    }
+}

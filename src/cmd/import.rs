@@ -89,7 +89,7 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
     }
     if let Some(out) = &a.trace {
-        fr::trace::write(&dumps, &analysis, out)
+        fr::trace::write(&scenario_name(&a.dumps[0]), &dumps, &analysis, out)
             .map_err(|e| Failure::Input(format!("--trace {}: {e}", out.display())))?;
     }
     let report = fr::report::build(&job_name(&a.dumps[0]), &dumps, &analysis);
