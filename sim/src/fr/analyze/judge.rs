@@ -393,7 +393,18 @@ fn shift(ctx: &Ctx, g: &Group, s: u64, culprit: u32, right: u32) -> Option<bool>
     {
         return Some(false);
     }
-    None
+    // the right ranks stop at s: their history tells what comes after their call there (a
+    // loop repeats its calls), and a culprit already at that call skipped theirs
+    // (only with call sites: without them a call in place of another looks the same)
+    let (mine, theirs) = (at(lc, s)?, at(lr, s)?);
+    lanes::site(ctx.dumps, &mine)?;
+    let skipped = lr.calls.windows(2).any(|w| {
+        w[0].seq < s
+            && w[1].seq == w[0].seq + 1
+            && ctx.same(&w[0], &theirs)
+            && ctx.same(&w[1], &mine)
+    });
+    skipped.then_some(false)
 }
 
 fn call_phrase(ctx: &Ctx, g: &Group, s: u64, c: &Call) -> String {
