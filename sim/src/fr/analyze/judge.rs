@@ -91,6 +91,18 @@ pub struct GroupScan {
     pub divergence: Option<Divergence>,
     /// The highest seq any member issued.
     pub last_seq: Option<u64>,
+    /// The highest seq some member left.
+    pub max_left: Option<u64>,
+    /// Seqs some member completed on the device (sorted).
+    pub completed: Vec<u64>,
+}
+
+impl GroupScan {
+    /// Whether #s is proved complete for every member: a member completed it on the device, or
+    /// left a later call.
+    pub fn passed(&self, s: u64) -> bool {
+        self.max_left.is_some_and(|m| m > s) || self.completed.binary_search(&s).is_ok()
+    }
 }
 
 /// What the scan needs to know of every rank.
@@ -175,6 +187,21 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
         last_seq: seqs.last().copied(),
         ..GroupScan::default()
     };
+    let mut completed: Vec<u64> = Vec::new();
+    for &m in &g.members {
+        let Some(l) = ctx.lane(m, g.id) else { continue };
+        for c in &l.calls {
+            if c.left {
+                out.max_left = out.max_left.max(Some(c.seq));
+            }
+            if c.completed {
+                completed.push(c.seq);
+            }
+        }
+    }
+    completed.sort_unstable();
+    completed.dedup();
+    out.completed = completed;
     let mut pos = vec![0usize; n];
     let mut at: Vec<At> = Vec::with_capacity(n);
     let mut first_params: Option<(u64, Variants)> = None;

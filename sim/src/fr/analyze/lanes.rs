@@ -154,16 +154,11 @@ pub fn op_name<'d>(dumps: &'d [Dump], c: &Call) -> &'d str {
 /// rules compare them) and dtypes.
 pub fn differs(dumps: &[Dump], a: &Call, b: &Call) -> Option<String> {
     let (da, db) = (&dumps[a.dump as usize], &dumps[b.dump as usize]);
-    let pa: Vec<&Record> = parts(dumps, a).collect();
-    let pb: Vec<&Record> = parts(dumps, b).collect();
-    if pa.len() != pb.len() {
-        return Some(format!(
-            "{} calls in one block instead of {}",
-            pb.len(),
-            pa.len()
-        ));
+    let (na, nb) = (parts(dumps, a).count(), parts(dumps, b).count());
+    if na != nb {
+        return Some(format!("{nb} calls in one block instead of {na}"));
     }
-    for (ra, rb) in pa.iter().zip(&pb) {
+    for (ra, rb) in parts(dumps, a).zip(parts(dumps, b)) {
         let (oa, ob) = (da.str(ra.op), db.str(rb.op));
         if oa != ob {
             return Some(format!("{ob} instead of {oa}"));

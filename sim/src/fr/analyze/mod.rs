@@ -138,13 +138,18 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
     // the ranks stuck in calls, and the edges of the wait-for graph
     let mut stuck: Vec<Stuck> = Vec::new();
     for (gi, g) in groups.list.iter().enumerate() {
+        // members' last calls mostly share a seq: who is absent there is worked out once
+        let mut cache: BTreeMap<u64, Absent> = BTreeMap::new();
         for &m in &g.members {
             let Some(d) = dump_of[m as usize] else {
                 continue;
             };
             let lane = &lanes[d as usize][gi];
             if let Some(c) = lane.calls.last() {
-                let waiting_for = absent(&ctx, &lanes, g, m, c);
+                let at = cache
+                    .entry(c.seq)
+                    .or_insert_with(|| absent(&ctx, &lanes, &scans[gi], g, c));
+                let waiting_for = at.for_member(&ctx, m, c);
                 if !waiting_for.is_empty() || !c.left {
                     stuck.push(Stuck {
                         rank: m,
@@ -176,9 +181,9 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
         for &m in &s.waiting_for {
             let peer_dump = dump_of.get(m as usize).copied().flatten();
             let elsewhere = waiter.get(m as usize).copied().unwrap_or(false)
-                && stuck
+                && of_rank(&stuck, m)
                     .iter()
-                    .any(|o| o.rank == m && (o.group != s.group || s.p2p));
+                    .any(|o| o.group != s.group || s.p2p);
             let causes = if elsewhere {
                 Vec::new()
             } else if let Some(d) = div.filter(|d| !d.causes.is_empty()) {
@@ -220,7 +225,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
     let mut per_cause: BTreeMap<RootCause, Vec<u32>> = BTreeMap::new();
     let mut in_progress: Vec<u32> = Vec::new();
     for rank in 0..world as u32 {
-        let mine: Vec<&Stuck> = stuck.iter().filter(|s| s.rank == rank).collect();
+        let mine: Vec<&Stuck> = of_rank(&stuck, rank).iter().collect();
         let Some(first) = mine
             .iter()
             .filter(|s| !s.waiting_for.is_empty())
@@ -255,9 +260,8 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
         );
         undecided_reasons.push(reason);
         for &rank in &in_progress {
-            if let Some(s) = stuck
+            if let Some(s) = of_rank(&stuck, rank)
                 .iter()
-                .filter(|s| s.rank == rank)
                 .min_by_key(|s| (s.call.time_ns, s.group))
             {
                 // it waits for every member not known to have left the call
@@ -388,40 +392,66 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
     }
 }
 
-/// The members that `m`'s call `c` in group `g` cannot complete without.
+/// The stuck calls of `rank` (`stuck` is sorted by rank).
+fn of_rank(stuck: &[Stuck], rank: u32) -> &[Stuck] {
+    let lo = stuck.partition_point(|s| s.rank < rank);
+    let hi = stuck.partition_point(|s| s.rank <= rank);
+    &stuck[lo..hi]
+}
+
+/// Who is not in a group's call at one seq: members that have not issued it (or left no dump,
+/// unless the call is proved complete), and the distinct calls made there with their members.
+struct Absent {
+    missing: Vec<u32>,
+    variants: Vec<(Call, Vec<u32>)>,
+}
+
+impl Absent {
+    /// The members that `m`'s call `c` cannot complete without.
+    fn for_member(&self, ctx: &judge::Ctx, m: u32, c: &Call) -> Vec<u32> {
+        let mut out: Vec<u32> = self.missing.iter().copied().filter(|&o| o != m).collect();
+        for (rep, members) in &self.variants {
+            if !members.contains(&m) && lanes::differs(ctx.dumps, rep, c).is_some() {
+                out.extend(members.iter().copied().filter(|&o| o != m));
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+/// Who is absent from group `g`'s call at `c.seq`.
 fn absent(
     ctx: &judge::Ctx,
     lanes: &[Vec<Lane>],
+    scan: &GroupScan,
     g: &crate::fr::groups::Group,
-    m: u32,
     c: &Call,
-) -> Vec<u32> {
-    let mut out = Vec::new();
+) -> Absent {
+    let mut out = Absent {
+        missing: Vec::new(),
+        variants: Vec::new(),
+    };
     // a dumped member that went past this seq proves it completed for everyone
-    let passed = c.completed
-        || g.members.iter().any(|&o| {
-            ctx.dump_of[o as usize].is_some_and(|d| {
-                lanes[d as usize][g.id as usize]
-                    .calls
-                    .iter()
-                    .any(|x| x.seq > c.seq && x.left || x.seq == c.seq && x.completed)
-            })
-        });
+    let passed = c.completed || scan.passed(c.seq);
     for &o in &g.members {
-        if o == m {
-            continue;
-        }
         let Some(d) = ctx.dump_of[o as usize] else {
             if !passed {
-                out.push(o);
+                out.missing.push(o);
             }
             continue;
         };
         let lane = &lanes[d as usize][g.id as usize];
         match lane.calls.binary_search_by_key(&c.seq, |x| x.seq) {
             Ok(i) => {
-                if lanes::differs(ctx.dumps, c, &lane.calls[i]).is_some() {
-                    out.push(o);
+                let x = lane.calls[i];
+                match out
+                    .variants
+                    .iter_mut()
+                    .find(|(rep, _)| lanes::differs(ctx.dumps, rep, &x).is_none())
+                {
+                    Some((_, members)) => members.push(o),
+                    None => out.variants.push((x, vec![o])),
                 }
             }
             Err(i) => {
@@ -429,7 +459,7 @@ fn absent(
                     i < lane.calls.len() || lane.enqueued.is_some_and(|e| e >= c.seq as i64);
                 let covers = ctx.oldest_ns[d as usize].is_some_and(|t| t <= c.time_ns);
                 if !issued && covers {
-                    out.push(o);
+                    out.missing.push(o);
                 }
             }
         }

@@ -27,6 +27,10 @@ pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, 
         // which is what this bounds
         budget: 64 * t.nodes.len() as u64 + 1_000_000,
         has_frames: false,
+        sid: vec![NONE; t.nodes.len()],
+        slot: vec![UNSEEN; t.nodes.len()],
+        frame: vec![NONE; t.nodes.len()],
+        prof: Vec::new(),
     };
     let (top, entries) = match t.get(t.root) {
         Node::Dict(d) => (Some(d), t.field(d, "entries")),
@@ -108,6 +112,50 @@ struct Conv<'t, 'a> {
     text: String,
     budget: u64,
     has_frames: bool,
+    /// Per node: its interned string (`NONE` when not looked up yet). A pickle memoizes its
+    /// strings, so one node serves every record that names the same key, op or group.
+    sid: Vec<u32>,
+    /// Per node: the record field a key string names (`UNSEEN` when not looked up yet).
+    slot: Vec<u8>,
+    /// Per frame dict node: the call site it gives, `TORCH` for a frame of torch itself.
+    frame: Vec<u32>,
+    /// Per interned profiling name: what it parses to.
+    prof: Vec<Option<Profiling>>,
+}
+
+/// A parsed profiling name: backend, op (both interned), kind and peer.
+type Profiling = (u32, u32, OpKind, Option<Peer>);
+
+const NONE: u32 = u32::MAX;
+const TORCH: u32 = u32::MAX - 1;
+const UNSEEN: u8 = u8::MAX;
+const OTHER: u8 = u8::MAX - 1;
+
+/// The record field a key names.
+fn slot_of(k: &str) -> u8 {
+    match k {
+        "record_id" => 0,
+        "pg_id" => 1,
+        "process_group" => 2,
+        "collective_seq_id" => 3,
+        "seq_id" => 4,
+        "p2p_seq_id" => 5,
+        "op_id" => 6,
+        "profiling_name" => 7,
+        "time_created_ns" => 8,
+        "duration_ms" => 9,
+        "input_sizes" => 10,
+        "output_sizes" => 11,
+        "input_dtypes" => 12,
+        "output_dtypes" => 13,
+        "state" => 14,
+        "time_discovered_completed_ns" => 15,
+        "retired" => 16,
+        "timeout_ms" => 17,
+        "is_p2p" => 18,
+        "frames" => 19,
+        _ => OTHER,
+    }
 }
 
 fn found(n: &Node) -> String {
@@ -371,6 +419,14 @@ impl Conv<'_, '_> {
             }
             Ok(())
         };
+        if let Node::List(v) | Node::Tuple(v) = t.get(id) {
+            if let [one] = v[..] {
+                if let Node::Str(_) = t.get(one) {
+                    self.text = s;
+                    return self.intern_str(one, what);
+                }
+            }
+        }
         match t.get(id) {
             Node::List(v) | Node::Tuple(v) => {
                 if v.len() > MAX_TENSORS {
@@ -399,12 +455,18 @@ impl Conv<'_, '_> {
     }
 
     fn intern_str(&mut self, id: NodeId, what: &str) -> Result<u32, String> {
+        let cached = self.sid[id as usize];
+        if cached != NONE {
+            return Ok(cached);
+        }
         match self.t.get(id) {
             Node::Str(s) => {
                 if s.len() > 1 << 20 {
                     return Err(format!("`{what}` is longer than 1 MiB"));
                 }
-                Ok(self.strings.intern(&**s))
+                let i = self.strings.intern(&**s);
+                self.sid[id as usize] = i;
+                Ok(i)
             }
             n => Err(format!("`{what}` should be a string, {}", found(n))),
         }
@@ -421,6 +483,13 @@ impl Conv<'_, '_> {
         self.has_frames = true;
         for &f in frames.iter().take(MAX_FRAMES) {
             self.spend(4)?;
+            let cached = self.frame[f as usize];
+            if cached == TORCH {
+                continue;
+            }
+            if cached != NONE {
+                return Ok(cached);
+            }
             let Node::Dict(d) = t.get(f) else {
                 return Err(format!("a frame should be a dict, {}", found(t.get(f))));
             };
@@ -437,6 +506,7 @@ impl Conv<'_, '_> {
                 None => continue,
             };
             if is_torch_frame(file) {
+                self.frame[f as usize] = TORCH;
                 continue;
             }
             let line = match t.field(d, "line") {
@@ -450,6 +520,7 @@ impl Conv<'_, '_> {
             s.push_str(itoa::Buffer::new().format(line));
             let i = self.strings.intern(s.as_str());
             self.text = s;
+            self.frame[f as usize] = i;
             return Ok(i);
         }
         Ok(0)
@@ -461,33 +532,19 @@ impl Conv<'_, '_> {
             return Err(format!("a record should be a dict, {}", found(t.get(id))));
         };
         self.spend(d.len() as u64 + 1)?;
-        let mut f: [Option<NodeId>; 23] = [None; 23];
+        let mut f: [Option<NodeId>; 20] = [None; 20];
         for &(k, v) in d {
-            let Node::Str(k) = t.get(k) else { continue };
-            let slot = match &**k {
-                "record_id" => 0,
-                "pg_id" => 1,
-                "process_group" => 2,
-                "collective_seq_id" => 3,
-                "seq_id" => 4,
-                "p2p_seq_id" => 5,
-                "op_id" => 6,
-                "profiling_name" => 7,
-                "time_created_ns" => 8,
-                "duration_ms" => 9,
-                "input_sizes" => 10,
-                "output_sizes" => 11,
-                "input_dtypes" => 12,
-                "output_dtypes" => 13,
-                "state" => 14,
-                "time_discovered_completed_ns" => 15,
-                "retired" => 16,
-                "timeout_ms" => 17,
-                "is_p2p" => 18,
-                "frames" => 19,
-                _ => continue,
-            };
-            f[slot] = Some(v);
+            let mut slot = self.slot[k as usize];
+            if slot == UNSEEN {
+                slot = match t.get(k) {
+                    Node::Str(k) => slot_of(k),
+                    _ => OTHER,
+                };
+                self.slot[k as usize] = slot;
+            }
+            if slot != OTHER {
+                f[slot as usize] = Some(v);
+            }
         }
         let pg_id = self.opt_int(f[1], "pg_id")?;
         let (group_name, group_desc) = match f[2] {
@@ -522,7 +579,20 @@ impl Conv<'_, '_> {
             return Err("no `profiling_name`".into());
         };
         let (backend, op, kind, peer) = match t.get(pn) {
-            Node::Str(s) => self.profiling(s)?,
+            Node::Str(s) => {
+                let raw = self.intern_str(pn, "profiling_name")? as usize;
+                match self.prof.get(raw).copied().flatten() {
+                    Some(p) => p,
+                    None => {
+                        let p = self.profiling(s)?;
+                        if self.prof.len() <= raw {
+                            self.prof.resize(raw + 1, None);
+                        }
+                        self.prof[raw] = Some(p);
+                        p
+                    }
+                }
+            }
             n => return Err(format!("`profiling_name` should be a string, {}", found(n))),
         };
         let state = match f[14].map(|s| t.get(s)) {
@@ -593,7 +663,7 @@ impl Conv<'_, '_> {
     }
 
     /// `backend:op`, with `send 0->1` / `recv 1<-0` / `recv 1<-?` peers.
-    fn profiling(&mut self, s: &str) -> Result<(u32, u32, OpKind, Option<Peer>), String> {
+    fn profiling(&mut self, s: &str) -> Result<Profiling, String> {
         if s.len() > 4096 {
             return Err("`profiling_name` is longer than 4 KiB".into());
         }

@@ -428,15 +428,24 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                 Node::Dict(items.chunks(2).map(|p| (p[0], p[1])).collect())
             }
             b'a' | b'e' => {
-                let items = if op == b'a' {
-                    vec![pop!()]
+                // the items are taken off the stack in place, without a copy
+                let from = if op == b'a' {
+                    if stack.len() < marks.last().copied().unwrap_or(0) + 2 {
+                        return r.err("APPEND needs a list and a value");
+                    }
+                    stack.len() - 1
                 } else {
-                    mark_items!()
+                    match marks.pop() {
+                        Some(m) => m,
+                        None => return r.err("APPENDS needs a mark but there is none"),
+                    }
                 };
-                let target = pop!();
-                stack.push(target);
+                if from <= marks.last().copied().unwrap_or(0) {
+                    return r.err("APPEND without a list to append to");
+                }
+                let target = stack[from - 1];
                 match &mut t.nodes[target as usize] {
-                    Node::List(v) => v.extend(items),
+                    Node::List(v) => v.extend(stack.drain(from..)),
                     other => {
                         let k = other.kind();
                         return r.err(format!("APPEND to {k}, not to a list"));
@@ -445,20 +454,30 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                 continue;
             }
             b's' | b'u' => {
-                let items = if op == b's' {
-                    let v = pop!();
-                    let k = pop!();
-                    vec![k, v]
+                let from = if op == b's' {
+                    if stack.len() < marks.last().copied().unwrap_or(0) + 3 {
+                        return r.err("SETITEM needs a dict, a key and a value");
+                    }
+                    stack.len() - 2
                 } else {
-                    mark_items!()
+                    match marks.pop() {
+                        Some(m) => m,
+                        None => return r.err("SETITEMS needs a mark but there is none"),
+                    }
                 };
-                if items.len() % 2 != 0 {
+                if !(stack.len() - from).is_multiple_of(2) {
                     return r.err("SETITEMS with an odd number of items");
                 }
-                let target = pop!();
-                stack.push(target);
+                if from <= marks.last().copied().unwrap_or(0) {
+                    return r.err("SETITEM without a dict to set items in");
+                }
+                let target = stack[from - 1];
                 match &mut t.nodes[target as usize] {
-                    Node::Dict(d) => d.extend(items.chunks(2).map(|p| (p[0], p[1]))),
+                    Node::Dict(d) => {
+                        let items = &stack[from..];
+                        d.extend(items.chunks(2).map(|p| (p[0], p[1])));
+                        stack.truncate(from);
+                    }
                     other => {
                         let k = other.kind();
                         return r.err(format!("SETITEM on {k}, not on a dict"));
