@@ -107,10 +107,9 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                         members: g.members.len() as u32,
                     },
                 );
-                let stuck = a
-                    .stuck
+                let stuck = super::analyze::of_rank(&a.stuck, m)
                     .iter()
-                    .find(|s| s.rank == m && s.group == g.id && s.call.seq == *seq && !s.p2p);
+                    .find(|s| s.group == g.id && s.call.seq == *seq && !s.p2p);
                 let waiting_for: Vec<u32> = match stuck {
                     Some(s) => s.waiting_for.clone(),
                     None => g

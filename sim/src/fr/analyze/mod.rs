@@ -393,7 +393,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
 }
 
 /// The stuck calls of `rank` (`stuck` is sorted by rank).
-fn of_rank(stuck: &[Stuck], rank: u32) -> &[Stuck] {
+pub fn of_rank(stuck: &[Stuck], rank: u32) -> &[Stuck] {
     let lo = stuck.partition_point(|s| s.rank < rank);
     let hi = stuck.partition_point(|s| s.rank <= rank);
     &stuck[lo..hi]
