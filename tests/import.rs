@@ -683,3 +683,81 @@ fn exported_dumps_read_in_pytorchs_fr_trace_when_it_is_installed() {
         String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "fr_trace failed:\n{text}");
 }
+
+/// One JSON record: `(group name, seq, profiling name, retired)`.
+fn rec(group: &str, seq: u64, name: &str, retired: bool, p2p: bool) -> serde_json::Value {
+    serde_json::json!({
+        "record_id": seq, "pg_id": 0, "process_group": [group, group],
+        "collective_seq_id": if p2p { 0 } else { seq }, "p2p_seq_id": if p2p { seq } else { 0 },
+        "op_id": seq, "profiling_name": name, "time_created_ns": 1_000 + seq,
+        "input_sizes": [[4]], "output_sizes": [[4]], "input_dtypes": ["Float"],
+        "output_dtypes": ["Float"], "state": if retired { "completed" } else { "scheduled" },
+        "retired": retired, "timeout_ms": 1000, "is_p2p": p2p,
+    })
+}
+
+fn job(dumps: &[serde_json::Value]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (r, d) in dumps.iter().enumerate() {
+        std::fs::write(dir.path().join(format!("rank_{r}.json")), d.to_string()).expect("write");
+    }
+    import_json(&[dir.path()])
+}
+
+#[test]
+fn wait_cycles_across_groups_and_peers_are_deadlocks() {
+    let cfg = serde_json::json!({
+        "a": {"name": "a", "desc": "a", "ranks": "[0, 1]"},
+        "b": {"name": "b", "desc": "b", "ranks": "[0, 1]"},
+    });
+    // two groups called in opposite orders
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:all_reduce", false, false)]}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("b", 1, "nccl:all_reduce", false, false)]}),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["deadlock:0,1"], "{r}");
+    assert_eq!(blocked_ranks(&r), [0, 1]);
+    // two ranks receiving from each other first
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:recv 0<-1", false, true)]}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:recv 1<-0", false, true)]}),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["deadlock:0,1"], "{r}");
+    // a send matched by its receive completes; an unmatched receive waits
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:send 0->1", true, true)]}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:recv 1<-0", true, true),
+                        rec("a", 2, "nccl:recv 1<-0", false, true)]}),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["undecided"], "{r}");
+    assert_eq!(blocked_ranks(&r), [1]);
+}
+
+#[test]
+fn old_layouts_are_read_by_their_keys_and_mixed_versions_are_noted() {
+    // PyTorch 2.2: a bare list of entries with `seq_id`; 1.4: `pg_config` as {pg_id: [ranks]}
+    let mut old = rec("0", 1, "nccl:all_reduce", true, false);
+    let o = old.as_object_mut().unwrap();
+    o.remove("collective_seq_id");
+    o.insert("seq_id".into(), 1.into());
+    o.remove("process_group");
+    let r = job(&[
+        serde_json::json!([old]),
+        serde_json::json!({"version": "1.4", "pg_config": {"0": [0, 1]},
+            "entries": [{"seq_id": 1, "pg_id": 0, "profiling_name": "nccl:all_reduce",
+                         "input_sizes": [[4]], "output_sizes": [[4]], "state": "completed",
+                         "time_created_ns": 1001}]}),
+    ]);
+    assert_eq!(r["outcome"], "completed", "{r}");
+    assert!(
+        r["notes"].to_string().contains("different versions"),
+        "{}",
+        r["notes"]
+    );
+}
