@@ -3,13 +3,14 @@
 //! Calls are matched per group: collectives by `collective_seq_id` ([`judge`] scans a group seq
 //! by seq), point-to-point calls by (peer pair, order) ([`p2p`]). Each group's earliest
 //! divergence is judged by the majority of its members, then by the history of the call (its
-//! parameters and call site elsewhere in the group); then every rank stuck in a call that
-//! cannot complete is put in a wait-for [`graph`] to find what it is blocked on.
+//! parameters and call site elsewhere in the group: `verdict`); then every rank stuck in a call
+//! that cannot complete is put in a wait-for [`graph`] to find what it is blocked on.
 
 pub mod graph;
 pub mod judge;
 pub mod lanes;
 pub mod p2p;
+mod verdict;
 
 use crate::diagnose::{ranks_phrase, Blocked, Cause, Diagnosis};
 use crate::fr::groups::{self, Groups};
