@@ -1,7 +1,7 @@
 //! The JSON form of a dump (`_dump_fr_trace_json`), read into the same tree as a pickle.
 //! serde_json refuses nesting deeper than 128, so the recursion here is bounded.
 
-use super::tree::{Node, NodeId, Tree};
+use super::tree::{Items, Node, NodeId, Tree};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
@@ -60,7 +60,7 @@ impl<'de, 't> Visitor<'de> for Seed<'t, 'de> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodeId, A::Error> {
-        let mut items = Vec::new();
+        let mut items = Items::new();
         while let Some(id) = seq.next_element_seed(Seed {
             tree: &mut *self.tree,
         })? {

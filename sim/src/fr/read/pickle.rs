@@ -17,7 +17,7 @@
 //! expand without bound) and decodes about 30 µs per record, 50 times too slow for the dumps of
 //! thousands of ranks; it writes the pickles of `export --fr` instead.
 
-use super::tree::{Node, NodeId, Tree};
+use super::tree::{Items, Node, NodeId, Tree};
 use std::borrow::Cow;
 
 /// How deeply marks (the start of a tuple, list or dict being built) may nest. A dump nests
@@ -398,27 +398,27 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                 Node::Bytes
             }
             // containers
-            b']' => Node::List(Vec::new()),
-            b')' => Node::Tuple(Vec::new()),
+            b']' => Node::List(Items::new()),
+            b')' => Node::Tuple(Items::new()),
             b'}' => Node::Dict(Vec::new()),
-            0x8f => Node::Set(Vec::new()),
-            b'l' => Node::List(mark_items!()),
-            b't' => Node::Tuple(mark_items!()),
-            0x91 => Node::Set(mark_items!()),
+            0x8f => Node::Set(Items::new()),
+            b'l' => Node::List(Items::from_vec(mark_items!())),
+            b't' => Node::Tuple(Items::from_vec(mark_items!())),
+            0x91 => Node::Set(Items::from_vec(mark_items!())),
             0x85 => {
                 let a = pop!();
-                Node::Tuple(vec![a])
+                Node::Tuple(Items::from_slice(&[a]))
             }
             0x86 => {
                 let b = pop!();
                 let a = pop!();
-                Node::Tuple(vec![a, b])
+                Node::Tuple(Items::from_slice(&[a, b]))
             }
             0x87 => {
                 let c = pop!();
                 let b = pop!();
                 let a = pop!();
-                Node::Tuple(vec![a, b, c])
+                Node::Tuple(Items::from_slice(&[a, b, c]))
             }
             b'd' => {
                 let items = mark_items!();

@@ -5,10 +5,15 @@
 //! times still decodes in memory proportional to its size. Readers of the tree walk only the
 //! shapes they expect, so cycles and deep nesting never make them recurse without bound.
 
+use smallvec::SmallVec;
 use std::borrow::Cow;
 
 /// Index of a node in the arena.
 pub type NodeId = u32;
+
+/// The items of a list, tuple or set: most lists of a dump hold a tensor's few sizes or one
+/// dtype, kept without an allocation of their own.
+pub type Items = SmallVec<[NodeId; 4]>;
 
 /// One value of the dump.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,10 +26,10 @@ pub enum Node<'a> {
     Float(f64),
     Str(Cow<'a, str>),
     Bytes,
-    List(Vec<NodeId>),
-    Tuple(Vec<NodeId>),
+    List(Items),
+    Tuple(Items),
     Dict(Vec<(NodeId, NodeId)>),
-    Set(Vec<NodeId>),
+    Set(Items),
 }
 
 impl Node<'_> {
