@@ -761,3 +761,33 @@ fn old_layouts_are_read_by_their_keys_and_mixed_versions_are_noted() {
         r["notes"]
     );
 }
+
+#[test]
+fn a_ring_buffer_that_dropped_old_records_is_not_a_divergence() {
+    let cfg = serde_json::json!({"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2]"}});
+    let full: Vec<serde_json::Value> = (1..=4)
+        .map(|s| rec("0", s, "nccl:all_reduce", true, false))
+        .collect();
+    // rank 2 kept only its last two records
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": full}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": full}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": full[2..]}),
+    ]);
+    assert_eq!(r["outcome"], "completed", "{r}");
+    assert!(r["divergence"].is_null(), "{r}");
+    // and a rank that stopped is still told from one whose records were overwritten: rank 2
+    // has no record of #5, and `pg_status` says it never enqueued it
+    let mut more = full.clone();
+    more.push(rec("0", 5, "nccl:all_reduce", false, false));
+    let status = |n: u64| {
+        serde_json::json!({"0": {"last_enqueued_collective": n,
+        "last_started_collective": -1, "last_completed_collective": 4}})
+    };
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "pg_status": status(5), "entries": more}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "pg_status": status(5), "entries": more}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "pg_status": status(4), "entries": full[2..]}),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["hung:2"], "{r}");
+}
