@@ -196,6 +196,9 @@ pub struct Record {
     pub is_p2p: bool,
     /// The innermost stack frame outside torch (`train.py:86`), interned; 0 without frames.
     pub site: u32,
+    /// A hash of the op, sizes and dtypes: records with equal hashes called alike (records
+    /// with different hashes are compared in full).
+    pub sig: u64,
 }
 
 impl Record {

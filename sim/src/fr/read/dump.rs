@@ -625,6 +625,25 @@ impl Conv<'_, '_> {
             Some(fr) => self.site(fr)?,
             None => 0,
         };
+        let input = self.shapes(f[10], "input_sizes")?;
+        let output = self.shapes(f[11], "output_sizes")?;
+        let in_dtypes = self.dtypes(f[12], "input_dtypes")?;
+        let out_dtypes = self.dtypes(f[13], "output_dtypes")?;
+        let sig = {
+            let mut h = crate::proto::data::Fnv::new();
+            h.write(self.strings.get(op).as_bytes());
+            for sh in [input, output] {
+                h.write(b"|");
+                for d in self.shapes.get(sh) {
+                    h.write(&d.to_le_bytes());
+                }
+            }
+            for t in [in_dtypes, out_dtypes] {
+                h.write(b"|");
+                h.write(self.strings.get(t).as_bytes());
+            }
+            h.finish()
+        };
         Ok(Record {
             index,
             record_id: self.unsigned(f[0], "record_id")?,
@@ -643,15 +662,16 @@ impl Conv<'_, '_> {
                 .unsigned(f[15], "time_discovered_completed_ns")?
                 .unwrap_or(0),
             duration_ms,
-            input: self.shapes(f[10], "input_sizes")?,
-            output: self.shapes(f[11], "output_sizes")?,
-            in_dtypes: self.dtypes(f[12], "input_dtypes")?,
-            out_dtypes: self.dtypes(f[13], "output_dtypes")?,
+            input,
+            output,
+            in_dtypes,
+            out_dtypes,
             state,
             retired,
             timeout_ms: self.unsigned(f[17], "timeout_ms")?,
             is_p2p,
             site,
+            sig,
         })
     }
 
