@@ -41,6 +41,9 @@ enum Command {
     Tui(cmd::tui::TuiArgs),
     /// Convert a trace for other tools: Chrome/Perfetto trace events.
     Export(cmd::export::ExportArgs),
+    /// Diagnose a real job from its PyTorch Flight Recorder dumps; write it as a scenario or a
+    /// trace.
+    Import(cmd::import::ImportArgs),
     /// Run the scenario's workload as real OS processes over loopback TCP, with the same
     /// protocol code; apply its process faults with signals; merge the traces.
     Launch(cmd::launch::LaunchArgs),
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::main(a),
         Command::Tui(a) => cmd::tui::main(a),
         Command::Export(a) => cmd::export::main(a),
+        Command::Import(a) => cmd::import::main(a),
         Command::Launch(a) => cmd::launch::main(a),
         Command::Worker(a) => cmd::worker::main(a),
     };

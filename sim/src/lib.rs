@@ -12,13 +12,15 @@
 //! - [`check`]: properties and proptest strategies;
 //! - [`driver`]: other drivers of the same protocol code (OS processes over TCP; madsim, with
 //!   `--cfg madsim`);
-//! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them.
+//! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them;
+//! - [`fr`]: PyTorch Flight Recorder dumps of a real job: import, diagnosis, export.
 
 pub mod cause;
 pub mod check;
 pub mod diagnose;
 pub mod driver;
 pub mod engine;
+pub mod fr;
 pub mod observe;
 pub mod report;
 pub mod run;
