@@ -172,6 +172,10 @@ impl MarkerScan {
             .or(first_watchdog);
         if let Some(p) = first_stall {
             self.push(p, MarkerKind::Stall);
+            // the first stalled stretch starts where the stall does, not at its first sample
+            if let Some(r) = self.stall_ranges.iter_mut().find(|r| r.0 >= p) {
+                r.0 = r.0.min(p);
+            }
         }
         for (pos, note) in self
             .bugs
