@@ -1,15 +1,27 @@
-//! The event log around the cursor, filtered by rank and kind.
+//! An event in words, as the log, the filter and the detail pane say it.
 
-use crate::app::App;
-use crate::ui::style::{self, fmt_bytes, fmt_ranks};
-use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
-use ratatui::Frame;
 use ringside_sim::cause::listed;
+use ringside_sim::diagnose::fmt_ranks;
 use ringside_sim::trace::{Event, FaultPhase};
-use ringside_sim::units::{fmt_ms, fmt_time};
+use ringside_sim::units::fmt_time;
+
+/// Bytes for humans: `64MiB`, `1.5KiB`, `12B`.
+pub fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b}B")
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}{}", UNITS[u])
+    } else {
+        format!("{v:.1}{}", UNITS[u])
+    }
+}
 
 /// One event in words (without its time and kind).
 pub fn describe(ev: &Event) -> String {
@@ -101,7 +113,7 @@ pub fn describe(ev: &Event) -> String {
         } => format!(
             "rank {rank} #{seq} step {}/{steps} waits for {}",
             step + 1,
-            fmt_ranks(waiting_for, 4)
+            fmt_ranks(waiting_for)
         ),
         Event::Complete {
             rank, seq, correct, ..
@@ -116,9 +128,10 @@ pub fn describe(ev: &Event) -> String {
         Event::Abort {
             rank, seq, reason, ..
         } => format!("rank {rank} #{seq}: {reason}"),
-        Event::FlightRecord { rank, entries } => {
-            format!("rank {rank}: {} entries", entries.len())
-        }
+        Event::FlightRecord { rank, entries } => match entries.len() {
+            1 => format!("rank {rank}: 1 entry"),
+            n => format!("rank {rank}: {n} entries"),
+        },
         Event::WorkloadDone { rank } => format!("rank {rank} finished its workload"),
         Event::RejoinRefused { rank, reason } => format!("rank {rank}: {reason}"),
         Event::Diagnosis {
@@ -127,7 +140,7 @@ pub fn describe(ev: &Event) -> String {
             ..
         } => format!(
             "blocked [{}], root causes [{}]",
-            fmt_ranks(blocked, 8),
+            fmt_ranks(blocked),
             listed(root_causes)
         ),
         Event::End { outcome, .. } => format!("{outcome}"),
@@ -141,7 +154,7 @@ pub fn describe(ev: &Event) -> String {
         } => format!(
             "rank {rank} joins generation {} as {group_rank} of [{}], from iteration {resume_iteration}",
             generation.0,
-            fmt_ranks(members, 8)
+            fmt_ranks(members)
         ),
         Event::RendezvousStart {
             rank,
@@ -157,7 +170,7 @@ pub fn describe(ev: &Event) -> String {
         } => format!(
             "rank {rank} waits for generation {} (reaches [{}]): {reason}",
             target.0,
-            fmt_ranks(reachable, 8)
+            fmt_ranks(reachable)
         ),
         Event::Suspect {
             rank,
@@ -183,7 +196,7 @@ pub fn describe(ev: &Event) -> String {
         } => format!(
             "store v{version}: generation {} = [{}]",
             generation.0,
-            fmt_ranks(members, 8)
+            fmt_ranks(members)
         ),
         Event::RegistryJoin { rank, group, .. } => format!("rank {rank} joins {group}"),
         Event::RegistryLeave { rank, group, .. } => format!("rank {rank} leaves {group}"),
@@ -198,7 +211,7 @@ pub fn describe(ev: &Event) -> String {
             group,
             members,
             ..
-        } => format!("rank {rank} sees {group} = [{}]", fmt_ranks(members, 8)),
+        } => format!("rank {rank} sees {group} = [{}]", fmt_ranks(members)),
         Event::RegistryNotify {
             rank,
             group,
@@ -207,8 +220,8 @@ pub fn describe(ev: &Event) -> String {
             ..
         } => format!(
             "rank {rank}: {group} +[{}] -[{}]",
-            fmt_ranks(joined, 8),
-            fmt_ranks(left, 8)
+            fmt_ranks(joined),
+            fmt_ranks(left)
         ),
         Event::RegistryBroadcast {
             rank,
@@ -218,7 +231,7 @@ pub fn describe(ev: &Event) -> String {
             ..
         } => format!(
             "rank {rank} → {group} [{}]: {message}",
-            fmt_ranks(to, 8)
+            fmt_ranks(to)
         ),
         Event::RegistryDeliver {
             rank,
@@ -237,10 +250,10 @@ pub fn describe(ev: &Event) -> String {
         } => match expected {
             Some(e) if e != members => format!(
                 "rank {rank} reads {group} = [{}], EXPECTED [{}]",
-                fmt_ranks(members, 8),
-                fmt_ranks(e, 8)
+                fmt_ranks(members),
+                fmt_ranks(e)
             ),
-            _ => format!("rank {rank} reads {group} = [{}]", fmt_ranks(members, 8)),
+            _ => format!("rank {rank} reads {group} = [{}]", fmt_ranks(members)),
         },
         Event::RegistryNodeDown {
             rank,
@@ -251,121 +264,5 @@ pub fn describe(ev: &Event) -> String {
             fmt_time(*silent_ns)
         ),
         Event::RegistryNodeUp { rank, node } => format!("rank {rank} reaches node {node}"),
-    }
-}
-
-fn kind_color(ev: &Event) -> Color {
-    match ev {
-        Event::Fault { .. } | Event::ProcessDeath { .. } | Event::Abort { .. } => Color::Red,
-        Event::Drop { .. } | Event::ProcessPause { .. } | Event::RejoinRefused { .. } => {
-            Color::Magenta
-        }
-        Event::Timer { .. } | Event::Diagnosis { .. } => Color::Yellow,
-        Event::Call { .. } | Event::Complete { .. } | Event::Step { .. } => Color::Cyan,
-        Event::Send { .. } | Event::Deliver { .. } => Color::Gray,
-        _ => Color::Green,
-    }
-}
-
-/// The indices of the events shown in `rows` lines: matching events before and after the
-/// cursor, the current event (`pos - 1`) always among them.
-pub fn window(app: &App, rows: usize) -> Vec<usize> {
-    let events = app.loaded.events();
-    if rows == 0 || events.is_empty() {
-        return Vec::new();
-    }
-    let cur = app.pos.checked_sub(1);
-    let keep = |i: usize| Some(i) == cur || app.filter.matches(&events[i].1);
-    let split = app.pos.saturating_sub(1);
-    let before_want = rows / 2;
-    let mut before: Vec<usize> = (0..split)
-        .rev()
-        .filter(|&i| keep(i))
-        .take(before_want)
-        .collect();
-    before.reverse();
-    let after_want = rows - before.len();
-    let mut after: Vec<usize> = (split..events.len())
-        .filter(|&i| keep(i))
-        .take(after_want)
-        .collect();
-    if before.len() + after.len() < rows && after.len() < after_want {
-        // near the end: show more of what came before
-        let extra = rows - before.len() - after.len();
-        let first = before.first().copied().unwrap_or(split);
-        let mut more: Vec<usize> = (0..first).rev().filter(|&i| keep(i)).take(extra).collect();
-        more.reverse();
-        more.append(&mut before);
-        before = more;
-    }
-    before.append(&mut after);
-    before
-}
-
-pub fn render(app: &App, f: &mut Frame, area: Rect) {
-    let filter = match &app.editing {
-        Some(text) => format!(" filter: {text}▏"),
-        None if !app.filter.is_empty() => format!(" filter: {}", app.filter.describe()),
-        None => String::new(),
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(Line::from(vec![
-            Span::styled(" events ", style::title()),
-            Span::styled(
-                filter,
-                Style::default()
-                    .fg(Color::Yellow)
-                    .add_modifier(Modifier::BOLD),
-            ),
-            Span::raw(" "),
-        ]));
-    let inner = block.inner(area);
-    f.render_widget(block, area);
-    let events = app.loaded.events();
-    let num_w = events.len().to_string().len();
-    // narrow panels keep the text and drop the event numbers (the header has the cursor's)
-    let numbers = inner.width >= 60;
-    let time_w = fmt_ms(app.loaded.end_ns()).len();
-    let cur = app.pos.checked_sub(1);
-    let lines: Vec<Line> = window(app, inner.height as usize)
-        .into_iter()
-        .map(|i| {
-            let (t, ev) = &events[i];
-            let is_cur = Some(i) == cur;
-            let mut base = Style::default();
-            if is_cur {
-                base = base.add_modifier(Modifier::REVERSED);
-            } else if i >= app.pos {
-                base = base.add_modifier(Modifier::DIM);
-            }
-            Line::from(vec![
-                Span::styled(
-                    format!(
-                        "{}{} {:>time_w$} ",
-                        if is_cur { "▶" } else { " " },
-                        if numbers {
-                            format!("{:>num_w$}", i + 1)
-                        } else {
-                            String::new()
-                        },
-                        fmt_ms(*t)
-                    ),
-                    base,
-                ),
-                Span::styled(format!("{:<13} ", ev.kind()), base.fg(kind_color(ev))),
-                Span::styled(describe(ev), base),
-            ])
-        })
-        .collect();
-    if lines.is_empty() {
-        let why = if events.is_empty() {
-            "the trace has no events"
-        } else {
-            "no event matches the filter"
-        };
-        f.render_widget(Paragraph::new(Line::styled(why, style::dim())), inner);
-    } else {
-        f.render_widget(Paragraph::new(lines), inner);
     }
 }

@@ -1,7 +1,7 @@
-//! The header: scenario, seed, virtual time, event i of N, outcome.
+//! The header: scenario, seed, ranks, outcome; virtual time, event i of N, the current event.
 
 use crate::app::App;
-use crate::ui::style;
+use crate::view::style;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -30,12 +30,12 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let line1 = Line::from(vec![
         Span::styled(
             " ringside ",
-            style::title().fg(Color::Black).bg(Color::Cyan),
+            style::title().add_modifier(Modifier::REVERSED),
         ),
         Span::raw(" "),
         Span::styled(trace.header.scenario.name.clone(), style::title()),
-        Span::styled(format!("  seed {}", trace.header.seed), style::dim()),
-        Span::styled(format!("  {} ranks", app.ranks()), style::dim()),
+        Span::raw(format!("  seed {}", trace.header.seed)),
+        Span::raw(format!("  {} ranks", app.ranks())),
         Span::raw("  outcome "),
         Span::styled(outcome_text, outcome_style(outcome)),
     ]);
@@ -51,7 +51,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Span::raw("   event "),
         Span::styled(app.pos.to_string(), style::title()),
         Span::raw(format!(" of {}", app.loaded.len())),
-        Span::styled(current, style::dim()),
+        Span::raw(current),
     ]);
     f.render_widget(Paragraph::new(vec![line1, line2]), area);
 }
