@@ -1,4 +1,4 @@
-//! `ringside replay`: the contract of DESIGN §3.
+//! `ringside replay`: its contract (docs/cli.md).
 //!
 //! - exit 0 when the re-run is identical, line for line;
 //! - exit 1 and the first diverging line (its number, the recorded and the re-run text) when
