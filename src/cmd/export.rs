@@ -1,6 +1,6 @@
 //! `ringside export TRACE --perfetto FILE`: Chrome trace-event JSON for Perfetto UI.
 
-use crate::Failure;
+use anyhow::Context;
 use clap::Args;
 use ringside_sim::trace::perfetto::{export_chrome, ExportError};
 use ringside_sim::trace::TraceReader;
@@ -16,15 +16,16 @@ pub struct ExportArgs {
     pub perfetto: PathBuf,
 }
 
-pub fn main(a: ExportArgs) -> Result<(), Failure> {
-    let mut reader = TraceReader::open(&a.trace).map_err(|e| Failure::Input(e.to_string()))?;
-    let fail = |e: ExportError| Failure::Input(e.to_string());
+pub fn main(a: ExportArgs) -> anyhow::Result<()> {
+    let mut reader = TraceReader::open(&a.trace)?;
+    // the message of an I/O error already names its cause
+    let fail = |e: ExportError| anyhow::Error::msg(e.to_string());
     if a.perfetto.as_os_str() == "-" {
         export_chrome(&mut reader, std::io::stdout().lock()).map_err(fail)?;
         return Ok(());
     }
     let out = std::fs::File::create(&a.perfetto)
-        .map_err(|e| Failure::Input(format!("cannot create {}: {e}", a.perfetto.display())))?;
+        .with_context(|| format!("cannot create {}", a.perfetto.display()))?;
     let stats = export_chrome(&mut reader, out).map_err(fail)?;
     eprintln!(
         "{}: {} trace events, {} message flows",

@@ -21,12 +21,12 @@ pub struct ReplayArgs {
 
 /// Exit 0 when the re-run is identical; 1 and the first diverging line when it is not; 2 when
 /// the trace is malformed or incomplete (the line is named).
-pub fn main(a: ReplayArgs) -> Result<(), Failure> {
+pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
     let variant = Variant {
         mutation: a.mutation,
         nondeterministic_ties: a.nondeterministic_ties,
     };
-    match replay_with(&a.trace, variant).map_err(|e| Failure::Input(e.to_string()))? {
+    match replay_with(&a.trace, variant)? {
         ReplayOutcome::Identical { events, digest } => {
             println!(
                 "{}: identical: {events} events replayed, digest {digest}",
@@ -41,6 +41,7 @@ pub fn main(a: ReplayArgs) -> Result<(), Failure> {
         } => Err(Failure::Check(format!(
             "{}: diverged at line {line}\n  expected: {expected}\n  actual:   {actual}",
             a.trace.display()
-        ))),
+        ))
+        .into()),
     }
 }
