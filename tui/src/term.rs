@@ -5,46 +5,24 @@ use crate::app::App;
 use crate::input;
 use crate::ui;
 use crossterm::event::{self, Event as TermEvent};
-use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
-use crossterm::{cursor, execute};
-use ratatui::backend::CrosstermBackend;
-use ratatui::Terminal;
-use std::io::{self, Stdout};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
+use ratatui::DefaultTerminal;
+use std::io;
 
-/// Whether the terminal is in raw mode on the alternate screen because of us.
-static ENTERED: AtomicBool = AtomicBool::new(false);
-
-/// Puts the terminal back as it was: cooked mode, main screen, cursor shown. Only the first
-/// call after entering acts: leaving the alternate screen twice would move the cursor back
-/// over what was printed in between (a panic message, say).
-pub fn restore() {
-    if ENTERED.swap(false, Ordering::SeqCst) {
-        let _ = terminal::disable_raw_mode();
-        let _ = execute!(io::stdout(), LeaveAlternateScreen, cursor::Show);
-    }
-}
-
-/// Raw mode and the alternate screen while it lives.
+/// Raw mode and the alternate screen while it lives. `ratatui::try_init` enters them and
+/// installs a panic hook that restores the terminal before the panic message is printed;
+/// dropping the guard restores it otherwise. The terminal shows the cursor again when it is
+/// dropped (ratatui hides it while drawing).
 pub struct TerminalGuard {
-    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+    pub terminal: DefaultTerminal,
 }
 
 impl TerminalGuard {
     pub fn enter() -> io::Result<TerminalGuard> {
-        install_panic_hook();
-        terminal::enable_raw_mode()?;
-        ENTERED.store(true, Ordering::SeqCst);
-        let mut out = io::stdout();
-        if let Err(e) = execute!(out, EnterAlternateScreen, cursor::Hide) {
-            restore();
-            return Err(e);
-        }
-        match Terminal::new(CrosstermBackend::new(out)) {
+        match ratatui::try_init() {
             Ok(terminal) => Ok(TerminalGuard { terminal }),
             Err(e) => {
-                restore();
+                // raw mode may be on already
+                let _ = ratatui::try_restore();
                 Err(e)
             }
         }
@@ -53,20 +31,12 @@ impl TerminalGuard {
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        restore();
+        // while unwinding from a panic, the hook has restored the terminal already: leaving the
+        // alternate screen twice would move the cursor back over the panic message
+        if !std::thread::panicking() {
+            ratatui::restore();
+        }
     }
-}
-
-/// Restores the terminal before the default hook prints the panic, so the message is readable.
-fn install_panic_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            restore();
-            previous(info);
-        }));
-    });
 }
 
 /// Runs the viewer until the user quits.
