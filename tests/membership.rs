@@ -14,7 +14,7 @@ use ringside_sim::check::membership::{
     record, registry_converged, Violation,
 };
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{load, parse, Outcome, Sabotage, Scenario};
+use ringside_sim::scenario::{parse, Outcome, Sabotage, Scenario};
 use ringside_sim::trace::{replay, Event, ReplayOutcome};
 
 const MS: u64 = 1_000_000;
@@ -34,16 +34,9 @@ fn config(default: u32) -> Config {
     }
 }
 
-fn scenario(text: &str) -> Scenario {
-    parse(text, "inline.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
+mod common;
 
-fn shipped(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(name);
-    load(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use common::{scenario, shipped};
 
 fn sabotaged(mut s: Scenario, sabotage: Sabotage) -> Scenario {
     s.engine.sabotage = sabotage;

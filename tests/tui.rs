@@ -1,11 +1,13 @@
 //! The real binary in a pseudo-terminal: open a trace, press End and q, read what the screen
 //! showed, and check that the terminal was given back (main screen, cursor shown, cooked mode).
 
+mod common;
+
 use nix::sys::termios::LocalFlags;
 use portable_pty::{native_pty_system, CommandBuilder, MasterPty, PtySize};
+use predicates::str::contains;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
 
@@ -55,13 +57,12 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
     let trace = dir.join("preempt.jsonl");
     let scenario =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/preempt-mid-allreduce.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--trace")
-        .arg(&trace)
-        .output()
-        .expect("ringside runs");
+    let out = common::ringside(&[
+        "run".as_ref(),
+        scenario.as_os_str(),
+        "--trace".as_ref(),
+        trace.as_os_str(),
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -93,7 +94,7 @@ impl Session {
                 return None;
             }
         };
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_ringside"));
+        let mut cmd = CommandBuilder::new(common::bin());
         cmd.args(args);
         cmd.env("TERM", "xterm-256color");
         let child = pair.slave.spawn_command(cmd).expect("spawn in the pty");
@@ -207,13 +208,12 @@ fn run_with_tui_opens_the_viewer_on_the_run() {
 fn without_a_terminal_the_viewer_says_so() {
     let dir = tempfile::tempdir().expect("temp dir");
     let trace = write_trace(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    common::cmd()
         .arg("tui")
         .arg(&trace)
-        .output()
-        .expect("ringside runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+        .assert()
+        .code(2)
+        .stderr(contains("needs a terminal"));
 }
 
 #[test]
@@ -221,13 +221,12 @@ fn a_bad_trace_is_refused_before_the_screen_changes() {
     let dir = tempfile::tempdir().expect("temp dir");
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"format\":\"other\"}\n").expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    common::cmd()
         .arg("tui")
         .arg(&bad)
-        .output()
-        .expect("ringside runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a ringside trace"));
+        .assert()
+        .code(2)
+        .stderr(contains("not a ringside trace"));
 }
 
 fn nz(n: u16) -> std::num::NonZeroU16 {

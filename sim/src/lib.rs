@@ -6,11 +6,13 @@
 //! - [`trace`]: JSON Lines traces, digests and replay;
 //! - [`diagnose`]: wait-for graphs and root causes;
 //! - [`check`]: properties and proptest strategies;
+//! - [`cost`]: the textbook cost of every algorithm, and nccl-tests' bandwidths;
 //! - [`driver`]: other drivers of the same protocol code (OS processes over TCP; madsim, with
 //!   `--cfg madsim`);
 //! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them.
 
 pub mod check;
+pub mod cost;
 pub mod diagnose;
 pub mod driver;
 pub mod engine;
