@@ -34,9 +34,8 @@ enum Command {
     /// Every applicable algorithm of the scenario's ops over a range of sizes: simulated time,
     /// algorithm bandwidth and bus bandwidth (as nccl-tests).
     Sweep(cmd::sweep::SweepArgs),
-    /// Property-test the protocol code: random scenarios or fault schedules, each checked
-    /// against agreement, validity, diagnosis_sound, one_world_per_generation, liveness and
-    /// determinism (docs/properties.md); a failure is shrunk and written with its trace.
+    /// Property-test the protocol code: random scenarios or fault schedules against every
+    /// property; a failure is shrunk and written with its trace.
     Check(cmd::check::CheckArgs),
     /// The time-travel debugger: step through a trace, see every rank's state and the
     /// diagnosis at any moment.

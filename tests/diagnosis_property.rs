@@ -1,33 +1,49 @@
-//! DESIGN §5 properties under proptest-generated fault schedules, and proof that each
-//! property can fail on a deliberately broken variant.
+//! The diagnosis_sound property (docs/properties.md) under proptest-generated fault schedules
+//! with application bugs, and proof that it fails on deliberately broken diagnosers.
 //!
 //! Case count: 32 by default (CI-sized), `PROPTEST_CASES=N` for more; the RNG seed is fixed
 //! unless `PROPTEST_RNG_SEED=S` is set. A failure prints the scenario file that reproduces it.
 
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
-use ringside_sim::check::properties::{diagnosis_sound, real_diagnoser, run_diagnosed};
-use ringside_sim::check::strategies::{config, fault_schedule};
-use ringside_sim::diagnose::{diagnose, Cause, Diagnosis, Fold};
+use ringside_sim::check::strategy::{bugs, config};
+use ringside_sim::check::{Property, Run};
+use ringside_sim::diagnose::{diagnose, Cause, Diagnosis, Fold, RootCause};
+use ringside_sim::proto::Rank;
 
 proptest! {
     #![proptest_config(config())]
 
     /// Every stall's root causes name ranks or links that a fault really touched.
     #[test]
-    fn diagnosis_is_sound(case in fault_schedule()) {
-        let s = case.scenario();
-        let (result, d) = run_diagnosed(&s, real_diagnoser);
-        if let Err(why) = diagnosis_sound(&s, result.outcome, &d) {
+    fn diagnosis_is_sound(text in bugs::scenarios()) {
+        let case = text.case();
+        let run = case.run();
+        if let Err(v) = Property::DiagnosisSound.check(&case, &run) {
             prop_assert!(
                 false,
-                "{why}\noutcome {}, blocked {:?}, root causes {:?}",
-                result.outcome,
-                d.blocked_ranks(),
-                d.root_causes()
+                "{v}\noutcome {}, blocked {:?}, root causes {:?}",
+                run.result.outcome,
+                run.diagnosis.blocked_ranks(),
+                run.diagnosis.root_causes()
             );
         }
     }
+}
+
+/// Checks diagnosis soundness on every generated case, with the diagnosis of each run
+/// replaced by what `diagnoser` makes of the run's final state: the first violation.
+fn check_with(diagnoser: fn(&Fold) -> Diagnosis) -> Result<(), String> {
+    let mut runner = TestRunner::new(config());
+    let result = runner.run(&bugs::scenarios(), |text| {
+        let case = text.case();
+        let mut run: Run = case.run();
+        run.diagnosis = diagnoser(&run.fold);
+        Property::DiagnosisSound
+            .check(&case, &run)
+            .map_err(|v| TestCaseError::fail(v.to_string()))
+    });
+    result.map_err(|e| e.to_string())
 }
 
 /// A broken diagnoser: it blames the lowest rank that no timed fault touched (as the trace
@@ -41,13 +57,13 @@ fn blame_a_healthy_rank(fold: &Fold) -> Diagnosis {
     if let Some(h) = (0..fold.ranks.len() as u32).find(|r| !touched.contains(r)) {
         let blocked = d.blocked_ranks();
         d.causes = vec![Cause {
-            cause: format!("preempted:{h}"),
+            cause: RootCause::Preempted(Rank(h)),
             text: format!("rank {h} was preempted"),
             ranks: vec![h],
             blocked,
         }];
         for b in &mut d.blocked {
-            b.causes = vec![format!("preempted:{h}")];
+            b.causes = vec![RootCause::Preempted(Rank(h))];
         }
     }
     d
@@ -55,14 +71,12 @@ fn blame_a_healthy_rank(fold: &Fold) -> Diagnosis {
 
 #[test]
 fn soundness_fails_on_a_diagnoser_that_blames_a_healthy_rank() {
-    let mut runner = TestRunner::new(config());
-    let result = runner.run(&fault_schedule(), |case| {
-        let s = case.scenario();
-        let (r, d) = run_diagnosed(&s, blame_a_healthy_rank);
-        diagnosis_sound(&s, r.outcome, &d).map_err(TestCaseError::fail)
-    });
-    let err = result.expect_err("the broken diagnoser must be caught");
-    assert!(err.to_string().contains("unsound"), "{err}");
+    let err = check_with(blame_a_healthy_rank).expect_err("the broken diagnoser must be caught");
+    assert!(
+        err.contains("diagnosis_sound: root cause `preempted:"),
+        "{err}"
+    );
+    assert!(err.contains("unsound"), "{err}");
 }
 
 #[test]
@@ -72,14 +86,6 @@ fn soundness_fails_on_a_diagnoser_that_finds_nothing() {
         d.causes.clear();
         d
     }
-    let mut runner = TestRunner::new(config());
-    let result = runner.run(&fault_schedule(), |case| {
-        let s = case.scenario();
-        let (r, d) = run_diagnosed(&s, nothing);
-        diagnosis_sound(&s, r.outcome, &d).map_err(TestCaseError::fail)
-    });
-    assert!(
-        result.is_err(),
-        "a stall without root causes must be caught"
-    );
+    let err = check_with(nothing).expect_err("a stall without root causes must be caught");
+    assert!(err.contains("diagnosis_sound: "), "{err}");
 }

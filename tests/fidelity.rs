@@ -248,3 +248,30 @@ fn loggp_messages_of_k_bytes_add_k_minus_1_gaps() {
                 [workload]\n[[workload.ops]]\nop = \"broadcast\"\nbytes = \"1001B\"\n";
     assert_eq!(op_time(text), 5_500 + 6_000);
 }
+
+#[test]
+fn loggp_gap_per_byte_may_be_fractional_or_a_bandwidth() {
+    // 0.04 ns per byte is 25 GB/s: (k-1)G = 1,000,000 x 0.04 = 40,000 ns, either way written
+    for g in ["0.04ns", "25GB/s", "200Gbit/s"] {
+        let text = format!(
+            "name = \"loggp-fractional\"\n[world]\nsize = 2\n\
+             [network]\nmodel = \"loggp\"\nL = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"{g}\"\n\
+             [workload]\n[[workload.ops]]\nop = \"broadcast\"\nbytes = \"1000001B\"\n"
+        );
+        assert_eq!(op_time(&text), 5_500 + 40_000, "G = {g}");
+    }
+}
+
+#[test]
+fn loggp_pairwise_all_to_all_is_p_minus_1_exchanges() {
+    // each step one message of k = n/p bytes each way: 2o + L + (k-1)G
+    let (p, n) = (4u64, 4_000_000u64);
+    let text = format!(
+        "name = \"loggp-a2a\"\n[world]\nsize = {p}\n\
+         [network]\nmodel = \"loggp\"\nL = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"0.04ns\"\n\
+         [workload]\nelements = 3\n[[workload.ops]]\nop = \"all_to_all\"\nbytes = \"{n}B\"\n"
+    );
+    let k = n / p;
+    let step = 2 * 1_500 + 2_500 + ((k - 1) * 4).div_ceil(100);
+    assert_eq!(op_time(&text), (p - 1) * step);
+}

@@ -1,6 +1,6 @@
-//! Elastic membership and the registry: the properties of `check::membership` under proptest
-//! fault schedules, each shown to catch a deliberately broken variant, and the shipped
-//! scenarios.
+//! Elastic membership and the registry: the properties of the registry (docs/properties.md)
+//! under proptest fault schedules of elastic jobs and registries, each shown to catch a
+//! deliberately broken variant, and the shipped scenarios.
 //!
 //! Case counts default to CI-sized values; `PROPTEST_CASES=N` overrides them. A failing case
 //! prints its scenario as TOML: save it and `ringside run` it to reproduce.
@@ -8,13 +8,11 @@
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
-use ringside_sim::check::membership::cases::{elastic_case, registry_case};
-use ringside_sim::check::membership::{
-    check_elastic, check_registry, finished, one_world_per_generation, rebuilt_collectives_valid,
-    record, registry_converged, Violation,
-};
+use ringside_sim::check::strategy::membership::{elastic_case, registry_case};
+use ringside_sim::check::{Case, Kind, Property, Run, Violation};
+use ringside_sim::proto::Rank;
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{parse, Outcome, Sabotage, Scenario};
+use ringside_sim::scenario::{parse, Outcome, RootCause, Sabotage, Scenario};
 use ringside_sim::trace::{replay, Event, ReplayOutcome};
 
 const MS: u64 = 1_000_000;
@@ -43,44 +41,72 @@ fn sabotaged(mut s: Scenario, sabotage: Sabotage) -> Scenario {
     s
 }
 
+/// What a run keeps under any schedule, healing or not: every safety property.
+fn safety() -> Vec<Property> {
+    Property::all()
+        .filter(|p| p.kind() == Kind::Safety)
+        .collect()
+}
+
+/// And once every fault has healed: every property.
+fn every() -> Vec<Property> {
+    Property::all().collect()
+}
+
+/// Runs `s` once and checks `properties` in order: the run, or the first violation.
+fn check(s: &Scenario, properties: &[Property]) -> Result<Run, Violation> {
+    let case = Case::new(s.clone());
+    let run = case.run();
+    for p in properties {
+        p.check(&case, &run)?;
+    }
+    Ok(run)
+}
+
+fn record(s: &Scenario) -> Run {
+    Case::new(s.clone()).run()
+}
+
 proptest! {
     #![proptest_config(config(32))]
 
-    /// Safety under any schedule, healing or not: one world per generation, valid collectives.
+    /// Safety under any schedule, healing or not: one world per generation, valid collectives,
+    /// and every other safety property.
     #[test]
     fn elastic_safety(case in elastic_case(false)) {
-        let res = check_elastic(&case.scenario(), false);
+        let res = check(&case.scenario(), &safety());
         prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
     }
 
-    /// Safety, then liveness: once everything has healed, the job finishes within the bound.
+    /// Safety, then liveness: once everything has healed, the job finishes within the bound
+    /// its time limit sets.
     #[test]
     fn elastic_liveness(case in elastic_case(true)) {
-        let res = check_elastic(&case.scenario(), true);
+        let res = check(&case.scenario(), &every());
         prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
     }
 
     /// Registry views converge once partitions, losses, pauses and restarts are over.
     #[test]
     fn registry_convergence(case in registry_case()) {
-        let settled = u64::from(case.settled_ms()) * MS;
-        let res = check_registry(&case.scenario(), settled);
+        let res = check(&case.scenario(), &every());
         prop_assert!(res.is_ok(), "{}\n{}", res.err().unwrap(), case.toml());
     }
 }
 
-/// Searches deterministic generated cases for one where `check` reports `property`; returns
-/// how many cases it took.
+/// Searches deterministic generated cases, broken by `sabotage`, for one that breaks
+/// `property`; returns how many cases it took.
 fn search<S: Strategy>(
     strategy: S,
     limit: u32,
-    property: &str,
-    mut check: impl FnMut(&S::Value) -> Result<(), Violation>,
+    property: Property,
+    sabotage: Sabotage,
+    scenario: impl Fn(&S::Value) -> Scenario,
 ) -> u32 {
     let mut runner = TestRunner::deterministic();
     for i in 0..limit {
         let case = strategy.new_tree(&mut runner).expect("a case").current();
-        if let Err(v) = check(&case) {
+        if let Err(v) = check(&sabotaged(scenario(&case), sabotage), &[property]) {
             assert_eq!(v.property, property, "{v}");
             return i + 1;
         }
@@ -92,7 +118,7 @@ fn search<S: Strategy>(
 
 #[test]
 fn the_minority_side_of_a_partition_never_forms_a_generation() {
-    let rec = check_elastic(&shipped("elastic-partition-majority.toml"), false)
+    let rec = check(&shipped("elastic-partition-majority.toml"), &safety())
         .unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Rebuilt);
     let gens = &rec.fold.membership.generations;
@@ -100,7 +126,7 @@ fn the_minority_side_of_a_partition_never_forms_a_generation() {
     assert_eq!(gens[0].members, vec![2, 3, 4]);
     // the minority says why it waits: the members it reaches and the quorum it needs
     let waits: Vec<_> = rec
-        .events
+        .events()
         .iter()
         .filter_map(|(_, e)| match e {
             Event::RendezvousWait {
@@ -132,20 +158,23 @@ fn without_the_quorum_rule_a_partition_splits_the_brain() {
         },
     );
     let rec = record(&s);
-    let v = one_world_per_generation(&rec.events, Some((2, 5))).expect_err("split brain");
-    assert!(v.detail.contains("split brain"), "{v}");
+    let v = Property::OneWorldPerGeneration
+        .check(&Case::new(s), &rec)
+        .expect_err("split brain");
+    assert!(v.message.contains("split brain"), "{v}");
     assert!(!rec.fold.membership.conflicts.is_empty());
     // and generated schedules find it quickly
-    let n = search(elastic_case(false), 200, "one world per generation", |c| {
-        let s = sabotaged(
-            c.scenario(),
-            Sabotage {
-                no_quorum: true,
-                ..Sabotage::default()
-            },
-        );
-        check_elastic(&s, false).map(drop)
-    });
+    let no_quorum = Sabotage {
+        no_quorum: true,
+        ..Sabotage::default()
+    };
+    let n = search(
+        elastic_case(false),
+        200,
+        Property::OneWorldPerGeneration,
+        no_quorum,
+        |c| c.scenario(),
+    );
     assert!(n <= 200);
 }
 
@@ -158,8 +187,8 @@ fn rebuilt_collectives_reduce_exactly_their_members_inputs() {
         "elastic-restart-rejoins.toml",
         "elastic-partition-majority.toml",
     ] {
-        let rec = record(&shipped(name));
-        rebuilt_collectives_valid(&rec.events).unwrap_or_else(|v| panic!("{name}: {v}"));
+        let rec = check(&shipped(name), &[Property::Agreement, Property::Validity])
+            .unwrap_or_else(|v| panic!("{name}: {v}"));
         let rebuilt_ops = rec
             .fold
             .ops
@@ -171,7 +200,7 @@ fn rebuilt_collectives_reduce_exactly_their_members_inputs() {
             "{name}: collectives ran in a later generation"
         );
         // a generation's calls have exactly its members
-        for (_, e) in &rec.events {
+        for (_, e) in rec.events() {
             if let Event::Call {
                 generation,
                 members,
@@ -194,21 +223,16 @@ fn rebuilt_collectives_reduce_exactly_their_members_inputs() {
 
 #[test]
 fn fingerprints_without_the_generation_let_stale_chunks_corrupt_results() {
+    let no_generation_check = Sabotage {
+        no_generation_check: true,
+        ..Sabotage::default()
+    };
     let n = search(
         elastic_case(true),
         400,
-        "validity of rebuilt collectives",
-        |c| {
-            let s = sabotaged(
-                c.scenario(),
-                Sabotage {
-                    no_generation_check: true,
-                    ..Sabotage::default()
-                },
-            );
-            let rec = record(&s);
-            rebuilt_collectives_valid(&rec.events)
-        },
+        Property::Validity,
+        no_generation_check,
+        |c| c.scenario(),
     );
     assert!(n <= 400);
 }
@@ -247,7 +271,7 @@ duration = "300ms"
 #[test]
 fn after_a_heal_the_group_rebuilds_and_finishes() {
     let s = scenario(ISOLATED);
-    let rec = check_elastic(&s, true).unwrap_or_else(|v| panic!("{v}"));
+    let rec = check(&s, &every()).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Rebuilt);
     let formed = &rec.fold.membership.generations;
     assert!(
@@ -265,18 +289,14 @@ fn a_rendezvous_that_never_retries_stays_stuck_after_the_heal() {
             ..Sabotage::default()
         },
     );
-    let rec = record(&s);
-    let v = finished(&s, &rec.result, &rec.events).expect_err("stuck");
-    assert_eq!(v.property, "liveness");
-    let n = search(elastic_case(true), 200, "liveness", |c| {
-        let s = sabotaged(
-            c.scenario(),
-            Sabotage {
-                no_retry: true,
-                ..Sabotage::default()
-            },
-        );
-        check_elastic(&s, true).map(drop)
+    let v = check(&s, &[Property::Liveness]).err().expect("stuck");
+    assert!(v.message.contains("after every fault had healed"), "{v}");
+    let no_retry = Sabotage {
+        no_retry: true,
+        ..Sabotage::default()
+    };
+    let n = search(elastic_case(true), 200, Property::Liveness, no_retry, |c| {
+        c.scenario()
     });
     assert!(n <= 200);
 }
@@ -312,7 +332,8 @@ rank = 2
 at = "200ms"
 "#,
     );
-    let rec = check_elastic(&s, false).unwrap_or_else(|v| panic!("{v}"));
+    // every property holds: a true quorum loss is a live, diagnosed stall
+    let rec = check(&s, &every()).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Stalled);
     assert!(
         rec.result.end_ns < 1_000 * MS,
@@ -320,7 +341,6 @@ at = "200ms"
     );
     let w = rec.fold.membership.waiting.get(&1).expect("rank 1 waits");
     assert_eq!((w.quorum, w.reachable.clone()), (2, vec![1]));
-    finished(&s, &rec.result, &rec.events).expect("a true quorum loss is an accepted stall");
 }
 
 // ---- registry convergence ------------------------------------------------------------------
@@ -371,7 +391,7 @@ fn registry_views_shrink_in_a_partition_and_converge_after_it() {
     let out = run(&s, &RunOptions::default()).expect("runs");
     assert!(out.report.expect.ok, "{:?}", out.report.expect);
     assert_eq!(out.report.queries.len(), 3);
-    let rec = check_registry(&s, 3_000 * MS).unwrap_or_else(|v| panic!("{v}"));
+    let rec = check(&s, &every()).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Completed);
 }
 
@@ -384,23 +404,24 @@ fn without_a_state_exchange_on_reconnection_views_diverge() {
             ..Sabotage::default()
         },
     );
-    let rec = record(&s);
-    let v = registry_converged(&rec.events, 3_000 * MS).expect_err("diverged");
-    assert!(v.detail.contains("sees todo"), "{v}");
+    let v = check(&s, &[Property::Liveness]).err().expect("diverged");
+    assert!(v.message.contains("at 3000.000ms node"), "{v}");
+    assert!(v.message.contains("sees todo"), "{v}");
     // the report's expectations catch it too
     let out = run(&s, &RunOptions::default()).expect("runs");
     assert!(!out.report.expect.ok);
     assert!(out.report.expect.failures[0].contains("registry query"));
-    let n = search(registry_case(), 200, "registry convergence", |c| {
-        let s = sabotaged(
-            c.scenario(),
-            Sabotage {
-                no_registry_resync: true,
-                ..Sabotage::default()
-            },
-        );
-        check_registry(&s, u64::from(c.settled_ms()) * MS).map(drop)
-    });
+    let no_registry_resync = Sabotage {
+        no_registry_resync: true,
+        ..Sabotage::default()
+    };
+    let n = search(
+        registry_case(),
+        200,
+        Property::Liveness,
+        no_registry_resync,
+        |c| c.scenario(),
+    );
     assert!(n <= 200);
 }
 
@@ -409,7 +430,7 @@ fn the_replicated_todo_list_survives_the_loss_of_a_node() {
     let rec = record(&shipped("registry-todo-list.toml"));
     assert_eq!(rec.result.outcome, Outcome::Completed);
     let list_of = |node: u32| -> Vec<String> {
-        rec.events
+        rec.events()
             .iter()
             .filter_map(|(_, e)| match e {
                 Event::RegistryDeliver { rank, message, .. } if *rank == node => {
@@ -425,7 +446,7 @@ fn the_replicated_todo_list_survives_the_loss_of_a_node() {
         ["buy milk", "write the report", "call the plumber"]
     );
     let left: Vec<_> = rec
-        .events
+        .events()
         .iter()
         .filter_map(|(_, e)| match e {
             Event::RegistryNotify { rank: 0, left, .. } if !left.is_empty() => Some(left.clone()),
@@ -461,7 +482,7 @@ fn shipped_elastic_scenarios_keep_every_property_and_replay() {
         "registry-todo-list.toml",
     ] {
         let s = shipped(name);
-        check_elastic(&s, false).unwrap_or_else(|v| panic!("{name}: {v}"));
+        check(&s, &every()).unwrap_or_else(|v| panic!("{name}: {v}"));
         let trace = dir.path().join("t.jsonl");
         let out = run(
             &s,
@@ -515,7 +536,7 @@ fn a_dead_store_stops_every_rebuild() {
     let mut s = shipped("elastic-store-failure.toml");
     s.faults.remove(0);
     s.expect = None;
-    let rec = check_elastic(&s, true).unwrap_or_else(|v| panic!("{v}"));
+    let rec = check(&s, &every()).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(rec.result.outcome, Outcome::Rebuilt);
 }
 
@@ -568,7 +589,11 @@ fn causes_of(text: &str) -> (Outcome, Vec<u32>, Vec<String>) {
     (
         out.report.outcome,
         out.report.blocked.iter().map(|b| b.rank).collect(),
-        out.report.root_causes.clone(),
+        out.report
+            .root_causes
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
     )
 }
 
@@ -609,7 +634,7 @@ fn the_minority_of_a_partition_is_blocked_on_the_partition_and_a_lost_quorum() {
         .diagnosis
         .causes
         .iter()
-        .find(|c| c.cause == "quorum_lost")
+        .find(|c| c.cause == RootCause::QuorumLost)
         .expect("quorum_lost is a root cause");
     assert_eq!(
         quorum.blocked,
@@ -634,7 +659,7 @@ fn a_dead_store_is_named_as_a_root_cause() {
         .diagnosis
         .causes
         .iter()
-        .find(|c| c.cause == "preempted:3")
+        .find(|c| c.cause == RootCause::Preempted(Rank(3)))
         .expect("the store's death is a root cause");
     assert!(
         store.text.contains("rendezvous store (node 3)"),
@@ -675,7 +700,7 @@ op = "reduce"
     assert_eq!(out.report.outcome, Outcome::Stalled);
     assert!(out.report.generations.len() > 1, "it did try to rebuild");
     assert!(out.result.end_ns < 30_000 * MS, "{} ns", out.result.end_ns);
-    assert_eq!(out.report.root_causes, ["mismatch:3"]);
+    assert_eq!(out.report.root_causes, [RootCause::Mismatch(Rank(3))]);
 }
 
 #[test]
@@ -743,6 +768,16 @@ fn a_restarted_process_outside_the_group_lost_what_its_old_one_sent() {
     assert_eq!(outcome, Outcome::Stalled);
     assert_eq!(blocked, [1]);
     assert_eq!(causes, ["preempted:0"]);
+}
+
+#[test]
+fn a_stall_after_every_fault_healed_is_live_when_the_quorum_is_truly_gone() {
+    // the restarted 0 lost its promises: {1} alone is no majority of {0, 1}
+    let restart = "[[faults]]\nkind = \"preempt\"\nrank = 0\nat = \"10032115ns\"\n\
+                   restart_after = \"200ms\"\n";
+    let s = scenario(&elastic_pair("quorum", 1, "10ms", restart));
+    let rec = check(&s, &every()).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(rec.result.outcome, Outcome::Stalled);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The properties of DESIGN §5 and `ringside check`.
+//! The property registry (docs/properties.md) and `ringside check`.
 //!
 //! Each property passes on the real code and fails on a deliberately broken variant of it; a
 //! planted bug is shrunk to a small scenario whose files replay; the CLI runs a swarm of 64
@@ -6,11 +6,11 @@
 
 use proptest::prelude::*;
 use ringside_sim::check::bound::healing;
-use ringside_sim::check::props::{self, Property, AGREEMENT, DETERMINISM, LIVENESS, VALIDITY};
 use ringside_sim::check::swarm::{Quiet, Swarm};
-use ringside_sim::check::{strategy, Case, Gen, Variant};
+use ringside_sim::check::{strategy, Case, Gen, Property, Variant, Violation};
 use ringside_sim::proto::mutation::Mutation;
-use ringside_sim::scenario::{Outcome, Scenario};
+use ringside_sim::proto::Rank;
+use ringside_sim::scenario::{Outcome, RootCause, Scenario};
 use ringside_sim::trace::{replay_with, ReplayOutcome};
 
 mod common;
@@ -29,22 +29,26 @@ fn world(p: u32, extra: &str, ops: &str) -> Scenario {
 const RING_ALLREDUCE: &str =
     "[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\nalgorithm = \"ring\"\n";
 
-fn holds(p: Property, case: &Case) -> Result<(), String> {
-    (p.check)(case, &case.run())
+fn holds(p: Property, case: &Case) -> Result<(), Violation> {
+    p.check(case, &case.run())
 }
 
 #[track_caller]
 fn passes(p: Property, case: &Case) {
-    if let Err(why) = holds(p, case) {
-        panic!("{} fails on the real code: {why}", p.name);
+    if let Err(v) = holds(p, case) {
+        panic!("{p} fails on the real code: {v}");
     }
 }
 
+/// What breaks `p` on `case`, which must break it.
 #[track_caller]
 fn fails(p: Property, case: &Case) -> String {
     match holds(p, case) {
-        Ok(()) => panic!("{} holds on {:?}", p.name, case.variant),
-        Err(why) => why,
+        Ok(()) => panic!("{p} holds on {:?}", case.variant),
+        Err(v) => {
+            assert_eq!(v.property, p, "{v}");
+            v.message
+        }
     }
 }
 
@@ -59,7 +63,7 @@ fn every_property_holds_on_the_real_code() {
             p - 1
         );
         let case = Case::new(world(p, "jitter = \"1us\"", &ops));
-        for prop in props::registry() {
+        for prop in Property::all() {
             passes(prop, &case);
         }
     }
@@ -68,14 +72,17 @@ fn every_property_holds_on_the_real_code() {
 #[test]
 fn a_wrong_ring_chunk_breaks_validity_and_agreement() {
     let real = Case::new(world(4, "", RING_ALLREDUCE));
-    passes(VALIDITY, &real);
-    passes(AGREEMENT, &real);
+    passes(Property::Validity, &real);
+    passes(Property::Agreement, &real);
     let broken = real
         .clone()
         .with_variant(Variant::mutated(Mutation::RingWrongChunk));
-    let why = fails(VALIDITY, &broken);
-    assert!(why.contains("allreduce #1 (ring"), "{why}");
-    let why = fails(AGREEMENT, &broken);
+    let v = Property::Validity
+        .check(&broken, &broken.run())
+        .expect_err("a wrong chunk");
+    assert!(v.message.contains("allreduce #1 (ring"), "{v}");
+    assert!(v.op.is_some(), "the violation names the collective: {v:?}");
+    let why = fails(Property::Agreement, &broken);
     assert!(why.contains("2 different results"), "{why}");
 }
 
@@ -87,9 +94,9 @@ fn an_allgather_that_drops_a_rank_breaks_validity() {
                 "[[workload.ops]]\nop = \"allgather\"\nbytes = \"64KiB\"\nalgorithm = \"{algorithm}\"\n"
             );
             let real = Case::new(world(p, "", &ops));
-            passes(VALIDITY, &real);
+            passes(Property::Validity, &real);
             let broken = real.with_variant(Variant::mutated(Mutation::AllgatherDropRank));
-            let why = fails(VALIDITY, &broken);
+            let why = fails(Property::Validity, &broken);
             assert!(why.contains("allgather #1"), "{algorithm} on {p}: {why}");
         }
     }
@@ -100,9 +107,9 @@ fn dropping_early_chunks_breaks_liveness() {
     // jitter reorders a peer's messages, so some arrive a step early
     let real = Case::new(world(8, "jitter = \"20us\"", RING_ALLREDUCE));
     assert_eq!(real.run().report.outcome, Outcome::Completed);
-    passes(LIVENESS, &real);
+    passes(Property::Liveness, &real);
     let broken = real.with_variant(Variant::mutated(Mutation::DropEarlyChunks));
-    let why = fails(LIVENESS, &broken);
+    let why = fails(Property::Liveness, &broken);
     assert!(
         why.contains("there are no faults, yet the run stalled"),
         "{why}"
@@ -113,12 +120,12 @@ fn dropping_early_chunks_breaks_liveness() {
 fn nondeterministic_ties_break_determinism() {
     // no jitter, no compute: many events at the same instants
     let real = Case::new(world(8, "", RING_ALLREDUCE));
-    passes(DETERMINISM, &real);
+    passes(Property::Determinism, &real);
     let broken = real.with_variant(Variant {
         nondeterministic_ties: true,
         ..Variant::default()
     });
-    let why = fails(DETERMINISM, &broken);
+    let why = fails(Property::Determinism, &broken);
     assert!(
         why.contains("different digests") || why.contains("diverged at line"),
         "{why}"
@@ -137,7 +144,7 @@ fn liveness_demands_completion_only_once_faults_heal() {
     )));
     assert!(healing(&healing_case.scenario).heals);
     assert_eq!(healing_case.run().report.outcome, Outcome::Completed);
-    passes(LIVENESS, &healing_case);
+    passes(Property::Liveness, &healing_case);
     // never heals: a preempted rank stalls the job, and the stall is diagnosed
     let stalled = Case::new(scenario(&format!(
         "{base}[[faults]]\nkind = \"preempt\"\nrank = 2\nat = \"1500us\"\n"
@@ -145,8 +152,8 @@ fn liveness_demands_completion_only_once_faults_heal() {
     assert!(!healing(&stalled.scenario).heals);
     let out = stalled.run();
     assert_eq!(out.report.outcome, Outcome::Stalled);
-    assert_eq!(out.report.root_causes, vec!["preempted:2".to_string()]);
-    passes(LIVENESS, &stalled);
+    assert_eq!(out.report.root_causes, [RootCause::Preempted(Rank(2))]);
+    passes(Property::Liveness, &stalled);
 }
 
 #[test]
@@ -157,7 +164,7 @@ fn calls_after_an_application_bug_are_not_held_to_agreement() {
          [[workload.ops]]\nop = \"broadcast\"\nbytes = \"1KiB\"\nroot = 0\n\
          [[faults]]\nkind = \"mismatch\"\nrank = 1\niteration = 0\nroot = 1\n",
     ));
-    for p in props::registry() {
+    for p in Property::all() {
         passes(p, &case);
     }
 }
@@ -197,7 +204,7 @@ fn a_planted_bug_shrinks_to_a_small_scenario_whose_files_replay() {
         let back = ringside_sim::scenario::load(&files.scenario).expect("parses");
         assert_eq!(back, found.shrunk.scenario);
         let again = Case::new(back).with_variant(variant);
-        let p = props::by_name(found.property).expect("a registered property");
+        let p: Property = found.failure.name().parse().expect("a registered property");
         assert!(holds(p, &again).is_err(), "seed {seed}: still fails");
         // without the bug it passes: the failure is the planted bug's
         passes(p, &Case::new(again.scenario.clone()));
@@ -206,9 +213,10 @@ fn a_planted_bug_shrinks_to_a_small_scenario_whose_files_replay() {
             replay_with(&files.trace, variant),
             Ok(ReplayOutcome::Identical { .. })
         ));
-        assert!(files.trace.file_name().is_some_and(
-            |n| n.to_string_lossy() == format!("{}-{}.jsonl", found.property, found.case_seed)
-        ));
+        assert!(files
+            .trace
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy() == format!("{}-{}.jsonl", p, found.case_seed)));
     }
 }
 
@@ -218,10 +226,10 @@ proptest! {
     /// The library as another crate's test uses it: strategies in, properties out.
     #[test]
     fn random_cases_hold_every_property(case in strategy::cases(&Gen::default())) {
-        let out = case.run();
-        for p in props::registry() {
-            if let Err(why) = (p.check)(&case, &out) {
-                prop_assert!(false, "{} fails: {}", p.name, why);
+        let run = case.run();
+        for p in Property::all() {
+            if let Err(v) = p.check(&case, &run) {
+                prop_assert!(false, "{v}");
             }
         }
     }
@@ -248,10 +256,9 @@ fn check_passes_on_the_real_code() {
         out.contains(&format!("check: {cases} cases passed")),
         "{out}"
     );
+    let names: Vec<&str> = Property::all().map(Property::name).collect();
     assert!(
-        out.contains(
-            "agreement, validity, diagnosis_sound, one_world_per_generation, liveness, determinism"
-        ),
+        out.contains(&format!("6 properties checked ({})", names.join(", "))),
         "{out}"
     );
     assert!(out.contains("cases/s"), "{out}");
@@ -363,10 +370,22 @@ fn one_world_per_generation_is_in_the_registry_and_catches_a_split_brain() {
         .join("scenarios")
         .join("elastic-partition-majority.toml");
     let real = Case::new(ringside_sim::scenario::load(&path).unwrap_or_else(|e| panic!("{e}")));
-    let p = props::by_name("one_world_per_generation").expect("registered");
+    let p: Property = "one_world_per_generation".parse().expect("registered");
     passes(p, &real);
     let mut broken = real.clone();
     broken.scenario.engine.sabotage.no_quorum = true;
-    let why = fails(p, &broken);
-    assert!(why.contains("split brain"), "{why}");
+    let v = p.check(&broken, &broken.run()).expect_err("a split brain");
+    assert!(v.message.contains("split brain"), "{v}");
+    assert_eq!(v.ranks.len(), 2, "the two ranks that disagree: {v:?}");
+}
+
+#[test]
+fn check_help_lists_every_property_of_the_registry() {
+    let o = ringside(&["check", "--help"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    for p in Property::all() {
+        assert!(out.contains(&format!("  {} ({})\n", p, p.kind())), "{out}");
+        assert!(out.contains(p.statement().split(' ').next().unwrap_or("")));
+    }
 }

@@ -11,7 +11,7 @@
 //! Every trace under `traces/regressions/` replays, and every scenario there now passes every
 //! property.
 
-use ringside_sim::check::{props, Case};
+use ringside_sim::check::{Case, Property};
 use ringside_sim::trace::{replay, ReplayOutcome};
 use std::path::{Path, PathBuf};
 
@@ -239,10 +239,10 @@ fn every_regression_replays_and_now_passes_every_property() {
         let scenario = ringside_sim::scenario::load_with(&s, &ringside_sim::engine::SUPPORT)
             .unwrap_or_else(|e| panic!("{e}"));
         let case = Case::new(scenario);
-        let out = case.run();
-        for p in props::registry() {
-            if let Err(why) = (p.check)(&case, &out) {
-                panic!("{}: {} fails: {why}", s.display(), p.name);
+        let run = case.run();
+        for p in Property::all() {
+            if let Err(v) = p.check(&case, &run) {
+                panic!("{}: {v}", s.display());
             }
         }
         assert!(

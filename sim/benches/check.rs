@@ -1,15 +1,14 @@
 //! Swarm throughput: random 8-rank cases per second of wall time, each generated from its
-//! seed, run, and checked against every property of the registry (determinism re-runs the case
-//! and replays its trace, so a case costs three runs).
+//! seed, run, and checked against every property of the registry (determinism runs the case
+//! again and replays its trace, so a case costs three runs).
 //!
 //! `cargo bench -p ringside-sim --bench check` reports cases per second as `elem/s`:
 //! `all_properties` is what `ringside check` does per case; `generate_and_run` leaves the
 //! properties out, to show their share.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ringside_sim::check::props::registry;
 use ringside_sim::check::swarm::{Quiet, Swarm};
-use ringside_sim::check::Gen;
+use ringside_sim::check::{Gen, Property};
 
 const CASES: u64 = 64;
 
@@ -18,7 +17,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(CASES));
     for (name, properties) in [
-        ("all_properties", registry()),
+        ("all_properties", Property::all().collect()),
         ("generate_and_run", Vec::new()),
     ] {
         let swarm = Swarm {
@@ -31,7 +30,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter(|| {
                 let s = swarm.run(&mut Quiet);
-                assert!(s.found.is_none(), "{:?}", s.found.map(|f| f.message));
+                assert!(s.found.is_none(), "{:?}", s.found.map(|f| f.failure));
                 assert_eq!(s.cases, CASES);
             })
         });

@@ -30,10 +30,21 @@
 //! | reduce_scatter | `direct` | a + f n b |
 //! | barrier | `dissemination` | lg a |
 //! | barrier | `tree` | 2 lg a |
+//! | all_to_all | `pairwise` | (p-1)(a + n/p b) |
+//! | all_to_all | `direct` | a + f n b |
+//! | all_to_all | `bruck` | the sum over its lg steps k of a + c_k n/p b, c_k the ranks j < p with bit k set |
+//! | gather | `binomial` | lg a + f n b |
+//! | gather | `direct` | a + f n b |
+//! | scatter | `binomial` | lg a + f n b |
+//! | scatter | `direct` | a + f n b |
+//!
+//! For all_to_all n is one rank's send buffer (n/p to each peer); for gather and scatter the
+//! root's whole buffer (n/p per rank).
 //!
 //! Where the formula holds:
-//! - `recursive_doubling`, `recursive_halving`, `rabenseifner` and `scatter_allgather` when p
-//!   is a power of two (on other p they fold ranks first, and cost more);
+//! - `recursive_doubling`, `recursive_halving`, `rabenseifner`, `scatter_allgather` and the
+//!   `binomial` gather and scatter when p is a power of two (on other p they fold ranks first,
+//!   or clip their tree, and cost more);
 //! - the `direct` algorithms and `hierarchical` when reductions are free (g = 0): their
 //!   reductions overlap the transfers in a way these formulas do not capture;
 //! - the binomial trees (`binomial`, `tree`) exactly when p is a power of two; on other p a rank
@@ -190,6 +201,14 @@ pub fn textbook(op: OpKind, algorithm: Algorithm, p: u32, n: u64, net: Net) -> O
         (O::ReduceScatter, A::Direct) if free => exact(a + f * n * b, p - 1),
         (O::Barrier, A::Dissemination) => exact(lg * a, l),
         (O::Barrier, A::Tree) => trees(2, 0),
+        (O::AllToAll, A::Pairwise) => exact((pf - 1.0) * (a + n / pf * b), p - 1),
+        (O::AllToAll | O::Gather | O::Scatter, A::Direct) => exact(a + f * n * b, p - 1),
+        (O::AllToAll, A::Bruck) => {
+            // step k moves the blocks of the positions j < p with bit k set
+            let moved = |k: u32| (0..p).filter(|j| j >> k & 1 == 1).count() as f64;
+            exact((0..l).map(|k| a + moved(k) * n / pf * b).sum(), l)
+        }
+        (O::Gather | O::Scatter, A::Binomial) if pow2 => exact(lg * a + f * n * b, l),
         _ => None,
     }
 }
@@ -215,6 +234,7 @@ pub fn bus_factor(op: OpKind, p: u32) -> Option<f64> {
     match op {
         OpKind::Allreduce => Some(2.0 * frac / p),
         OpKind::Allgather | OpKind::ReduceScatter => Some(frac / p),
+        OpKind::AllToAll | OpKind::Gather | OpKind::Scatter => Some(frac / p),
         OpKind::Broadcast | OpKind::Reduce => Some(1.0),
         OpKind::Barrier => None,
     }

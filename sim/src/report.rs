@@ -1,9 +1,14 @@
-//! The result of `ringside run`: the `--json` object of DESIGN §3, and the same in sentences.
+//! The result of `ringside run`: the object `--json` prints, and the same in sentences.
+//!
+//! Root causes stay [`RootCause`] values in the report; they become strings only as it is
+//! written out (serde, sentences).
 
+use crate::cause::{listed, RootCause};
 use crate::diagnose::{ranks_phrase, Blocked, Diagnosis, Fold, OpView, QueryView, Straggler};
-use crate::scenario::{Expect, OpKind, Outcome};
+use crate::scenario::{Expect, Outcome};
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use serde::Serialize;
+use std::collections::BTreeSet;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OpReport {
@@ -36,7 +41,7 @@ pub struct BlockedReport {
     pub waiting_for: Vec<u32>,
     pub since_ns: Nanos,
     /// The root causes this rank waits on.
-    pub root_causes: Vec<String>,
+    pub root_causes: Vec<RootCause>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -92,7 +97,7 @@ pub struct RunReport {
     pub digest: String,
     pub ops: Vec<OpReport>,
     pub blocked: Vec<BlockedReport>,
-    pub root_causes: Vec<String>,
+    pub root_causes: Vec<RootCause>,
     /// One paragraph per root cause.
     pub explanation: Vec<String>,
     /// Ranks others waited for while a slow, delay or loss fault touched them (slow, not
@@ -126,7 +131,7 @@ impl OpReport {
             ranks_called: o.ranks_called,
             // agreement: every rank of an allreduce, broadcast or allgather holds the same
             // bits; a reduce-scatter's ranks hold different blocks
-            correct: o.correct && (o.op == OpKind::ReduceScatter || o.results.len() <= 1),
+            correct: o.correct && (!o.op.same_result_everywhere() || o.results.len() <= 1),
         }
     }
 }
@@ -268,17 +273,14 @@ pub fn check_expect(expect: Option<&Expect>, r: &RunReport) -> ExpectReport {
             }
         }
         if let Some(c) = &e.root_causes {
-            let mut want: Vec<String> = c.iter().map(|s| normalize_cause(s)).collect();
-            want.sort();
-            want.dedup();
-            let mut got: Vec<String> = r.root_causes.iter().map(|s| normalize_cause(s)).collect();
-            got.sort();
-            got.dedup();
+            // as sets of what the causes name (a deadlock's or a partition's ranks in any order)
+            let want: BTreeSet<&RootCause> = c.iter().collect();
+            let got: BTreeSet<&RootCause> = r.root_causes.iter().collect();
             if want != got {
                 failures.push(format!(
                     "root_causes: expected [{}], got [{}]",
-                    want.join(", "),
-                    got.join(", ")
+                    canonical_list(&want),
+                    canonical_list(&got)
                 ));
             }
         }
@@ -312,38 +314,11 @@ pub fn check_expect(expect: Option<&Expect>, r: &RunReport) -> ExpectReport {
     }
 }
 
-/// Canonical form of a root-cause string: ranks sorted inside each list, sides sorted.
-pub fn normalize_cause(s: &str) -> String {
-    let Some((kind, rest)) = s.split_once(':') else {
-        return s.trim().to_string();
-    };
-    let mut sides: Vec<Vec<u64>> = rest
-        .split('|')
-        .map(|side| {
-            let mut v: Vec<u64> = side
-                .split(',')
-                .filter_map(|x| x.trim().parse().ok())
-                .collect();
-            v.sort_unstable();
-            v
-        })
-        .collect();
-    if kind == "partitioned" || kind == "deadlock" {
-        sides.sort();
-    }
-    format!(
-        "{}:{}",
-        kind.trim(),
-        sides
-            .iter()
-            .map(|s| s
-                .iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(","))
-            .collect::<Vec<_>>()
-            .join("|")
-    )
+/// Causes in canonical form, sorted as text.
+fn canonical_list(causes: &BTreeSet<&RootCause>) -> String {
+    let mut v: Vec<RootCause> = causes.iter().map(|c| c.canonical()).collect();
+    v.sort_by_cached_key(|c| c.to_string());
+    listed(&v)
 }
 
 impl RunReport {
@@ -533,4 +508,58 @@ fn generations(fold: &Fold) -> Vec<GenerationReport> {
             }),
     );
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(causes: &[&str]) -> RunReport {
+        RunReport {
+            scenario: "s".into(),
+            seed: 1,
+            outcome: Outcome::Stalled,
+            virtual_time_ns: 0,
+            messages: 0,
+            events: 0,
+            digest: String::new(),
+            ops: Vec::new(),
+            blocked: Vec::new(),
+            root_causes: causes.iter().map(|c| c.parse().unwrap()).collect(),
+            explanation: Vec::new(),
+            stragglers: Vec::new(),
+            generations: Vec::new(),
+            queries: Vec::new(),
+            expect: ExpectReport::default(),
+        }
+    }
+
+    fn expecting(causes: &[&str]) -> Expect {
+        Expect {
+            root_causes: Some(causes.iter().map(|c| c.parse().unwrap()).collect()),
+            ..Expect::default()
+        }
+    }
+
+    #[test]
+    fn expected_root_causes_compare_as_sets() {
+        let r = report(&["partitioned:0,1|2,3", "deadlock:4,5,6"]);
+        for want in [
+            ["partitioned:0,1|2,3", "deadlock:4,5,6"],
+            ["deadlock:6,4,5", "partitioned:3,2|1,0"],
+            ["deadlock:5,6,4", "partitioned:2,3|0,1"],
+        ] {
+            let e = check_expect(Some(&expecting(&want)), &r);
+            assert!(e.ok, "{want:?}: {:?}", e.failures);
+        }
+        let e = check_expect(Some(&expecting(&["deadlock:4,5", "slow:10", "slow:9"])), &r);
+        // canonical, sorted as text
+        assert_eq!(
+            e.failures,
+            [
+                "root_causes: expected [deadlock:4,5, slow:10, slow:9], got [deadlock:4,5,6, \
+                 partitioned:0,1|2,3]"
+            ]
+        );
+    }
 }

@@ -105,7 +105,9 @@ pub fn run_with(scenario: &Scenario, opts: &RunOptions, variant: Variant) -> io:
     }
 }
 
-fn run_to<W: io::Write>(
+/// Like [`run_with`], writing the trace into `out` (the checker keeps it in memory).
+#[doc(hidden)]
+pub fn run_to<W: io::Write>(
     scenario: &Scenario,
     opts: &RunOptions,
     out: W,

@@ -250,6 +250,102 @@ impl fmt::Display for Bandwidth {
     }
 }
 
+/// A time per byte, LogGP's G: a duration that may be a fraction of a nanosecond
+/// (`"0.04ns"`, `"6ns"`), or the bandwidth it amounts to (`"25GB/s"` is 0.04 ns per byte).
+/// Kept exact, as a fraction of nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PerByte {
+    /// `num / den` nanoseconds per byte, in lowest terms (`den` divides a power of ten).
+    Time { num: u64, den: u64 },
+    /// One byte every 1/bandwidth.
+    Rate(Bandwidth),
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl PerByte {
+    pub const ZERO: PerByte = PerByte::Time { num: 0, den: 1 };
+
+    pub fn parse(s: &str) -> Result<Self, UnitError> {
+        if s.trim_end().ends_with("/s") {
+            return Bandwidth::parse(s).map(PerByte::Rate);
+        }
+        let (m, d, unit) = split_number(s)?;
+        let scale: u128 = match unit {
+            "ns" => 1,
+            "us" | "µs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "" => {
+                return Err(UnitError(format!(
+                    "`{s}` needs a unit: a time per byte such as \"0.04ns\" or a bandwidth \
+                     such as \"25GB/s\""
+                )))
+            }
+            other => {
+                return Err(UnitError(format!(
+                    "unknown unit `{other}` in `{s}`: use ns, us, ms or s per byte, or a \
+                     bandwidth such as \"25GB/s\""
+                )))
+            }
+        };
+        let num = m
+            .checked_mul(scale)
+            .ok_or_else(|| UnitError(format!("`{s}` is too large")))?;
+        let den = 10u128.pow(d);
+        let k = gcd(num, den).max(1);
+        let (num, den) = (num / k, den / k);
+        match (u64::try_from(num), u64::try_from(den)) {
+            (Ok(num), Ok(den)) => Ok(PerByte::Time { num, den }),
+            _ => Err(UnitError(format!("`{s}` is too large or too precise"))),
+        }
+    }
+
+    /// The time `bytes` take at this rate, rounded up to whole nanoseconds (saturating).
+    pub fn ns_for(self, bytes: u64) -> Nanos {
+        match self {
+            PerByte::Rate(bw) => bw.transfer_ns(bytes),
+            PerByte::Time { num, den } => {
+                let t = (u128::from(bytes) * u128::from(num)).div_ceil(u128::from(den.max(1)));
+                u64::try_from(t).unwrap_or(u64::MAX)
+            }
+        }
+    }
+}
+
+impl Default for PerByte {
+    fn default() -> Self {
+        PerByte::ZERO
+    }
+}
+
+impl fmt::Display for PerByte {
+    /// Whole nanoseconds as a duration (`6ns`, `2us`), fractions as exact decimal nanoseconds
+    /// (`0.04ns`), rates as a bandwidth.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            PerByte::Rate(bw) => bw.fmt(f),
+            PerByte::Time { num, den: 1 } => Duration(num).fmt(f),
+            PerByte::Time { num, den } => {
+                // den divides 10^k: write num / den with k decimals, trailing zeros dropped
+                let mut k = 0u32;
+                while !10u128.pow(k).is_multiple_of(u128::from(den)) && k < 38 {
+                    k += 1;
+                }
+                let scaled = u128::from(num) * (10u128.pow(k) / u128::from(den));
+                let (int, frac) = (scaled / 10u128.pow(k), scaled % 10u128.pow(k));
+                let frac = format!("{frac:0width$}", width = k as usize);
+                write!(f, "{int}.{}ns", frac.trim_end_matches('0'))
+            }
+        }
+    }
+}
+
 macro_rules! string_unit_serde {
     ($ty:ty, $expecting:literal) => {
         impl Serialize for $ty {
@@ -281,10 +377,40 @@ string_unit_serde!(
     Bandwidth,
     "a bandwidth string such as \"25GB/s\" or \"100Gbit/s\""
 );
+string_unit_serde!(
+    PerByte,
+    "a time per byte such as \"0.04ns\", or a bandwidth such as \"25GB/s\""
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_per_byte_may_be_fractional_or_a_bandwidth() {
+        let g = PerByte::parse("0.04ns").unwrap();
+        assert_eq!(g, PerByte::Time { num: 1, den: 25 });
+        assert_eq!(g.to_string(), "0.04ns");
+        assert_eq!(g.ns_for(1000), 40);
+        assert_eq!(g.ns_for(1), 1, "rounds up");
+        let bw = PerByte::parse("25GB/s").unwrap();
+        assert_eq!(bw.ns_for(1000), 40);
+        assert_eq!(bw.to_string(), "25GB/s");
+        assert_eq!(PerByte::parse("6ns").unwrap().to_string(), "6ns");
+        assert_eq!(PerByte::parse("6ns").unwrap().ns_for(3), 18);
+        assert_eq!(PerByte::parse("0.0125ns").unwrap().to_string(), "0.0125ns");
+        assert_eq!(PerByte::parse("1.5us").unwrap().to_string(), "1500ns");
+        assert_eq!(PerByte::parse("2.50ns").unwrap().to_string(), "2.5ns");
+        assert_eq!(PerByte::parse("0ns").unwrap().ns_for(u64::MAX), 0);
+        assert_eq!(PerByte::parse("1s").unwrap().ns_for(u64::MAX), u64::MAX);
+        for bad in ["", "0.04", "1x", "0.04ns/s", "1e3ns", "-1ns"] {
+            assert!(PerByte::parse(bad).is_err(), "{bad:?} accepted");
+        }
+        for text in ["0.04ns", "6ns", "25GB/s", "0.333ns", "100Gbit/s"] {
+            let g = PerByte::parse(text).unwrap();
+            assert_eq!(PerByte::parse(&g.to_string()).unwrap(), g, "{text}");
+        }
+    }
 
     #[test]
     fn durations_are_exact() {

@@ -5,7 +5,7 @@ use crate::Failure;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ringside_sim::check::swarm::{Found, Observer, Shard, Summary, Swarm};
-use ringside_sim::check::Variant;
+use ringside_sim::check::{Property, Variant};
 use ringside_sim::proto::mutation::Mutation;
 use ringside_sim::units::Duration;
 use std::io::IsTerminal;
@@ -16,6 +16,7 @@ pub const CASES_ENV: &str = "RINGSIDE_CHECK_CASES";
 const DEFAULT_CASES: u64 = 256;
 
 #[derive(Args)]
+#[command(after_help = properties_help())]
 pub struct CheckArgs {
     /// Scenarios to lay random fault schedules on (their world, network and workload are kept;
     /// their faults and [expect] are replaced). Without any, whole scenarios are generated.
@@ -41,6 +42,36 @@ pub struct CheckArgs {
     /// Break ties between simultaneous events nondeterministically (to see a failure).
     #[arg(long, hide = true)]
     pub nondeterministic_ties: bool,
+}
+
+/// The properties every case is checked against, from the registry, for `--help`.
+fn properties_help() -> String {
+    let mut s = String::from(
+        "Properties, checked on every case in this order (docs/properties.md states them in \
+         full):\n",
+    );
+    for p in Property::all() {
+        s.push_str(&format!("  {} ({})\n", p.name(), p.kind()));
+        for line in wrap(p.statement(), 88) {
+            s.push_str(&format!("      {line}\n"));
+        }
+    }
+    s
+}
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.len() + 1 + word.len() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
 }
 
 /// A progress bar on a terminal; a plain line every tenth of the cases in CI or a pipe.
@@ -171,7 +202,7 @@ fn names(swarm: &Swarm) -> String {
     swarm
         .properties
         .iter()
-        .map(|p| p.name)
+        .map(|p| p.name())
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -202,9 +233,12 @@ fn print_summary(swarm: &Swarm, s: &Summary) {
 fn print_failure(swarm: &Swarm, paths: &[PathBuf], s: &Summary, f: &Found) {
     println!(
         "check: property `{}` failed on case {} (case seed {}) after {} cases:",
-        f.property, f.case_index, f.case_seed, s.cases
+        f.failure.name(),
+        f.case_index,
+        f.case_seed,
+        s.cases
     );
-    for line in f.message.lines() {
+    for line in f.failure.message().lines() {
         println!("  {line}");
     }
     println!(
@@ -226,7 +260,7 @@ fn print_failure(swarm: &Swarm, paths: &[PathBuf], s: &Summary, f: &Found) {
             println!("minimal scenario: {}", files.scenario.display());
             println!("its trace:        {}", files.trace.display());
             if let Err(why) = &files.replay {
-                if f.property == "determinism" {
+                if f.failure.property() == Some(Property::Determinism) {
                     println!("note: {why}, as a nondeterministic run would");
                 } else {
                     println!("note: {why}");

@@ -241,6 +241,8 @@ impl App {
 mod tests {
     use super::*;
     use crate::state::record;
+    use ringside_sim::diagnose::RootCause;
+    use ringside_sim::proto::Rank;
     use ringside_sim::scenario;
     use ringside_sim::trace::Event;
 
@@ -281,7 +283,7 @@ mod tests {
         a.update(Action::NextFault);
         assert!(a.status.is_some(), "there is only one fault");
         a.update(Action::FirstStall);
-        assert_eq!(a.diagnosis.root_causes(), ["preempted:2"]);
+        assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(2))]);
         a.update(Action::Select(2));
         assert_eq!(a.selected, 2);
         a.update(Action::Select(5));

@@ -5,7 +5,8 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Color;
 use ratatui::Terminal;
-use ringside_sim::diagnose::RankState;
+use ringside_sim::diagnose::{RankState, RootCause};
+use ringside_sim::proto::Rank;
 use ringside_sim::scenario;
 use ringside_tui::app::App;
 use ringside_tui::input::Action;
@@ -133,7 +134,7 @@ fn check_blocked_and_causes(app: &App, b: &Buffer) {
     } else {
         for c in &app.diagnosis.causes {
             assert!(
-                screen.contains(&c.cause),
+                screen.contains(&c.cause.to_string()),
                 "cause {} on screen:\n{screen}",
                 c.cause
             );
@@ -176,7 +177,7 @@ fn preemption_stall() {
     let mut a = app(PREEMPT);
     a.update(Action::FirstStall);
     assert!(a.pos > 0 && a.pos < a.loaded.len());
-    assert_eq!(a.diagnosis.root_causes(), vec!["preempted:2".to_string()]);
+    assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(2))]);
     let t = draw(&a, 80, 24);
     check_blocked_and_causes(&a, t.backend().buffer());
     insta::assert_snapshot!("preempt_first_stall_80x24", t.backend());
@@ -209,7 +210,7 @@ fn partition() {
         .diagnosis
         .root_causes()
         .iter()
-        .any(|c| c.starts_with("partitioned:")));
+        .any(|c| matches!(c, RootCause::Partitioned(_))));
     for (w, h) in [(80, 24), (160, 48)] {
         let t = draw(&a, w, h);
         check_blocked_and_causes(&a, t.backend().buffer());

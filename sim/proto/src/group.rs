@@ -149,6 +149,17 @@ impl ProcessGroup {
         &self.members.ranks
     }
 
+    /// This member's place in a call rooted at group rank `root` (clamped to the group, as
+    /// every call is).
+    pub fn ctx(&self, root: u32) -> Ctx {
+        let p = self.size();
+        Ctx {
+            me: self.me,
+            p,
+            root: root.min(p.saturating_sub(1)),
+        }
+    }
+
     pub fn size(&self) -> u32 {
         self.members.len() as u32
     }
@@ -191,11 +202,7 @@ impl ProcessGroup {
             reduce: req.reduce,
             elements: req.elements,
         };
-        let ctx = Ctx {
-            me: self.me,
-            p,
-            root: req.root.min(p.saturating_sub(1)),
-        };
+        let ctx = self.ctx(req.root);
         out.event(ProtoEvent::Call {
             iteration: req.iteration,
             index: req.index,
@@ -219,7 +226,7 @@ impl ProcessGroup {
                     return CallOutcome::Aborted;
                 }
             };
-        let buf = collective::prepare(req.op, ctx, req.elements, req.input);
+        let buf = collective::prepare(req.op, req.algorithm, ctx, req.elements, req.input);
         let coll = Collective::new(fp, self.members.clone(), ctx, sched, buf, now);
         self.record(FlightEntry {
             fp,
@@ -374,13 +381,13 @@ impl ProcessGroup {
                 let seq = active.coll.fp.seq;
                 let steps = active.coll.steps();
                 let ctx = active.coll.ctx();
-                let op = active.coll.fp.op;
+                let (op, algorithm) = (active.coll.fp.op, active.coll.fp.algorithm);
                 out.cancel_timer(TimerKey::Watchdog {
                     group: self.id,
                     seq,
                 });
                 self.update_record(seq, FlightState::Completed, now, steps);
-                let result = collective::extract(op, ctx, active.coll.into_buffer());
+                let result = collective::extract(op, algorithm, ctx, active.coll.into_buffer());
                 out.event(ProtoEvent::Complete {
                     group: self.id,
                     generation: self.generation,

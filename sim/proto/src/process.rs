@@ -5,7 +5,7 @@ mod membership;
 
 pub use membership::MemberView;
 
-use super::collective::hierarchical::local_size;
+use super::collective::{self, hierarchical::local_size};
 use super::data::Buffer;
 use super::elastic::Elastic;
 use super::event::{Outbox, ProtoEvent};
@@ -291,17 +291,8 @@ impl RankProcess {
                 continue;
             }
             let call = self.cfg.call_for(self.me.0, self.iteration, index);
-            let input = Buffer::input(
-                call.dtype,
-                call.reduce,
-                self.cfg.elements as usize,
-                self.cfg.seed,
-                self.me.0,
-                self.iteration,
-                index,
-            );
             self.phase = Phase::InOp(index);
-            let req = CallRequest {
+            let mut req = CallRequest {
                 iteration: self.iteration,
                 index,
                 op: call.op,
@@ -311,7 +302,7 @@ impl RankProcess {
                 root: call.root,
                 reduce: call.reduce,
                 elements: self.cfg.elements,
-                input,
+                input: Buffer::empty(call.dtype),
             };
             let group = match &call.group {
                 None => &mut self.world,
@@ -339,6 +330,16 @@ impl RankProcess {
                     }
                 }
             };
+            let len = collective::input_len(req.op, group.ctx(req.root), req.elements);
+            req.input = Buffer::input(
+                call.dtype,
+                call.reduce,
+                len,
+                self.cfg.seed,
+                self.me.0,
+                self.iteration,
+                index,
+            );
             match group.call(now, req, out) {
                 CallOutcome::Completed { .. } => index += 1,
                 CallOutcome::Pending => return,

@@ -51,11 +51,14 @@ pub enum OpKind {
     Allgather,
     ReduceScatter,
     Barrier,
+    AllToAll,
+    Gather,
+    Scatter,
 }
 
 impl OpKind {
-    /// Every op, in declaration order.
-    pub const ALL: [OpKind; 6] = [
+    /// The ops of the first scenario language, which `check` draws from.
+    pub const CLASSIC: [OpKind; 6] = [
         OpKind::Allreduce,
         OpKind::Broadcast,
         OpKind::Reduce,
@@ -64,13 +67,38 @@ impl OpKind {
         OpKind::Barrier,
     ];
 
+    /// Every op, in declaration order.
+    pub const ALL: [OpKind; 9] = [
+        OpKind::Allreduce,
+        OpKind::Broadcast,
+        OpKind::Reduce,
+        OpKind::Allgather,
+        OpKind::ReduceScatter,
+        OpKind::Barrier,
+        OpKind::AllToAll,
+        OpKind::Gather,
+        OpKind::Scatter,
+    ];
+
     pub fn name(self) -> &'static str {
         self.into()
     }
 
     /// Whether the op has a root rank.
     pub fn rooted(self) -> bool {
-        matches!(self, OpKind::Broadcast | OpKind::Reduce)
+        matches!(
+            self,
+            OpKind::Broadcast | OpKind::Reduce | OpKind::Gather | OpKind::Scatter
+        )
+    }
+
+    /// Whether every member that holds a result holds the same one (not so when each rank
+    /// ends with its own block: reduce_scatter, all_to_all, scatter).
+    pub fn same_result_everywhere(self) -> bool {
+        !matches!(
+            self,
+            OpKind::ReduceScatter | OpKind::AllToAll | OpKind::Scatter
+        )
     }
 
     /// Whether the op combines values with a reduction operator.
@@ -90,6 +118,8 @@ impl OpKind {
             OpKind::Allgather => Algorithm::Ring,
             OpKind::ReduceScatter => Algorithm::Ring,
             OpKind::Barrier => Algorithm::Dissemination,
+            OpKind::AllToAll => Algorithm::Pairwise,
+            OpKind::Gather | OpKind::Scatter => Algorithm::Binomial,
         }
     }
 
@@ -110,6 +140,8 @@ impl OpKind {
             OpKind::Allgather => &[Ring, RecursiveDoubling, Direct],
             OpKind::ReduceScatter => &[Ring, RecursiveHalving, Direct],
             OpKind::Barrier => &[Dissemination, Tree],
+            OpKind::AllToAll => &[Pairwise, Direct, Bruck],
+            OpKind::Gather | OpKind::Scatter => &[Binomial, Direct],
         }
     }
 }
@@ -129,6 +161,8 @@ pub enum Algorithm {
     RecursiveHalving,
     Dissemination,
     Hierarchical,
+    Pairwise,
+    Bruck,
 }
 
 impl Algorithm {
@@ -196,6 +230,7 @@ mod tests {
         same_names::<Dtype>();
         same_names::<ReduceOp>();
         assert_eq!(OpKind::ALL.as_slice(), OpKind::VARIANTS);
+        assert_eq!(OpKind::AllToAll.name(), "all_to_all");
         assert_eq!(Algorithm::RecursiveDoubling.name(), "recursive_doubling");
         assert_eq!(Dtype::F32.name(), "f32");
         assert_eq!(OpKind::ReduceScatter.to_string(), "reduce_scatter");

@@ -54,7 +54,7 @@ fn step_loads(s: &Scenario, op: &OpSpec) -> Vec<StepLoad> {
         let Ok(sched) = collective::schedule(op.op, algorithm, Ctx { me, p, root }) else {
             continue;
         };
-        let nb = sched.nblocks();
+        let (nb, modeled) = (sched.nblocks(), sched.modeled(op.bytes.0));
         let steps = sched.steps() as usize;
         if loads.len() < steps {
             loads.resize(steps, StepLoad::default());
@@ -65,7 +65,7 @@ fn step_loads(s: &Scenario, op: &OpSpec) -> Vec<StepLoad> {
             let bytes = |t: &collective::Transfer| -> u64 {
                 plan.ranges[t.ranges.clone()]
                     .iter()
-                    .map(|&(lo, hi)| block_bytes(lo, hi, nb, op.bytes.0))
+                    .map(|&(lo, hi)| block_bytes(lo, hi, nb, modeled))
                     .sum()
             };
             let sent: u64 = plan.sends.iter().map(bytes).sum();
@@ -112,11 +112,12 @@ pub fn op_cost(s: &Scenario, op: &OpSpec) -> Nanos {
             }
             NetModel::Loggp => {
                 let d = |x: Option<crate::units::Duration>| x.map_or(0, |d| d.0);
-                let (lat, o, g, gb) = (d(n.loggp_l), d(n.loggp_o), d(n.loggp_g), d(n.loggp_gb));
+                let (lat, o, g) = (d(n.loggp_l), d(n.loggp_o), d(n.loggp_g));
+                let gb = n.loggp_gb.unwrap_or_default();
                 lat + jitter
                     + l.sends * (o + g)
                     + l.recvs * o
-                    + (l.send_bytes + l.recv_bytes) * gb
+                    + gb.ns_for(l.send_bytes + l.recv_bytes)
                     + reduce(l.reduce_bytes)
             }
         })
@@ -143,7 +144,8 @@ fn largest_message(s: &Scenario) -> Nanos {
         }
         NetModel::Loggp => {
             let d = |x: Option<crate::units::Duration>| x.map_or(0, |d| d.0);
-            d(n.loggp_l) + 2 * d(n.loggp_o) + bytes * d(n.loggp_gb) + n.jitter.0
+            let gb = n.loggp_gb.unwrap_or_default();
+            d(n.loggp_l) + 2 * d(n.loggp_o) + gb.ns_for(bytes) + n.jitter.0
         }
     }
 }

@@ -1,35 +1,38 @@
-//! Property testing: proptest strategies for scenarios and fault schedules, the named
-//! properties of DESIGN §5, and the swarm behind `ringside check`.
+//! Property testing: proptest strategies for scenarios and fault schedules, the registry of
+//! properties (docs/properties.md states them), and the swarm behind `ringside check`.
 //!
 //! - [`strategy`]: worlds, networks, workloads and fault schedules of every kind, as proptest
-//!   strategies whose values always pass validation and the engine's support gate;
-//! - [`props`]: agreement, validity, liveness and determinism as [`Property`] values — a name
-//!   and a plain function of a [`Case`] and its [`RunOutput`];
+//!   strategies whose values always pass validation and the engine's support gate; small jobs
+//!   with application bugs on a minority of ranks, for the diagnosis; elastic jobs and
+//!   registries whose faults heal;
+//! - [`properties`]: the registry — every [`Property`] has a name, a kind (safety or
+//!   liveness) and a check of a [`Case`] and its [`Run`] that returns a [`Violation`];
 //! - [`bound`]: the cost-model bounds the liveness property uses;
 //! - [`shrink`]: structural shrinking of a failing scenario, after proptest's;
 //! - [`swarm`]: many seeded cases, sharded, under a wall-clock budget; a failure is shrunk to
 //!   a minimal scenario and written with its trace, ready to replay;
-//! - [`reference`](mod@reference): the expected result of a collective, from its members' inputs;
-//! - [`properties`]: diagnosis soundness, with pluggable (deliberately broken) diagnosers;
-//! - [`strategies`]: scenarios as TOML text with application bugs on a minority of ranks, for
-//!   the diagnosis property.
+//! - [`reference`](mod@reference): the expected result of a collective, from its members' inputs.
+//!
+//! A case runs once, and its [`Run`] keeps what the properties look at: the folded state, the
+//! diagnosis, the report and the trace (whose events are read back when a property needs
+//! them). Only the determinism property runs a case again, which is its point.
 //!
 //! Other crates use the same pieces in their own tests. A property test of the protocol under
 //! random fault schedules:
 //!
 //! ```
 //! use proptest::prelude::*;
-//! use ringside_sim::check::{props, strategy, Gen};
+//! use ringside_sim::check::{strategy, Gen, Property};
 //!
 //! proptest! {
 //!     #![proptest_config(ProptestConfig { cases: 4, failure_persistence: None, ..ProptestConfig::default() })]
 //!
 //!     // in a test crate, put `#[test]` on this function
 //!     fn collectives_survive_faults(case in strategy::cases(&Gen::ranks(4))) {
-//!         let out = case.run();
-//!         for p in props::registry() {
-//!             if let Err(why) = (p.check)(&case, &out) {
-//!                 prop_assert!(false, "{} failed: {}\n{:#?}", p.name, why, case.scenario);
+//!         let run = case.run();
+//!         for p in Property::all() {
+//!             if let Err(v) = p.check(&case, &run) {
+//!                 prop_assert!(false, "{v}\n{:#?}", case.scenario);
 //!             }
 //!         }
 //!     }
@@ -42,21 +45,24 @@
 //! a [`Case`] carries the variant it runs.
 
 pub mod bound;
-pub mod membership;
 pub mod properties;
-pub mod props;
 pub mod reference;
 pub mod shrink;
-pub mod strategies;
 pub mod strategy;
 pub mod swarm;
 
 pub use crate::engine::Variant;
-pub use props::Property;
+pub use properties::{Kind, Property, Violation};
 pub use strategy::Gen;
 
-use crate::run::{run_with, RunOptions, RunOutput};
+use crate::diagnose::{Diagnosis, Fold};
+use crate::engine::RunResult;
+use crate::report::RunReport;
+use crate::run::{run_to, RunOptions, RunOutput};
 use crate::scenario::Scenario;
+use crate::trace::{Event, TraceReader};
+use crate::units::Nanos;
+use std::sync::OnceLock;
 
 /// One input of a property: a scenario, the seed it runs with, and the code it runs on.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,14 +118,22 @@ impl Case {
         self
     }
 
-    /// Runs the case (no trace file) and returns what the properties look at.
-    pub fn run(&self) -> RunOutput {
+    /// Runs the case, once, keeping what the properties look at.
+    pub fn run(&self) -> Run {
+        let mut trace = Vec::new();
+        let output = self.run_into(&mut trace);
+        Run::new(output, trace)
+    }
+
+    /// Runs the case, writing its trace into `trace`. A run that panics leaves there the trace
+    /// up to the panic.
+    pub(crate) fn run_into(&self, trace: &mut Vec<u8>) -> RunOutput {
         let opts = RunOptions {
             seed: Some(self.seed),
             ..RunOptions::default()
         };
-        run_with(&self.scenario, &opts, self.variant)
-            .expect("a run that writes no file cannot fail")
+        run_to(&self.scenario, &opts, trace, self.variant)
+            .expect("a run that writes into memory cannot fail")
     }
 
     pub fn size(&self) -> Size {
@@ -129,5 +143,72 @@ impl Case {
             ops: self.scenario.workload.ops.len(),
             faults: self.scenario.faults.len(),
         }
+    }
+}
+
+/// The one run of a case, with everything the properties look at.
+pub struct Run {
+    pub report: RunReport,
+    pub result: RunResult,
+    /// The state folded from every event.
+    pub fold: Fold,
+    pub diagnosis: Diagnosis,
+    /// The trace, as a trace file holds it: header, event lines, footer.
+    pub trace: Vec<u8>,
+    /// Every event, read back from the trace the first time a property asks.
+    events: OnceLock<Vec<(Nanos, Event)>>,
+}
+
+impl Run {
+    fn new(output: RunOutput, trace: Vec<u8>) -> Run {
+        let RunOutput {
+            report,
+            result,
+            fold,
+            diagnosis,
+        } = output;
+        Run {
+            report,
+            result,
+            fold,
+            diagnosis,
+            trace,
+            events: OnceLock::new(),
+        }
+    }
+
+    /// Every event of the run, in order (the final diagnosis included, as in a trace).
+    pub fn events(&self) -> &[(Nanos, Event)] {
+        self.events.get_or_init(|| {
+            let mut reader = TraceReader::new(self.trace.as_slice(), "(in memory)")
+                .expect("a trace just written has a header");
+            let mut events = Vec::new();
+            while let Some(e) = reader
+                .next_event()
+                .unwrap_or_else(|e| panic!("a trace just written reads back: {e}"))
+            {
+                events.push(e);
+            }
+            events
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::VecRecorder;
+
+    #[test]
+    fn the_events_read_back_from_a_run_are_those_the_engine_emitted() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios")
+            .join("elastic-restart-rejoins.toml");
+        let case = Case::new(crate::scenario::load(&path).expect("a shipped scenario"));
+        let run = case.run();
+        let mut rec = VecRecorder::default();
+        crate::run::run_events(&case.scenario, case.seed, &mut rec, None);
+        assert!(rec.events.len() > 100, "{}", rec.events.len());
+        assert!(run.events() == rec.events.as_slice());
     }
 }

@@ -1,6 +1,6 @@
 //! The expected result of a collective, computed directly from the members' inputs.
 
-use crate::proto::collective::{block_elems, Ctx, Members};
+use crate::proto::collective::{block_elems, input_len, Ctx, Members};
 use crate::proto::{Buffer, Fingerprint, GroupId, ProcConfig, Rank};
 use crate::scenario::OpKind;
 use std::sync::Arc;
@@ -17,11 +17,19 @@ pub struct CallKey {
 /// The full (unextracted) reference buffer of a call over `members` (in group order).
 pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
     let fp = &key.fp;
+    let p = members.len() as u32;
+    // a root past the group's end is its last member, as the group clamps it
+    let root = (fp.root as usize).min(members.len().saturating_sub(1));
     let input = |r: Rank| {
+        let ctx = Ctx {
+            me: members.iter().position(|&m| m == r).unwrap_or(0) as u32,
+            p,
+            root: root as u32,
+        };
         Buffer::input(
             fp.dtype,
             fp.reduce,
-            fp.elements as usize,
+            input_len(fp.op, ctx, fp.elements),
             key.seed,
             r.0,
             key.iteration,
@@ -30,12 +38,9 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
     };
     match fp.op {
         OpKind::Barrier => None,
-        // a root past the group's end is its last member, as the group clamps it
-        OpKind::Broadcast => {
-            let root = (fp.root as usize).min(members.len().saturating_sub(1));
-            members.get(root).map(|&r| input(r))
-        }
-        OpKind::Allgather => {
+        OpKind::Broadcast | OpKind::Scatter => members.get(root).map(|&r| input(r)),
+        // every member's input in turn (all_to_all: each one's p pieces)
+        OpKind::Allgather | OpKind::Gather | OpKind::AllToAll => {
             let mut out = Buffer::empty(fp.dtype);
             for &r in members {
                 let b = input(r);
@@ -62,10 +67,20 @@ pub fn expected_for(op: OpKind, full: &Buffer, me: u32, p: u32, root: u32) -> Op
     let ctx = Ctx { me, p, root };
     match op {
         OpKind::Barrier => None,
-        OpKind::Reduce if ctx.me != ctx.root => None,
-        OpKind::ReduceScatter => {
+        OpKind::Reduce | OpKind::Gather if ctx.me != ctx.root => None,
+        OpKind::ReduceScatter | OpKind::Scatter => {
             let mut out = Buffer::empty(full.dtype());
             out.extend_from(full, block_elems(me, me + 1, p, full.len()));
+            Some(out)
+        }
+        // piece `me` of every member's p pieces
+        OpKind::AllToAll => {
+            let piece = full.len() / (p as usize * p as usize).max(1);
+            let mut out = Buffer::empty(full.dtype());
+            for from in 0..p as usize {
+                let at = (from * p as usize + me as usize) * piece;
+                out.extend_from(full, at..at + piece);
+            }
             Some(out)
         }
         _ => Some(full.clone()),

@@ -12,20 +12,19 @@
 //! structurally smaller scenarios while the property still fails. The minimal case is written as
 //! `<property>-<case seed>.toml` (a scenario file that `ringside run` accepts, checked to parse
 //! back to the same scenario) and `<property>-<case seed>.jsonl` (its trace, for
-//! `ringside replay`).
+//! `ringside replay`): the trace its last run kept, under the header of the renamed scenario.
 //!
 //! Wall-clock time is read here and only here — for the `--time` budget and the summary; it
 //! never reaches a run.
 
-use super::props::{registry, Property};
+use super::properties::{Property, Violation};
 use super::shrink;
 use super::strategy::{cases, cases_on, Gen};
-use super::{Case, Variant};
+use super::{Case, Run, Variant};
 use crate::engine::SUPPORT;
 use crate::proto::data::mix;
-use crate::run::{run_with, RunOptions, RunOutput};
 use crate::scenario::{self, unsupported, validate, Scenario};
-use crate::trace::{replay_with, ReplayOutcome};
+use crate::trace::{replay_with, ReplayOutcome, TraceWriter};
 use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -90,6 +89,7 @@ pub struct Swarm {
     /// Lay generated fault schedules on these scenarios; empty: generate whole scenarios.
     pub scenarios: Vec<Scenario>,
     pub gen: Gen,
+    /// What each case is checked against, in order (by default every property).
     pub properties: Vec<Property>,
     /// Where a failing case's files go; None writes nothing.
     pub out_dir: Option<PathBuf>,
@@ -109,7 +109,7 @@ impl Default for Swarm {
             budget: None,
             scenarios: Vec::new(),
             gen: Gen::default(),
-            properties: registry(),
+            properties: Property::all().collect(),
             out_dir: None,
             max_shrink_steps: 2_000,
             variant: Variant::default(),
@@ -140,12 +140,50 @@ pub struct Files {
     pub replay: Result<(), String>,
 }
 
-/// A property that failed, shrunk.
+/// Why a case failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// A property broke.
+    Violated(Violation),
+    /// The run, or a check, panicked: the message.
+    Panicked(String),
+    /// The strategies generated a case that cannot run, or none at all (a bug in them).
+    Invalid(String),
+}
+
+impl Failure {
+    /// The name the failure is reported and its files are named under: the property's,
+    /// [`NO_PANIC`] or [`GENERATOR`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            Failure::Violated(v) => v.property.name(),
+            Failure::Panicked(_) => NO_PANIC,
+            Failure::Invalid(_) => GENERATOR,
+        }
+    }
+
+    /// What went wrong.
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Violated(v) => &v.message,
+            Failure::Panicked(m) | Failure::Invalid(m) => m,
+        }
+    }
+
+    /// The property that broke, if one did.
+    pub fn property(&self) -> Option<Property> {
+        match self {
+            Failure::Violated(v) => Some(v.property),
+            Failure::Panicked(_) | Failure::Invalid(_) => None,
+        }
+    }
+}
+
+/// A case that failed, shrunk.
 #[derive(Clone, Debug)]
 pub struct Found {
-    pub property: &'static str,
     /// Why the shrunk case fails.
-    pub message: String,
+    pub failure: Failure,
     /// Index and seed of the case that failed first.
     pub case_index: u64,
     pub case_seed: u64,
@@ -158,8 +196,8 @@ pub struct Found {
 
 impl Found {
     /// Base name of the files: `<property>-<case seed>`.
-    pub fn name(&self) -> String {
-        format!("{}-{}", self.property, self.case_seed)
+    pub fn file_stem(&self) -> String {
+        format!("{}-{}", self.failure.name(), self.case_seed)
     }
 }
 
@@ -186,6 +224,10 @@ impl Summary {
 /// The name under which a panic in a run is reported.
 pub const NO_PANIC: &str = "no_panic";
 
+/// The name under which a case the strategies could not generate, or generated invalid, is
+/// reported.
+pub const GENERATOR: &str = "generator";
+
 fn rng_for(case_seed: u64) -> TestRng {
     let mut bytes = [0u8; 32];
     let mut x = case_seed;
@@ -204,23 +246,44 @@ fn invalid(s: &Scenario) -> Option<String> {
         .map(|(key, message)| format!("generated an invalid scenario: {key}: {message}"))
 }
 
-/// Runs `case` and checks `properties` in order: the first that fails, with why. A panic in
+/// A case checked: how many property checks were made, the trace its run kept (up to the
+/// panic, if it panicked), and the first failure.
+struct Checked {
+    checks: u64,
+    trace: Vec<u8>,
+    failure: Option<Failure>,
+}
+
+/// Runs `case` once and checks `properties` in order, up to the first that fails. A panic in
 /// the run or a check is a failure of [`NO_PANIC`].
-fn check(case: &Case, properties: &[Property]) -> (u64, Option<(&'static str, String)>) {
-    let out = match catch_unwind(AssertUnwindSafe(|| case.run())) {
-        Ok(out) => out,
-        Err(e) => return (0, Some((NO_PANIC, panic_message(e.as_ref())))),
+fn check(case: &Case, properties: &[Property]) -> Checked {
+    let mut trace = Vec::new();
+    let run = match catch_unwind(AssertUnwindSafe(|| case.run_into(&mut trace))) {
+        Ok(out) => Run::new(out, trace),
+        Err(e) => {
+            return Checked {
+                checks: 0,
+                trace,
+                failure: Some(Failure::Panicked(panic_message(e.as_ref()))),
+            }
+        }
     };
     let mut checks = 0;
+    let mut failure = None;
     for p in properties {
         checks += 1;
-        match catch_unwind(AssertUnwindSafe(|| (p.check)(case, &out))) {
-            Ok(Ok(())) => {}
-            Ok(Err(why)) => return (checks, Some((p.name, why))),
-            Err(e) => return (checks, Some((NO_PANIC, panic_message(e.as_ref())))),
+        match catch_unwind(AssertUnwindSafe(|| p.check(case, &run))) {
+            Ok(Ok(())) => continue,
+            Ok(Err(v)) => failure = Some(Failure::Violated(v)),
+            Err(e) => failure = Some(Failure::Panicked(panic_message(e.as_ref()))),
         }
+        break;
     }
-    (checks, None)
+    Checked {
+        checks,
+        trace: run.trace,
+        failure,
+    }
 }
 
 fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
@@ -232,18 +295,20 @@ fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
     format!("the run panicked: {what}")
 }
 
-/// Whether `case` still fails `property` (a panic counts for [`NO_PANIC`]).
-fn still_fails(case: &Case, property: &'static str, properties: &[Property]) -> Option<String> {
+/// Whether `case` still fails the way named `name` (a panic counts for [`NO_PANIC`]): the
+/// failure and the trace, if it does.
+fn still_fails(case: &Case, name: &str, properties: &[Property]) -> Option<(Failure, Vec<u8>)> {
     if invalid(&case.scenario).is_some() {
         return None;
     }
     let only: Vec<Property> = properties
         .iter()
         .copied()
-        .filter(|p| p.name == property)
+        .filter(|p| p.name() == name)
         .collect();
-    match check(case, &only).1 {
-        Some((name, why)) if name == property => Some(why),
+    let checked = check(case, &only);
+    match checked.failure {
+        Some(f) if f.name() == name => Some((f, checked.trace)),
         _ => None,
     }
 }
@@ -310,18 +375,21 @@ impl Swarm {
                 break;
             }
             let found = match self.tree(&strategies, i) {
-                Err(why) => Some(self.report("generator", why, i, None, 0)),
+                Err(why) => Some(self.report(Failure::Invalid(why), i, None, 0)),
                 Ok(mut tree) => {
                     let case = tree.current().with_variant(self.variant);
-                    let (checks, failure) = match invalid(&case.scenario) {
-                        Some(why) => (0, Some(("generator", why))),
-                        None => check(&case, &self.properties),
-                    };
-                    summary.checks += checks;
-                    failure.map(|(property, why)| {
-                        obs.failed(property, i);
-                        self.shrink(tree.as_mut(), property, why, i, case, obs)
-                    })
+                    match invalid(&case.scenario) {
+                        Some(why) => Some(self.report(Failure::Invalid(why), i, Some(case), 0)),
+                        None => {
+                            let checked = check(&case, &self.properties);
+                            summary.checks += checked.checks;
+                            checked.failure.map(|failure| {
+                                obs.failed(failure.name(), i);
+                                let failing = (case, failure, checked.trace);
+                                self.shrink(tree.as_mut(), failing, i, obs)
+                            })
+                        }
+                    }
                 }
             };
             summary.cases += 1;
@@ -335,25 +403,27 @@ impl Swarm {
         summary
     }
 
+    /// Shrinks the failing case (with its failure and the trace its run kept), then writes
+    /// the smallest case that still fails the same way.
     fn shrink(
         &self,
         tree: &mut dyn ValueTree<Value = Case>,
-        property: &'static str,
-        why: String,
+        failing: (Case, Failure, Vec<u8>),
         i: u64,
-        original: Case,
         obs: &mut dyn Observer,
     ) -> Found {
-        let mut best = (original.clone(), why);
+        let original = failing.0.clone();
+        let name = failing.1.name();
+        let mut best = failing;
         let mut steps = 0;
-        if property != "generator" && tree.simplify() {
+        if tree.simplify() {
             while steps < self.max_shrink_steps {
                 steps += 1;
                 obs.shrink_step(steps);
                 let case = tree.current().with_variant(self.variant);
-                let more = match still_fails(&case, property, &self.properties) {
-                    Some(why) => {
-                        best = (case, why);
+                let more = match still_fails(&case, name, &self.properties) {
+                    Some((failure, trace)) => {
+                        best = (case, failure, trace);
                         tree.simplify()
                     }
                     None => tree.complicate(),
@@ -364,7 +434,7 @@ impl Swarm {
             }
         }
         // then structurally, on the scenario itself, until no smaller scenario still fails
-        let mut improved = property != "generator";
+        let mut improved = true;
         while improved && steps < self.max_shrink_steps {
             improved = false;
             for candidate in shrink::smaller(&best.0.scenario) {
@@ -374,29 +444,25 @@ impl Swarm {
                 steps += 1;
                 obs.shrink_step(steps);
                 let case = Case::new(candidate).with_variant(self.variant);
-                if let Some(why) = still_fails(&case, property, &self.properties) {
-                    best = (case, why);
+                if let Some((failure, trace)) = still_fails(&case, name, &self.properties) {
+                    best = (case, failure, trace);
                     improved = true;
                     break;
                 }
             }
         }
-        let mut f = self.report(property, best.1, i, Some(original), steps);
-        f.shrunk = best.0;
+        let (shrunk, failure, trace) = best;
+        let mut f = self.report(failure, i, Some(original), steps);
+        f.shrunk = shrunk;
         if let Some(dir) = &self.out_dir {
-            f.files = Some(write_files(dir, &mut f));
+            f.files = Some(write_files(dir, &mut f, &trace));
         }
         f
     }
 
-    fn report(
-        &self,
-        property: &'static str,
-        message: String,
-        i: u64,
-        original: Option<Case>,
-        steps: u32,
-    ) -> Found {
+    /// The failure of case `i` (`original`: as generated, when it was), not shrunk and with no
+    /// files.
+    fn report(&self, failure: Failure, i: u64, original: Option<Case>, steps: u32) -> Found {
         let original = original.unwrap_or_else(|| {
             Case::new(Scenario {
                 name: "not generated".into(),
@@ -404,8 +470,7 @@ impl Swarm {
             })
         });
         Found {
-            property,
-            message,
+            failure,
             case_index: i,
             case_seed: case_seed(self.seed, i),
             shrunk: original.clone(),
@@ -424,17 +489,20 @@ fn placeholder() -> Scenario {
     .expect("a constant scenario parses")
 }
 
-/// Writes the shrunk case of `f` into `dir` (names it after the failure); returns the paths.
-fn write_files(dir: &Path, f: &mut Found) -> Files {
-    let name = f.name();
+/// Writes the shrunk case of `f` into `dir` (names it after the failure), with `trace`, the
+/// trace its run kept; returns the paths.
+fn write_files(dir: &Path, f: &mut Found, trace: &[u8]) -> Files {
+    let name = f.file_stem();
     let scenario_path = dir.join(format!("{name}.toml"));
     let trace_path = dir.join(format!("{name}.jsonl"));
-    let first_line = f.message.lines().next().unwrap_or("").to_string();
+    let first_line = f.failure.message().lines().next().unwrap_or("").to_string();
     let s = &mut f.shrunk.scenario;
     s.name = name.clone();
     s.description = Some(format!(
         "Found by `ringside check` (case {}, case seed {}): {} failed: {first_line}",
-        f.case_index, f.case_seed, f.property
+        f.case_index,
+        f.case_seed,
+        f.failure.name()
     ));
     s.seed = f.shrunk.seed;
     let files = |replay| Files {
@@ -464,13 +532,9 @@ fn write_files(dir: &Path, f: &mut Found) -> Files {
             scenario_path.display()
         )));
     }
-    let opts = RunOptions {
-        seed: Some(f.shrunk.seed),
-        trace: Some(&trace_path),
-        ..RunOptions::default()
-    };
-    let ran: std::io::Result<RunOutput> = run_with(s, &opts, f.shrunk.variant);
-    if let Err(e) = ran {
+    let written =
+        renamed(trace, s, f.shrunk.seed).and_then(|trace| std::fs::write(&trace_path, trace));
+    if let Err(e) = written {
         return files(Err(format!("cannot write {}: {e}", trace_path.display())));
     }
     let replay = match replay_with(&trace_path, f.shrunk.variant) {
@@ -481,6 +545,21 @@ fn write_files(dir: &Path, f: &mut Found) -> Files {
         Err(e) => Err(e.to_string()),
     };
     files(replay)
+}
+
+/// `trace` under the header a trace of `scenario` run with `seed` starts with (the events of
+/// a run do not depend on the scenario's name and description).
+fn renamed(trace: &[u8], scenario: &Scenario, seed: u64) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(trace.len());
+    let mut header = TraceWriter::new(&mut out, scenario, seed)?;
+    header.flush()?;
+    drop(header);
+    let events = trace
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(trace.len(), |i| i + 1);
+    out.extend_from_slice(&trace[events..]);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -502,6 +581,18 @@ mod tests {
         };
         let runs: Vec<u64> = (0..3).map(|i| swarm(i).run(&mut Quiet).cases).collect();
         assert_eq!(runs, vec![4, 3, 3]);
+    }
+
+    #[test]
+    fn a_kept_trace_renamed_is_the_trace_of_the_renamed_scenario() {
+        let case = Swarm::default().case(3).expect("a case");
+        let run = case.run();
+        let mut s = case.scenario.clone();
+        s.name = "agreement-3".into();
+        s.description = Some("Found by `ringside check`".into());
+        let again = Case::new(s.clone()).run();
+        let trace = renamed(&run.trace, &s, case.seed).expect("in memory");
+        assert!(trace == again.trace, "{}", String::from_utf8_lossy(&trace));
     }
 
     #[test]

@@ -1,48 +1,14 @@
-//! Root causes: their identity in the DESIGN §2 vocabulary, the culprit of a mismatched
-//! collective, and the sentences that explain them.
+//! Root causes: which one explains a wait, the culprit of a mismatched collective, and the
+//! sentences that explain them.
 
 use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
 use super::Straggler;
+use crate::cause::RootCause;
+use crate::proto::types::Rank;
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::Direction;
 use std::collections::BTreeMap;
-use std::fmt;
-
-/// A root cause, as identified (its string form is the DESIGN §2 vocabulary).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CauseKey {
-    Preempted(u32),
-    Paused(u32),
-    /// The partition's sides, each sorted, sides sorted.
-    Partitioned(Vec<Vec<u32>>),
-    Mismatch(u32),
-    Skipped(u32),
-    Hung(u32),
-    Deadlock(Vec<u32>),
-    /// A watchdog fired while the rank it waited for was merely late (a straggler).
-    Slow(u32),
-    QuorumLost,
-}
-
-impl fmt::Display for CauseKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CauseKey::Preempted(r) => write!(f, "preempted:{r}"),
-            CauseKey::Paused(r) => write!(f, "paused:{r}"),
-            CauseKey::Partitioned(sides) => {
-                let s: Vec<String> = sides.iter().map(|s| join(s)).collect();
-                write!(f, "partitioned:{}", s.join("|"))
-            }
-            CauseKey::Mismatch(r) => write!(f, "mismatch:{r}"),
-            CauseKey::Skipped(r) => write!(f, "skipped:{r}"),
-            CauseKey::Hung(r) => write!(f, "hung:{r}"),
-            CauseKey::Deadlock(rs) => write!(f, "deadlock:{}", join(rs)),
-            CauseKey::Slow(r) => write!(f, "slow:{r}"),
-            CauseKey::QuorumLost => write!(f, "quorum_lost"),
-        }
-    }
-}
 
 fn join(r: &[u32]) -> String {
     r.iter()
@@ -136,18 +102,18 @@ fn differences(got: &CallSig, want: &CallSig) -> String {
 
 /// The verdict on one collective that ranks issued with different signatures.
 struct SlotVerdict {
-    culprits: BTreeMap<u32, CauseKey>,
+    culprits: BTreeMap<u32, RootCause>,
 }
 
 /// Collects causes and their explanations while the graph is classified.
 #[derive(Default)]
 pub(super) struct CauseBook {
-    texts: BTreeMap<CauseKey, (String, Vec<u32>)>,
+    texts: BTreeMap<RootCause, (String, Vec<u32>)>,
     slots: BTreeMap<Slot, SlotVerdict>,
 }
 
 impl CauseBook {
-    fn note(&mut self, key: &CauseKey, text: impl FnOnce() -> (String, Vec<u32>)) {
+    fn note(&mut self, key: &RootCause, text: impl FnOnce() -> (String, Vec<u32>)) {
         if !self.texts.contains_key(key) {
             let t = text();
             self.texts.insert(key.clone(), t);
@@ -155,22 +121,22 @@ impl CauseBook {
     }
 
     /// `slow:r`, explained by `text` (made only the first time the cause is named).
-    fn slow(&mut self, r: u32, text: impl FnOnce() -> String) -> CauseKey {
-        let key = CauseKey::Slow(r);
+    fn slow(&mut self, r: u32, text: impl FnOnce() -> String) -> RootCause {
+        let key = RootCause::Slow(Rank(r));
         self.note(&key, || (text(), vec![r]));
         key
     }
 
     /// The sentence and the named ranks of a cause.
-    pub fn describe(&self, key: &CauseKey) -> (String, Vec<u32>) {
+    pub fn describe(&self, key: &RootCause) -> (String, Vec<u32>) {
         self.texts
             .get(key)
             .cloned()
             .unwrap_or_else(|| (key.to_string(), Vec::new()))
     }
 
-    pub fn preempted(&mut self, fold: &Fold, r: u32) -> CauseKey {
-        let key = CauseKey::Preempted(r);
+    pub fn preempted(&mut self, fold: &Fold, r: u32) -> RootCause {
+        let key = RootCause::Preempted(Rank(r));
         self.note(&key, || {
             let v = &fold.ranks[r as usize];
             let at = last_fault(fold, "preempt", r)
@@ -191,8 +157,8 @@ impl CauseBook {
         key
     }
 
-    pub fn paused(&mut self, fold: &Fold, r: u32) -> CauseKey {
-        let key = CauseKey::Paused(r);
+    pub fn paused(&mut self, fold: &Fold, r: u32) -> RootCause {
+        let key = RootCause::Paused(Rank(r));
         self.note(&key, || {
             let v = &fold.ranks[r as usize];
             let since = v.paused_since.unwrap_or(v.since_ns);
@@ -212,15 +178,18 @@ impl CauseBook {
     }
 
     /// The partition `fold.faults[i]`.
-    pub fn partitioned(&mut self, fold: &Fold, i: usize) -> CauseKey {
+    pub fn partitioned(&mut self, fold: &Fold, i: usize) -> RootCause {
         let f = &fold.faults[i];
         let mut sides = f.sides.clone().unwrap_or_default();
         for s in &mut sides {
             s.sort_unstable();
         }
-        let mut sorted = sides.clone();
-        sorted.sort();
-        let key = CauseKey::Partitioned(sorted);
+        let key = RootCause::partitioned(
+            sides
+                .iter()
+                .map(|s| s.iter().copied().map(Rank).collect())
+                .collect(),
+        );
         self.note(&key, || {
             let names: Vec<String> = sides.iter().map(|s| format!("{{{}}}", join(s))).collect();
             let when = match f.end_ns {
@@ -249,8 +218,8 @@ impl CauseBook {
         key
     }
 
-    pub fn hung(&mut self, fold: &Fold, r: u32) -> CauseKey {
-        let key = CauseKey::Hung(r);
+    pub fn hung(&mut self, fold: &Fold, r: u32) -> RootCause {
+        let key = RootCause::Hung(Rank(r));
         self.note(&key, || {
             let v = &fold.ranks[r as usize];
             let after = match v.last_call {
@@ -271,8 +240,8 @@ impl CauseBook {
 
     /// Rank `r` never issued `slot`, which `waiter` waits in, and went past it: it finished
     /// its workload, or is in a call further on in its program.
-    pub fn skipped(&mut self, fold: &Fold, r: u32, slot: Slot, waiter: u32) -> CauseKey {
-        let key = CauseKey::Skipped(r);
+    pub fn skipped(&mut self, fold: &Fold, r: u32, slot: Slot, waiter: u32) -> RootCause {
+        let key = RootCause::Skipped(Rank(r));
         self.note(&key, || {
             let what = fold.ranks[waiter as usize]
                 .call_at(slot)
@@ -296,13 +265,13 @@ impl CauseBook {
     }
 
     /// The culprits of `slot` among `pair` (all of the slot's culprits if neither is one).
-    pub fn mismatch(&mut self, fold: &Fold, slot: Slot, pair: &[u32]) -> Vec<CauseKey> {
+    pub fn mismatch(&mut self, fold: &Fold, slot: Slot, pair: &[u32]) -> Vec<RootCause> {
         if !self.slots.contains_key(&slot) {
             let v = self.judge(fold, slot);
             self.slots.insert(slot, v);
         }
         let verdict = &self.slots[&slot];
-        let mut keys: Vec<CauseKey> = pair
+        let mut keys: Vec<RootCause> = pair
             .iter()
             .filter_map(|r| verdict.culprits.get(r).cloned())
             .collect();
@@ -380,9 +349,9 @@ impl CauseBook {
             let skipped = v.sig.site() > want.site();
             for &r in &v.ranks {
                 let key = if skipped {
-                    CauseKey::Skipped(r)
+                    RootCause::Skipped(Rank(r))
                 } else {
-                    CauseKey::Mismatch(r)
+                    RootCause::Mismatch(Rank(r))
                 };
                 let text = if skipped {
                     format!(
@@ -407,8 +376,8 @@ impl CauseBook {
         SlotVerdict { culprits }
     }
 
-    pub fn deadlock(&mut self, _fold: &Fold, g: &DiGraph<(), ()>, ranks: &[u32]) -> CauseKey {
-        let key = CauseKey::Deadlock(ranks.to_vec());
+    pub fn deadlock(&mut self, _fold: &Fold, g: &DiGraph<(), ()>, ranks: &[u32]) -> RootCause {
+        let key = RootCause::deadlock(ranks.iter().copied().map(Rank).collect());
         self.note(&key, || {
             let mut waits = Vec::new();
             for &r in ranks {
@@ -435,14 +404,14 @@ impl CauseBook {
     }
 
     /// A pause of `r` that overlapped `[window, now]`: the rank fell behind while frozen.
-    fn paused_during(&mut self, fold: &Fold, r: u32, window: Nanos) -> Option<CauseKey> {
+    fn paused_during(&mut self, fold: &Fold, r: u32, window: Nanos) -> Option<RootCause> {
         let f = fold.faults.iter().rev().find(|f| {
             f.kind == "pause"
                 && f.ranks == [r]
                 && f.begin_ns <= fold.t
                 && f.end_ns.is_none_or(|e| e >= window)
         })?;
-        let key = CauseKey::Paused(r);
+        let key = RootCause::Paused(Rank(r));
         self.note(&key, || {
             let until = match f.end_ns {
                 Some(e) if e <= fold.t => format!(" until {}", fmt_ms(e)),
@@ -470,7 +439,7 @@ impl CauseBook {
     /// - left out: a lossy or slow link that lost or delayed its heartbeats.
     ///
     /// Empty when `a` is a member of the newest generation, or none of these holds.
-    pub fn left_out(&mut self, fold: &Fold, a: u32) -> Vec<CauseKey> {
+    pub fn left_out(&mut self, fold: &Fold, a: u32) -> Vec<RootCause> {
         let m = &fold.membership;
         let newest = m.generations.last();
         let left_out = m.joining.contains(&a)
@@ -500,7 +469,7 @@ impl CauseBook {
             keys.push(self.partitioned(fold, i));
         }
         keys.extend(self.paused_during(fold, a, window));
-        if in_rendezvous && keys.iter().all(|k| !matches!(k, CauseKey::Preempted(_))) {
+        if in_rendezvous && keys.iter().all(|k| !matches!(k, RootCause::Preempted(_))) {
             keys.extend(self.quorum_lost(fold, a));
         }
         if (left_out || in_rendezvous) && keys.is_empty() {
@@ -535,7 +504,7 @@ impl CauseBook {
 
     /// Why an elastic group kept rebuilding: for each rank its peers suspected since the last
     /// completed call, the fault that cut it off, froze it or lost or delayed its heartbeats.
-    pub fn churn(&mut self, fold: &Fold) -> Vec<CauseKey> {
+    pub fn churn(&mut self, fold: &Fold) -> Vec<RootCause> {
         let since = fold
             .ops
             .values()
@@ -581,7 +550,7 @@ impl CauseBook {
 
     /// `a`'s rendezvous cannot reach the quorum it needs, and will not: members of its
     /// generation are dead, frozen or cut off from it now.
-    fn quorum_lost(&mut self, fold: &Fold, a: u32) -> Option<CauseKey> {
+    fn quorum_lost(&mut self, fold: &Fold, a: u32) -> Option<RootCause> {
         let m = &fold.membership;
         let w = m.wait_of(a)?;
         let reached = w.reachable.len() as u32;
@@ -604,7 +573,7 @@ impl CauseBook {
         if !gone {
             return None;
         }
-        self.note(&CauseKey::QuorumLost, || {
+        self.note(&RootCause::QuorumLost, || {
             (
                 format!(
                     "the rendezvous for generation {} cannot succeed: {}",
@@ -613,11 +582,11 @@ impl CauseBook {
                 Vec::new(),
             )
         });
-        Some(CauseKey::QuorumLost)
+        Some(RootCause::QuorumLost)
     }
 
     /// Why the rendezvous store (node `store`) cannot answer rank `a` now.
-    fn store_down(&mut self, fold: &Fold, a: u32, store: u32) -> Option<CauseKey> {
+    fn store_down(&mut self, fold: &Fold, a: u32, store: u32) -> Option<RootCause> {
         // a restarted store has lost the rendezvous state: its death still counts
         let i = fold.faults.iter().rposition(|f| match f.kind.as_str() {
             "preempt" => f.begin_ns <= fold.t && f.ranks == [store],
@@ -627,8 +596,8 @@ impl CauseBook {
         })?;
         let f = &fold.faults[i];
         let key = match f.kind.as_str() {
-            "preempt" => CauseKey::Preempted(store),
-            "pause" => CauseKey::Paused(store),
+            "preempt" => RootCause::Preempted(Rank(store)),
+            "pause" => RootCause::Paused(Rank(store)),
             _ => return Some(self.partitioned(fold, i)),
         };
         self.note(&key, || {
@@ -650,7 +619,7 @@ impl CauseBook {
     }
 
     /// `waiter`'s watchdog fired while the chunk from `from` was still on its way.
-    pub fn late(&mut self, fold: &Fold, waiter: u32, from: u32) -> CauseKey {
+    pub fn late(&mut self, fold: &Fold, waiter: u32, from: u32) -> RootCause {
         let v = &fold.ranks[waiter as usize];
         let window = v.call.as_ref().map_or(v.since_ns, |c| c.called_ns);
         let during = |f: &&FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= window);
@@ -732,7 +701,7 @@ impl CauseBook {
     }
 
     /// A watchdog of `waiter` fired while rank `r`, which it waits for, was still working.
-    pub fn working(&mut self, fold: &Fold, waiter: u32, r: u32) -> CauseKey {
+    pub fn working(&mut self, fold: &Fold, waiter: u32, r: u32) -> RootCause {
         let v = &fold.ranks[waiter as usize];
         let window = v.call.as_ref().map_or(v.since_ns, |c| c.called_ns);
         if let Some(k) = self.paused_during(fold, r, window) {
@@ -817,7 +786,7 @@ pub(super) fn stragglers(fold: &Fold) -> Vec<Straggler> {
                 .map(|f| f.detail.clone())
                 .collect();
             Straggler {
-                straggler: format!("slow:{rank}"),
+                straggler: RootCause::Slow(Rank(rank)),
                 rank,
                 faults,
                 waited_ns: waited,

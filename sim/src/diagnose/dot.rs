@@ -1,6 +1,7 @@
 //! The wait-for graph in Graphviz DOT.
 
 use super::{Diagnosis, EdgeKind, Fold, RankState};
+use crate::cause::listed;
 use crate::units::fmt_ms;
 use std::fmt::Write;
 
@@ -20,7 +21,7 @@ pub fn to_dot(fold: &Fold, d: &Diagnosis) -> String {
     let culprits = d.culprits();
     let blocked = d.blocked_ranks();
     let _ = writeln!(out, "digraph waits {{");
-    let causes = d.root_causes().join(", ");
+    let causes = listed(&d.root_causes());
     let _ = writeln!(
         out,
         "  label=\"wait-for graph at {}{}\";",
@@ -68,7 +69,7 @@ pub fn to_dot(fold: &Fold, d: &Diagnosis) -> String {
         let attrs = match e.kind {
             EdgeKind::RootCause => format!(
                 " [color=\"#e04040\", penwidth=2, label=\"{}\"]",
-                esc(&e.causes.join(", "))
+                esc(&listed(&e.causes))
             ),
             EdgeKind::InFlight => " [style=dashed, color=grey50, label=\"in flight\"]".into(),
             EdgeKind::Waits => String::new(),

@@ -4,6 +4,7 @@
 //! all three see exactly the same state for the same events.
 
 use super::membership::MembershipView;
+use crate::cause::RootCause;
 use crate::proto::workload::WorkloadConfig;
 use crate::proto::{Generation, GroupId, SeqNo};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKind, Scenario};
@@ -294,7 +295,8 @@ pub struct Fold {
     pub messages_dropped: u64,
     /// First watchdog abort: (time, rank).
     pub first_abort: Option<(Nanos, u32)>,
-    pub diagnosis: Option<(Vec<u32>, Vec<String>)>,
+    /// The diagnosis the trace recorded: (blocked ranks, root causes).
+    pub diagnosis: Option<(Vec<u32>, Vec<RootCause>)>,
     pub outcome: Option<Outcome>,
     /// For each receiver, the latest collective chunk each sender sent it, per group:
     /// [`SentMark`]. Schedules send to a peer in increasing steps, and a group's calls and

@@ -1,8 +1,9 @@
 //! The wait-for graph at one point in time, and who is blocked on what.
 
-use super::causes::{CauseBook, CauseKey};
+use super::causes::CauseBook;
 use super::fold::{CallView, Fold, RankState, RankView, Slot, CALL_HISTORY};
 use super::{Blocked, Cause, Diagnosis, EdgeKind, WaitEdge};
+use crate::cause::RootCause;
 use crate::scenario::Outcome;
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -13,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 /// What one wait-for edge tells.
 enum Class {
     /// The wait is explained at the far end (one or, for a two-sided mismatch, two causes).
-    Root(Vec<CauseKey>),
+    Root(Vec<RootCause>),
     /// The awaited chunk was sent and is on its way.
     InFlight,
     /// The awaited rank has not sent it yet.
@@ -41,7 +42,7 @@ fn classify(
     a: u32,
     ca: &CallView,
     b: u32,
-    out: &[CauseKey],
+    out: &[RootCause],
 ) -> Class {
     match classify_edge(fold, book, a, ca, b) {
         Class::Root(mut keys) => {
@@ -144,7 +145,7 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
 /// whatever keeps it in a rendezvous or outside the group; else it is `hung`, unless it is in
 /// a membership change. (A rank someone waits for is judged in `classify_edge`: a hung rank
 /// may sit in a rendezvous too, when the group rebuilds around it.)
-fn idle(fold: &Fold, book: &mut CauseBook, r: u32) -> Vec<CauseKey> {
+fn idle(fold: &Fold, book: &mut CauseBook, r: u32) -> Vec<RootCause> {
     let held = book.left_out(fold, r);
     let m = &fold.membership;
     if !held.is_empty()
@@ -168,8 +169,8 @@ fn history_reaches(v: &RankView, c: &CallView) -> bool {
 
 /// Membership causes (`quorum_lost`): ranks that wait for a generation rather than for a peer
 /// inside a collective. The fold records no rendezvous waits yet; when it does, each such rank
-/// whose rendezvous cannot reach a quorum is a seed of `CauseKey::QuorumLost` here.
-fn membership_seeds(_fold: &Fold) -> Vec<(CauseKey, u32)> {
+/// whose rendezvous cannot reach a quorum is a seed of `RootCause::QuorumLost` here.
+fn membership_seeds(_fold: &Fold) -> Vec<(RootCause, u32)> {
     Vec::new()
 }
 
@@ -179,7 +180,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
     let mut book = CauseBook::default();
     let mut waiter = vec![false; n];
     let mut waits: Vec<WaitEdge> = Vec::new();
-    let mut seeds: Vec<(CauseKey, u32)> = Vec::new();
+    let mut seeds: Vec<(RootCause, u32)> = Vec::new();
     // `waits` edges only: the graph transitive blocking and deadlocks are computed on
     let mut g: DiGraph<(), ()> = DiGraph::with_capacity(n, n);
     for _ in 0..n {
@@ -217,14 +218,14 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
                 from: v.rank,
                 to: b,
                 kind,
-                causes: causes.iter().map(|k| k.to_string()).collect(),
+                causes,
             });
         }
     }
     seeds.extend(membership_seeds(fold));
 
     // 1. blocked on root causes, transitively through `waits` edges
-    let mut blocked_by: Vec<Vec<CauseKey>> = vec![Vec::new(); n];
+    let mut blocked_by: Vec<Vec<RootCause>> = vec![Vec::new(); n];
     propagate(&g, &waiter, &seeds, &mut blocked_by);
 
     // 2. in progress: every chain ends in a chunk on its way or a working peer
@@ -264,7 +265,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
     // the same lateness holds back other waiters too (a chunk late on the same slow link, a
     // peer still computing): they cannot finish before the job is torn down either
     if !late_seeds.is_empty() {
-        let found: Vec<CauseKey> = late_seeds.iter().map(|(k, _)| k.clone()).collect();
+        let found: Vec<RootCause> = late_seeds.iter().map(|(k, _)| k.clone()).collect();
         for v in &fold.ranks {
             let a = v.rank;
             if !waiter[a as usize] || !blocked_by[a as usize].is_empty() {
@@ -305,7 +306,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
     // the report
     let mut blocked = Vec::new();
     let mut in_progress = Vec::new();
-    let mut per_cause: BTreeMap<CauseKey, Vec<u32>> = BTreeMap::new();
+    let mut per_cause: BTreeMap<RootCause, Vec<u32>> = BTreeMap::new();
     for v in &fold.ranks {
         let i = v.rank as usize;
         if !waiter[i] {
@@ -335,7 +336,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             steps: c.steps,
             waiting_for: c.waiting_for.clone(),
             since_ns: c.since_ns,
-            causes: keys.iter().map(|k| k.to_string()).collect(),
+            causes: keys,
         });
     }
     // a run that stalled with nobody waiting in a collective: a rank that stopped issuing
@@ -360,7 +361,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
         .map(|(k, blocked)| {
             let (text, ranks) = book.describe(&k);
             Cause {
-                cause: k.to_string(),
+                cause: k,
                 text,
                 ranks,
                 blocked,
@@ -382,10 +383,10 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
 fn propagate(
     g: &DiGraph<(), ()>,
     waiter: &[bool],
-    seeds: &[(CauseKey, u32)],
-    blocked_by: &mut [Vec<CauseKey>],
+    seeds: &[(RootCause, u32)],
+    blocked_by: &mut [Vec<RootCause>],
 ) {
-    let mut by_key: BTreeMap<&CauseKey, Vec<u32>> = BTreeMap::new();
+    let mut by_key: BTreeMap<&RootCause, Vec<u32>> = BTreeMap::new();
     for (k, r) in seeds {
         by_key.entry(k).or_default().push(*r);
     }
@@ -423,7 +424,7 @@ fn propagate(
 
 /// Waiters that will progress: not blocked, and every `waits` edge leads to a rank that is not
 /// waiting (it works) or that itself progresses (least fixpoint, so cycles do not count).
-fn progress(g: &DiGraph<(), ()>, waiter: &[bool], blocked_by: &[Vec<CauseKey>]) -> Vec<bool> {
+fn progress(g: &DiGraph<(), ()>, waiter: &[bool], blocked_by: &[Vec<RootCause>]) -> Vec<bool> {
     let n = waiter.len();
     let mut pending = vec![0usize; n];
     let mut done = vec![false; n];
@@ -470,7 +471,7 @@ fn lateness(
     waiter: &[bool],
     in_flight: &[Vec<u32>],
     start: u32,
-) -> Vec<(CauseKey, u32)> {
+) -> Vec<(RootCause, u32)> {
     let mut seeds = Vec::new();
     let mut seen = vec![false; waiter.len()];
     let mut stack = vec![start];

@@ -32,7 +32,8 @@ pub mod fold;
 mod graph;
 pub mod membership;
 
-pub use causes::{fmt_ranks, ranks_phrase, CauseKey};
+pub use crate::cause::RootCause;
+pub use causes::{fmt_ranks, ranks_phrase};
 pub use dot::to_dot;
 pub use fold::{
     CallSig, CallView, FaultView, Fold, Lateness, OpView, PastCall, RankState, RankView, Slot,
@@ -59,15 +60,15 @@ pub struct Blocked {
     pub steps: u32,
     pub waiting_for: Vec<u32>,
     pub since_ns: Nanos,
-    /// The root causes this rank waits on (DESIGN §2 vocabulary).
-    pub causes: Vec<String>,
+    /// The root causes this rank waits on.
+    pub causes: Vec<RootCause>,
 }
 
 /// A root cause with its explanation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Cause {
-    /// In the vocabulary of DESIGN §2, e.g. `preempted:2`.
-    pub cause: String,
+    /// E.g. `preempted:2`.
+    pub cause: RootCause,
     /// What happened, for humans, e.g. `rank 2 was preempted at 12.000ms`.
     pub text: String,
     /// The ranks the cause names (the culprits; the sides of a partition).
@@ -80,7 +81,7 @@ pub struct Cause {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Straggler {
     /// `slow:R`.
-    pub straggler: String,
+    pub straggler: RootCause,
     pub rank: u32,
     /// Scenario indices of the faults that made it late.
     pub faults: Vec<u32>,
@@ -106,7 +107,7 @@ pub struct WaitEdge {
     pub kind: EdgeKind,
     /// For root-cause edges, the causes the edge shows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub causes: Vec<String>,
+    pub causes: Vec<RootCause>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -125,7 +126,8 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
-    pub fn root_causes(&self) -> Vec<String> {
+    /// Every root cause, in the order they are listed.
+    pub fn root_causes(&self) -> Vec<RootCause> {
         self.causes.iter().map(|c| c.cause.clone()).collect()
     }
 
@@ -133,7 +135,8 @@ impl Diagnosis {
         self.blocked.iter().map(|b| b.rank).collect()
     }
 
-    pub fn straggler_names(&self) -> Vec<String> {
+    /// `slow:R` for each straggler.
+    pub fn straggler_names(&self) -> Vec<RootCause> {
         self.stragglers
             .iter()
             .map(|s| s.straggler.clone())

@@ -22,7 +22,7 @@
 //! LogGOPSim would let a message that arrives meanwhile take the CPU first.
 
 use crate::scenario::{NetModel, Scenario};
-use crate::units::{Bandwidth, Nanos};
+use crate::units::{Bandwidth, Nanos, PerByte};
 
 #[derive(Clone, Copy, Debug)]
 struct LinkParams {
@@ -57,7 +57,7 @@ struct LogGp {
     l: Nanos,
     o: Nanos,
     g: Nanos,
-    gb: Nanos,
+    gb: PerByte,
 }
 
 /// When a message leaves, and when it reaches the receiver.
@@ -92,7 +92,7 @@ impl Net {
                 l: n.loggp_l.map_or(0, |d| d.0),
                 o: n.loggp_o.map_or(0, |d| d.0),
                 g: n.loggp_g.map_or(0, |d| d.0),
-                gb: n.loggp_gb.map_or(0, |d| d.0),
+                gb: n.loggp_gb.unwrap_or_default(),
             }),
             NetModel::AlphaBeta => None,
         };
@@ -126,7 +126,7 @@ impl Net {
         match self.loggp {
             Some(lg) => {
                 let start = t.max(self.cpu_free[f]).max(self.send_free[f]);
-                let wire = bytes.saturating_sub(1).saturating_mul(lg.gb);
+                let wire = lg.gb.ns_for(bytes.saturating_sub(1));
                 self.cpu_free[f] = start + lg.o;
                 self.send_free[f] = start + lg.g + wire;
                 Timing {
@@ -158,7 +158,7 @@ impl Net {
         match self.loggp {
             Some(lg) => {
                 // the CPU pays o and the bytes' (k-1)G; the receive gap g + (k-1)G
-                let wire = bytes.saturating_sub(1).saturating_mul(lg.gb);
+                let wire = lg.gb.ns_for(bytes.saturating_sub(1));
                 let recv_cost = lg.o + wire;
                 let start = arrive.max(self.cpu_free[r]).max(self.recv_free[r]);
                 self.cpu_free[r] = start + recv_cost;

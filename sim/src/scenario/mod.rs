@@ -4,7 +4,6 @@
 //! the file, the line and the key at fault. `load_with` and `parse_with` also reject what the
 //! engine does not implement yet, as described by a [`Support`].
 
-mod cause;
 #[cfg(test)]
 mod examples;
 mod fault_de;
@@ -13,7 +12,7 @@ mod model;
 mod parse;
 mod validate;
 
-pub use cause::{RootCause, RootCauseError};
+pub use crate::cause::{RootCause, RootCauseError};
 pub use model::*;
 pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
 pub mod resolve;

@@ -2,7 +2,8 @@
 //! (scenarios/README.md). The vocabulary the protocols share (ops, algorithms, dtypes, reduce
 //! ops, rendezvous kinds, meshes) lives in `ringside-proto` and is re-exported here.
 
-use crate::units::{Bandwidth, Duration, Size};
+use crate::cause::RootCause;
+use crate::units::{Bandwidth, Duration, PerByte, Size};
 pub use ringside_proto::vocab::{
     Algorithm, Dtype, Mesh, OpKind, ReduceOp, RegistryAction, RendezvousKind,
 };
@@ -90,7 +91,7 @@ pub struct Network {
     pub loggp_g: Option<Duration>,
     /// LogGP gap per byte.
     #[serde(default, rename = "G", skip_serializing_if = "Option::is_none")]
-    pub loggp_gb: Option<Duration>,
+    pub loggp_gb: Option<PerByte>,
 }
 
 fn default_latency() -> Duration {
@@ -451,8 +452,10 @@ pub struct Expect {
     pub outcome: Option<Outcome>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<Vec<u32>>,
+    /// Exactly these root causes, in any order: compared as a set of what they name (see
+    /// [`RootCause`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub root_causes: Option<Vec<String>>,
+    pub root_causes: Option<Vec<RootCause>>,
     /// Every completed collective's result is correct (default: checked when present).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correct: Option<bool>,

@@ -1,5 +1,6 @@
 //! The events of a trace. Each line is `{"t":<ns>,"kind":"<kind>",...fields}`.
 
+use crate::cause::RootCause;
 use crate::proto::event::FlightEntry;
 use crate::proto::{Generation, GroupId, SeqNo, TimerKey};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp};
@@ -175,10 +176,10 @@ pub enum Event {
     /// The diagnosis at the end of the run (or when the run stops at a stall).
     Diagnosis {
         blocked: Vec<u32>,
-        root_causes: Vec<String>,
+        root_causes: Vec<RootCause>,
         /// Ranks others waited for while a straggler fault touched them (`slow:R`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        stragglers: Vec<String>,
+        stragglers: Vec<RootCause>,
     },
     /// The footer.
     End {

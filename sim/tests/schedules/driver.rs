@@ -9,8 +9,8 @@
 //! everything happens at time 0 and messages are delivered in the order they were sent (FIFO).
 
 use ringside_sim::proto::collective::{
-    extract, prepare, schedule_with, AnySchedule, Collective, Ctx, Members, Progress, Schedule,
-    StepPlan, Transfer,
+    extract, input_len, prepare, schedule_with, AnySchedule, Blocks, Collective, Ctx, Members,
+    Progress, Schedule, StepPlan, Transfer,
 };
 use ringside_sim::proto::{
     Buffer, CollMsg, Fingerprint, Generation, GroupId, Msg, Outbox, Output, Rank, SeqNo,
@@ -40,6 +40,13 @@ pub const ALGORITHMS: &[(OpKind, Algorithm)] = &[
     (OpKind::ReduceScatter, Algorithm::Direct),
     (OpKind::Barrier, Algorithm::Dissemination),
     (OpKind::Barrier, Algorithm::Tree),
+    (OpKind::AllToAll, Algorithm::Pairwise),
+    (OpKind::AllToAll, Algorithm::Direct),
+    (OpKind::AllToAll, Algorithm::Bruck),
+    (OpKind::Gather, Algorithm::Binomial),
+    (OpKind::Gather, Algorithm::Direct),
+    (OpKind::Scatter, Algorithm::Binomial),
+    (OpKind::Scatter, Algorithm::Direct),
 ];
 
 pub const DTYPES: [Dtype; 3] = [Dtype::F32, Dtype::F64, Dtype::I64];
@@ -88,7 +95,7 @@ impl Setup {
 
     /// The input of `rank`, as the workload makes it.
     pub fn input(&self, rank: u32) -> Buffer {
-        let len = self.elements as usize;
+        let len = input_len(self.op, self.ctx(rank), self.elements);
         Buffer::input(self.dtype, self.reduce, len, self.seed, rank, 0, 0)
     }
 
@@ -216,7 +223,7 @@ pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<impl Into<AnySchedule>>) -
         .zip(0..p)
         .map(|(sched, me)| {
             let ctx = s.ctx(me);
-            let buf = prepare(s.op, ctx, s.elements, s.input(me));
+            let buf = prepare(s.op, s.algorithm, ctx, s.elements, s.input(me));
             Collective::new(fp, members.clone(), ctx, sched, buf, 0)
         })
         .collect();
@@ -275,7 +282,7 @@ pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<impl Into<AnySchedule>>) -
     let results = colls
         .into_iter()
         .enumerate()
-        .map(|(me, c)| extract(s.op, s.ctx(me as u32), c.into_buffer()))
+        .map(|(me, c)| extract(s.op, s.algorithm, s.ctx(me as u32), c.into_buffer()))
         .collect();
     Outcome {
         results,
@@ -302,6 +309,13 @@ pub fn plans_agree(s: &Setup) -> Result<(), String> {
         return Err("ranks disagree on the number of steps or blocks".into());
     }
     let blocks = |plan: &StepPlan, t: &Transfer| plan.ranges[t.ranges.clone()].to_vec();
+    let len = input_len(s.op, s.ctx(0), s.elements) * 2;
+    let layout = Blocks::new(nb, len, 0);
+    let size = |runs: &[(u32, u32)]| -> usize {
+        runs.iter()
+            .map(|&(lo, hi)| layout.elems(lo, hi).len())
+            .sum()
+    };
     let mut plans = vec![StepPlan::default(); s.p as usize];
     for step in 0..steps {
         for (me, sched) in scheds.iter().enumerate() {
@@ -333,7 +347,16 @@ pub fn plans_agree(s: &Setup) -> Result<(), String> {
                     .iter()
                     .find(|r| r.peer == me as u32)
                     .map(|r| blocks(theirs, r));
-                if matched != Some(blocks(plan, t)) {
+                // all_to_all receives into another buffer than it sends from: there the
+                // pieces must only hold as many elements (their modeled bytes differ by one
+                // when p does not divide n: the sender's count is the one that travels);
+                // everywhere else the very same blocks
+                let fits = match &matched {
+                    Some(m) if s.op == OpKind::AllToAll => size(m) == size(&blocks(plan, t)),
+                    Some(m) => *m == blocks(plan, t),
+                    None => false,
+                };
+                if !fits {
                     return Err(format!(
                         "step {step}: rank {me} sends {:?} to {}, which expects {matched:?}",
                         blocks(plan, t),

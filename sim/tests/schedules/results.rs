@@ -38,6 +38,25 @@ fn expected(s: &Setup) -> Vec<Option<Buffer>> {
                 Some(mine)
             }
             OpKind::Barrier => None,
+            OpKind::Gather => (me == s.root).then(|| {
+                let mut all = Buffer::empty(s.dtype);
+                inputs.iter().for_each(|x| all.extend_from(x, 0..x.len()));
+                all
+            }),
+            OpKind::Scatter => {
+                let all = &inputs[s.root as usize];
+                let mut mine = Buffer::empty(s.dtype);
+                mine.extend_from(all, block_elems(me, me + 1, s.p, all.len()));
+                Some(mine)
+            }
+            // piece `me` of every rank's input, in rank order
+            OpKind::AllToAll => {
+                let mut mine = Buffer::empty(s.dtype);
+                for x in &inputs {
+                    mine.extend_from(x, block_elems(me, me + 1, s.p, x.len()));
+                }
+                Some(mine)
+            }
         })
         .collect()
 }
@@ -47,7 +66,7 @@ fn expected(s: &Setup) -> Vec<Option<Buffer>> {
 /// that receive the same result.
 fn verify(s: &Setup, got: &Outcome) -> Result<(), String> {
     let want = expected(s);
-    let copies_only = matches!(s.op, OpKind::Broadcast | OpKind::Allgather);
+    let copies_only = !s.op.reduces();
     for (me, (g, w)) in got.results.iter().zip(&want).enumerate() {
         let ok = match (g, w) {
             (None, None) => true,
@@ -59,10 +78,7 @@ fn verify(s: &Setup, got: &Outcome) -> Result<(), String> {
             return Err(format!("{s:?}: rank {me} holds {g:?}, expected {w:?}"));
         }
     }
-    if matches!(
-        s.op,
-        OpKind::Allreduce | OpKind::Broadcast | OpKind::Allgather
-    ) {
+    if s.op.same_result_everywhere() {
         let hashes: Vec<u64> = got.results.iter().flatten().map(Buffer::hash).collect();
         if hashes.windows(2).any(|w| w[0] != w[1]) {
             return Err(format!("{s:?}: ranks disagree: {:?}", got.results));
@@ -102,7 +118,7 @@ fn every_algorithm_p_dtype_and_reduction() {
 #[test]
 fn rooted_ops_from_every_root() {
     for &(op, algorithm) in ALGORITHMS {
-        if !matches!(op, OpKind::Broadcast | OpKind::Reduce) {
+        if !op.rooted() {
             continue;
         }
         for p in 1..=17 {
@@ -289,6 +305,8 @@ fn supported_names_exactly_the_implemented_algorithms() {
         A::RecursiveHalving,
         A::Dissemination,
         A::Hierarchical,
+        A::Pairwise,
+        A::Bruck,
     ];
     // a new variant must be added to `every`
     for a in every {
@@ -302,7 +320,9 @@ fn supported_names_exactly_the_implemented_algorithms() {
             | A::ScatterAllgather
             | A::RecursiveHalving
             | A::Dissemination
-            | A::Hierarchical => {}
+            | A::Hierarchical
+            | A::Pairwise
+            | A::Bruck => {}
         }
     }
     for op in OpKind::ALL {

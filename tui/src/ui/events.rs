@@ -7,6 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
+use ringside_sim::cause::listed;
 use ringside_sim::trace::{Event, FaultPhase};
 use ringside_sim::units::{fmt_ms, fmt_time};
 
@@ -127,7 +128,7 @@ pub fn describe(ev: &Event) -> String {
         } => format!(
             "blocked [{}], root causes [{}]",
             fmt_ranks(blocked, 8),
-            root_causes.join(", ")
+            listed(root_causes)
         ),
         Event::End { outcome, .. } => format!("{outcome}"),
         Event::GenerationFormed {

@@ -2,9 +2,11 @@
 //! chase a pointer to a separate allocation (with thousands of ranks, each rank's state is cold
 //! by the time its next chunk arrives, and every extra cache line shows).
 
+use super::all_to_all::{Bruck, Pairwise};
 use super::binomial::{BinomialBroadcast, BinomialReduce};
 use super::direct::Direct;
 use super::dissemination::Dissemination;
+use super::gather::{BinomialGather, BinomialScatter};
 use super::hierarchical::Hierarchical;
 use super::rabenseifner::Rabenseifner;
 use super::recursive_doubling::{RecursiveDoublingAllgather, RecursiveDoublingAllreduce};
@@ -34,6 +36,13 @@ macro_rules! any_schedule {
                 match self {
                     $(AnySchedule::$variant(s) => s.nblocks(),)*
                     AnySchedule::Other(s) => s.nblocks(),
+                }
+            }
+
+            fn modeled(&self, bytes: u64) -> u64 {
+                match self {
+                    $(AnySchedule::$variant(s) => s.modeled(bytes),)*
+                    AnySchedule::Other(s) => s.modeled(bytes),
                 }
             }
 
@@ -76,6 +85,10 @@ any_schedule! {
     ScatterAllgather(ScatterAllgather),
     Direct(Direct),
     Dissemination(Dissemination),
+    Pairwise(Pairwise),
+    Bruck(Bruck),
+    BinomialGather(BinomialGather),
+    BinomialScatter(BinomialScatter),
 }
 
 impl From<Box<dyn Schedule>> for AnySchedule {

@@ -9,6 +9,11 @@
 //! - allreduce: the reduce-scatter above, then each rank sends its finished block to everyone
 //!   (one owner reduces each block, everyone else copies it, so all agree bit for bit);
 //!   2a + 2n(p-1)/p b.
+//! - all_to_all: rank i sends block j of its send buffer to rank j, which copies it into block
+//!   i of its receive buffer; a + n(p-1)/p b (n: one rank's send buffer).
+//! - gather: every other rank sends its block to the root; a + n(p-1)/p b (n: the gathered
+//!   buffer; the root's receive port serializes the pieces).
+//! - scatter: the root sends block i to rank i, in turn; a + n(p-1)/p b.
 //!
 //! In the all-to-all steps rank i addresses its peers in the order i+1, i+2, ... (mod p), so in
 //! the t-th slot every rank receives from exactly one sender and no receive port is contended.
@@ -40,6 +45,19 @@ impl Direct {
         }
     }
 
+    /// Block i of my send buffer to rank i, into block me of its receive buffer.
+    fn all_to_all(&self, plan: &mut StepPlan) {
+        let Ctx { me, p, .. } = self.ctx;
+        for t in 1..p {
+            let to = (me + t) % p;
+            plan.send(to, &[(to, to + 1)]);
+        }
+        for t in 1..p {
+            let from = (me + p - t) % p;
+            plan.recv(from, &[(p + from, p + from + 1)], Action::Copy);
+        }
+    }
+
     /// My block to everyone, copy everyone's block.
     fn gather(&self, plan: &mut StepPlan) {
         let Ctx { me, p, .. } = self.ctx;
@@ -65,7 +83,15 @@ impl Schedule for Direct {
     fn nblocks(&self) -> u32 {
         match self.op {
             OpKind::Broadcast | OpKind::Reduce | OpKind::Barrier => 1,
+            OpKind::AllToAll => 2 * self.ctx.p,
             _ => self.ctx.p,
+        }
+    }
+
+    fn modeled(&self, bytes: u64) -> u64 {
+        match self.op {
+            OpKind::AllToAll => bytes.saturating_mul(2),
+            _ => bytes,
         }
     }
 
@@ -86,6 +112,17 @@ impl Schedule for Direct {
             OpKind::Allreduce if step == 0 => self.scatter_reduce(plan),
             OpKind::Allreduce => self.gather(plan),
             OpKind::Barrier => {}
+            OpKind::AllToAll => self.all_to_all(plan),
+            OpKind::Gather if rel(ctx) == 0 => (1..p).for_each(|r| {
+                let from = abs(ctx, r);
+                plan.recv(from, &[(from, from + 1)], Action::Copy);
+            }),
+            OpKind::Gather => plan.send(ctx.root, &[(ctx.me, ctx.me + 1)]),
+            OpKind::Scatter if rel(ctx) == 0 => (1..p).for_each(|r| {
+                let to = abs(ctx, r);
+                plan.send(to, &[(to, to + 1)]);
+            }),
+            OpKind::Scatter => plan.recv(ctx.root, &[(ctx.me, ctx.me + 1)], Action::Copy),
         }
     }
 }

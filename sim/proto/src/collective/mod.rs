@@ -45,6 +45,16 @@
 //! | reduce_scatter | `direct` | [`direct`] | a + n(p-1)/p b |
 //! | barrier | `dissemination` | [`dissemination`] | ceil(lg p) a |
 //! | barrier | `tree` | [`tree`] | 2 ceil(lg p) a |
+//! | all_to_all | `pairwise` | [`all_to_all`] | (p-1)(a + n/p b) |
+//! | all_to_all | `direct` | [`direct`] | a + n(p-1)/p b |
+//! | all_to_all | `bruck` | [`all_to_all`] | lg p (a + n/2 b) |
+//! | gather | `binomial` | [`gather`] | lg p a + n(p-1)/p b |
+//! | gather | `direct` | [`direct`] | a + n(p-1)/p b |
+//! | scatter | `binomial` | [`gather`] | lg p a + n(p-1)/p b |
+//! | scatter | `direct` | [`direct`] | a + n(p-1)/p b |
+//!
+//! For all_to_all n is one rank's send buffer (n/p to each peer); for gather and scatter the
+//! root's whole buffer (n/p per rank), as for allgather.
 //!
 //! Every algorithm runs on any p >= 1 (p = 1 takes no steps). Recursive doubling and halving
 //! fold a non-power of two onto one ([`fold`]); trees are clipped at p, which makes their cost
@@ -52,12 +62,14 @@
 //! H hosts of l ranks each (a_l, b_l: the intra-host link); [`schedule_with`] is told how many
 //! consecutive members of the group share a host, and [`schedule`] assumes one per host.
 
+pub mod all_to_all;
 mod any;
 pub mod binomial;
 mod blocks;
 pub mod direct;
 pub mod dissemination;
 pub mod fold;
+pub mod gather;
 pub mod hierarchical;
 mod members;
 pub mod rabenseifner;
@@ -210,6 +222,11 @@ pub trait Schedule: Send + Sync {
     fn steps(&self) -> u32;
     /// Number of blocks the working buffer is split into.
     fn nblocks(&self) -> u32;
+    /// The modeled bytes of the whole working buffer, for an op of `bytes`: more than `bytes`
+    /// when the buffer holds more than the op's data (all_to_all's separate receive buffer).
+    fn modeled(&self, bytes: u64) -> u64 {
+        bytes
+    }
     /// Fills `plan` (already cleared) with the transfers of `step`.
     fn plan(&self, step: u32, plan: &mut StepPlan);
     /// `step` as a [`PairStep`], when it is one and the schedule knows it cheaply; the executor
@@ -276,6 +293,10 @@ pub fn schedule_with(
         }
         (O::Barrier, A::Dissemination) => dissemination::Dissemination::new(ctx).into(),
         (O::Barrier, A::Tree) => tree::Tree::barrier(ctx).into(),
+        (O::AllToAll, A::Pairwise) => all_to_all::Pairwise::new(ctx).into(),
+        (O::AllToAll, A::Bruck) => all_to_all::Bruck::new(ctx).into(),
+        (O::Gather, A::Binomial) => gather::BinomialGather::new(ctx).into(),
+        (O::Scatter, A::Binomial) => gather::BinomialScatter::new(ctx).into(),
         (_, A::Direct) => match direct::Direct::new(op, ctx) {
             Some(d) => d.into(),
             None => return Err(UnsupportedAlgorithm { op, algorithm }),
@@ -299,12 +320,14 @@ pub fn supported(op: OpKind, algorithm: Algorithm) -> bool {
     .is_ok()
 }
 
-/// Length in elements of the working buffer of `op` for `elements` per rank on `p` ranks.
-pub fn buffer_len(op: OpKind, elements: u32, p: u32) -> usize {
+/// Length in elements of rank `ctx.me`'s input to `op` with `elements` per piece: one piece
+/// per peer for all_to_all and at the root of a scatter, one piece otherwise.
+pub fn input_len(op: OpKind, ctx: Ctx, elements: u32) -> usize {
+    let (e, p) = (elements as usize, ctx.p as usize);
     match op {
-        OpKind::Allgather => elements as usize * p as usize,
-        OpKind::Barrier => 0,
-        _ => elements as usize,
+        OpKind::AllToAll => e * p,
+        OpKind::Scatter if ctx.me == ctx.root => e * p,
+        _ => e,
     }
 }
 
@@ -365,7 +388,7 @@ impl Collective {
     ) -> Collective {
         let sched = sched.into();
         let steps = sched.steps();
-        let blocks = Blocks::new(sched.nblocks(), buf.len(), fp.bytes);
+        let blocks = Blocks::new(sched.nblocks(), buf.len(), sched.modeled(fp.bytes));
         Collective {
             fp,
             members,
@@ -700,32 +723,67 @@ impl Collective {
     }
 }
 
-/// The working buffer of `op` for this rank, with `input` (of `elements` values) placed:
-/// allgather puts it in block `me` of p; broadcast keeps it only at the root.
-pub fn prepare(op: OpKind, ctx: Ctx, elements: u32, input: Buffer) -> Buffer {
+/// The working buffer of `op` run with `algorithm` for this rank, with `input` (of
+/// [`input_len`] values) placed: allgather and gather put it in block `me` of p; broadcast and
+/// scatter keep it only at the root; all_to_all keeps a receive buffer beside it, holding
+/// already the block this rank sends itself (or, for `bruck`, rotates it).
+pub fn prepare(op: OpKind, algorithm: Algorithm, ctx: Ctx, elements: u32, input: Buffer) -> Buffer {
+    let (e, p) = (elements as usize, ctx.p as usize);
+    let me = ctx.me as usize;
     match op {
-        OpKind::Allgather => {
-            let mut buf = Buffer::zeros(input.dtype(), buffer_len(op, elements, ctx.p));
-            let at = ctx.me as usize * elements as usize;
-            buf.copy_from(at, &input, 0, input.len().min(elements as usize));
+        OpKind::Allgather | OpKind::Gather => {
+            let mut buf = Buffer::zeros(input.dtype(), e * p);
+            buf.copy_from(me * e, &input, 0, input.len().min(e));
             buf
         }
         OpKind::Broadcast if ctx.me != ctx.root => Buffer::zeros(input.dtype(), input.len()),
+        OpKind::Scatter if ctx.me != ctx.root => Buffer::zeros(input.dtype(), e * p),
         OpKind::Barrier => Buffer::empty(input.dtype()),
+        OpKind::AllToAll if algorithm == Algorithm::Bruck => {
+            let mut buf = Buffer::zeros(input.dtype(), e * p);
+            for block in 0..ctx.p {
+                let at = all_to_all::bruck_position(ctx.me, ctx.p, block, false) as usize;
+                buf.copy_from(at * e, &input, block as usize * e, e);
+            }
+            buf
+        }
+        OpKind::AllToAll => {
+            let mut buf = Buffer::zeros(input.dtype(), 2 * e * p);
+            buf.copy_from(0, &input, 0, input.len().min(e * p));
+            buf.copy_from((p + me) * e, &input, me * e, e);
+            buf
+        }
         _ => input,
     }
 }
 
-/// The result this rank holds when `op` completes: the whole buffer, the root's reduction,
-/// this rank's block of a reduce-scatter, or nothing (reduce on a non-root, barrier).
-pub fn extract(op: OpKind, ctx: Ctx, buf: Buffer) -> Option<Buffer> {
+/// The result this rank holds when `op` completes: the whole buffer, the root's reduction or
+/// gathered buffer, this rank's block of a reduce-scatter or scatter, the receive buffer of an
+/// all_to_all (block i from rank i), or nothing (reduce and gather on a non-root, barrier).
+pub fn extract(op: OpKind, algorithm: Algorithm, ctx: Ctx, buf: Buffer) -> Option<Buffer> {
+    let own_block = |buf: &Buffer| {
+        let r = block_elems(ctx.me, ctx.me + 1, ctx.p, buf.len());
+        let mut out = Buffer::empty(buf.dtype());
+        out.extend_from(buf, r);
+        out
+    };
     match op {
-        OpKind::Reduce if ctx.me != ctx.root => None,
+        OpKind::Reduce | OpKind::Gather if ctx.me != ctx.root => None,
         OpKind::Barrier => None,
-        OpKind::ReduceScatter => {
-            let r = block_elems(ctx.me, ctx.me + 1, ctx.p, buf.len());
+        OpKind::ReduceScatter | OpKind::Scatter => Some(own_block(&buf)),
+        OpKind::AllToAll if algorithm == Algorithm::Bruck => {
+            let e = buf.len() / ctx.p.max(1) as usize;
             let mut out = Buffer::empty(buf.dtype());
-            out.extend_from(&buf, r);
+            for from in 0..ctx.p {
+                let at = all_to_all::bruck_position(ctx.me, ctx.p, from, true) as usize * e;
+                out.extend_from(&buf, at..at + e);
+            }
+            Some(out)
+        }
+        OpKind::AllToAll => {
+            let half = buf.len() / 2;
+            let mut out = Buffer::empty(buf.dtype());
+            out.extend_from(&buf, half..buf.len());
             Some(out)
         }
         _ => Some(buf),

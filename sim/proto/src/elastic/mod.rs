@@ -18,9 +18,9 @@
 //!   rendezvous does. It is linearizable, so no quorum is needed — and it is a single point of
 //!   failure: without the store no generation can form.
 //!
-//! Invariants (checked by `check::membership`): generations only increase on every rank; every
-//! rank that installs generation g installs the same members and resume point; a generation has
-//! at least `min_size` and at most `max_size` members.
+//! Invariants (the simulator's `one_world_per_generation` property checks them): generations
+//! only increase on every rank; every rank that installs generation g installs the same members
+//! and resume point; a generation has at least `min_size` and at most `max_size` members.
 //!
 //! Failure detection ([`detector`]) is a ring monitor: each member sends heartbeat datagrams to
 //! its two ring neighbours in the generation every `heartbeat_interval` and suspects one after

@@ -182,11 +182,11 @@ impl FaultDraw {
                 match self.magnitude % 4 {
                     0 => m.1 = Some(Size(target.bytes.0 + 1 + u64::from(self.other))),
                     1 => {
-                        let i = OpKind::ALL
+                        let i = OpKind::CLASSIC
                             .iter()
                             .position(|o| *o == target.op)
                             .unwrap_or(0);
-                        m.0 = Some(OpKind::ALL[(i + 1 + (self.other % 5) as usize) % 6]);
+                        m.0 = Some(OpKind::CLASSIC[(i + 1 + (self.other % 5) as usize) % 6]);
                     }
                     3 if p >= 2 => {
                         let root = target.root.unwrap_or(0);

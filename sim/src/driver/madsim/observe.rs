@@ -399,6 +399,6 @@ impl Observer {
 /// Agreement: every rank of an allreduce, broadcast or allgather holds the same bits; a
 /// reduce-scatter's ranks hold different blocks (as the engine's report says).
 fn agreement(mut op: MadsimOp) -> MadsimOp {
-    op.correct &= op.op == OpKind::ReduceScatter || op.results.len() <= 1;
+    op.correct &= !op.op.same_result_everywhere() || op.results.len() <= 1;
     op
 }

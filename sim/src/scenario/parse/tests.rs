@@ -61,7 +61,10 @@ fn the_annotated_example_parses() {
     let x = s.expect.as_ref().unwrap();
     assert_eq!(x.outcome, Some(Outcome::Stalled));
     assert_eq!(x.blocked, Some(vec![0, 1]));
-    assert_eq!(x.root_causes, Some(vec!["preempted:2".to_string()]));
+    assert_eq!(
+        x.root_causes,
+        Some(vec![RootCause::Preempted(crate::proto::Rank(2))])
+    );
 }
 
 #[test]
@@ -71,7 +74,10 @@ fn every_key_parses() {
     assert_eq!(s.network.loggp_l, Some(Duration(2_500)));
     assert_eq!(s.network.loggp_o, Some(Duration(1_500)));
     assert_eq!(s.network.loggp_g, Some(Duration(1_000)));
-    assert_eq!(s.network.loggp_gb, Some(Duration(6)));
+    assert_eq!(
+        s.network.loggp_gb,
+        Some(crate::units::PerByte::Time { num: 6, den: 1 })
+    );
     assert_eq!(s.network.retransmit_timeout, Duration(50_000_000));
     assert_eq!(s.engine.tie_break, TieBreak::Shuffle);
     let e = s.group.elastic.as_ref().unwrap();

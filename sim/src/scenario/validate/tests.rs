@@ -631,3 +631,27 @@ fn expect_root_causes() {
     let e = "[expect]\nroot_causes = [\"preempted:1\", \"paused:2\", \"partitioned:0|1,2\", \"mismatch:0\", \"skipped:3\", \"hung:1\", \"deadlock:0,1\", \"quorum_lost\", \"slow:2\"]";
     accepts(with_faults(e));
 }
+
+#[test]
+fn a_bad_root_cause_is_named_with_its_file_line_and_key() {
+    // the element's own line, inside an array written over several lines
+    let e = "[expect]\nroot_causes = [\n  \"quorum_lost\",\n  \"deadlock:1,1\", # <-\n]";
+    rejects(with_faults(e), "expect.root_causes[1]", "named twice");
+    let text = with_faults(e).text();
+    let line = text.lines().position(|l| l.contains(MARK)).unwrap() + 1;
+    let err = parse(&text, "v.toml").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("v.toml:{line}: expect.root_causes[1]: `deadlock:1,1`: rank 1 is named twice")
+    );
+    let e = "[expect]\nroot_causes = [\"paused:1\", 2] # <-";
+    rejects(with_faults(e), "expect.root_causes[1]", "expected a string");
+    // the causes are read as written
+    let e = "[expect]\nroot_causes = [\"deadlock:2,0,1\", \"partitioned:3|2,0,1\"]";
+    let s = parse(&with_faults(e).text(), "v.toml").unwrap();
+    let causes = s.expect.unwrap().root_causes.unwrap();
+    assert_eq!(
+        crate::cause::listed(&causes),
+        "deadlock:2,0,1, partitioned:3|2,0,1"
+    );
+}

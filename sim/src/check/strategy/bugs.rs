@@ -1,11 +1,13 @@
-//! proptest strategies: small worlds under random fault schedules.
+//! Small jobs under random fault schedules in which a minority of ranks run a buggy program
+//! (a mismatched, skipped or hung call): the cases of the diagnosis property, whose root causes
+//! must name the culprits.
 //!
 //! A generated case is the text of a scenario file, so a failing case prints exactly the
 //! scenario that reproduces it (save it as a `.toml` and `ringside run` it).
 
+use crate::check::Case;
 use crate::scenario::{self, Scenario};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed};
 use std::fmt;
 
 /// A generated scenario, kept as TOML text.
@@ -18,23 +20,16 @@ impl ScenarioText {
         scenario::parse(&self.0, "generated.toml")
             .unwrap_or_else(|e| panic!("a generated scenario is invalid: {e}\n{}", self.0))
     }
+
+    /// The case of the scenario, with its own seed.
+    pub fn case(&self) -> Case {
+        Case::new(self.scenario())
+    }
 }
 
 impl fmt::Debug for ScenarioText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "\n----- scenario -----\n{}--------------------", self.0)
-    }
-}
-
-/// CI-sized: 32 cases unless `PROPTEST_CASES` says otherwise; a fixed RNG seed unless
-/// `PROPTEST_RNG_SEED` says otherwise, so a CI run is reproducible.
-pub fn config() -> Config {
-    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
-    Config {
-        cases: env("PROPTEST_CASES").map_or(32, |c| c as u32),
-        rng_seed: RngSeed::Fixed(env("PROPTEST_RNG_SEED").unwrap_or(0x5eed)),
-        failure_persistence: None,
-        ..Config::default()
     }
 }
 
@@ -331,7 +326,7 @@ fn fault_toml(f: &FaultGen, p: u32, iterations: u32, ops: &[&str]) -> Option<Str
 /// Small worlds (2-6 ranks, 1-3 iterations of an allreduce and maybe a barrier) under 0-3
 /// random faults of every kind. Application bugs hit fewer than half of the ranks, one bug
 /// per rank: a majority of ranks must run the program as written for a culprit to be named.
-pub fn fault_schedule() -> impl Strategy<Value = ScenarioText> {
+pub fn scenarios() -> impl Strategy<Value = ScenarioText> {
     (
         2..=6u32,
         1..=3u32,

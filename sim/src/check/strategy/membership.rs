@@ -1,5 +1,4 @@
-//! Proptest strategies: elastic training jobs and registry workloads under random fault
-//! schedules.
+//! Elastic training jobs and registry workloads under random fault schedules.
 //!
 //! Each case is a scenario written out as TOML (so a failing case prints a file that `ringside
 //! run` reproduces) with a safety phase of faults in the first [`SAFETY_MS`] milliseconds.
@@ -8,6 +7,7 @@
 //! the heal time plus a bound computed from the timeouts ([`ElasticCase::bound_ns`]).
 //! Timeouts are short (10ms heartbeats) so that cases are cheap.
 
+use crate::check::Case;
 use crate::scenario::{parse, Scenario};
 use crate::units::Nanos;
 use proptest::prelude::*;
@@ -229,6 +229,10 @@ impl ElasticCase {
         let text = self.toml();
         parse(&text, "elastic-case.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
     }
+
+    pub fn case(&self) -> Case {
+        Case::new(self.scenario())
+    }
 }
 
 /// Elastic jobs of 3 to 5 ranks, running longer than the safety phase, under up to four
@@ -301,8 +305,10 @@ impl RegistryCase {
             .fold(10 * SAFETY_MS, u32::max)
     }
 
-    /// When views must have converged: detection of a silent peer (four intervals of 100ms),
-    /// then a state exchange, retransmitted (every 200ms) if lost.
+    /// When views must have converged, and every node queries every group: detection of a
+    /// silent peer (four intervals of 100ms), then a state exchange, retransmitted (every
+    /// 200ms) if lost. The liveness property derives the same wait from the scenario, after
+    /// the last fault and the last join or leave: no later than this.
     pub fn settled_ms(&self) -> u32 {
         self.heal_ms() + 4 * 100 + 3 * 200
     }
@@ -341,6 +347,10 @@ impl RegistryCase {
     pub fn scenario(&self) -> Scenario {
         let text = self.toml();
         parse(&text, "registry-case.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+
+    pub fn case(&self) -> Case {
+        Case::new(self.scenario())
     }
 }
 

@@ -1,0 +1,37 @@
+//! **determinism**: the one property that runs a case again, since that is what it is about.
+
+use super::{Property, Violation};
+use crate::check::{Case, Run};
+use crate::run::run_events_with;
+use crate::trace::{replay_reader, ReplayOutcome, TraceReader, TraceWriter};
+
+/// A second run of the case gives the same digest as the first, and replaying the first run's
+/// trace reproduces it line for line.
+pub(super) fn determinism(case: &Case, run: &Run) -> Result<(), Violation> {
+    let v = |message: String| Violation::new(Property::Determinism, message);
+    let digest = {
+        let mut w = TraceWriter::new(std::io::sink(), &case.scenario, case.seed)
+            .map_err(|e| v(format!("cannot write a trace into memory: {e}")))?;
+        run_events_with(&case.scenario, case.seed, &mut w, None, case.variant);
+        w.digest().hex()
+    };
+    if digest != run.report.digest {
+        return Err(v(format!(
+            "two runs of the same scenario and seed {} gave different digests: {} and {digest}",
+            case.seed, run.report.digest
+        )));
+    }
+    let reader = TraceReader::new(run.trace.as_slice(), "(in memory)")
+        .map_err(|e| v(format!("the trace just written cannot be read: {e}")))?;
+    match replay_reader(reader, case.variant) {
+        Ok(ReplayOutcome::Identical { .. }) => Ok(()),
+        Ok(ReplayOutcome::Diverged {
+            line,
+            expected,
+            actual,
+        }) => Err(v(format!(
+            "replaying the trace diverged at line {line}:\n  recorded: {expected}\n  replayed: {actual}"
+        ))),
+        Err(e) => Err(v(format!("the trace just written cannot be replayed: {e}"))),
+    }
+}

@@ -1,0 +1,195 @@
+//! The registry of properties: every property a run of ringside is held to, with its name, its
+//! kind and its check. docs/properties.md states them for users; `ringside check` checks every
+//! case against all of them, in the order of [`Property::all`] (cheapest first).
+//!
+//! Checks live outside the protocol (TigerBeetle's habit): each is a function of a [`Case`] and
+//! what its one [`Run`] kept — the folded state, the diagnosis, the report, the trace and the
+//! events read back from it — and returns a [`Violation`] naming the property, saying
+//! precisely what broke, and carrying the ranks and the collective it is about when there are
+//! some. Only determinism runs the case again.
+
+mod collectives;
+mod determinism;
+mod diagnosis;
+mod liveness;
+mod membership;
+
+use super::{Case, Run};
+use crate::diagnose::Slot;
+use std::fmt;
+use strum::{Display, EnumIter, EnumMessage, EnumString, IntoEnumIterator, IntoStaticStr};
+
+/// A property of a finished run. Its name (`Display`, `FromStr`) is the snake_case of the
+/// variant, as `ringside check` prints it and names a failing case's files.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Display,
+    EnumIter,
+    EnumMessage,
+    EnumString,
+    IntoStaticStr,
+)]
+#[strum(serialize_all = "snake_case")]
+pub enum Property {
+    /// All ranks that complete collective (group, generation, seq) hold identical results
+    /// (reduce-scatter excepted: there each rank holds its own block, which validity checks).
+    #[strum(message = "the ranks that complete a collective hold identical results")]
+    Agreement,
+    /// Every completed result equals the reduction of exactly the inputs of the call's
+    /// members, and every call of a rebuilt generation has that generation's members.
+    #[strum(
+        message = "every completed result is the reduction of exactly the inputs of the call's members"
+    )]
+    Validity,
+    /// Every root cause of a stall names ranks or links that a fault really touched, with a
+    /// fault of a kind that can cause it; every blocked rank has a root cause.
+    #[strum(
+        message = "every root cause names ranks that a fault able to cause it touched; every blocked rank has one"
+    )]
+    DiagnosisSound,
+    /// Elastic runs: no two member lists share a generation, every rank's generations
+    /// increase, and every generation's size is within `min_size..=max_size`.
+    #[strum(
+        message = "an elastic group has one member list per generation, and each rank's generations increase"
+    )]
+    OneWorldPerGeneration,
+    /// Once every fault has healed, the workload finishes in time, an elastic group rebuilds
+    /// and registry views converge; otherwise the run completes or stops at a stall that the
+    /// diagnosis locates.
+    #[strum(
+        message = "once every fault heals the run finishes in time (elastic groups rebuild, registry views converge); otherwise it stops at a diagnosed stall"
+    )]
+    Liveness,
+    /// The same scenario and seed give the same digest, and replaying the trace agrees.
+    #[strum(message = "a second run gives the same digest, and replaying the trace reproduces it")]
+    Determinism,
+}
+
+/// Whether a property says that nothing bad ever happens, or that something good eventually
+/// does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Display, IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum Kind {
+    /// Holds at every moment of every run, under any faults: a violation is a finite prefix.
+    Safety,
+    /// Demanded once the faults are over (a liveness phase after the safety phase).
+    Liveness,
+}
+
+impl Property {
+    /// Every property, in the order `ringside check` checks them.
+    pub fn all() -> impl Iterator<Item = Property> {
+        Property::iter()
+    }
+
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    pub fn kind(self) -> Kind {
+        match self {
+            Property::Liveness => Kind::Liveness,
+            Property::Agreement
+            | Property::Validity
+            | Property::DiagnosisSound
+            | Property::OneWorldPerGeneration
+            | Property::Determinism => Kind::Safety,
+        }
+    }
+
+    /// What the property demands, in one line (`ringside check --help` lists them).
+    pub fn statement(self) -> &'static str {
+        self.get_message().unwrap_or_default()
+    }
+
+    /// Checks the property on `case`, whose run is `run`.
+    pub fn check(self, case: &Case, run: &Run) -> Result<(), Violation> {
+        match self {
+            Property::Agreement => collectives::agreement(case, run),
+            Property::Validity => collectives::validity(case, run),
+            Property::DiagnosisSound => diagnosis::diagnosis_sound(case, run),
+            Property::OneWorldPerGeneration => membership::one_world_per_generation(case, run),
+            Property::Liveness => liveness::liveness(case, run),
+            Property::Determinism => determinism::determinism(case, run),
+        }
+    }
+}
+
+/// A broken property: which one, what broke, and whom it is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub property: Property,
+    /// What broke, precisely (one line, or a few for a divergence).
+    pub message: String,
+    /// The ranks at fault or in question, when the violation names some.
+    pub ranks: Vec<u32>,
+    /// The collective in question, when there is one.
+    pub op: Option<Slot>,
+}
+
+impl Violation {
+    pub fn new(property: Property, message: impl Into<String>) -> Violation {
+        Violation {
+            property,
+            message: message.into(),
+            ranks: Vec::new(),
+            op: None,
+        }
+    }
+
+    /// The same violation about `ranks`.
+    pub fn ranks(mut self, ranks: impl IntoIterator<Item = u32>) -> Violation {
+        self.ranks = ranks.into_iter().collect();
+        self
+    }
+
+    /// The same violation about the collective `op`.
+    pub fn op(mut self, op: Slot) -> Violation {
+        self.op = Some(op);
+        self
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.property, self.message)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_keep_the_order_check_prints() {
+        let names: Vec<&str> = Property::all().map(Property::name).collect();
+        assert_eq!(
+            names,
+            [
+                "agreement",
+                "validity",
+                "diagnosis_sound",
+                "one_world_per_generation",
+                "liveness",
+                "determinism"
+            ]
+        );
+        for p in Property::all() {
+            assert_eq!(p.name().parse::<Property>(), Ok(p));
+            assert_eq!(p.to_string(), p.name());
+        }
+        assert!("no_such_property".parse::<Property>().is_err());
+        assert!(Property::all().all(|p| !p.statement().is_empty()));
+        assert_eq!(Property::Liveness.kind(), Kind::Liveness);
+        assert_eq!(Kind::Safety.to_string(), "safety");
+    }
+}
