@@ -11,7 +11,7 @@
 //! Every trace under `traces/regressions/` replays, and every scenario there now passes every
 //! property.
 
-use ringside_sim::check::{Case, Property};
+use ringside_sim::check::{Case, Mutations, Property};
 use ringside_sim::trace::{replay, ReplayOutcome};
 use std::path::{Path, PathBuf};
 
@@ -225,7 +225,7 @@ fn malformed_traces_exit_2_naming_the_line_and_never_panic() {
 fn every_regression_replays_and_now_passes_every_property() {
     let traces = files_in("traces/regressions", "jsonl");
     for t in &traces {
-        match replay(t) {
+        match replay(t, Mutations::NONE) {
             Ok(ReplayOutcome::Identical { .. }) => {}
             other => panic!(
                 "{}: {other:?}\nre-record it with `ringside run {} --trace {}`",
@@ -262,7 +262,7 @@ fn the_trace_format_doc_describes_every_event_kind_written() {
     for path in common::shipped_files() {
         let s = ringside_sim::scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let mut rec = ringside_sim::trace::VecRecorder::default();
-        ringside_sim::run::run_events(&s, s.seed, &mut rec, None);
+        ringside_sim::run::run_events(&s, &ringside_sim::run::RunOptions::default(), &mut rec);
         kinds.extend(rec.events.iter().map(|(_, ev)| ev.kind()));
     }
     assert!(kinds.len() >= 25, "{kinds:?}");

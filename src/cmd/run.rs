@@ -41,6 +41,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
             seed: a.seed,
             trace: a.trace.as_deref(),
             interrupt: Some(&flag),
+            ..RunOptions::default()
         },
     )?;
     if let (true, Some(trace)) = (a.tui, &a.trace) {

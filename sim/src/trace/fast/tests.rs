@@ -228,7 +228,7 @@ fn recorded_lines() -> &'static [String] {
         ] {
             let s = crate::scenario::parse(&text, "fast.toml").expect("valid");
             let mut rec = crate::trace::VecRecorder::default();
-            crate::run::run_events(&s, s.seed, &mut rec, None);
+            crate::run::run_events(&s, &crate::run::RunOptions::default(), &mut rec);
             for (t, ev) in rec.events {
                 let mut buf = Vec::new();
                 encode_line(&mut buf, t, &ev);
