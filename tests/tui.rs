@@ -3,8 +3,11 @@
 //! Then the same in tmux, as a person would use it: keys, a resize, and a SIGTERM that must
 //! leave the terminal as it found it.
 
+mod common;
+
 use nix::sys::termios::LocalFlags;
 use portable_pty::{native_pty_system, CommandBuilder, MasterPty, PtySize};
+use predicates::str::contains;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::Command;
@@ -57,13 +60,12 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
     let trace = dir.join("preempt.jsonl");
     let scenario =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/preempt-mid-allreduce.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--trace")
-        .arg(&trace)
-        .output()
-        .expect("ringside runs");
+    let out = common::ringside(&[
+        "run".as_ref(),
+        scenario.as_os_str(),
+        "--trace".as_ref(),
+        trace.as_os_str(),
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -95,7 +97,7 @@ impl Session {
                 return None;
             }
         };
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_ringside"));
+        let mut cmd = CommandBuilder::new(common::bin());
         cmd.args(args);
         cmd.env("TERM", "xterm-256color");
         let child = pair.slave.spawn_command(cmd).expect("spawn in the pty");
@@ -211,13 +213,12 @@ fn run_with_tui_opens_the_viewer_on_the_run() {
 fn without_a_terminal_the_viewer_says_so() {
     let dir = tempfile::tempdir().expect("temp dir");
     let trace = write_trace(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    common::cmd()
         .arg("tui")
         .arg(&trace)
-        .output()
-        .expect("ringside runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+        .assert()
+        .code(2)
+        .stderr(contains("needs a terminal"));
 }
 
 #[test]
@@ -225,13 +226,12 @@ fn a_bad_trace_is_refused_before_the_screen_changes() {
     let dir = tempfile::tempdir().expect("temp dir");
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"format\":\"other\"}\n").expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    common::cmd()
         .arg("tui")
         .arg(&bad)
-        .output()
-        .expect("ringside runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a ringside trace"));
+        .assert()
+        .code(2)
+        .stderr(contains("not a ringside trace"));
 }
 
 /// A tmux server of its own, killed when dropped.

@@ -1,7 +1,7 @@
 //! `ringside export TRACE --perfetto FILE`: Chrome trace-event JSON for Perfetto UI;
 //! `ringside export TRACE --fr DIR [--pickle]`: one Flight Recorder dump per rank.
 
-use crate::Failure;
+use anyhow::Context;
 use clap::Args;
 use ringside_sim::trace::perfetto::{export_chrome, ExportError};
 use ringside_sim::trace::TraceReader;
@@ -25,10 +25,10 @@ pub struct ExportArgs {
     pub pickle: bool,
 }
 
-pub fn main(a: ExportArgs) -> Result<(), Failure> {
+pub fn main(a: ExportArgs) -> anyhow::Result<()> {
     if let Some(dir) = &a.fr {
-        let out =
-            ringside_sim::fr::export::export(&a.trace, dir, a.pickle).map_err(Failure::Input)?;
+        let out = ringside_sim::fr::export::export(&a.trace, dir, a.pickle)
+            .map_err(anyhow::Error::msg)?;
         eprintln!(
             "{}: {} dumps{}",
             dir.display(),
@@ -45,16 +45,17 @@ pub fn main(a: ExportArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let Some(perfetto) = a.perfetto else {
-        return Err(Failure::Input("give --perfetto FILE or --fr DIR".into()));
+        anyhow::bail!("give --perfetto FILE or --fr DIR");
     };
-    let mut reader = TraceReader::open(&a.trace).map_err(|e| Failure::Input(e.to_string()))?;
-    let fail = |e: ExportError| Failure::Input(e.to_string());
+    let mut reader = TraceReader::open(&a.trace)?;
+    // the message of an I/O error already names its cause
+    let fail = |e: ExportError| anyhow::Error::msg(e.to_string());
     if perfetto.as_os_str() == "-" {
         export_chrome(&mut reader, std::io::stdout().lock()).map_err(fail)?;
         return Ok(());
     }
     let out = std::fs::File::create(&perfetto)
-        .map_err(|e| Failure::Input(format!("cannot create {}: {e}", perfetto.display())))?;
+        .with_context(|| format!("cannot create {}", perfetto.display()))?;
     let stats = export_chrome(&mut reader, out).map_err(fail)?;
     eprintln!(
         "{}: {} trace events, {} message flows",
