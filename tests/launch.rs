@@ -6,25 +6,11 @@ use ringside_sim::scenario::Fault;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn ringside(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the ringside binary runs")
-}
+mod common;
 
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON object ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
+use common::{json, ringside};
 
 fn scenario(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(format!("{name}.toml"));
@@ -188,7 +174,7 @@ fn a_garbage_client_does_not_disturb_the_run() {
         .replace("compute = \"5ms\"", "compute = \"40ms\"");
     let path = scenario(dir.path(), "garbage", &body);
     let work = dir.path().join("work");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    let mut child = Command::new(common::bin())
         .args([
             "launch",
             path.to_str().expect("utf-8"),

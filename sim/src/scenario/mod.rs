@@ -1,4 +1,4 @@
-//! Scenarios: the TOML model of DESIGN §2, its units, and validation.
+//! Scenarios: the TOML model of scenarios/README.md, its units, and validation.
 //!
 //! `load` and `parse` return either a validated [`Scenario`] or a [`ScenarioError`] that names
 //! the file, the line and the key at fault. `load_with` and `parse_with` also reject what the

@@ -1,6 +1,6 @@
-//! Traces: JSON Lines, a header with the scenario and seed, one event per line in engine order,
-//! a footer with the outcome, the event count and a digest chained over every event
-//! (docs/trace-format.md).
+//! Traces (docs/trace-format.md): JSON Lines, a header with the scenario and seed, one event per line in
+//! engine order, a footer with the outcome, the event count and a digest chained over every
+//! event.
 
 mod digest;
 mod encode;
