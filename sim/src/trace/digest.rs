@@ -63,6 +63,16 @@ impl Digest {
         self.state = mix(w.h ^ self.events);
     }
 
+    /// Adds one event through the general serde path only (the fast path is tested against it).
+    #[cfg(test)]
+    pub(crate) fn update_general(&mut self, t: Nanos, ev: &Event) {
+        let mut w = Words { h: self.state };
+        w.word(t);
+        let _ = ev.serialize(&mut w);
+        self.events += 1;
+        self.state = mix(w.h ^ self.events);
+    }
+
     /// Adds one event line, without its newline (trace version 1).
     pub fn update_line(&mut self, line: &[u8]) {
         let mut h = self.state;
