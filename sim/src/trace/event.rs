@@ -186,8 +186,12 @@ pub enum Event {
     /// The footer.
     End {
         outcome: Outcome,
+        /// Every event of the run, written or not.
         events: u64,
         digest: String,
+        /// The event lines written, in a trace that leaves some out (`calls` level).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lines: Option<u64>,
     },
     /// Elastic: `rank` installed `generation` of `group`: its members in group-rank order
     /// (world ranks), this rank's place among them, and the iteration the workload resumes from.
@@ -398,6 +402,17 @@ impl Event {
             Event::Send { from, .. } => Some(*from),
             Event::Deliver { to, .. } | Event::Drop { to, .. } => Some(*to),
             Event::Fault { .. } | Event::Diagnosis { .. } | Event::End { .. } => None,
+        }
+    }
+
+    /// An event a `calls`-level trace leaves out: a message's send, delivery or loss, or a
+    /// timer other than the watchdog.
+    #[inline]
+    pub fn is_message_detail(&self) -> bool {
+        match self {
+            Event::Send { .. } | Event::Deliver { .. } | Event::Drop { .. } => true,
+            Event::Timer { timer, .. } => timer != "watchdog",
+            _ => false,
         }
     }
 
