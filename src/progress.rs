@@ -17,6 +17,8 @@ pub struct Progress {
 }
 
 impl Progress {
+    // progress is about the wall clock the user waits on, not virtual time
+    #[allow(clippy::disallowed_methods)]
     pub fn new(quiet: bool) -> Progress {
         Progress {
             enabled: !quiet && std::io::stderr().is_terminal(),

@@ -32,7 +32,7 @@ impl Recorder for Tee<'_> {
         self.outer.record(t, ev);
         self.fold.apply(t, ev);
         self.events += 1;
-        if self.events % PROGRESS_EVERY == 0 {
+        if self.events.is_multiple_of(PROGRESS_EVERY) {
             if let Some(p) = self.progress {
                 p(t, self.events);
             }

@@ -620,7 +620,7 @@ impl Fold {
                     if let Some(c) = v.call.as_mut().filter(|c| c.seq == *seq) {
                         c.step = *step;
                         c.steps = *steps;
-                        c.waiting_for = waiting_for.clone();
+                        c.waiting_for.clone_from(waiting_for);
                         c.since_ns = t;
                     }
                 }
@@ -675,7 +675,7 @@ impl Fold {
                     if let Some(c) = v.call.as_mut().filter(|c| c.seq == *seq) {
                         c.step = *step;
                         c.steps = *steps;
-                        c.waiting_for = waiting_for.clone();
+                        c.waiting_for.clone_from(waiting_for);
                         c.aborted = Some(reason.clone());
                     }
                 }
