@@ -383,6 +383,12 @@ impl Fold {
     /// Applies one event.
     pub fn apply(&mut self, t: Nanos, ev: &Event) {
         self.t = t;
+        // a delivery changes nothing but a count: the commonest event costs the least
+        if let Event::Deliver { .. } = ev {
+            self.events += 1;
+            self.messages_delivered += 1;
+            return;
+        }
         if !matches!(ev, Event::End { .. }) {
             self.events += 1;
         }
