@@ -147,7 +147,7 @@ pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
             group,
             members: ranks(members),
             local,
-            expected: expected.map(|e| ranks(e)),
+            expected: expected.map(ranks),
         },
         RegistryEvent::NodeDown { node, silent_ns } => Event::RegistryNodeDown {
             rank,
