@@ -1,6 +1,7 @@
 //! A worker's peers: accepting their connections and checking every frame, and one writer
 //! task per peer that owns the connection to it.
 
+use super::auth::{self, Channel, Claim, JobKey};
 use super::wire::{self, Envelope, Frame};
 use super::worker::WorkerConfig;
 use crate::proto::{Msg, ProcConfig, Rank};
@@ -73,9 +74,22 @@ async fn read_peer(
     nodes: u32,
 ) -> Result<(), wire::WireError> {
     let refused = |m: String| wire::WireError::Refused(m);
-    let hello = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut stream))
+    let opening = async {
+        let claim = auth::verify(&mut stream, &cfg.key, Channel::Data, cfg.job)
+            .await
+            .map_err(|e| refused(e.to_string()))?;
+        Ok::<_, wire::WireError>((claim, read_frame(&mut stream).await?))
+    };
+    let (claim, hello) = tokio::time::timeout(Duration::from_secs(10), opening)
         .await
-        .map_err(|_| refused("no hello within 10s".into()))??;
+        .map_err(|_| refused("no proof of the job's key and hello within 10s".into()))??;
+    if claim.rank >= nodes {
+        return Err(refused(format!(
+            "a proven claim for {}, not a node of the world",
+            claim.rank
+        )));
+    }
+    // the connection belongs to the node it proved it speaks for
     let (rank, incarnation) = match hello {
         None => return Ok(()),
         Some(Frame::Hello {
@@ -86,9 +100,10 @@ async fn read_peer(
             if job != cfg.job {
                 return Err(refused(format!("hello from job {job:#x}, not this job")));
             }
-            if rank >= nodes {
+            if (rank, incarnation) != (claim.rank, claim.incarnation) {
                 return Err(refused(format!(
-                    "hello from {rank}, not a node of the world"
+                    "hello from {rank}.{incarnation} on a connection proven for {}.{}",
+                    claim.rank, claim.incarnation
                 )));
             }
             (rank, incarnation)
@@ -151,12 +166,41 @@ fn check_envelope(
     Ok(())
 }
 
+/// How a writer opens a connection: the proof of the job's key for this node, then its hello.
+pub(super) struct Opener {
+    pub(super) key: JobKey,
+    pub(super) claim: Claim,
+    pub(super) hello: Vec<u8>,
+}
+
+/// Opens a connection to `addr`: connects, proves the job's key and says hello. A listener
+/// that cannot prove the key back is not a peer of this job: logged, and nothing is sent.
+async fn open(addr: SocketAddr, opener: &Opener) -> Option<TcpStream> {
+    let connect = tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(addr));
+    let mut s = connect.await.ok()?.ok()?;
+    let _ = s.set_nodelay(true);
+    let proof = auth::prove(&mut s, &opener.key, opener.claim);
+    match tokio::time::timeout(Duration::from_secs(2), proof).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            eprintln!(
+                "worker {}.{}: not sending to {addr}: {e}",
+                opener.claim.rank, opener.claim.incarnation
+            );
+            return None;
+        }
+        Err(_) => return None,
+    }
+    s.write_all(&opener.hello).await.ok()?;
+    Some(s)
+}
+
 /// Sends frames to one peer over the connection it owns, (re)connecting when needed.
 pub(super) async fn write_peer(
     to: u32,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
     table: Table,
-    hello: Vec<u8>,
+    opener: Opener,
 ) {
     let mut conn: Option<(SocketAddr, TcpStream)> = None;
     while let Some(frame) = rx.recv().await {
@@ -166,14 +210,7 @@ pub(super) async fn write_peer(
             continue; // the peer is not up: the message is lost, as to a dead process
         };
         if conn.as_ref().is_none_or(|(a, _)| *a != addr) {
-            conn = None;
-            let connect = tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(addr));
-            if let Ok(Ok(mut s)) = connect.await {
-                let _ = s.set_nodelay(true);
-                if s.write_all(&hello).await.is_ok() {
-                    conn = Some((addr, s));
-                }
-            }
+            conn = open(addr, &opener).await.map(|s| (addr, s));
         }
         if let Some((_, s)) = conn.as_mut() {
             if s.write_all(&frame).await.is_err() {

@@ -9,8 +9,9 @@
 //! arrival time: a `send` event's `arrive_ns` is its own time. Message ids are unique across
 //! the job: `rank << 48 | incarnation << 40 | counter`.
 
+use super::auth::{self, Channel, Claim, JobKey};
 use super::control::{self, Standing, ToLaunch, ToWorker};
-use super::peers::{accept, log, write_peer, Inbound, Table};
+use super::peers::{accept, log, write_peer, Inbound, Opener, Table};
 use super::wire::{self, Envelope, Frame};
 use super::{Clock, TimeScale};
 use crate::observe::Observer;
@@ -46,6 +47,8 @@ pub struct WorkerConfig {
     pub bind: IpAddr,
     /// The job id every frame must carry.
     pub job: u64,
+    /// The job's key, which every connection proves (see [`super::auth`]).
+    pub key: JobKey,
     /// This process's own trace (event lines only).
     pub trace: PathBuf,
     pub scale: TimeScale,
@@ -73,7 +76,11 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
     let nodes = super::nodes(&cfg.scenario);
     let listener = TcpListener::bind((cfg.bind, 0)).await?;
     let port = listener.local_addr()?.port();
-    let ctl = TcpStream::connect(cfg.rendezvous).await?;
+    let mut ctl = TcpStream::connect(cfg.rendezvous).await?;
+    let claim = cfg.claim(Channel::Control);
+    auth::prove(&mut ctl, &cfg.key, claim)
+        .await
+        .map_err(|e| io::Error::other(format!("the rendezvous {}: {e}", cfg.rendezvous)))?;
     let (ctl_read, mut ctl_write) = ctl.into_split();
     ctl_write
         .write_all(&control::line(&ToLaunch::Hello {
@@ -139,6 +146,18 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
         ctl: ctl_write,
     };
     w.run(in_rx, ctl_rx).await
+}
+
+impl WorkerConfig {
+    /// What this process's connections prove they speak for.
+    fn claim(&self, channel: Channel) -> Claim {
+        Claim {
+            channel,
+            job: self.job,
+            rank: self.rank,
+            incarnation: self.incarnation,
+        }
+    }
 }
 
 fn set_table(table: &Table, addrs: &[Option<String>]) {
@@ -417,12 +436,16 @@ impl Worker {
         };
         let tx = slot.get_or_insert_with(|| {
             let (tx, rx) = mpsc::unbounded_channel();
-            let hello = wire::encode(&Frame::Hello {
-                job: self.cfg.job,
-                rank: self.cfg.rank,
-                incarnation: self.cfg.incarnation,
-            });
-            tokio::spawn(write_peer(to, rx, self.table.clone(), hello));
+            let opener = Opener {
+                key: self.cfg.key.clone(),
+                claim: self.cfg.claim(Channel::Data),
+                hello: wire::encode(&Frame::Hello {
+                    job: self.cfg.job,
+                    rank: self.cfg.rank,
+                    incarnation: self.cfg.incarnation,
+                }),
+            };
+            tokio::spawn(write_peer(to, rx, self.table.clone(), opener));
             tx
         });
         let _ = tx.send(frame);
