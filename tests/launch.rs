@@ -8,9 +8,14 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+#[path = "launch/attack.rs"]
+mod attack;
 mod common;
 
+use attack::{authenticate, chunk, claim, hello, Run, LONG};
 use common::{json, ringside};
+use ringside_sim::driver::tcp::ahead::MAX_HELD_BYTES;
+use ringside_sim::driver::tcp::auth::{Channel, JobKey};
 
 fn scenario(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(format!("{name}.toml"));
@@ -297,4 +302,191 @@ fn real_runs_of_the_shipped_scenarios_agree_with_the_engine() {
         checked += 1;
     }
     assert!(checked >= 8, "only {checked} scenarios cross-checked");
+}
+
+#[test]
+fn forged_hellos_and_chunks_without_the_key_are_refused_and_logged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scenario(dir.path(), "forged", LONG);
+    let run = Run::start(dir.path(), &path, None);
+    let job = run.job();
+    // the old attack: a hello claiming rank 2 of the real job, then a well-formed chunk of
+    // the first allreduce whose values would poison the sum
+    let mut forged = hello(job, 2);
+    forged.extend(chunk(job, 2, 1, 8));
+    let mut s = TcpStream::connect(&run.node0).expect("connect");
+    let _ = s.write_all(&forged);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    // a handshake with a key of its own, claiming rank 2
+    let wrong = JobKey::random().expect("randomness");
+    let (ok, _s2) = authenticate(&run.node0, &wrong, claim(Channel::Data, job, 2), &forged);
+    assert!(!ok, "a wrong key was accepted");
+    let end = run.finish();
+    drop(s);
+    let log = end.log(0);
+    assert!(
+        log.matches("authentication failed").count() >= 2,
+        "both forgeries are logged by rank 0:\n{log}"
+    );
+    assert!(log.contains("does not match this job's key"), "{log}");
+    end.undisturbed(12);
+}
+
+#[test]
+fn control_hijacks_are_refused_and_logged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scenario(dir.path(), "hijack", LONG);
+    let key = JobKey::random().expect("randomness");
+    let run = Run::start(dir.path(), &path, Some(&key));
+    let job = run.job();
+    // the old attack: re-point rank 1 at a port of the attacker's
+    let line =
+        format!("{{\"type\":\"hello\",\"job\":{job},\"rank\":1,\"incarnation\":0,\"port\":9}}\n");
+    let mut s = TcpStream::connect(&run.rendezvous).expect("connect");
+    let _ = s.write_all(line.as_bytes());
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    // the same with a key of the attacker's own
+    let wrong = JobKey::random().expect("randomness");
+    let (ok, _s2) = authenticate(
+        &run.rendezvous,
+        &wrong,
+        claim(Channel::Control, job, 1),
+        line.as_bytes(),
+    );
+    assert!(!ok, "a wrong key was accepted on the control channel");
+    // even with the key, a registered node cannot be re-pointed, and a proof for one node
+    // does not speak for another
+    let (ok, _s3) = authenticate(
+        &run.rendezvous,
+        &key,
+        claim(Channel::Control, job, 1),
+        line.as_bytes(),
+    );
+    assert!(ok, "the job's key is accepted");
+    let (ok, _s4) = authenticate(
+        &run.rendezvous,
+        &key,
+        claim(Channel::Control, job, 3),
+        line.as_bytes(),
+    );
+    assert!(ok);
+    // a data-channel proof is no control proof
+    let (ok, _s5) = authenticate(
+        &run.rendezvous,
+        &key,
+        claim(Channel::Data, job, 1),
+        line.as_bytes(),
+    );
+    assert!(!ok);
+    let end = run.finish();
+    drop(s);
+    let stderr = &end.stderr;
+    assert!(
+        stderr.matches("authentication failed").count() >= 3,
+        "launch logs each refused connection:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("refusing a second control hello for node 1.0"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hello from node 1.0 on a connection proven for 3.0"),
+        "{stderr}"
+    );
+    end.undisturbed(12);
+}
+
+#[test]
+fn chunks_far_ahead_are_capped_per_peer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scenario(dir.path(), "ahead", LONG);
+    let key = JobKey::random().expect("randomness");
+    let run = Run::start(dir.path(), &path, Some(&key));
+    let job = run.job();
+    // a peer that knows the key (a broken worker) floods rank 0 with chunks of calls a
+    // million ahead: 94 frames of about 1 MB each
+    let mut flood = hello(job, 2);
+    for i in 0..94 {
+        flood.extend(chunk(job, 2, 1_000_000 + i, 250_000));
+    }
+    let (ok, s) = authenticate(&run.node0, &key, claim(Channel::Data, job, 2), &flood);
+    assert!(ok);
+    let end = run.finish();
+    drop(s);
+    let log = end.log(0);
+    assert!(
+        log.contains("for a call far ahead of this rank")
+            && log.contains(&format!("at most {MAX_HELD_BYTES}")),
+        "rank 0 logs the capped peer:\n{log}"
+    );
+    end.undisturbed(12);
+}
+
+#[test]
+fn a_sigterm_stops_the_workers_and_removes_the_temporary_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let path = scenario(dir.path(), "terminated", LONG);
+    let run = Run::start_in_temp(&tmp, &path);
+    let workers = run.workers();
+    assert_eq!(workers.len(), 4, "{workers:?}");
+    assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 1);
+    let pid = nix::unistd::Pid::from_raw(run.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal launch");
+    let end = run.finish();
+    assert_eq!(end.code, Some(2), "{}", end.stderr);
+    assert!(end.stderr.contains("stopped by SIGTERM"), "{}", end.stderr);
+    let left: Vec<_> = std::fs::read_dir(&tmp).expect("tmp").collect();
+    assert!(left.is_empty(), "{left:?}");
+    for (w, _) in workers {
+        // launch waited for each worker: none is left, not even as a zombie
+        assert!(
+            !Path::new(&format!("/proc/{w}")).exists(),
+            "worker {w} outlived launch"
+        );
+    }
+}
+
+#[test]
+fn time_scales_deadlines_and_process_counts_out_of_range_are_refused() {
+    let p = "scenarios/brief-pause-recovers.toml";
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--time-scale", "1e-300"],
+            "--time-scale 1e-300: must be between 0.001 and 1000",
+        ),
+        (
+            &["--time-scale", "1e300"],
+            "--time-scale 1e300: must be between 0.001 and 1000",
+        ),
+        (
+            &["--time-scale", "NaN"],
+            "--time-scale NaN: must be between",
+        ),
+        (
+            &["--deadline", "0s"],
+            "--deadline 0s: the run needs some time",
+        ),
+        (
+            &["--deadline", "1000000h"],
+            "more than 24h of wall-clock time",
+        ),
+        (
+            &["--deadline", "1e300s"],
+            "--deadline: unknown duration unit",
+        ),
+        (
+            &["--nprocs", "1000000"],
+            "--nprocs 1000000: 1000000 processes: a real run starts one OS process per rank",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut a = vec!["launch", p];
+        a.extend_from_slice(args);
+        let o = ringside(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
 }

@@ -21,6 +21,7 @@
 //! (latency and bandwidth are loopback's), and the network faults `partition`, `delay` and
 //! `loss`, which `launch` refuses unless told to ignore them.
 
+pub mod ahead;
 pub mod auth;
 pub mod control;
 pub mod launch;

@@ -1,6 +1,7 @@
 //! A worker's peers: accepting their connections and checking every frame, and one writer
 //! task per peer that owns the connection to it.
 
+use super::ahead::{Ahead, MAX_HELD_BYTES};
 use super::auth::{self, Channel, Claim, JobKey};
 use super::wire::{self, Envelope, Frame};
 use super::worker::WorkerConfig;
@@ -18,6 +19,8 @@ pub(super) struct Inbound {
     pub(super) from: u32,
     pub(super) id: u64,
     pub(super) msg: Msg,
+    /// Bytes counted against the sender's cap (0: the message was not ahead when read).
+    pub(super) held: usize,
 }
 
 /// Addresses of every node, shared with the writer tasks.
@@ -33,6 +36,7 @@ pub(super) async fn accept(
     tx: mpsc::UnboundedSender<Inbound>,
     cfg: WorkerConfig,
     proc_cfg: Arc<ProcConfig>,
+    ahead: Ahead,
     nodes: u32,
 ) {
     let cfg = Arc::new(cfg);
@@ -41,15 +45,23 @@ pub(super) async fn accept(
             continue;
         };
         let (tx, cfg, proc_cfg) = (tx.clone(), cfg.clone(), proc_cfg.clone());
+        let ahead = ahead.clone();
         tokio::spawn(async move {
-            if let Err(e) = read_peer(stream, &tx, &cfg, &proc_cfg, nodes).await {
+            let reader = Reader {
+                cfg: &cfg,
+                proc_cfg: &proc_cfg,
+                ahead: &ahead,
+                nodes,
+            };
+            if let Err(e) = read_peer(stream, &tx, reader).await {
                 log(&cfg, format!("closing the connection from {peer}: {e}"));
             }
         });
     }
 }
 
-async fn read_frame(stream: &mut TcpStream) -> Result<Option<Frame>, wire::WireError> {
+/// A frame and its size on the wire.
+async fn read_frame(stream: &mut TcpStream) -> Result<Option<(Frame, usize)>, wire::WireError> {
     let mut len = [0u8; 4];
     match stream.read_exact(&mut len).await {
         Ok(_) => {}
@@ -62,17 +74,24 @@ async fn read_frame(stream: &mut TcpStream) -> Result<Option<Frame>, wire::WireE
         .read_exact(&mut body)
         .await
         .map_err(|_| wire::WireError::Truncated)?;
-    wire::decode(&body).map(Some)
+    wire::decode(&body).map(|f| Some((f, 4 + n)))
+}
+
+/// What a reader task checks frames against.
+struct Reader<'a> {
+    cfg: &'a WorkerConfig,
+    proc_cfg: &'a ProcConfig,
+    ahead: &'a Ahead,
+    nodes: u32,
 }
 
 /// Reads one peer's frames: a hello, then messages, each checked (see the wire module).
 async fn read_peer(
     mut stream: TcpStream,
     tx: &mpsc::UnboundedSender<Inbound>,
-    cfg: &WorkerConfig,
-    proc_cfg: &ProcConfig,
-    nodes: u32,
+    r: Reader<'_>,
 ) -> Result<(), wire::WireError> {
+    let (cfg, nodes) = (r.cfg, r.nodes);
     let refused = |m: String| wire::WireError::Refused(m);
     let opening = async {
         let claim = auth::verify(&mut stream, &cfg.key, Channel::Data, cfg.job)
@@ -92,11 +111,14 @@ async fn read_peer(
     // the connection belongs to the node it proved it speaks for
     let (rank, incarnation) = match hello {
         None => return Ok(()),
-        Some(Frame::Hello {
-            job,
-            rank,
-            incarnation,
-        }) => {
+        Some((
+            Frame::Hello {
+                job,
+                rank,
+                incarnation,
+            },
+            _,
+        )) => {
             if job != cfg.job {
                 return Err(refused(format!("hello from job {job:#x}, not this job")));
             }
@@ -108,17 +130,30 @@ async fn read_peer(
             }
             (rank, incarnation)
         }
-        Some(Frame::Message(_)) => return Err(refused("a message before the hello".into())),
+        Some((Frame::Message(_), _)) => return Err(refused("a message before the hello".into())),
     };
-    while let Some(frame) = read_frame(&mut stream).await? {
+    while let Some((frame, size)) = read_frame(&mut stream).await? {
         let Frame::Message(m) = frame else {
             return Err(refused("a second hello".into()));
         };
-        check_envelope(&m, cfg.job, rank, incarnation, proc_cfg)?;
+        check_envelope(&m, cfg.job, rank, incarnation, r.proc_cfg)?;
+        let held = if r.ahead.is_ahead(&m.msg) {
+            if let Err(already) = r.ahead.hold(rank, size) {
+                return Err(refused(format!(
+                    "{rank} sent a chunk of {size} bytes for a call far ahead of this rank \
+                     while {already} bytes of such chunks wait (at most {MAX_HELD_BYTES}): \
+                     dropped"
+                )));
+            }
+            size
+        } else {
+            0
+        };
         let inbound = Inbound {
             from: m.from,
             id: m.id,
             msg: m.msg,
+            held,
         };
         if tx.send(inbound).is_err() {
             return Ok(());
