@@ -19,7 +19,7 @@ size = 4
 [group]
 timeout = "2s"
 [workload]
-iterations = 12
+iterations = 20
 compute = "60ms"
 elements = 32
 [[workload.ops]]
@@ -214,6 +214,13 @@ pub fn chunk(job: u64, from: u32, seq: u64, floats: usize) -> Vec<u8> {
             data: Buffer::F32(vec![1e9; floats]),
         })),
     }))
+}
+
+/// A message frame of [`chunk`] with its job id set to `job`.
+pub fn with_job(mut frame: Vec<u8>, job: u64) -> Vec<u8> {
+    // length (4 bytes), version, type, then the job
+    frame[6..14].copy_from_slice(&job.to_be_bytes());
+    frame
 }
 
 /// The hello of `rank` in job `job`.
