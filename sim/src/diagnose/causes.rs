@@ -4,7 +4,6 @@
 use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
 use super::Straggler;
 use crate::cause::RootCause;
-use crate::proto::mutation::Mutation;
 use crate::proto::types::Rank;
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -588,11 +587,7 @@ impl CauseBook {
                 continue;
             };
             gone.push(b);
-            let planted = fold
-                .workload
-                .as_ref()
-                .is_some_and(|w| w.mutations.contains(Mutation::QuorumNamesNoMember));
-            if !planted && !keys.contains(&key) {
+            if !keys.contains(&key) {
                 keys.push(key);
             }
         }
