@@ -247,7 +247,10 @@ mod tests {
         assert!(big_buffers.total > DEFAULT_MAX_MEMORY);
         let direct = estimate(&scenario(100_000, 64, 1, "direct"));
         assert!(direct.messages > 100_000 * 99_999 * 300, "{direct:?}");
-        let long = estimate(&scenario(3, 64, u32::MAX, "ring"));
+        // beyond what validation accepts, to see the estimate does not wrap
+        let mut s = scenario(3, 64, 1, "ring");
+        s.workload.iterations = u32::MAX;
+        let long = estimate(&s);
         assert!(long.total > DEFAULT_MAX_MEMORY, "{long:?}");
         let wide = estimate(&scenario(1_000_000, 64, 1, "ring"));
         assert!(wide.total > DEFAULT_MAX_MEMORY, "{wide:?}");
