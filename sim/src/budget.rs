@@ -56,8 +56,10 @@ impl fmt::Display for Budget {
     }
 }
 
-/// Events a run may process unless told otherwise: tens of seconds to a few minutes of work.
-pub const DEFAULT_MAX_EVENTS: u64 = 200_000_000;
+/// Events a run may process unless told otherwise: seconds to a minute of work. What a run
+/// holds grows with its events (about 200 bytes each when elastic heartbeats dominate), so this
+/// also bounds the memory of a run that goes on and on.
+pub const DEFAULT_MAX_EVENTS: u64 = 20_000_000;
 
 /// Memory a run may be estimated to need unless told otherwise (2 GiB).
 pub const DEFAULT_MAX_MEMORY: u64 = 2 << 30;
