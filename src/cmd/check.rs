@@ -4,7 +4,7 @@ use super::{load_scenario, mutation_names};
 use crate::Failure;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use ringside_sim::check::swarm::{Found, Observer, Shard, Summary, Swarm};
+use ringside_sim::check::swarm::{Files, Found, Observer, Shard, Summary, Swarm};
 use ringside_sim::check::{Mutation, Mutations, Property};
 use ringside_sim::units::Duration;
 use std::io::IsTerminal;
@@ -108,10 +108,10 @@ impl Observer for Progress {
             Progress::Bar(b) => b.set_position(done),
             Progress::Lines { next } => {
                 // deciles of the shard's cases, and the last one
-                if done * 10 >= *next * total || done == total {
-                    while *next * total <= done * 10 {
-                        *next += 1;
-                    }
+                // in u128: a shard of u64::MAX cases times ten does not fit in u64
+                let (done10, total) = (u128::from(done) * 10, u128::from(total));
+                if done10 >= u128::from(*next) * total || done10 == total * 10 {
+                    *next = u64::try_from(done10 / total.max(1) + 1).unwrap_or(u64::MAX);
                     eprintln!(
                         "check: {done}/{total} cases passed, {:.1}s",
                         elapsed.as_secs_f64()
@@ -138,19 +138,70 @@ impl Observer for Progress {
 
 fn cases_default() -> Result<u64, Failure> {
     match std::env::var(CASES_ENV) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map_err(|_| Failure::Input(format!("{CASES_ENV}={v} is not a number of cases"))),
+        Ok(v) if !v.trim().is_empty() => match v.trim().parse() {
+            Ok(0) => Err(Failure::Input(format!(
+                "{CASES_ENV}=0 checks nothing: give at least 1 case"
+            ))),
+            Ok(n) => Ok(n),
+            Err(_) => Err(Failure::Input(format!(
+                "{CASES_ENV}={v} is not a number of cases"
+            ))),
+        },
         _ => Ok(DEFAULT_CASES),
     }
 }
 
+/// Fails unless `dir` exists (or can be created) and a file can be written in it, so that a
+/// failure found after an hour is not lost to a typo.
+fn writable(dir: &std::path::Path) -> Result<(), Failure> {
+    let bad = |e: std::io::Error| {
+        Failure::Input(format!(
+            "--out {}: failing cases could not be written there: {e}",
+            dir.display()
+        ))
+    };
+    // the directory is only created when a case fails: probe it, or the nearest existing
+    // directory it would be created in
+    let existing = dir
+        .ancestors()
+        .find(|d| d.as_os_str().is_empty() || d.exists())
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                d
+            }
+        })
+        .unwrap_or(dir);
+    if !existing.is_dir() {
+        return Err(bad(std::io::Error::other(format!(
+            "{} is not a directory",
+            existing.display()
+        ))));
+    }
+    let probe = existing.join(format!(".ringside-check-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(bad)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 pub fn main(a: CheckArgs) -> Result<(), Failure> {
     let cases = match a.cases {
+        Some(0) => {
+            return Err(Failure::Input(
+                "--cases 0 checks nothing: give at least 1 case".into(),
+            ))
+        }
         Some(c) => c,
         None => cases_default()?,
     };
+    if a.shard.cases_of(cases) == 0 {
+        return Err(Failure::Input(format!(
+            "shard {} of {cases} cases holds no case: give at least {} cases",
+            a.shard,
+            a.shard.index + 1
+        )));
+    }
     let budget = match &a.time {
         Some(t) => {
             let d = Duration::parse(t).map_err(|e| Failure::Input(format!("--time: {e}")))?;
@@ -166,6 +217,7 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
         .iter()
         .map(|p| load_scenario(p))
         .collect::<Result<Vec<_>, _>>()?;
+    writable(&a.out)?;
     let swarm = Swarm {
         seed: a.seed,
         cases,
@@ -176,7 +228,7 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
         mutations: a.mutations.iter().copied().collect::<Mutations>(),
         ..Swarm::default()
     };
-    let total = (cases + a.shard.count - 1 - a.shard.index) / a.shard.count;
+    let total = a.shard.cases_of(cases);
     let mut progress = Progress::new(total);
     let summary = swarm.run(&mut progress);
     progress.finish();
@@ -247,6 +299,9 @@ fn print_failure(swarm: &Swarm, paths: &[PathBuf], s: &Summary, f: &Found) {
         .map(|m| format!(" --mutation {m}"))
         .collect();
     match &f.files {
+        Some(Files {
+            written: Err(why), ..
+        }) => println!("(no files written: {why})"),
         Some(files) => {
             println!("minimal scenario: {}", files.scenario.display());
             println!("its trace:        {}", files.trace.display());

@@ -24,11 +24,15 @@ pub struct RunArgs {
     /// (the trace is kept in memory unless --trace names a file).
     #[arg(long)]
     pub tui: bool,
+    #[command(flatten)]
+    pub budget: super::BudgetArgs,
 }
 
 pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
+    a.budget.admit(&scenario, &a.scenario)?;
     let flag = interrupt_flag();
+    let wall = a.budget.wall_clock_flag();
     if a.tui && a.trace.is_none() {
         // nothing to keep: the trace stays in memory
         let seed = a.seed.unwrap_or(scenario.seed);
@@ -41,6 +45,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
             seed: a.seed,
             trace: a.trace.as_deref(),
             interrupt: Some(&flag),
+            limits: a.budget.limits(wall.as_deref()),
             ..RunOptions::default()
         },
     )?;
