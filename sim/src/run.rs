@@ -1,7 +1,8 @@
 //! Running a scenario end to end: engine, trace, diagnosis, report.
 
+use crate::budget::Limits;
 use crate::diagnose::{diagnose, Diagnosis, Fold};
-use crate::engine::{Engine, RunResult};
+use crate::engine::{Engine, RunResult, StopReason};
 use crate::proto::mutation::Mutations;
 use crate::report::{self, RunReport};
 use crate::scenario::Scenario;
@@ -57,6 +58,8 @@ pub struct RunOptions<'a> {
     /// Bugs planted on purpose, to show that a property catches them: the checker's and tests'
     /// business (empty, the default: the real code).
     pub mutations: Mutations,
+    /// The budgets that end a run early (by default, an event budget only).
+    pub limits: Limits<'a>,
 }
 
 impl RunOptions<'_> {
@@ -86,7 +89,7 @@ pub fn run_events(
             events: 0,
         };
         let mut engine = Engine::new(scenario, seed, opts.mutations, &mut tee);
-        engine.run_until_interrupted(opts.interrupt)
+        engine.run_within(&opts.limits, opts.interrupt)
     };
     fold.t = result.end_ns;
     // as a trace's footer tells `explain`
@@ -151,7 +154,7 @@ fn output(
     diagnosis: Diagnosis,
     digest: String,
 ) -> RunOutput {
-    let report = report::build(
+    let mut report = report::build(
         &scenario.name,
         seed,
         result.outcome,
@@ -161,6 +164,9 @@ fn output(
         digest,
         scenario.expect.as_ref(),
     );
+    if let StopReason::OutOfBudget(budget) = result.stop {
+        report.budget = Some(budget);
+    }
     RunOutput {
         report,
         result,

@@ -7,14 +7,15 @@
 //! busbw = algbw times [`bus_factor`], where p is the size of the group the op runs on; a
 //! barrier has a time only.
 
+use crate::budget::Limits;
 use crate::cost::bus_factor;
-use crate::engine::Engine;
+use crate::engine::{Engine, RunResult, StopReason};
 use crate::proto::collective::supported;
 use crate::proto::mesh::MeshLayout;
 use crate::proto::mutation::Mutations;
 use crate::scenario::{Algorithm, OpKind, OpSpec, Outcome, Scenario};
 use crate::trace::NullRecorder;
-use crate::units::{Duration, Nanos, Size};
+use crate::units::{fmt_time, Duration, Nanos, Size};
 use serde::Serialize;
 
 /// The sizes to sweep: `min`, 2 `min`, 4 `min`, ... up to `max`.
@@ -45,12 +46,14 @@ pub enum SweepError {
     Empty(String),
     #[error("the scenario has no ops to sweep")]
     NoOps,
-    #[error("{op} with {algorithm} on {bytes} bytes did not complete ({outcome})")]
+    #[error("{op} with {algorithm} on {bytes} bytes did not complete ({outcome}): {why}")]
     Incomplete {
         op: OpKind,
         algorithm: Algorithm,
         bytes: u64,
         outcome: Outcome,
+        /// What ended the run, e.g. the watchdog firing before the collective could finish.
+        why: String,
     },
 }
 
@@ -131,6 +134,20 @@ fn group_size(scenario: &Scenario, spec: &OpSpec) -> u32 {
 }
 
 /// `scenario` reduced to one call of `spec` with `algorithm` on `bytes`, undisturbed.
+/// What ended a sweep's run before its one collective completed.
+fn why_incomplete(s: &Scenario, r: &RunResult) -> String {
+    match &r.stop {
+        StopReason::Watchdog { rank } => format!(
+            "the watchdog fired on rank {rank} at {}: at this size the collective takes longer \
+             than group.timeout ({}); raise it in the scenario",
+            fmt_time(r.end_ns),
+            s.group.timeout
+        ),
+        StopReason::OutOfBudget(b) => format!("{} at {}", b.describe(), fmt_time(r.end_ns)),
+        other => format!("the run stopped at {} ({other:?})", fmt_time(r.end_ns)),
+    }
+}
+
 fn alone(scenario: &Scenario, spec: &OpSpec, algorithm: Algorithm, bytes: u64) -> Scenario {
     let mut s = scenario.clone();
     s.faults.clear();
@@ -187,13 +204,15 @@ pub fn sweep(
         for algorithm in algorithms {
             let s = alone(scenario, spec, algorithm, bytes);
             let mut rec = NullRecorder;
-            let r = Engine::new(&s, s.seed, Mutations::NONE, &mut rec).run();
+            let r = Engine::new(&s, s.seed, Mutations::NONE, &mut rec)
+                .run_within(&Limits::default(), None);
             if r.outcome != Outcome::Completed {
                 return Err(SweepError::Incomplete {
                     op,
                     algorithm,
                     bytes,
                     outcome: r.outcome,
+                    why: why_incomplete(&s, &r),
                 });
             }
             let t = r.end_ns;

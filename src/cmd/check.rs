@@ -4,7 +4,7 @@ use super::{load_scenario, mutation_names};
 use crate::progress::Progress;
 use crate::Failure;
 use clap::Args;
-use ringside_sim::check::swarm::{Found, Observer, Shard, Summary, Swarm};
+use ringside_sim::check::swarm::{Files, Found, Observer, Shard, Summary, Swarm};
 use ringside_sim::check::{Mutation, Mutations, Property};
 use ringside_sim::units::Duration;
 use std::path::PathBuf;
@@ -104,19 +104,70 @@ impl Observer for Shown<'_> {
 
 fn cases_default() -> Result<u64, Failure> {
     match std::env::var(CASES_ENV) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map_err(|_| Failure::Input(format!("{CASES_ENV}={v} is not a number of cases"))),
+        Ok(v) if !v.trim().is_empty() => match v.trim().parse() {
+            Ok(0) => Err(Failure::Input(format!(
+                "{CASES_ENV}=0 checks nothing: give at least 1 case"
+            ))),
+            Ok(n) => Ok(n),
+            Err(_) => Err(Failure::Input(format!(
+                "{CASES_ENV}={v} is not a number of cases"
+            ))),
+        },
         _ => Ok(DEFAULT_CASES),
     }
 }
 
+/// Fails unless `dir` exists (or can be created) and a file can be written in it, so that a
+/// failure found after an hour is not lost to a typo.
+fn writable(dir: &std::path::Path) -> Result<(), Failure> {
+    let bad = |e: std::io::Error| {
+        Failure::Input(format!(
+            "--out {}: failing cases could not be written there: {e}",
+            dir.display()
+        ))
+    };
+    // the directory is only created when a case fails: probe it, or the nearest existing
+    // directory it would be created in
+    let existing = dir
+        .ancestors()
+        .find(|d| d.as_os_str().is_empty() || d.exists())
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                d
+            }
+        })
+        .unwrap_or(dir);
+    if !existing.is_dir() {
+        return Err(bad(std::io::Error::other(format!(
+            "{} is not a directory",
+            existing.display()
+        ))));
+    }
+    let probe = existing.join(format!(".ringside-check-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(bad)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 pub fn main(a: CheckArgs) -> Result<(), Failure> {
     let cases = match a.cases {
+        Some(0) => {
+            return Err(Failure::Input(
+                "--cases 0 checks nothing: give at least 1 case".into(),
+            ))
+        }
         Some(c) => c,
         None => cases_default()?,
     };
+    if a.shard.cases_of(cases) == 0 {
+        return Err(Failure::Input(format!(
+            "shard {} of {cases} cases holds no case: give at least {} cases",
+            a.shard,
+            a.shard.index + 1
+        )));
+    }
     let budget = match &a.time {
         Some(t) => {
             let d = Duration::parse(t).map_err(|e| Failure::Input(format!("--time: {e}")))?;
@@ -132,6 +183,7 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
         .iter()
         .map(|p| load_scenario(p))
         .collect::<Result<Vec<_>, _>>()?;
+    writable(&a.out)?;
     let swarm = Swarm {
         seed: a.seed,
         cases,
@@ -225,6 +277,9 @@ fn print_failure(swarm: &Swarm, paths: &[PathBuf], s: &Summary, f: &Found) {
     );
     let extra = mutation_flags(swarm);
     match &f.files {
+        Some(Files {
+            written: Err(why), ..
+        }) => println!("(no files written: {why})"),
         Some(files) => {
             println!("minimal scenario: {}", files.scenario.display());
             println!("its trace:        {}", files.trace.display());

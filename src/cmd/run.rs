@@ -37,11 +37,15 @@ pub struct RunArgs {
     /// (the trace is kept in memory unless --trace names a file).
     #[arg(long)]
     pub tui: bool,
+    #[command(flatten)]
+    pub budget: super::BudgetArgs,
 }
 
 pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
+    a.budget.admit(&scenario, &a.scenario)?;
     let flag = interrupt_flag();
+    let wall = a.budget.wall_clock_flag();
     if a.tui && a.trace.is_none() {
         // nothing to keep: the trace stays in memory
         let seed = a.seed.unwrap_or(scenario.seed);
@@ -58,6 +62,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
             trace_level: a.trace_level,
             interrupt: Some(&flag),
             progress: Some(&tick),
+            limits: a.budget.limits(wall.as_deref()),
             ..RunOptions::default()
         },
     );

@@ -16,4 +16,7 @@ pub use crate::cause::{RootCause, RootCauseError};
 pub use model::*;
 pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
 pub mod resolve;
-pub use validate::{unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_WORLD_SIZE};
+pub use validate::{
+    unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_ITERATIONS, MAX_MESH_DIMS,
+    MAX_WORLD_SIZE,
+};
