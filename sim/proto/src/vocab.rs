@@ -52,6 +52,10 @@ pub enum OpKind {
     AllToAll,
     Gather,
     Scatter,
+    /// Point-to-point: one message to a peer of the group.
+    Send,
+    /// Point-to-point: one message from a peer of the group.
+    Recv,
 }
 
 impl OpKind {
@@ -65,7 +69,7 @@ impl OpKind {
         OpKind::Barrier,
     ];
 
-    pub const ALL: [OpKind; 9] = [
+    pub const ALL: [OpKind; 11] = [
         OpKind::Allreduce,
         OpKind::Broadcast,
         OpKind::Reduce,
@@ -75,6 +79,8 @@ impl OpKind {
         OpKind::AllToAll,
         OpKind::Gather,
         OpKind::Scatter,
+        OpKind::Send,
+        OpKind::Recv,
     ];
 
     pub fn name(self) -> &'static str {
@@ -88,6 +94,8 @@ impl OpKind {
             OpKind::AllToAll => "all_to_all",
             OpKind::Gather => "gather",
             OpKind::Scatter => "scatter",
+            OpKind::Send => "send",
+            OpKind::Recv => "recv",
         }
     }
 
@@ -97,6 +105,12 @@ impl OpKind {
             self,
             OpKind::Broadcast | OpKind::Reduce | OpKind::Gather | OpKind::Scatter
         )
+    }
+
+    /// Whether the op is point-to-point (one message between two members) rather than a
+    /// collective of the whole group.
+    pub fn point_to_point(self) -> bool {
+        matches!(self, OpKind::Send | OpKind::Recv)
     }
 
     /// Whether every member that holds a result holds the same one (not so when each rank
@@ -127,6 +141,7 @@ impl OpKind {
             OpKind::Barrier => Algorithm::Dissemination,
             OpKind::AllToAll => Algorithm::Pairwise,
             OpKind::Gather | OpKind::Scatter => Algorithm::Binomial,
+            OpKind::Send | OpKind::Recv => Algorithm::Eager,
         }
     }
 
@@ -149,6 +164,10 @@ impl OpKind {
             OpKind::Barrier => &[Dissemination, Tree],
             OpKind::AllToAll => &[Pairwise, Direct, Bruck],
             OpKind::Gather | OpKind::Scatter => &[Binomial, Direct],
+            // a send is eager (done once its bytes have left) or rendezvous (done once
+            // received); the receiver takes either
+            OpKind::Send => &[Eager, Rendezvous],
+            OpKind::Recv => &[Eager],
         }
     }
 }
@@ -174,6 +193,8 @@ pub enum Algorithm {
     Hierarchical,
     Pairwise,
     Bruck,
+    Eager,
+    Rendezvous,
 }
 
 impl Algorithm {
@@ -191,6 +212,8 @@ impl Algorithm {
             Algorithm::Hierarchical => "hierarchical",
             Algorithm::Pairwise => "pairwise",
             Algorithm::Bruck => "bruck",
+            Algorithm::Eager => "eager",
+            Algorithm::Rendezvous => "rendezvous",
         }
     }
 }

@@ -37,7 +37,8 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
         )
     };
     match fp.op {
-        OpKind::Barrier => None,
+        // a point-to-point message is checked against its sender's data, not a group result
+        OpKind::Barrier | OpKind::Send | OpKind::Recv => None,
         OpKind::Broadcast | OpKind::Scatter => members.get(root).map(|&r| input(r)),
         // every member's input in turn (all_to_all: each one's p pieces)
         OpKind::Allgather | OpKind::Gather | OpKind::AllToAll => {

@@ -15,5 +15,7 @@ mod validate;
 pub use crate::cause::{RootCause, RootCauseError};
 pub use model::*;
 pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
+mod groups;
+pub mod program;
 pub mod resolve;
 pub use validate::{unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_WORLD_SIZE};

@@ -4,6 +4,7 @@
 //! `faults[1]`), which the parser maps back to a line of the file. Checks run in the order the
 //! sections are usually written, so the first error reported is the first one a reader meets.
 
+use super::{groups, program};
 use super::model::*;
 use crate::units::Duration;
 
@@ -28,6 +29,7 @@ pub fn validate(s: &Scenario) -> Result<(), Invalid> {
     world(&s.world)?;
     network(s)?;
     group(s)?;
+    named_groups(s)?;
     workload(s)?;
     for (i, f) in s.faults.iter().enumerate() {
         fault(s, &format!("faults[{i}]"), f)?;
@@ -279,6 +281,10 @@ fn workload(s: &Scenario) -> Result<(), Invalid> {
     for (i, op) in w.ops.iter().enumerate() {
         op_spec(s, &format!("workload.ops[{i}]"), op)?;
     }
+    programs(s)?;
+    if let Some(p) = &w.pipeline {
+        pipeline(s, p)?;
+    }
     for (i, step) in w.registry.iter().enumerate() {
         registry_step(s, &format!("workload.registry[{i}]"), step)?;
     }
@@ -287,7 +293,7 @@ fn workload(s: &Scenario) -> Result<(), Invalid> {
 
 fn op_spec(s: &Scenario, k: &str, op: &OpSpec) -> Result<(), Invalid> {
     let kind = op.op;
-    if op.bytes.0 == 0 && kind != OpKind::Barrier {
+    if op.bytes.0 == 0 && kind != OpKind::Barrier && !kind.point_to_point() {
         return fail(
             format!("{k}.bytes"),
             format!("a {kind} needs a size > 0, e.g. bytes = \"64MiB\""),
@@ -314,28 +320,31 @@ fn op_spec(s: &Scenario, k: &str, op: &OpSpec) -> Result<(), Invalid> {
         if !kind.rooted() {
             return fail(
                 format!("{k}.root"),
-                format!("a {kind} has no root: only broadcast and reduce do"),
+                format!(
+                    "a {kind} has no root: only broadcast, reduce, gather and scatter do"
+                ),
             );
         }
         rank_in_world(s, &format!("{k}.root"), root)?;
     }
     if let Some(g) = &op.group {
-        let Some(mesh) = &s.group.mesh else {
+        if !groups::exists(s, g) {
+            let mut names: Vec<&str> = s.groups.iter().map(|g| g.name.as_str()).collect();
+            if let Some(m) = &s.group.mesh {
+                names.extend(m.dims.iter().map(String::as_str));
+            }
+            let hint = if names.is_empty() {
+                "there is no [group.mesh] and no [[groups]]".to_string()
+            } else {
+                format!("use one of {}", names.join(", "))
+            };
             return fail(
                 format!("{k}.group"),
-                "names a mesh dimension, but there is no [group.mesh]",
-            );
-        };
-        if !mesh.dims.contains(g) {
-            return fail(
-                format!("{k}.group"),
-                format!(
-                    "`{g}` is not a mesh dimension: use one of {}",
-                    mesh.dims.join(", ")
-                ),
+                format!("`{g}` is not a group: {hint}"),
             );
         }
     }
+    point_to_point(s, k, op)?;
     Ok(())
 }
 
@@ -380,22 +389,34 @@ fn iteration_in_workload(s: &Scenario, k: &str, iteration: u32) -> Result<(), In
     Ok(())
 }
 
-/// `op_index` (default 0) must name one of `workload.ops`.
-fn op_in_workload(s: &Scenario, k: &str, op_index: Option<u32>) -> Result<usize, Invalid> {
+/// `op_index` (default 0) must name one of the calls `rank` makes in an iteration: its
+/// program's, or the pipeline's and `workload.ops`.
+fn op_in_workload(
+    s: &Scenario,
+    k: &str,
+    rank: u32,
+    op_index: Option<u32>,
+) -> Result<(usize, OpSpec), Invalid> {
     let index = op_index.unwrap_or(0) as usize;
-    let ops = s.workload.ops.len();
+    let calls = program::calls(s, rank);
+    let ops = calls.len();
     if index >= ops {
+        let whose = match program::program_of(s, rank) {
+            Some(p) => format!("rank {rank} runs workload.programs[{p}], which"),
+            None if s.workload.pipeline.is_some() => format!("rank {rank}'s iteration"),
+            None => "the workload".to_string(),
+        };
         let which = if ops == 0 {
-            "the workload has no ops".to_string()
+            format!("{whose} has no ops")
         } else {
-            format!("the workload has {ops} ops, so op_index is 0..={}", ops - 1)
+            format!("{whose} has {ops} ops, so op_index is 0..={}", ops - 1)
         };
         return fail(
             format!("{k}.op_index"),
             format!("op {index} does not exist: {which}"),
         );
     }
-    Ok(index)
+    Ok((index, calls[index].0.clone()))
 }
 
 /// `delay` and `loss` act on exactly one of a rank's links or one link.
@@ -509,11 +530,28 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
         } => {
             rank_in_world(s, &rank_key, *rank)?;
             iteration_in_workload(s, k, *iteration)?;
-            let index = op_in_workload(s, k, *op_index)?;
+            let (index, target) = op_in_workload(s, k, *rank, *op_index)?;
             if let Some(r) = root {
                 rank_in_world(s, &format!("{k}.root"), *r)?;
             }
-            let target = &s.workload.ops[index];
+            if let Some(o) = op {
+                if o.point_to_point() != target.op.point_to_point() {
+                    return fail(
+                        format!("{k}.op"),
+                        format!(
+                            "a {} cannot turn into a {o}: a mismatch keeps collectives \
+                             collective and point-to-point point-to-point",
+                            target.op
+                        ),
+                    );
+                }
+            }
+            if root.is_some() && !op.unwrap_or(target.op).rooted() {
+                return fail(
+                    format!("{k}.root"),
+                    format!("call {index} is a {}, which has no root", op.unwrap_or(target.op)),
+                );
+            }
             let changes = op.is_some_and(|o| o != target.op)
                 || bytes.is_some_and(|b| b != target.bytes)
                 || root.is_some_and(|r| r != target.root.unwrap_or(0))
@@ -523,7 +561,7 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
                     k,
                     format!(
                         "this mismatch changes nothing: give at least one of `op`, `bytes`, \
-                         `root` or `dtype` that differs from workload.ops[{index}]"
+                         `root` or `dtype` that differs from call {index} of rank {rank}"
                     ),
                 );
             }
@@ -536,7 +574,7 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
         } => {
             rank_in_world(s, &rank_key, *rank)?;
             iteration_in_workload(s, k, *iteration)?;
-            op_in_workload(s, k, *op_index).map(drop)
+            op_in_workload(s, k, *rank, *op_index).map(drop)
         }
         Fault::Hang { rank, iteration } => {
             rank_in_world(s, &rank_key, *rank)?;
@@ -601,3 +639,175 @@ fn expect(s: &Scenario, e: &Expect) -> Result<(), Invalid> {
 
 #[cfg(test)]
 mod tests;
+
+/// `[[groups]]`: named, disjoint sub-groups of ranks of the world.
+fn named_groups(s: &Scenario) -> Result<(), Invalid> {
+    for (i, g) in s.groups.iter().enumerate() {
+        let k = format!("groups[{i}]");
+        if g.name.trim().is_empty() {
+            return fail(format!("{k}.name"), "a group needs a non-empty name");
+        }
+        if s.groups[..i].iter().any(|o| o.name == g.name) {
+            return fail(
+                format!("{k}.name"),
+                format!("group `{}` is named twice", g.name),
+            );
+        }
+        if s.group
+            .mesh
+            .as_ref()
+            .is_some_and(|m| m.dims.contains(&g.name))
+        {
+            return fail(
+                format!("{k}.name"),
+                format!("`{}` is already a dimension of [group.mesh]", g.name),
+            );
+        }
+        let subs = g.ranks.subgroups();
+        if subs.is_empty() {
+            return fail(format!("{k}.ranks"), "a group needs at least one rank");
+        }
+        let mut seen: std::collections::BTreeMap<u32, usize> = Default::default();
+        for (j, sub) in subs.iter().enumerate() {
+            let key = match g.ranks {
+                GroupRanks::One(_) => format!("{k}.ranks"),
+                GroupRanks::Many(_) => format!("{k}.ranks[{j}]"),
+            };
+            if sub.is_empty() {
+                return fail(key, "a sub-group needs at least one rank");
+            }
+            for &r in sub.iter() {
+                rank_in_world(s, &key, r)?;
+                if let Some(other) = seen.insert(r, j) {
+                    let why = if other == j {
+                        format!("rank {r} is listed twice")
+                    } else {
+                        format!("rank {r} is in sub-groups {other} and {j}: a rank is in at most one")
+                    };
+                    return fail(key, why);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// send / recv need a peer in range of every sub-group the op runs on; `peer` and
+/// `rendezvous` belong to them only.
+fn point_to_point(s: &Scenario, k: &str, op: &OpSpec) -> Result<(), Invalid> {
+    let kind = op.op;
+    if !kind.point_to_point() {
+        if op.peer.is_some() {
+            return fail(
+                format!("{k}.peer"),
+                format!("a {kind} has no peer: only send and recv do"),
+            );
+        }
+        if op.rendezvous {
+            return fail(
+                format!("{k}.rendezvous"),
+                format!("a {kind} is not a send: `rendezvous` only applies to send"),
+            );
+        }
+        return Ok(());
+    }
+    if op.rendezvous && kind != OpKind::Send {
+        return fail(
+            format!("{k}.rendezvous"),
+            "a recv completes when its message has arrived: `rendezvous` is chosen by the send",
+        );
+    }
+    if op.rendezvous && op.algorithm == Some(Algorithm::Eager) {
+        return fail(
+            format!("{k}.algorithm"),
+            "`rendezvous = true` contradicts algorithm = \"eager\"",
+        );
+    }
+    let Some(peer) = op.peer else {
+        return fail(
+            k,
+            format!("a {kind} needs `peer`: a rank of its group, or \"next\" or \"prev\""),
+        );
+    };
+    if let Peer::Rank(p) = peer {
+        let sizes: Vec<usize> = match &op.group {
+            Some(g) => groups::subgroups(s, g)
+                .unwrap_or_default()
+                .iter()
+                .map(Vec::len)
+                .collect(),
+            None => vec![s.world.size as usize],
+        };
+        if let Some(&small) = sizes.iter().filter(|&&n| p as usize >= n).min() {
+            let group = op.group.as_deref().unwrap_or("the world");
+            return fail(
+                format!("{k}.peer"),
+                format!(
+                    "peer {p} is out of range: a sub-group of {group} has {small} ranks, so \
+                     peers are 0..={}",
+                    small.saturating_sub(1)
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `[[workload.programs]]`: ranks of the world, each in at most one program, with valid ops.
+fn programs(s: &Scenario) -> Result<(), Invalid> {
+    let mut owner: std::collections::BTreeMap<u32, usize> = Default::default();
+    for (i, p) in s.workload.programs.iter().enumerate() {
+        let k = format!("workload.programs[{i}]");
+        if p.ranks.is_empty() {
+            return fail(format!("{k}.ranks"), "a program needs at least one rank");
+        }
+        for &r in &p.ranks {
+            rank_in_world(s, &format!("{k}.ranks"), r)?;
+            if let Some(other) = owner.insert(r, i) {
+                let why = if other == i {
+                    format!("rank {r} is listed twice")
+                } else {
+                    format!("rank {r} already runs workload.programs[{other}]")
+                };
+                return fail(format!("{k}.ranks"), why);
+            }
+        }
+        for (j, op) in p.ops.iter().enumerate() {
+            op_spec(s, &format!("{k}.ops[{j}]"), op)?;
+        }
+    }
+    Ok(())
+}
+
+/// `[workload.pipeline]`: a group whose every sub-group has at least two stages.
+fn pipeline(s: &Scenario, p: &Pipeline) -> Result<(), Invalid> {
+    let k = "workload.pipeline";
+    if p.microbatches == 0 {
+        return fail(format!("{k}.microbatches"), "must be at least 1");
+    }
+    if p.bytes.0 == 0 {
+        return fail(
+            format!("{k}.bytes"),
+            "activations and gradients need a size > 0, e.g. bytes = \"16MiB\"",
+        );
+    }
+    let stages: Vec<usize> = match &p.group {
+        None => vec![s.world.size as usize],
+        Some(g) => match groups::subgroups(s, g) {
+            Some(subs) => subs.iter().map(Vec::len).collect(),
+            None => {
+                return fail(
+                    format!("{k}.group"),
+                    format!("`{g}` is not a group: name a [[groups]] entry or a mesh dimension"),
+                )
+            }
+        },
+    };
+    if let Some(&n) = stages.iter().find(|&&n| n < 2) {
+        return fail(
+            format!("{k}.group"),
+            format!("a pipeline needs at least two stages; a sub-group here has {n}"),
+        );
+    }
+    Ok(())
+}

@@ -185,7 +185,7 @@ impl OpDraw {
             },
             algorithm,
             root: self.op.rooted().then_some(self.root % p.max(1)),
-            group: None,
+            ..OpSpec::of(self.op)
         }
     }
 }
@@ -230,6 +230,8 @@ impl WorkloadDraw {
             dtype: self.dtype,
             elements: self.elements,
             ops: self.ops.iter().map(|o| o.spec(p)).collect(),
+            programs: Vec::new(),
+            pipeline: None,
             registry: Vec::new(),
         }
     }
@@ -304,6 +306,7 @@ pub fn scenarios(gen: &Gen) -> impl Strategy<Value = Scenario> {
                     seed,
                     time_limit: None,
                     world,
+                    groups: Vec::new(),
                     network,
                     engine: EngineConfig {
                         tie_break: if shuffle {
