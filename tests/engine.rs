@@ -186,7 +186,7 @@ fn partitions_hold_traffic_until_they_heal() {
 fn a_restarted_rank_without_elastic_membership_says_it_cannot_rejoin() {
     let s = scenario("name = \"r\"\n[world]\nsize = 3\n[group]\ntimeout = \"1s\"\n[workload]\ncompute = \"5ms\"\niterations = 2\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n[[faults]]\nkind = \"preempt\"\nrank = 1\nat = \"2ms\"\nrestart_after = \"10ms\"\n");
     let mut rec = ringside_sim::trace::VecRecorder::default();
-    let (result, _, _) = ringside_sim::run::run_events(&s, 0, &mut rec, None);
+    let (result, _, _) = ringside_sim::run::run_events(&s, &RunOptions::seeded(0), &mut rec);
     assert_eq!(result.outcome, Outcome::Stalled);
     assert!(rec.events.iter().any(|(t, e)| *t == 12_000_000
         && matches!(e, ringside_sim::trace::Event::RejoinRefused { rank: 1, reason } if reason.contains("not elastic"))));

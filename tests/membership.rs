@@ -9,10 +9,10 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 use ringside_sim::check::strategy::membership::{elastic_case, registry_case};
-use ringside_sim::check::{Case, Kind, Property, Run, Violation};
+use ringside_sim::check::{Case, Kind, Mutation, Mutations, Property, Run, Violation};
 use ringside_sim::proto::Rank;
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{load, parse, Outcome, RootCause, Sabotage, Scenario};
+use ringside_sim::scenario::{load, parse, Outcome, RootCause, Scenario};
 use ringside_sim::trace::{replay, Event, ReplayOutcome};
 
 const MS: u64 = 1_000_000;
@@ -43,10 +43,8 @@ fn shipped(name: &str) -> Scenario {
     load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn sabotaged(mut s: Scenario, sabotage: Sabotage) -> Scenario {
-    s.engine.sabotage = sabotage;
-    s
-}
+/// The real code.
+const REAL: Mutations = Mutations::NONE;
 
 /// What a run keeps under any schedule, healing or not: every safety property.
 fn safety() -> Vec<Property> {
@@ -60,9 +58,19 @@ fn every() -> Vec<Property> {
     Property::all().collect()
 }
 
-/// Runs `s` once and checks `properties` in order: the run, or the first violation.
+/// Runs `s` once on the real code and checks `properties` in order: the run, or the first
+/// violation.
 fn check(s: &Scenario, properties: &[Property]) -> Result<Run, Violation> {
-    let case = Case::new(s.clone());
+    check_broken(s, REAL, properties)
+}
+
+/// [`check`] with `mutations` planted.
+fn check_broken(
+    s: &Scenario,
+    mutations: Mutations,
+    properties: &[Property],
+) -> Result<Run, Violation> {
+    let case = Case::new(s.clone()).with_mutations(mutations);
     let run = case.run();
     for p in properties {
         p.check(&case, &run)?;
@@ -70,8 +78,8 @@ fn check(s: &Scenario, properties: &[Property]) -> Result<Run, Violation> {
     Ok(run)
 }
 
-fn record(s: &Scenario) -> Run {
-    Case::new(s.clone()).run()
+fn record(s: &Scenario, mutations: Mutations) -> Run {
+    Case::new(s.clone()).with_mutations(mutations).run()
 }
 
 proptest! {
@@ -101,19 +109,19 @@ proptest! {
     }
 }
 
-/// Searches deterministic generated cases, broken by `sabotage`, for one that breaks
+/// Searches deterministic generated cases, broken by `mutation`, for one that breaks
 /// `property`; returns how many cases it took.
 fn search<S: Strategy>(
     strategy: S,
     limit: u32,
     property: Property,
-    sabotage: Sabotage,
+    mutation: Mutation,
     scenario: impl Fn(&S::Value) -> Scenario,
 ) -> u32 {
     let mut runner = TestRunner::deterministic();
     for i in 0..limit {
         let case = strategy.new_tree(&mut runner).expect("a case").current();
-        if let Err(v) = check(&sabotaged(scenario(&case), sabotage), &[property]) {
+        if let Err(v) = check_broken(&scenario(&case), mutation.into(), &[property]) {
             assert_eq!(v.property, property, "{v}");
             return i + 1;
         }
@@ -157,24 +165,16 @@ fn the_minority_side_of_a_partition_never_forms_a_generation() {
 
 #[test]
 fn without_the_quorum_rule_a_partition_splits_the_brain() {
-    let s = sabotaged(
-        shipped("elastic-partition-majority.toml"),
-        Sabotage {
-            no_quorum: true,
-            ..Sabotage::default()
-        },
-    );
-    let rec = record(&s);
+    let s = shipped("elastic-partition-majority.toml");
+    let broken = Mutations::from(Mutation::NoQuorum);
+    let rec = record(&s, broken);
     let v = Property::OneWorldPerGeneration
-        .check(&Case::new(s), &rec)
+        .check(&Case::new(s).with_mutations(broken), &rec)
         .expect_err("split brain");
     assert!(v.message.contains("split brain"), "{v}");
     assert!(!rec.fold.membership.conflicts.is_empty());
     // and generated schedules find it quickly
-    let no_quorum = Sabotage {
-        no_quorum: true,
-        ..Sabotage::default()
-    };
+    let no_quorum = Mutation::NoQuorum;
     let n = search(
         elastic_case(false),
         200,
@@ -230,10 +230,7 @@ fn rebuilt_collectives_reduce_exactly_their_members_inputs() {
 
 #[test]
 fn fingerprints_without_the_generation_let_stale_chunks_corrupt_results() {
-    let no_generation_check = Sabotage {
-        no_generation_check: true,
-        ..Sabotage::default()
-    };
+    let no_generation_check = Mutation::NoGenerationCheck;
     let n = search(
         elastic_case(true),
         400,
@@ -289,19 +286,13 @@ fn after_a_heal_the_group_rebuilds_and_finishes() {
 
 #[test]
 fn a_rendezvous_that_never_retries_stays_stuck_after_the_heal() {
-    let s = sabotaged(
-        scenario(ISOLATED),
-        Sabotage {
-            no_retry: true,
-            ..Sabotage::default()
-        },
-    );
-    let v = check(&s, &[Property::Liveness]).err().expect("stuck");
+    let s = scenario(ISOLATED);
+    let broken = Mutations::from(Mutation::NoRetry);
+    let v = check_broken(&s, broken, &[Property::Liveness])
+        .err()
+        .expect("stuck");
     assert!(v.message.contains("after every fault had healed"), "{v}");
-    let no_retry = Sabotage {
-        no_retry: true,
-        ..Sabotage::default()
-    };
+    let no_retry = Mutation::NoRetry;
     let n = search(elastic_case(true), 200, Property::Liveness, no_retry, |c| {
         c.scenario()
     });
@@ -404,24 +395,22 @@ fn registry_views_shrink_in_a_partition_and_converge_after_it() {
 
 #[test]
 fn without_a_state_exchange_on_reconnection_views_diverge() {
-    let s = sabotaged(
-        scenario(REGISTRY_PARTITION),
-        Sabotage {
-            no_registry_resync: true,
-            ..Sabotage::default()
-        },
-    );
-    let v = check(&s, &[Property::Liveness]).err().expect("diverged");
+    let s = scenario(REGISTRY_PARTITION);
+    let broken = Mutations::from(Mutation::NoRegistryResync);
+    let v = check_broken(&s, broken, &[Property::Liveness])
+        .err()
+        .expect("diverged");
     assert!(v.message.contains("at 3000.000ms node"), "{v}");
     assert!(v.message.contains("sees todo"), "{v}");
     // the report's expectations catch it too
-    let out = run(&s, &RunOptions::default()).expect("runs");
+    let opts = RunOptions {
+        mutations: broken,
+        ..RunOptions::default()
+    };
+    let out = run(&s, &opts).expect("runs");
     assert!(!out.report.expect.ok);
     assert!(out.report.expect.failures[0].contains("registry query"));
-    let no_registry_resync = Sabotage {
-        no_registry_resync: true,
-        ..Sabotage::default()
-    };
+    let no_registry_resync = Mutation::NoRegistryResync;
     let n = search(
         registry_case(),
         200,
@@ -434,7 +423,7 @@ fn without_a_state_exchange_on_reconnection_views_diverge() {
 
 #[test]
 fn the_replicated_todo_list_survives_the_loss_of_a_node() {
-    let rec = record(&shipped("registry-todo-list.toml"));
+    let rec = record(&shipped("registry-todo-list.toml"), REAL);
     assert_eq!(rec.result.outcome, Outcome::Completed);
     let list_of = |node: u32| -> Vec<String> {
         rec.events()
@@ -500,7 +489,7 @@ fn shipped_elastic_scenarios_keep_every_property_and_replay() {
         )
         .expect("runs");
         assert!(out.report.expect.ok, "{name}: {:?}", out.report.expect);
-        match replay(&trace).expect("readable") {
+        match replay(&trace, REAL).expect("readable") {
             ReplayOutcome::Identical { digest, .. } => assert_eq!(digest, out.report.digest),
             d => panic!("{name}: {d:?}"),
         }
@@ -528,7 +517,7 @@ fn generations_in_the_report_list_each_generation_once_with_its_members() {
 
 #[test]
 fn a_dead_store_stops_every_rebuild() {
-    let rec = record(&shipped("elastic-store-failure.toml"));
+    let rec = record(&shipped("elastic-store-failure.toml"), REAL);
     assert_eq!(rec.result.outcome, Outcome::Stalled);
     assert!(rec.fold.membership.generations.is_empty());
     let reasons: Vec<&str> = rec

@@ -7,11 +7,10 @@
 use proptest::prelude::*;
 use ringside_sim::check::bound::healing;
 use ringside_sim::check::swarm::{Quiet, Swarm};
-use ringside_sim::check::{strategy, Case, Gen, Property, Variant, Violation};
-use ringside_sim::proto::mutation::Mutation;
+use ringside_sim::check::{strategy, Case, Gen, Mutation, Mutations, Property, Violation};
 use ringside_sim::proto::Rank;
 use ringside_sim::scenario::{parse, Outcome, RootCause, Scenario};
-use ringside_sim::trace::{replay_with, ReplayOutcome};
+use ringside_sim::trace::{replay, ReplayOutcome};
 use std::process::{Command, Output};
 
 fn scenario(text: &str) -> Scenario {
@@ -45,7 +44,7 @@ fn passes(p: Property, case: &Case) {
 #[track_caller]
 fn fails(p: Property, case: &Case) -> String {
     match holds(p, case) {
-        Ok(()) => panic!("{p} holds on {:?}", case.variant),
+        Ok(()) => panic!("{p} holds on {:?}", case.mutations),
         Err(v) => {
             assert_eq!(v.property, p, "{v}");
             v.message
@@ -75,9 +74,7 @@ fn a_wrong_ring_chunk_breaks_validity_and_agreement() {
     let real = Case::new(world(4, "", RING_ALLREDUCE));
     passes(Property::Validity, &real);
     passes(Property::Agreement, &real);
-    let broken = real
-        .clone()
-        .with_variant(Variant::mutated(Mutation::RingWrongChunk));
+    let broken = real.clone().with_mutations(Mutation::RingWrongChunk);
     let v = Property::Validity
         .check(&broken, &broken.run())
         .expect_err("a wrong chunk");
@@ -96,7 +93,7 @@ fn an_allgather_that_drops_a_rank_breaks_validity() {
             );
             let real = Case::new(world(p, "", &ops));
             passes(Property::Validity, &real);
-            let broken = real.with_variant(Variant::mutated(Mutation::AllgatherDropRank));
+            let broken = real.with_mutations(Mutation::AllgatherDropRank);
             let why = fails(Property::Validity, &broken);
             assert!(why.contains("allgather #1"), "{algorithm} on {p}: {why}");
         }
@@ -109,7 +106,7 @@ fn dropping_early_chunks_breaks_liveness() {
     let real = Case::new(world(8, "jitter = \"20us\"", RING_ALLREDUCE));
     assert_eq!(real.run().report.outcome, Outcome::Completed);
     passes(Property::Liveness, &real);
-    let broken = real.with_variant(Variant::mutated(Mutation::DropEarlyChunks));
+    let broken = real.with_mutations(Mutation::DropEarlyChunks);
     let why = fails(Property::Liveness, &broken);
     assert!(
         why.contains("there are no faults, yet the run stalled"),
@@ -122,10 +119,7 @@ fn nondeterministic_ties_break_determinism() {
     // no jitter, no compute: many events at the same instants
     let real = Case::new(world(8, "", RING_ALLREDUCE));
     passes(Property::Determinism, &real);
-    let broken = real.with_variant(Variant {
-        nondeterministic_ties: true,
-        ..Variant::default()
-    });
+    let broken = real.with_mutations(Mutation::NondeterministicTies);
     let why = fails(Property::Determinism, &broken);
     assert!(
         why.contains("different digests") || why.contains("diverged at line"),
@@ -178,13 +172,13 @@ const MAX_RANKS: u32 = 4;
 #[test]
 fn a_planted_bug_shrinks_to_a_small_scenario_whose_files_replay() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let variant = Variant::mutated(Mutation::RingWrongChunk);
+    let mutations = Mutations::from(Mutation::RingWrongChunk);
     for seed in [0, 2, 7] {
         let swarm = Swarm {
             seed,
             cases: 1_000,
             out_dir: Some(dir.path().to_path_buf()),
-            variant,
+            mutations,
             ..Swarm::default()
         };
         let found = swarm
@@ -204,14 +198,14 @@ fn a_planted_bug_shrinks_to_a_small_scenario_whose_files_replay() {
         // the scenario file parses back to the shrunk scenario and still fails
         let back = ringside_sim::scenario::load(&files.scenario).expect("parses");
         assert_eq!(back, found.shrunk.scenario);
-        let again = Case::new(back).with_variant(variant);
+        let again = Case::new(back).with_mutations(mutations);
         let p: Property = found.failure.name().parse().expect("a registered property");
         assert!(holds(p, &again).is_err(), "seed {seed}: still fails");
         // without the bug it passes: the failure is the planted bug's
         passes(p, &Case::new(again.scenario.clone()));
         // and the trace replays under the same code
         assert!(matches!(
-            replay_with(&files.trace, variant),
+            replay(&files.trace, mutations),
             Ok(ReplayOutcome::Identical { .. })
         ));
         assert!(files
@@ -348,6 +342,22 @@ fn check_rejects_bad_input_with_exit_2() {
 }
 
 #[test]
+fn check_and_replay_take_every_planted_bug_by_name() {
+    for verb in ["check", "replay"] {
+        let help = text(&ringside(&[verb, "--help"]));
+        for m in Mutation::all() {
+            assert!(
+                help.contains(m.name()),
+                "`{verb} --help` lists {m}:\n{help}"
+            );
+        }
+    }
+    let o = ringside(&["check", "--mutation", "no-such-bug"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("ring-wrong-chunk"), "{}", text(&o));
+}
+
+#[test]
 fn check_on_a_planted_bug_exits_1_with_the_command_that_replays_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let o = ringside(&[
@@ -390,8 +400,7 @@ fn one_world_per_generation_is_in_the_registry_and_catches_a_split_brain() {
     let real = Case::new(ringside_sim::scenario::load(&path).unwrap_or_else(|e| panic!("{e}")));
     let p: Property = "one_world_per_generation".parse().expect("registered");
     passes(p, &real);
-    let mut broken = real.clone();
-    broken.scenario.engine.sabotage.no_quorum = true;
+    let broken = real.clone().with_mutations(Mutation::NoQuorum);
     let v = p.check(&broken, &broken.run()).expect_err("a split brain");
     assert!(v.message.contains("split brain"), "{v}");
     assert_eq!(v.ranks.len(), 2, "the two ranks that disagree: {v:?}");

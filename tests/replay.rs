@@ -11,7 +11,7 @@
 //! Every trace under `traces/regressions/` replays, and every scenario there now passes every
 //! property.
 
-use ringside_sim::check::{Case, Property};
+use ringside_sim::check::{Case, Mutations, Property};
 use ringside_sim::trace::{replay, ReplayOutcome};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -238,7 +238,7 @@ fn malformed_traces_exit_2_naming_the_line_and_never_panic() {
 fn every_regression_replays_and_now_passes_every_property() {
     let traces = files_in("traces/regressions", "jsonl");
     for t in &traces {
-        match replay(t) {
+        match replay(t, Mutations::NONE) {
             Ok(ReplayOutcome::Identical { .. }) => {}
             other => panic!(
                 "{}: {other:?}\nre-record it with `ringside run {} --trace {}`",

@@ -7,6 +7,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringside_sim::engine::Engine;
+use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario::{self, OpKind, Outcome, Scenario};
 use ringside_sim::trace::NullRecorder;
 
@@ -36,7 +37,7 @@ fn bench(c: &mut Criterion) {
         // count the messages once, to report messages per second
         let messages = {
             let mut rec = NullRecorder;
-            let r = Engine::new(&s, 1, &mut rec).run();
+            let r = Engine::new(&s, 1, Mutations::NONE, &mut rec).run();
             assert_eq!(r.outcome, Outcome::Completed, "{a}");
             r.stats.messages_delivered
         };
@@ -44,7 +45,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function(a.name(), |b| {
             b.iter(|| {
                 let mut rec = NullRecorder;
-                Engine::new(&s, 1, &mut rec).run()
+                Engine::new(&s, 1, Mutations::NONE, &mut rec).run()
             })
         });
     }

@@ -12,7 +12,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ringside_sim::diagnose::{diagnose, Fold};
-use ringside_sim::run::run_events;
+use ringside_sim::run::{run_events, RunOptions};
 use ringside_sim::scenario::{self, Scenario};
 use ringside_sim::trace::{Event, VecRecorder};
 use ringside_sim::units::Nanos;
@@ -48,7 +48,7 @@ at = "0s"
 /// The events of a whole run of `s`, and its diagnosis summary.
 fn trace(s: &Scenario) -> Vec<(Nanos, Event)> {
     let mut rec = VecRecorder::default();
-    let (result, _, d) = run_events(s, s.seed, &mut rec, None);
+    let (result, _, d) = run_events(s, &RunOptions::default(), &mut rec);
     eprintln!(
         "{}: {} events, outcome {}, {} blocked, {} in progress, root causes {:?}",
         s.name,

@@ -5,6 +5,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringside_sim::engine::Engine;
+use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario::{self, Scenario};
 use ringside_sim::trace::{NullRecorder, TraceWriter};
 
@@ -37,7 +38,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("no_trace", |b| {
         b.iter(|| {
             let mut rec = NullRecorder;
-            let mut e = Engine::new(&s, 1, &mut rec);
+            let mut e = Engine::new(&s, 1, Mutations::NONE, &mut rec);
             let r = e.run();
             assert_eq!(r.stats.messages_delivered, messages);
         })
@@ -47,7 +48,7 @@ fn bench(c: &mut Criterion) {
     let events = {
         let f = std::fs::File::create(&dir).expect("temp file");
         let mut w = TraceWriter::new(f, &s, 1).expect("header");
-        let mut e = Engine::new(&s, 1, &mut w);
+        let mut e = Engine::new(&s, 1, Mutations::NONE, &mut w);
         e.run();
         w.digest().lines()
     };
@@ -56,7 +57,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let f = std::fs::File::create(&dir).expect("temp file");
             let mut w = TraceWriter::new(f, &s, 1).expect("header");
-            let mut e = Engine::new(&s, 1, &mut w);
+            let mut e = Engine::new(&s, 1, Mutations::NONE, &mut w);
             let r = e.run();
             w.finish(r.outcome).expect("trace written");
         })

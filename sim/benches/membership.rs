@@ -8,6 +8,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ringside_sim::engine::Engine;
+use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario::{self, Outcome, Scenario};
 use ringside_sim::trace::NullRecorder;
 
@@ -49,7 +50,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("one_preemption", |b| {
         b.iter(|| {
             let mut rec = NullRecorder;
-            let mut e = Engine::new(&s, 1, &mut rec);
+            let mut e = Engine::new(&s, 1, Mutations::NONE, &mut rec);
             let r = e.run();
             assert_eq!(r.outcome, Outcome::Rebuilt);
             let g: Vec<_> = e.generations().collect();

@@ -4,6 +4,7 @@
 //! link, so that `hierarchical` has hosts to work with.
 
 use ringside_sim::engine::Engine;
+use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario::{self, Algorithm, OpKind, Outcome};
 use ringside_sim::trace::NullRecorder;
 
@@ -25,7 +26,7 @@ fn main() {
         #[allow(clippy::disallowed_methods)]
         let start = std::time::Instant::now();
         let mut rec = NullRecorder;
-        let r = Engine::new(&s, 1, &mut rec).run();
+        let r = Engine::new(&s, 1, Mutations::NONE, &mut rec).run();
         let secs = start.elapsed().as_secs_f64();
         assert_eq!(r.outcome, Outcome::Completed, "{a}");
         let m = r.stats.messages_delivered;

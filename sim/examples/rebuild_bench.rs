@@ -3,6 +3,7 @@
 //! middle of the job; the others detect it, agree on the next generation and finish.
 
 use ringside_sim::engine::Engine;
+use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario::{self, Scenario};
 use ringside_sim::trace::{NullRecorder, TraceWriter};
 
@@ -47,7 +48,7 @@ fn main() {
         Some(path) => {
             let f = std::fs::File::create(path).expect("create trace");
             let mut w = TraceWriter::new(f, &s, 1).expect("header");
-            let mut e = Engine::new(&s, 1, &mut w);
+            let mut e = Engine::new(&s, 1, Mutations::NONE, &mut w);
             let r = e.run();
             let g = e.generations().count();
             drop(e);
@@ -56,7 +57,7 @@ fn main() {
         }
         None => {
             let mut rec = NullRecorder;
-            let mut e = Engine::new(&s, 1, &mut rec);
+            let mut e = Engine::new(&s, 1, Mutations::NONE, &mut rec);
             let r = e.run();
             let g = e.generations().count();
             (r, g)

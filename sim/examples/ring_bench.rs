@@ -9,6 +9,7 @@
 
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::collective::block_bytes;
+use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario;
 use ringside_sim::trace::{NullRecorder, TraceWriter};
 use std::cmp::Reverse;
@@ -126,7 +127,7 @@ fn main() {
             Some(path) => {
                 let f = std::fs::File::create(path).expect("create trace");
                 let mut w = TraceWriter::new(f, &s, 1).expect("header");
-                let mut e = Engine::new(&s, 1, &mut w);
+                let mut e = Engine::new(&s, 1, Mutations::NONE, &mut w);
                 let r = e.run();
                 let n = w.digest().lines();
                 w.finish(r.outcome).expect("written");
@@ -134,7 +135,7 @@ fn main() {
             }
             None => {
                 let mut rec = NullRecorder;
-                let mut e = Engine::new(&s, 1, &mut rec);
+                let mut e = Engine::new(&s, 1, Mutations::NONE, &mut rec);
                 (e.run().stats, 0)
             }
         });

@@ -2,6 +2,8 @@
 //!
 //! - [`proto`]: the real protocol code, sans-IO;
 //! - [`engine`]: the discrete-event engine, network model and faults;
+//! - [`observe`]: what every driver makes of its ranks' protocol events (trace events, result
+//!   checks, stop hints); [`verify`]: the reference result of a collective;
 //! - [`scenario`]: the scenario format;
 //! - [`trace`]: JSON Lines traces, digests and replay;
 //! - [`diagnose`]: wait-for graphs and root causes;
@@ -17,12 +19,14 @@ pub mod check;
 pub mod diagnose;
 pub mod driver;
 pub mod engine;
+pub mod observe;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod sweep;
 pub mod trace;
 pub mod units;
+pub mod verify;
 
 /// The protocol code, in its own crate so that the compiler keeps it free of I/O.
 pub use ringside_proto as proto;

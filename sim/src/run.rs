@@ -1,7 +1,8 @@
 //! Running a scenario end to end: engine, trace, diagnosis, report.
 
 use crate::diagnose::{diagnose, Diagnosis, Fold};
-use crate::engine::{Engine, RunResult, Variant};
+use crate::engine::{Engine, RunResult};
+use crate::proto::mutation::Mutations;
 use crate::report::{self, RunReport};
 use crate::scenario::Scenario;
 use crate::trace::{Event, Recorder, TraceWriter};
@@ -24,34 +25,46 @@ impl Recorder for Tee<'_> {
     }
 }
 
+/// Options of one run.
+#[derive(Clone, Copy, Default)]
+pub struct RunOptions<'a> {
+    /// Overrides the scenario's seed.
+    pub seed: Option<u64>,
+    /// Writes the trace there ([`run`]; [`run_events`] hands its events to its recorder).
+    pub trace: Option<&'a Path>,
+    /// Stops the run early when set (Ctrl-C); the trace is still flushed, without a footer.
+    pub interrupt: Option<&'a AtomicBool>,
+    /// Bugs planted on purpose, to show that a property catches them: the checker's and tests'
+    /// business (empty, the default: the real code).
+    pub mutations: Mutations,
+}
+
+impl RunOptions<'_> {
+    /// The options of a run of the real code with `seed`.
+    pub fn seeded(seed: u64) -> Self {
+        RunOptions {
+            seed: Some(seed),
+            ..RunOptions::default()
+        }
+    }
+}
+
 /// A run's event stream without the footer: what the engine emits, then the final diagnosis.
 /// This is exactly the sequence of event lines a trace holds, so `replay` uses it too.
 pub fn run_events(
     scenario: &Scenario,
-    seed: u64,
+    opts: &RunOptions,
     rec: &mut dyn Recorder,
-    interrupt: Option<&AtomicBool>,
 ) -> (RunResult, Fold, Diagnosis) {
-    run_events_with(scenario, seed, rec, interrupt, Variant::default())
-}
-
-/// Like [`run_events`], running a deliberately broken `variant` (tests only).
-#[doc(hidden)]
-pub fn run_events_with(
-    scenario: &Scenario,
-    seed: u64,
-    rec: &mut dyn Recorder,
-    interrupt: Option<&AtomicBool>,
-    variant: Variant,
-) -> (RunResult, Fold, Diagnosis) {
+    let seed = opts.seed.unwrap_or(scenario.seed);
     let mut fold = Fold::new(scenario);
     let result = {
         let mut tee = Tee {
             outer: rec,
             fold: &mut fold,
         };
-        let mut engine = Engine::with_variant(scenario, seed, &mut tee, variant);
-        engine.run_until_interrupted(interrupt)
+        let mut engine = Engine::new(scenario, seed, opts.mutations, &mut tee);
+        engine.run_until_interrupted(opts.interrupt)
     };
     fold.t = result.end_ns;
     // as a trace's footer tells `explain`
@@ -67,17 +80,6 @@ pub fn run_events_with(
     (result, fold, diagnosis)
 }
 
-/// Options of one run.
-#[derive(Default)]
-pub struct RunOptions<'a> {
-    /// Overrides the scenario's seed.
-    pub seed: Option<u64>,
-    /// Writes the trace there.
-    pub trace: Option<&'a Path>,
-    /// Stops the run early when set (Ctrl-C); the trace is still flushed, without a footer.
-    pub interrupt: Option<&'a AtomicBool>,
-}
-
 /// A finished run.
 pub struct RunOutput {
     pub report: RunReport,
@@ -88,35 +90,27 @@ pub struct RunOutput {
 
 /// Runs `scenario` and builds its report; writes the trace when asked.
 pub fn run(scenario: &Scenario, opts: &RunOptions) -> io::Result<RunOutput> {
-    run_with(scenario, opts, Variant::default())
-}
-
-/// Like [`run`], running a deliberately broken `variant` (tests only).
-#[doc(hidden)]
-pub fn run_with(scenario: &Scenario, opts: &RunOptions, variant: Variant) -> io::Result<RunOutput> {
     match opts.trace {
         Some(path) => {
             let f = File::create(path).map_err(|e| {
                 io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
             })?;
-            run_to(scenario, opts, f, variant)
+            run_to(scenario, opts, f)
         }
-        None => run_to(scenario, opts, io::sink(), variant),
+        None => run_to(scenario, opts, io::sink()),
     }
 }
 
-/// Like [`run_with`], writing the trace into `out` (the checker keeps it in memory).
+/// Like [`run`], writing the trace into `out` (the checker keeps it in memory).
 #[doc(hidden)]
 pub fn run_to<W: io::Write>(
     scenario: &Scenario,
     opts: &RunOptions,
     out: W,
-    variant: Variant,
 ) -> io::Result<RunOutput> {
     let seed = opts.seed.unwrap_or(scenario.seed);
     let mut writer = TraceWriter::new(out, scenario, seed)?;
-    let (result, fold, diagnosis) =
-        run_events_with(scenario, seed, &mut writer, opts.interrupt, variant);
+    let (result, fold, diagnosis) = run_events(scenario, opts, &mut writer);
     let interrupted = opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
     let digest = if interrupted {
         writer.flush()?;
@@ -145,7 +139,6 @@ pub fn run_to<W: io::Write>(
 /// The digest of a run without writing a trace.
 pub fn digest_of(scenario: &Scenario, seed: u64) -> String {
     let mut writer = TraceWriter::new(io::sink(), scenario, seed).expect("a sink never fails");
-    let (result, _, _) = run_events(scenario, seed, &mut writer, None);
-    let _ = result;
+    run_events(scenario, &RunOptions::seeded(seed), &mut writer);
     writer.digest().hex()
 }

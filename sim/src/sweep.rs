@@ -10,6 +10,7 @@
 use crate::engine::Engine;
 use crate::proto::collective::supported;
 use crate::proto::mesh::MeshLayout;
+use crate::proto::mutation::Mutations;
 use crate::scenario::{Algorithm, OpKind, OpSpec, Outcome, Scenario};
 use crate::trace::NullRecorder;
 use crate::units::{Duration, Nanos, Size};
@@ -184,7 +185,7 @@ pub fn sweep(scenario: &Scenario, sizes: Sizes) -> Result<Vec<SweepRow>, SweepEr
             for algorithm in applicable(op, scenario) {
                 let s = alone(scenario, spec, algorithm, bytes);
                 let mut rec = NullRecorder;
-                let r = Engine::new(&s, s.seed, &mut rec).run();
+                let r = Engine::new(&s, s.seed, Mutations::NONE, &mut rec).run();
                 if r.outcome != Outcome::Completed {
                     return Err(SweepError::Incomplete {
                         op,

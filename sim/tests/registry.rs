@@ -2,6 +2,7 @@
 //! latency that can cut nodes off, and the nodes' timers.
 
 use ringside_sim::proto::event::Output;
+use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::proto::registry::*;
 use ringside_sim::proto::{Msg, Outbox, ProtoEvent, Rank, TimerKey};
 use ringside_sim::scenario::{parse, resolve};
@@ -32,7 +33,7 @@ impl Net {
         let n = cfg.nodes;
         let mut net = Net {
             nodes: (0..n)
-                .map(|r| Registry::new(cfg.clone(), Rank(r), 0))
+                .map(|r| Registry::new(cfg.clone(), Rank(r), 0, Mutations::NONE))
                 .collect(),
             queue: BTreeMap::new(),
             timers: BTreeMap::new(),

@@ -1,12 +1,11 @@
 //! `ringside check [SCENARIO...] [--cases N] [--seed S] [--shard I/N] [--time BUDGET]`
 
-use super::load_scenario;
+use super::{load_scenario, mutation_names};
 use crate::Failure;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ringside_sim::check::swarm::{Found, Observer, Shard, Summary, Swarm};
-use ringside_sim::check::{Property, Variant};
-use ringside_sim::proto::mutation::Mutation;
+use ringside_sim::check::{Mutation, Mutations, Property};
 use ringside_sim::units::Duration;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -36,12 +35,10 @@ pub struct CheckArgs {
     /// Where a failing case's scenario and trace are written.
     #[arg(long, default_value = "traces/regressions")]
     pub out: PathBuf,
-    /// Plant a deliberately broken variant of the protocol code (to see a failure).
-    #[arg(long, hide = true)]
-    pub mutation: Option<Mutation>,
-    /// Break ties between simultaneous events nondeterministically (to see a failure).
-    #[arg(long, hide = true)]
-    pub nondeterministic_ties: bool,
+    /// Plant a deliberately broken variant of the code, to see a property catch it (any
+    /// number of them; `nondeterministic-ties` breaks the engine's tie-break).
+    #[arg(long = "mutation", value_name = "NAME", value_parser = mutation_names())]
+    pub mutations: Vec<Mutation>,
 }
 
 /// The properties every case is checked against, from the registry, for `--help`.
@@ -176,10 +173,7 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
         budget,
         scenarios,
         out_dir: Some(a.out.clone()),
-        variant: Variant {
-            mutation: a.mutation,
-            nondeterministic_ties: a.nondeterministic_ties,
-        },
+        mutations: a.mutations.iter().copied().collect::<Mutations>(),
         ..Swarm::default()
     };
     let total = (cases + a.shard.count - 1 - a.shard.index) / a.shard.count;
@@ -247,14 +241,11 @@ fn print_failure(swarm: &Swarm, paths: &[PathBuf], s: &Summary, f: &Found) {
         f.original.size(),
         f.shrunk.size()
     );
-    let variant = &swarm.variant;
-    let mut extra = String::new();
-    if let Some(m) = variant.mutation {
-        extra.push_str(&format!(" --mutation {m}"));
-    }
-    if variant.nondeterministic_ties {
-        extra.push_str(" --nondeterministic-ties");
-    }
+    let extra: String = swarm
+        .mutations
+        .iter()
+        .map(|m| format!(" --mutation {m}"))
+        .collect();
     match &f.files {
         Some(files) => {
             println!("minimal scenario: {}", files.scenario.display());

@@ -11,6 +11,8 @@ pub mod tui;
 pub mod worker;
 
 use crate::Failure;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use ringside_sim::proto::mutation::Mutation;
 use ringside_sim::scenario::{self, Scenario};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -20,6 +22,11 @@ use std::sync::{Arc, OnceLock};
 pub fn load_scenario(path: &Path) -> Result<Scenario, Failure> {
     scenario::load_with(path, &ringside_sim::engine::SUPPORT)
         .map_err(|e| Failure::Input(e.to_string()))
+}
+
+/// The values of `--mutation`: the name of any planted bug, all of them listed in `--help`.
+pub fn mutation_names() -> impl TypedValueParser<Value = Mutation> {
+    PossibleValuesParser::new(Mutation::names()).try_map(|name| name.parse::<Mutation>())
 }
 
 /// A flag set by Ctrl-C (installed once).

@@ -42,6 +42,7 @@ pub fn main(a: RunArgs) -> Result<(), Failure> {
             seed: a.seed,
             trace: a.trace.as_deref(),
             interrupt: Some(&flag),
+            ..RunOptions::default()
         },
     )?;
     if let (true, Some(trace)) = (a.tui, &a.trace) {

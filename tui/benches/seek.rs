@@ -65,8 +65,8 @@ fn write_trace(s: &Scenario) -> PathBuf {
         std::env::temp_dir().join(format!("ringside-{}-{}.jsonl", s.name, std::process::id()));
     let f = std::fs::File::create(&path).expect("create the bench trace");
     let mut w = TraceWriter::new(f, s, s.seed).expect("header");
-    let (result, _, _) =
-        ringside_sim::run::run_events(s, s.seed, &mut w as &mut dyn Recorder, None);
+    let opts = ringside_sim::run::RunOptions::default();
+    let (result, _, _) = ringside_sim::run::run_events(s, &opts, &mut w as &mut dyn Recorder);
     w.finish(result.outcome).expect("footer");
     path
 }

@@ -1,11 +1,14 @@
 //! What a protocol state machine asks its driver to do, and what it reports.
 
+use super::collective::UnsupportedAlgorithm;
 use super::data::Buffer;
 use super::elastic::MemberEvent;
 use super::msg::{Fingerprint, Msg};
 use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
-use crate::time::Nanos;
+use crate::time::{fmt_time, Nanos};
+use crate::vocab::OpKind;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// One command for the driver.
 #[derive(Clone, Debug, PartialEq)]
@@ -173,7 +176,7 @@ pub enum ProtoEvent {
         step: u32,
         steps: u32,
         waiting_for: Vec<Rank>,
-        reason: String,
+        reason: AbortReason,
     },
     /// The flight recorder's contents, dumped when a watchdog fires.
     FlightRecord { entries: Vec<FlightEntry> },
@@ -185,4 +188,72 @@ pub enum ProtoEvent {
     Membership(MemberEvent),
     /// The registry: joins, leaves, views, broadcasts, queries.
     Registry(super::registry::RegistryEvent),
+}
+
+/// Why a rank's collective was aborted. Traces and reports print it (`Display`), e.g.
+/// `watchdog: allreduce #3 did not complete within 30.000s (step 2/6, waiting for rank 2)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbortReason {
+    /// The call's watchdog fired: it did not complete within the group's timeout. `step` is
+    /// the step it waited in (from 0) of `steps`, for `waiting_for`.
+    Watchdog {
+        op: OpKind,
+        seq: SeqNo,
+        waited: Nanos,
+        step: u32,
+        steps: u32,
+        waiting_for: Vec<Rank>,
+    },
+    /// Elastic membership stops the group to rebuild it; the text says what started it.
+    MembershipChange(String),
+    /// Elastic membership: this rank is outside the group (left out of a generation, or a
+    /// restarted process); the text says why.
+    OutsideGroup(String),
+    /// The call asks for an algorithm its op does not have.
+    Unsupported(UnsupportedAlgorithm),
+    /// The call runs along a mesh dimension the mesh does not have.
+    NoMeshDimension(String),
+}
+
+impl AbortReason {
+    /// Whether the watchdog fired (without elastic membership, that tears the job down).
+    pub fn is_watchdog(&self) -> bool {
+        matches!(self, AbortReason::Watchdog { .. })
+    }
+}
+
+impl fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AbortReason::Watchdog {
+                op,
+                seq,
+                waited,
+                step,
+                steps,
+                waiting_for,
+            } => {
+                write!(
+                    f,
+                    "watchdog: {op} #{seq} did not complete within {} (step {}/{steps}, waiting for rank{} ",
+                    fmt_time(*waited),
+                    step + 1,
+                    if waiting_for.len() == 1 { "" } else { "s" },
+                )?;
+                for (i, r) in waiting_for.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{r}")?;
+                }
+                f.write_str(")")
+            }
+            AbortReason::MembershipChange(cause) => write!(f, "membership change: {cause}"),
+            AbortReason::OutsideGroup(why) => f.write_str(why),
+            AbortReason::Unsupported(e) => write!(f, "{e}"),
+            AbortReason::NoMeshDimension(dim) => {
+                write!(f, "no mesh dimension `{dim}` to run the call on")
+            }
+        }
+    }
 }

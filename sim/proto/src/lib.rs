@@ -23,7 +23,6 @@ pub mod event;
 pub mod group;
 pub mod mesh;
 pub mod msg;
-#[doc(hidden)]
 pub mod mutation;
 pub mod process;
 pub mod registry;

@@ -1,97 +1,169 @@
-//! Deliberately broken variants of the protocol code.
+//! Deliberately broken variants of the code: every planted bug, in one place.
 //!
-//! A property that never fails proves nothing, so each property of DESIGN §5 has a test that
-//! runs it against one of these bugs and expects it to fail. They are switched on only through
-//! [`WorkloadConfig::mutation`](super::workload::WorkloadConfig::mutation) by code that asks for
-//! them (tests, `ringside check --mutation`), never by a scenario file.
+//! A property that never fails proves nothing, so each property has a test that runs it against
+//! one of these bugs and expects it to fail. A run carries its bugs as a [`Mutations`] set in
+//! [`WorkloadConfig::mutations`](super::workload::WorkloadConfig::mutations), filled only by code
+//! that asks for them (tests, `ringside check --mutation NAME`), never by a scenario file. Each
+//! state machine reads the set once, when it is built, so the real code pays nothing for it.
 
 use super::collective::{self, AnySchedule, Ctx, Schedule, StepPlan, UnsupportedAlgorithm};
 use crate::vocab::{Algorithm, OpKind};
 use std::fmt;
-use std::str::FromStr;
+use strum::{IntoEnumIterator, VariantNames};
 
-/// One planted bug.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// One planted bug. Its name (`ring-wrong-chunk`) is how `ringside check --mutation` asks for it.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::Display,
+    strum::EnumString,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+    strum::VariantNames,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Mutation {
     /// Ring allreduce: in its last step, group rank 0 writes the block it receives over the
     /// wrong block of its buffer (the one it sends in that step). Rank 0 ends with a wrong
     /// result that differs from everyone else's; when the two blocks differ in size the chunk
-    /// does not fit and the call never finishes.
+    /// does not fit and the call never finishes. Caught by validity and agreement.
     RingWrongChunk,
     /// Allgather (any algorithm): in the last step one rank never receives what it should, and
-    /// its peers never send it, so that rank's result lacks the blocks of some ranks.
+    /// its peers never send it, so that rank's result lacks the blocks of some ranks. Caught by
+    /// validity.
     AllgatherDropRank,
     /// The process group throws away chunks that arrive for a later step of the running call
-    /// instead of keeping them, so any reordering of a peer's messages stalls the call.
+    /// instead of keeping them, so any reordering of a peer's messages stalls the call. Caught
+    /// by liveness.
     DropEarlyChunks,
+    /// The world group consumes collective messages of any generation, as if fingerprints did
+    /// not carry it: a stale chunk of an older generation corrupts a rebuilt group's result.
+    /// Caught by the validity of rebuilt collectives.
+    NoGenerationCheck,
+    /// Elastic rendezvous forms a generation without a strict majority of the previous one, so
+    /// both sides of a partition form their own. Caught by one world per generation.
+    NoQuorum,
+    /// Elastic rendezvous never tries again after a failed round, so a group that lost its
+    /// quorum for a while stays stuck after the partition heals. Caught by liveness.
+    NoRetry,
+    /// Registry nodes do not exchange their states when they reconnect, so views that
+    /// diverged in a partition stay apart. Caught by registry convergence.
+    NoRegistryResync,
+    /// The engine breaks ties between events at the same virtual time by a process-wide
+    /// counter instead of by insertion order, so two runs of one scenario and seed differ.
+    /// Caught by determinism.
+    NondeterministicTies,
 }
 
 impl Mutation {
-    pub const ALL: [Mutation; 3] = [
-        Mutation::RingWrongChunk,
-        Mutation::AllgatherDropRank,
-        Mutation::DropEarlyChunks,
-    ];
-
+    /// The bug's name, as `ringside check --mutation` takes it.
     pub fn name(self) -> &'static str {
-        match self {
-            Mutation::RingWrongChunk => "ring-wrong-chunk",
-            Mutation::AllgatherDropRank => "allgather-drop-rank",
-            Mutation::DropEarlyChunks => "drop-early-chunks",
+        self.into()
+    }
+
+    /// Every bug's name, in declaration order.
+    pub fn names() -> &'static [&'static str] {
+        Self::VARIANTS
+    }
+
+    /// Every bug, in declaration order.
+    pub fn all() -> impl Iterator<Item = Mutation> {
+        Self::iter()
+    }
+
+    fn bit(self) -> u32 {
+        1 << self as u32
+    }
+}
+
+/// A set of planted bugs; the empty set (the default) is the real code.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Mutations(u32);
+
+impl Mutations {
+    /// The real code.
+    pub const NONE: Mutations = Mutations(0);
+
+    pub fn contains(self, m: Mutation) -> bool {
+        self.0 & m.bit() != 0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn insert(&mut self, m: Mutation) {
+        self.0 |= m.bit();
+    }
+
+    /// The planted bugs, in declaration order.
+    pub fn iter(self) -> impl Iterator<Item = Mutation> {
+        Mutation::iter().filter(move |m| self.contains(*m))
+    }
+}
+
+impl From<Mutation> for Mutations {
+    fn from(m: Mutation) -> Mutations {
+        Mutations(m.bit())
+    }
+}
+
+impl FromIterator<Mutation> for Mutations {
+    fn from_iter<I: IntoIterator<Item = Mutation>>(iter: I) -> Mutations {
+        let mut set = Mutations::NONE;
+        for m in iter {
+            set.insert(m);
         }
+        set
     }
 }
 
-impl fmt::Display for Mutation {
+impl fmt::Debug for Mutations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.debug_set()
+            .entries(self.iter().map(Mutation::name))
+            .finish()
     }
 }
 
-impl FromStr for Mutation {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Mutation::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Mutation::ALL.iter().map(|m| m.name()).collect();
-                format!("unknown mutation `{s}`: use one of {}", names.join(", "))
-            })
-    }
-}
-
-/// The schedule of `op` with `algorithm` for `ctx`, with `mutation` planted when it applies.
+/// The schedule of `op` with `algorithm` for `ctx`, with the bugs of `mutations` that change
+/// schedules planted where they apply.
 pub fn schedule(
-    mutation: Option<Mutation>,
+    mutations: Mutations,
     op: OpKind,
     algorithm: Algorithm,
     ctx: Ctx,
     per_host: u32,
 ) -> Result<AnySchedule, UnsupportedAlgorithm> {
     let inner = collective::schedule_with(op, algorithm, ctx, per_host)?;
-    if mutation.is_none() {
+    let wrong_chunk = mutations.contains(Mutation::RingWrongChunk);
+    let drop_rank = mutations.contains(Mutation::AllgatherDropRank);
+    let Some(last) = inner
+        .steps()
+        .checked_sub(1)
+        .filter(|_| wrong_chunk || drop_rank)
+    else {
         return Ok(inner);
-    }
-    let last = inner.steps().checked_sub(1);
-    Ok(match (mutation, op, algorithm, last) {
-        (Some(Mutation::RingWrongChunk), OpKind::Allreduce, Algorithm::Ring, Some(last))
-            if ctx.me == 0 =>
-        {
+    };
+    Ok(match (op, algorithm) {
+        (OpKind::Allreduce, Algorithm::Ring) if wrong_chunk && ctx.me == 0 => {
             AnySchedule::from(Box::new(WrongChunk { inner, last }) as Box<dyn Schedule>)
         }
-        (Some(Mutation::AllgatherDropRank), OpKind::Allgather, _, Some(last)) => {
-            match victim(algorithm, ctx, last) {
-                Some(victim) => AnySchedule::from(Box::new(DropRank {
-                    inner,
-                    me: ctx.me,
-                    victim,
-                    last,
-                }) as Box<dyn Schedule>),
-                None => inner,
-            }
-        }
+        (OpKind::Allgather, _) if drop_rank => match victim(algorithm, ctx, last) {
+            Some(victim) => AnySchedule::from(Box::new(DropRank {
+                inner,
+                me: ctx.me,
+                victim,
+                last,
+            }) as Box<dyn Schedule>),
+            None => inner,
+        },
         _ => inner,
     })
 }
@@ -168,10 +240,37 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for m in Mutation::ALL {
+        for m in Mutation::iter() {
             assert_eq!(m.name().parse::<Mutation>(), Ok(m));
+            assert_eq!(m.to_string(), m.name());
         }
+        assert_eq!(Mutation::RingWrongChunk.name(), "ring-wrong-chunk");
+        assert_eq!(
+            Mutation::NondeterministicTies.name(),
+            "nondeterministic-ties"
+        );
         assert!("no-such-bug".parse::<Mutation>().is_err());
+    }
+
+    #[test]
+    fn a_set_holds_exactly_what_was_put_in() {
+        assert!(Mutations::NONE.is_empty());
+        assert!(Mutation::iter().all(|m| !Mutations::NONE.contains(m)));
+        let set: Mutations = [Mutation::NoQuorum, Mutation::DropEarlyChunks]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            set.iter().collect::<Vec<_>>(),
+            [Mutation::DropEarlyChunks, Mutation::NoQuorum]
+        );
+        assert!(!set.contains(Mutation::NoRetry));
+        assert_eq!(format!("{set:?}"), "{\"drop-early-chunks\", \"no-quorum\"}");
+        assert_eq!(Mutations::from(Mutation::NoRetry).iter().count(), 1);
+        // every bug has a bit of its own
+        assert_eq!(
+            Mutation::all().collect::<Mutations>().iter().count(),
+            Mutation::names().len()
+        );
     }
 
     #[test]
@@ -181,7 +280,7 @@ mod tests {
             p: 4,
             root: 0,
         };
-        let plans = |m: Option<Mutation>, op, a| {
+        let plans = |m: Mutations, op, a| {
             let s = schedule(m, op, a, ctx, 1).expect("supported");
             (0..s.steps())
                 .map(|k| {
@@ -191,19 +290,18 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        for m in Mutation::ALL {
-            assert_eq!(
-                plans(Some(m), OpKind::Broadcast, Algorithm::Binomial),
-                plans(None, OpKind::Broadcast, Algorithm::Binomial)
-            );
-        }
+        let all: Mutations = Mutation::iter().collect();
+        assert_eq!(
+            plans(all, OpKind::Broadcast, Algorithm::Binomial),
+            plans(Mutations::NONE, OpKind::Broadcast, Algorithm::Binomial)
+        );
         assert_ne!(
             plans(
-                Some(Mutation::RingWrongChunk),
+                Mutation::RingWrongChunk.into(),
                 OpKind::Allreduce,
                 Algorithm::Ring
             ),
-            plans(None, OpKind::Allreduce, Algorithm::Ring)
+            plans(Mutations::NONE, OpKind::Allreduce, Algorithm::Ring)
         );
         for a in [
             Algorithm::Ring,
@@ -213,7 +311,7 @@ mod tests {
             let victim = victim(
                 a,
                 ctx,
-                schedule(None, OpKind::Allgather, a, ctx, 1)
+                schedule(Mutations::NONE, OpKind::Allgather, a, ctx, 1)
                     .unwrap()
                     .steps()
                     - 1,

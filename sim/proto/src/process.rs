@@ -8,7 +8,7 @@ pub use membership::MemberView;
 use super::collective::{self, hierarchical::local_size};
 use super::data::Buffer;
 use super::elastic::Elastic;
-use super::event::{Outbox, ProtoEvent};
+use super::event::{AbortReason, Outbox, ProtoEvent};
 use super::group::{CallOutcome, CallRequest, ProcessGroup};
 use super::msg::Msg;
 use super::registry::Registry;
@@ -100,20 +100,20 @@ impl RankProcess {
         world.set_step_events(cfg.step_events);
         world.set_per_host(cfg.world_per_host);
         let subgroups = mesh_groups(&cfg, me);
-        world.set_mutation(cfg.mutation);
-        world.ignore_generation(!cfg.generation_check);
+        world.plant(cfg.mutations);
         let elastic = cfg.elastic.as_ref().map(|e| {
             Box::new(Elastic::new(
                 e.clone(),
                 me,
                 incarnation,
                 cfg.world_members.clone(),
+                cfg.mutations,
             ))
         });
         let registry = cfg
             .registry
             .as_ref()
-            .map(|r| Box::new(Registry::new(r.clone(), me, incarnation)));
+            .map(|r| Box::new(Registry::new(r.clone(), me, incarnation, cfg.mutations)));
         RankProcess {
             cfg,
             me,
@@ -323,7 +323,7 @@ impl RankProcess {
                                 step: 0,
                                 steps: 0,
                                 waiting_for: Vec::new(),
-                                reason: format!("no mesh dimension `{dim}` to run the call on"),
+                                reason: AbortReason::NoMeshDimension(dim.clone()),
                             });
                             return;
                         }
@@ -375,6 +375,7 @@ fn mesh_groups(cfg: &WorkloadConfig, me: Rank) -> Vec<ProcessGroup> {
             let mut g = ProcessGroup::new(id, Generation(0), members, me, cfg.timeout);
             g.set_step_events(cfg.step_events);
             g.set_per_host(per_host);
+            g.plant(cfg.mutations);
             g
         })
         .collect()

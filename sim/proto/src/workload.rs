@@ -5,7 +5,7 @@
 use super::collective::Members;
 use super::elastic::ElasticConfig;
 use super::mesh::MeshLayout;
-use super::mutation::Mutation;
+use super::mutation::Mutations;
 use super::registry::RegistryConfig;
 use super::types::GroupId;
 use crate::time::Nanos;
@@ -67,16 +67,13 @@ pub struct WorkloadConfig {
     pub world_per_host: u32,
     /// The device mesh whose sub-groups ops may run on.
     pub mesh: Option<Mesh>,
-    /// A deliberately broken variant of the protocol code (tests only; never from a scenario).
-    #[doc(hidden)]
-    pub mutation: Option<Mutation>,
+    /// Bugs planted on purpose, to show that a property catches them (empty: the real code).
+    /// Only the checker and tests set them; a scenario file never does.
+    pub mutations: Mutations,
     /// Elastic membership, when `[group] elastic` is set.
     pub elastic: Option<Arc<ElasticConfig>>,
     /// The registry workload, when the scenario has registry steps.
     pub registry: Option<Arc<RegistryConfig>>,
-    /// Test-only: `false` lets collectives consume messages of any generation.
-    #[doc(hidden)]
-    pub generation_check: bool,
 }
 
 impl WorkloadConfig {

@@ -11,7 +11,6 @@
 //! - [`shrink`]: structural shrinking of a failing scenario, after proptest's;
 //! - [`swarm`]: many seeded cases, sharded, under a wall-clock budget; a failure is shrunk to
 //!   a minimal scenario and written with its trace, ready to replay;
-//! - [`reference`](mod@reference): the expected result of a collective, from its members' inputs.
 //!
 //! A case runs once, and its [`Run`] keeps what the properties look at: the folded state, the
 //! diagnosis, the report and the trace (whose events are read back when a property needs
@@ -40,18 +39,17 @@
 //! # collectives_survive_faults();
 //! ```
 //!
-//! Deliberately broken variants ([`Variant`]: a planted bug in the protocol code, or a
+//! Deliberately broken variants ([`Mutations`]: planted bugs in the protocol code, or a
 //! nondeterministic engine) exist so that tests can prove each property fails when it should;
-//! a [`Case`] carries the variant it runs.
+//! a [`Case`] carries the ones it runs.
 
 pub mod bound;
 pub mod properties;
-pub mod reference;
 pub mod shrink;
 pub mod strategy;
 pub mod swarm;
 
-pub use crate::engine::Variant;
+pub use crate::proto::mutation::{Mutation, Mutations};
 pub use properties::{Kind, Property, Violation};
 pub use strategy::Gen;
 
@@ -71,7 +69,7 @@ pub struct Case {
     pub seed: u64,
     /// The real code unless a test plants a bug.
     #[doc(hidden)]
-    pub variant: Variant,
+    pub mutations: Mutations,
 }
 
 /// How big a case is, as shrinking measures it.
@@ -107,15 +105,23 @@ impl Case {
         Case {
             seed: scenario.seed,
             scenario,
-            variant: Variant::default(),
+            mutations: Mutations::NONE,
         }
     }
 
-    /// The same case on a deliberately broken variant.
+    /// The same case with `mutations` planted.
     #[doc(hidden)]
-    pub fn with_variant(mut self, variant: Variant) -> Case {
-        self.variant = variant;
+    pub fn with_mutations(mut self, mutations: impl Into<Mutations>) -> Case {
+        self.mutations = mutations.into();
         self
+    }
+
+    /// The options of a run of the case: its seed and its mutations.
+    pub fn options(&self) -> RunOptions<'static> {
+        RunOptions {
+            mutations: self.mutations,
+            ..RunOptions::seeded(self.seed)
+        }
     }
 
     /// Runs the case, once, keeping what the properties look at.
@@ -128,11 +134,7 @@ impl Case {
     /// Runs the case, writing its trace into `trace`. A run that panics leaves there the trace
     /// up to the panic.
     pub(crate) fn run_into(&self, trace: &mut Vec<u8>) -> RunOutput {
-        let opts = RunOptions {
-            seed: Some(self.seed),
-            ..RunOptions::default()
-        };
-        run_to(&self.scenario, &opts, trace, self.variant)
+        run_to(&self.scenario, &self.options(), trace)
             .expect("a run that writes into memory cannot fail")
     }
 
@@ -207,7 +209,7 @@ mod tests {
         let case = Case::new(crate::scenario::load(&path).expect("a shipped scenario"));
         let run = case.run();
         let mut rec = VecRecorder::default();
-        crate::run::run_events(&case.scenario, case.seed, &mut rec, None);
+        crate::run::run_events(&case.scenario, &case.options(), &mut rec);
         assert!(rec.events.len() > 100, "{}", rec.events.len());
         assert!(run.events() == rec.events.as_slice());
     }

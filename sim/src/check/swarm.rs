@@ -20,11 +20,11 @@
 use super::properties::{Property, Violation};
 use super::shrink;
 use super::strategy::{cases, cases_on, Gen};
-use super::{Case, Run, Variant};
+use super::{Case, Mutations, Run};
 use crate::engine::SUPPORT;
 use crate::proto::data::mix;
 use crate::scenario::{self, unsupported, validate, Scenario};
-use crate::trace::{replay_with, ReplayOutcome, TraceWriter};
+use crate::trace::{replay, ReplayOutcome, TraceWriter};
 use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -97,7 +97,7 @@ pub struct Swarm {
     /// the budget may run past it: a small scenario is worth the wait.
     pub max_shrink_steps: u32,
     #[doc(hidden)]
-    pub variant: Variant,
+    pub mutations: Mutations,
 }
 
 impl Default for Swarm {
@@ -112,7 +112,7 @@ impl Default for Swarm {
             properties: Property::all().collect(),
             out_dir: None,
             max_shrink_steps: 2_000,
-            variant: Variant::default(),
+            mutations: Mutations::NONE,
         }
     }
 }
@@ -352,7 +352,7 @@ impl Swarm {
         Ok(self
             .tree(&strategies, i)?
             .current()
-            .with_variant(self.variant))
+            .with_mutations(self.mutations))
     }
 
     /// Runs this shard's cases until one fails or the budget runs out.
@@ -377,7 +377,7 @@ impl Swarm {
             let found = match self.tree(&strategies, i) {
                 Err(why) => Some(self.report(Failure::Invalid(why), i, None, 0)),
                 Ok(mut tree) => {
-                    let case = tree.current().with_variant(self.variant);
+                    let case = tree.current().with_mutations(self.mutations);
                     match invalid(&case.scenario) {
                         Some(why) => Some(self.report(Failure::Invalid(why), i, Some(case), 0)),
                         None => {
@@ -420,7 +420,7 @@ impl Swarm {
             while steps < self.max_shrink_steps {
                 steps += 1;
                 obs.shrink_step(steps);
-                let case = tree.current().with_variant(self.variant);
+                let case = tree.current().with_mutations(self.mutations);
                 let more = match still_fails(&case, name, &self.properties) {
                     Some((failure, trace)) => {
                         best = (case, failure, trace);
@@ -443,7 +443,7 @@ impl Swarm {
                 }
                 steps += 1;
                 obs.shrink_step(steps);
-                let case = Case::new(candidate).with_variant(self.variant);
+                let case = Case::new(candidate).with_mutations(self.mutations);
                 if let Some((failure, trace)) = still_fails(&case, name, &self.properties) {
                     best = (case, failure, trace);
                     improved = true;
@@ -537,7 +537,7 @@ fn write_files(dir: &Path, f: &mut Found, trace: &[u8]) -> Files {
     if let Err(e) = written {
         return files(Err(format!("cannot write {}: {e}", trace_path.display())));
     }
-    let replay = match replay_with(&trace_path, f.shrunk.variant) {
+    let replay = match replay(&trace_path, f.shrunk.mutations) {
         Ok(ReplayOutcome::Identical { .. }) => Ok(()),
         Ok(ReplayOutcome::Diverged { line, .. }) => Err(format!(
             "the trace does not replay identically (line {line} diverges)"

@@ -320,6 +320,7 @@ impl Fold {
         f.workload = Some(Arc::new(crate::scenario::resolve::workload(
             scenario,
             scenario.seed,
+            crate::proto::mutation::Mutations::NONE,
         )));
         f.store = scenario
             .group

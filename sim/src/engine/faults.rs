@@ -147,3 +147,102 @@ pub fn touched_ranks(f: &Fault) -> Vec<u32> {
     v.dedup();
     v
 }
+
+/// One line describing a fault, for traces and reports.
+pub fn describe_fault(f: &Fault) -> String {
+    let span = |d: Option<crate::units::Duration>| match d {
+        Some(d) => format!(" for {d}"),
+        None => String::new(),
+    };
+    let target = |rank: &Option<u32>, link: &Option<[u32; 2]>| match (rank, link) {
+        (Some(r), _) => format!("rank {r}'s links"),
+        (None, Some([a, b])) => format!("link {a}-{b}"),
+        _ => "no link".into(),
+    };
+    match f {
+        Fault::Preempt {
+            rank,
+            restart_after,
+            ..
+        } => match restart_after {
+            Some(d) => format!("rank {rank} preempted, restarted after {d}"),
+            None => format!("rank {rank} preempted"),
+        },
+        Fault::Pause { rank, duration, .. } => format!("rank {rank} paused for {duration}"),
+        Fault::Partition {
+            sides,
+            duration,
+            oneway,
+            ..
+        } => {
+            let s: Vec<String> = sides
+                .iter()
+                .map(|s| {
+                    s.iter()
+                        .map(|r| r.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect();
+            format!(
+                "{}partition {}{}",
+                if *oneway { "one-way " } else { "" },
+                s.join(" | "),
+                span(*duration)
+            )
+        }
+        Fault::Delay {
+            rank,
+            link,
+            duration,
+            extra,
+            jitter,
+            ..
+        } => format!(
+            "{} delayed by {extra}{}{}",
+            target(rank, link),
+            jitter
+                .map(|j| format!(" (+ up to {j} jitter)"))
+                .unwrap_or_default(),
+            span(*duration)
+        ),
+        Fault::Loss {
+            rank,
+            link,
+            duration,
+            rate,
+            ..
+        } => format!(
+            "{} lose {:.1}% of messages{}",
+            target(rank, link),
+            rate * 100.0,
+            span(*duration)
+        ),
+        Fault::Slow {
+            rank,
+            duration,
+            factor,
+            ..
+        } => format!("rank {rank} computes {factor}x slower{}", span(*duration)),
+        Fault::Mismatch {
+            rank,
+            iteration,
+            op_index,
+            ..
+        } => format!(
+            "rank {rank} issues mismatched call {} of iteration {iteration}",
+            op_index.unwrap_or(0)
+        ),
+        Fault::Skip {
+            rank,
+            iteration,
+            op_index,
+        } => format!(
+            "rank {rank} skips call {} of iteration {iteration}",
+            op_index.unwrap_or(0)
+        ),
+        Fault::Hang { rank, iteration } => {
+            format!("rank {rank} stops issuing calls at iteration {iteration}")
+        }
+    }
+}

@@ -15,14 +15,13 @@
 
 use super::{Engine, Slot};
 use crate::proto::collective::Members;
-use crate::proto::elastic::{self, MemberEvent, StoreServer};
-use crate::proto::registry::RegistryEvent;
-use crate::proto::{Fingerprint, Generation, ProcConfig, Rank, RankProcess, RankStatus};
+use crate::proto::elastic::{self, StoreServer};
+use crate::proto::mutation::Mutation;
+use crate::proto::{Generation, ProcConfig, Rank, RankProcess, RankStatus};
 use crate::scenario::RendezvousKind;
 use crate::trace::Event;
 use crate::units::Nanos;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Where a rank stands, for deciding when an elastic run is over.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,14 +88,6 @@ pub(crate) fn standing(proc: Option<&RankProcess>) -> Standing {
     }
 }
 
-/// A generation as first reported by one of its members.
-#[derive(Clone, Debug)]
-pub(super) struct GenerationRecord {
-    pub generation: Generation,
-    pub members: Arc<Members>,
-    pub formed_ns: Nanos,
-}
-
 /// The store's node id, when the group uses a store rendezvous.
 pub(crate) fn store_node(cfg: &ProcConfig) -> Option<Rank> {
     cfg.elastic
@@ -142,62 +133,15 @@ impl Engine<'_> {
     /// Every generation formed after the first, as first reported: (generation, members in
     /// group-rank order, when).
     pub fn generations(&self) -> impl Iterator<Item = (Generation, &[Rank], Nanos)> + '_ {
-        self.generations
+        self.observer
+            .generations()
             .iter()
             .map(|g| (g.generation, g.members.ranks.as_slice(), g.formed_ns))
     }
 
     /// The latest generation formed (0 before any rebuild).
     pub fn latest_generation(&self) -> Generation {
-        self.generations
-            .iter()
-            .map(|g| g.generation)
-            .max()
-            .unwrap_or_default()
-    }
-
-    /// The members of the generation `rank` called `fp` in.
-    pub(super) fn call_members(&self, rank: u32, fp: &Fingerprint) -> Arc<Members> {
-        let world = || self.cfg.world_members.clone();
-        if fp.generation.0 == 0 {
-            return world();
-        }
-        self.slots[rank as usize]
-            .members
-            .clone()
-            .unwrap_or_else(world)
-    }
-
-    pub(super) fn member_event(&mut self, rank: u32, ev: MemberEvent) {
-        self.maybe_finished = true;
-        if let MemberEvent::GenerationFormed {
-            generation,
-            proposal,
-            ..
-        } = &ev
-        {
-            self.slots[rank as usize].members = Some(proposal.members.clone());
-            if !self.generations.iter().any(|g| g.generation == *generation) {
-                self.generations.push(GenerationRecord {
-                    generation: *generation,
-                    members: proposal.members.clone(),
-                    formed_ns: self.now,
-                });
-            }
-        }
-        if !self.record {
-            return;
-        }
-        self.emit(crate::trace::from_proto::member_event(rank, ev));
-    }
-
-    pub(super) fn registry_event(&mut self, rank: u32, ev: RegistryEvent) {
-        // a step ran, or a view changed: the run may be over
-        self.maybe_finished = true;
-        if !self.record {
-            return;
-        }
-        self.emit(crate::trace::from_proto::registry_event(rank, ev));
+        self.observer.latest_generation()
     }
 
     /// Counts `rank` where it stands now (after each input it handles, and when it dies).
@@ -222,7 +166,12 @@ impl Engine<'_> {
         if installed == 0 || self.tally.done.get(&latest).copied().unwrap_or(0) != installed {
             return false;
         }
-        let Some(g) = self.generations.iter().find(|g| g.generation == latest) else {
+        let Some(g) = self
+            .observer
+            .generations()
+            .iter()
+            .find(|g| g.generation == latest)
+        else {
             return true;
         };
         g.members
@@ -341,7 +290,9 @@ impl Engine<'_> {
                         })
                     })
                     .count();
-                (voters * 2 > members.len() || !cfg.quorum_rule) && reach.len() >= min
+                // `Mutation::NoQuorum` plants a rendezvous that needs no majority
+                let no_quorum = self.cfg.mutations.contains(Mutation::NoQuorum);
+                (voters * 2 > members.len() || no_quorum) && reach.len() >= min
             }
             RendezvousKind::Store => {
                 let store = self.ranks;

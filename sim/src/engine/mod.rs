@@ -1,4 +1,4 @@
-//! The discrete-event engine (DESIGN §1.2).
+//! The discrete-event engine.
 //!
 //! One thread, one queue ordered by `(time_ns, insertion seq)` — or a seeded shuffle of equal
 //! times when the scenario asks for it. Time is exact integer nanoseconds and advances only by
@@ -7,28 +7,38 @@
 //!
 //! The engine drives each rank's sans-IO [`RankProcess`]: it hands it inputs, carries out its
 //! outputs (sends through the network model, timers, compute, local reduction work), and applies
-//! the scenario's faults to processes and links.
+//! the scenario's faults to processes and links. By concern:
+//! - this module: the event loop, and handing a rank its inputs and carrying out its outputs;
+//! - `transport`: messages on their way — sends, losses, resends, deliveries ([`DropReason`]);
+//! - `lifecycle`: processes starting, dying, restarting, pausing, and the faults that do it;
+//! - `stop`: what the ranks' protocol events mean for the run (through the
+//!   [`Observer`](crate::observe::Observer) every driver shares), and when it is over
+//!   ([`StopReason`], [`RunResult`]);
+//! - `membership`: elastic membership and the registry's side of the end of a run;
+//! - `net`, `faults`, `queue`, `rng`: the network model, the active faults, the event queue
+//!   and the seeded random numbers.
 
 pub(crate) mod faults;
+mod lifecycle;
 pub(crate) mod membership;
 pub(crate) mod net;
 mod queue;
 mod rng;
-mod variant;
+mod stop;
+mod transport;
 
-pub use faults::touched_ranks;
+pub use faults::{describe_fault, touched_ranks};
 pub use rng::Rng;
-#[doc(hidden)]
-pub use variant::Variant;
+pub use stop::{RunResult, StopReason, NO_PROGRESS_ROUNDS};
+pub use transport::DropReason;
 
-use crate::check::reference::{full_reference, matches_reference, CallKey};
-use crate::proto::collective::Members;
+use crate::observe::Observer;
 use crate::proto::elastic::{ElasticConfig, StoreServer};
+use crate::proto::mutation::{Mutation, Mutations};
 use crate::proto::{
-    Buffer, Fingerprint, GroupId, Input, Msg, Outbox, Output, ProcConfig, ProtoEvent, Rank,
-    RankProcess, RankStatus, TimerKey, WaitState,
+    Input, Outbox, Output, ProcConfig, Rank, RankProcess, RankStatus, TimerKey, WaitState,
 };
-use crate::scenario::{Fault, Outcome, Scenario, TieBreak};
+use crate::scenario::{Scenario, TieBreak};
 use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
 use crate::units::{Bandwidth, Nanos};
 use faults::FaultSet;
@@ -36,23 +46,7 @@ use net::Net;
 use queue::Queue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// A message on its way.
-#[derive(Debug)]
-struct Flight {
-    id: u64,
-    from: u32,
-    to: u32,
-    msg: Msg,
-    bytes: u64,
-    reliable: bool,
-    from_inc: u32,
-    to_inc: u32,
-    /// Already through the receive port.
-    received: bool,
-    /// A resend that can never arrive (see [`Engine::doomed`]), counted there.
-    doomed: bool,
-}
+use transport::Flight;
 
 /// An 8-byte tag keeps every variant's fields 8-byte aligned, so that the copies an event goes
 /// through as it leaves the queue are read back whole (a 4-byte tag puts them off by 4, and
@@ -101,36 +95,10 @@ struct Slot {
     timers: Vec<(TimerKey, u64)>,
     compute_token: Option<u64>,
     restart_pending: bool,
-    /// The call the rank is in (for result checking).
-    call: Option<(Fingerprint, u32, u32)>,
-    /// Elastic: the members of the generation the rank installed last (None: the world).
-    members: Option<Arc<Members>>,
     /// The store node of a store rendezvous (this slot has no rank process).
     store: Option<StoreServer>,
     /// Elastic: where the rank stands, as last counted in `Engine::tally`.
     standing: membership::Standing,
-}
-
-/// Why a run stopped.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    /// Every rank finished (or is dead for good, or refused).
-    AllFinished,
-    /// A watchdog fired without elastic membership: the job crashes.
-    Watchdog {
-        rank: u32,
-    },
-    /// Nothing left to happen.
-    Quiescent,
-    /// Elastic: after the last fault, no rank got further into the workload for
-    /// [`NO_PROGRESS_ROUNDS`] recovery rounds (watchdog timeout, detection, compute) plus the
-    /// time to redo one iteration's calls: the group keeps rebuilding around a rank that never
-    /// progresses (a hang, or a mismatched call it repeats in every generation), so the run
-    /// would go on forever. It stops at the first abort after that window, when the ranks
-    /// still show the calls they are stuck in (or after a second window without one).
-    NoProgress,
-    TimeLimit,
-    Interrupted,
 }
 
 /// Counters of a run.
@@ -142,22 +110,13 @@ pub struct Stats {
     pub messages_dropped: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunResult {
-    pub outcome: Outcome,
-    pub end_ns: Nanos,
-    pub stop: StopReason,
-    pub stats: Stats,
-}
-
 pub struct Engine<'r> {
     cfg: Arc<ProcConfig>,
-    seed: u64,
     now: Nanos,
     time_limit: Option<Nanos>,
     queue: Queue<Ev>,
     shuffle: bool,
-    /// A broken variant's tie-break (see [`Variant`]).
+    /// [`Mutation::NondeterministicTies`]: ties break by a process-wide counter.
     unstable_ties: bool,
     rng: Rng,
     slots: Vec<Slot>,
@@ -174,8 +133,9 @@ pub struct Engine<'r> {
     next_msg: u64,
     stats: Stats,
     stop: Option<StopReason>,
-    /// Reference results by call and members, most recent last (few calls are in flight at once).
-    refs: Vec<(CallKey, Arc<Members>, Option<Buffer>)>,
+    /// What the ranks' protocol events mean: trace events, result checks, stop hints, and
+    /// the generations formed.
+    observer: Observer,
     /// Set when a rank may have finished (done, refused, died), so the end is checked then.
     maybe_finished: bool,
     /// Ranks in the world (the store, when there is one, is node `ranks`).
@@ -184,8 +144,6 @@ pub struct Engine<'r> {
     elastic: Option<Arc<ElasticConfig>>,
     /// Fault begins, ends and restarts still in the queue.
     pending_faults: u32,
-    /// Every generation formed: (generation, members, when), in the order first reported.
-    generations: Vec<membership::GenerationRecord>,
     /// Elastic: how many ranks stand where, so that the end of a run is noticed in O(1).
     tally: membership::Tally,
     /// Elastic: an `Ev::Settle` is in the queue.
@@ -206,27 +164,19 @@ pub struct Engine<'r> {
     doomed: usize,
 }
 
-/// See [`StopReason::NoProgress`].
-pub const NO_PROGRESS_ROUNDS: u64 = 4;
-
 impl<'r> Engine<'r> {
-    /// An engine for `scenario` with `seed` (the scenario's own seed unless overridden).
-    pub fn new(scenario: &Scenario, seed: u64, rec: &'r mut dyn Recorder) -> Engine<'r> {
-        Engine::with_variant(scenario, seed, rec, Variant::default())
-    }
-
-    /// Like [`Engine::new`], running a deliberately broken `variant` (tests only).
-    #[doc(hidden)]
-    pub fn with_variant(
+    /// An engine for `scenario` with `seed` (the scenario's own seed unless overridden),
+    /// recording into `rec`. `mutations` plants bugs on purpose (the checker's and tests'
+    /// business; [`Mutations::NONE`] runs the real code).
+    pub fn new(
         scenario: &Scenario,
         seed: u64,
+        mutations: Mutations,
         rec: &'r mut dyn Recorder,
-        variant: Variant,
     ) -> Engine<'r> {
         let record = rec.enabled();
-        let mut cfg = crate::scenario::resolve::workload(scenario, seed);
+        let mut cfg = crate::scenario::resolve::workload(scenario, seed, mutations);
         cfg.step_events = record;
-        cfg.mutation = variant.mutation;
         let cfg = Arc::new(cfg);
         let p = scenario.world.size;
         let store = membership::store_node(&cfg);
@@ -234,16 +184,16 @@ impl<'r> Engine<'r> {
         if store.is_some() {
             net.add_node();
         }
+        let nodes = p + u32::from(store.is_some());
         let mut e = Engine {
             cfg: cfg.clone(),
-            seed,
             now: 0,
             time_limit: scenario.time_limit.map(|d| d.0),
             queue: Queue::default(),
             shuffle: scenario.engine.tie_break == TieBreak::Shuffle,
-            unstable_ties: variant.nondeterministic_ties,
+            unstable_ties: mutations.contains(Mutation::NondeterministicTies),
             rng: Rng::new(seed),
-            slots: (0..p + u32::from(store.is_some()))
+            slots: (0..nodes)
                 .map(|r| Slot {
                     proc: (r < p).then(|| RankProcess::new(cfg.clone(), Rank(r), 0)),
                     paused: false,
@@ -253,13 +203,11 @@ impl<'r> Engine<'r> {
                     cpu_free: 0,
                     held: 0,
                     restart_pending: false,
-                    call: None,
-                    members: None,
                     store: (r == p).then(|| StoreServer::new(cfg.world_members.clone(), 0)),
                     standing: membership::Standing::Off,
                 })
                 .collect(),
-            incarnations: vec![0; (p + u32::from(store.is_some())) as usize],
+            incarnations: vec![0; nodes as usize],
             net,
             faults: FaultSet::new(&scenario.faults),
             reduce_bw: scenario.network.reduce_bandwidth,
@@ -273,12 +221,11 @@ impl<'r> Engine<'r> {
             next_msg: 0,
             stats: Stats::default(),
             stop: None,
-            refs: Vec::new(),
+            observer: Observer::new(cfg.clone(), seed, nodes as usize),
             maybe_finished: false,
             ranks: p,
             elastic: cfg.elastic.clone(),
             pending_faults: 0,
-            generations: Vec::new(),
             tally: membership::Tally::default(),
             settling: false,
             progress_ns: 0,
@@ -297,7 +244,7 @@ impl<'r> Engine<'r> {
                 }
             }
         }
-        for r in 0..p + u32::from(store.is_some()) {
+        for r in 0..nodes {
             e.push(0, Ev::Start(r));
         }
         e
@@ -342,7 +289,7 @@ impl<'r> Engine<'r> {
         let key = if self.shuffle {
             Some(self.rng.next_u64() >> 24)
         } else if self.unstable_ties {
-            Some(variant::unstable_key() >> 24)
+            Some(queue::unstable_key() >> 24)
         } else {
             None
         };
@@ -425,127 +372,11 @@ impl<'r> Engine<'r> {
         self.stop.is_none()
     }
 
-    /// The job is torn down after `fired`'s watchdog: as PyTorch's dump-on-timeout, every
-    /// other live rank dumps its flight recorder too (a frozen or dead one cannot).
-    fn dump_flight_records(&mut self, fired: u32) {
-        if !self.record {
-            return;
-        }
-        for r in 0..self.slots.len() as u32 {
-            let slot = &self.slots[r as usize];
-            if r == fired || slot.paused {
-                continue;
-            }
-            let Some(p) = slot.proc.as_ref() else {
-                continue;
-            };
-            let entries = p.flight_record();
-            if !entries.is_empty() {
-                self.emit(Event::FlightRecord { rank: r, entries });
-            }
-        }
-    }
-
-    /// A registry workload (no collectives, so no watchdog) that cannot go on: every live
-    /// node ran all its registry steps, and some node hangs, so it will never be done.
-    fn registry_stuck(&self) -> bool {
-        if self.pending_faults > 0 {
-            return false;
-        }
-        let mut hung = false;
-        for s in &self.slots[..self.ranks as usize] {
-            match &s.proc {
-                None if s.restart_pending => return false,
-                None => {}
-                Some(p) if p.registry().is_some_and(|r| !r.finished()) => return false,
-                Some(p) => match p.status() {
-                    RankStatus::Hung { .. } => hung = true,
-                    RankStatus::Done | RankStatus::Refused => {}
-                    _ => return false,
-                },
-            }
-        }
-        hung
-    }
-
-    fn all_finished(&self) -> bool {
-        if self.elastic.is_some() {
-            return self.elastic_finished();
-        }
-        self.slots[..self.ranks as usize]
-            .iter()
-            .all(|s| match &s.proc {
-                None => !s.restart_pending,
-                Some(p) => {
-                    s.held == 0 && matches!(p.status(), RankStatus::Done | RankStatus::Refused)
-                }
-            })
-    }
-
-    /// The outcome so far (final once the run has stopped).
-    pub fn result(&self) -> RunResult {
-        let stop = self.stop.clone().unwrap_or(StopReason::Quiescent);
-        // without collectives (a registry workload), a dead node's workload just stops
-        let dead_ok = self.cfg.ops.is_empty();
-        let all_done = if self.elastic.is_some() {
-            self.elastic_finished()
-        } else {
-            self.slots[..self.ranks as usize].iter().all(|s| {
-                s.proc.as_ref().map_or(dead_ok && !s.restart_pending, |p| {
-                    p.status() == RankStatus::Done
-                })
-            })
-        };
-        let outcome = match stop {
-            StopReason::TimeLimit | StopReason::Interrupted if !all_done => Outcome::TimedOut,
-            _ if all_done && self.latest_generation().0 > 0 => Outcome::Rebuilt,
-            _ if all_done => Outcome::Completed,
-            _ => Outcome::Stalled,
-        };
-        RunResult {
-            outcome,
-            end_ns: self.now,
-            stop,
-            stats: self.stats,
-        }
-    }
-
     fn dispatch(&mut self, ev: Ev) {
         match ev {
-            Ev::Start(r) => {
-                if r >= self.ranks {
-                    return self.start_store(r);
-                }
-                if self.slots[r as usize].proc.is_none() {
-                    return; // preempted before it could start
-                }
-                if self.record {
-                    self.emit(Event::ProcessStart {
-                        rank: r,
-                        incarnation: self.incarnations[r as usize],
-                    });
-                }
-                self.input(r, Input::Start);
-            }
+            Ev::Start(r) => self.start(r),
             Ev::Deliver(f) => self.deliver(f),
-            Ev::Resend(f) => {
-                self.doomed -= usize::from(f.doomed);
-                let Flight {
-                    id,
-                    from,
-                    to,
-                    msg,
-                    bytes,
-                    reliable,
-                    from_inc,
-                    to_inc,
-                    ..
-                } = f;
-                if self.incarnations[from as usize] != from_inc {
-                    return; // the sender died: nobody resends
-                }
-                self.transmit(id, from, to, msg, bytes, reliable, from_inc, to_inc);
-            }
+            Ev::Resend(f) => self.resend(f),
             Ev::Timer { rank, key, token } => {
                 let slot = &mut self.slots[rank as usize];
                 let Some(pos) = slot
@@ -611,30 +442,7 @@ impl<'r> Engine<'r> {
                     self.stop = Some(StopReason::Quiescent);
                 }
             }
-            Ev::Restart(r) => {
-                self.pending_faults -= 1;
-                self.maybe_finished = true;
-                if self.slots[r as usize].alive() {
-                    return; // an earlier restart (of an overlapping preemption) brought it back
-                }
-                if r >= self.ranks {
-                    return self.restart_store(r);
-                }
-                self.incarnations[r as usize] += 1;
-                let incarnation = self.incarnations[r as usize];
-                let slot = &mut self.slots[r as usize];
-                slot.restart_pending = false;
-                slot.proc = Some(RankProcess::new(self.cfg.clone(), Rank(r), incarnation));
-                slot.paused = false;
-                self.net.reset_rank(r, self.now);
-                if self.record {
-                    self.emit(Event::ProcessStart {
-                        rank: r,
-                        incarnation,
-                    });
-                }
-                self.input(r, Input::Start);
-            }
+            Ev::Restart(r) => self.restart(r),
         }
     }
 
@@ -754,455 +562,6 @@ impl<'r> Engine<'r> {
                 }
                 Output::Event(pe) => self.proto_event(rank, *pe),
             }
-        }
-    }
-
-    /// Carries out `rank`'s `Output::Send`.
-    #[inline(always)]
-    fn send(&mut self, rank: u32, to: Rank, msg: Msg, bytes: u64, reliable: bool) {
-        let id = self.next_msg;
-        self.next_msg += 1;
-        let from_inc = self.incarnations[rank as usize];
-        let to_inc = self.incarnations.get(to.idx()).copied().unwrap_or(0);
-        self.stats.messages_sent += 1;
-        self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn transmit(
-        &mut self,
-        id: u64,
-        from: u32,
-        to: u32,
-        msg: Msg,
-        bytes: u64,
-        reliable: bool,
-        from_inc: u32,
-        to_inc: u32,
-    ) {
-        let mut extra = 0;
-        let mut lost = None;
-        if self.faults.has_active_net() {
-            if self.faults.partitioned(from, to) {
-                lost = Some("partition");
-            } else {
-                let rate = self.faults.loss_rate(from, to);
-                if rate > 0.0 && self.rng.unit() < rate {
-                    lost = Some("loss");
-                }
-            }
-            extra += self.faults.extra_delay(from, to, &mut self.rng);
-        }
-        if self.net.jitter > 0 {
-            extra += self.rng.up_to(self.net.jitter);
-        }
-        let timing = self.net.send(self.now, from, to, bytes, extra);
-        if self.record {
-            let (seq, step) = match &msg {
-                Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),
-                Msg::Elastic(_) | Msg::Registry(_) => (None, None),
-            };
-            self.emit(Event::Send {
-                id,
-                from,
-                to,
-                bytes,
-                msg: msg.kind().into(),
-                seq,
-                step,
-                arrive_ns: timing.arrive,
-            });
-        }
-        let flight = move || Flight {
-            id,
-            from,
-            to,
-            msg,
-            bytes,
-            reliable,
-            from_inc,
-            to_inc,
-            received: false,
-            doomed: false,
-        };
-        match lost {
-            None => self.push_with(timing.arrive, || Ev::Deliver(flight())),
-            Some(reason) => self.lose(flight(), reason, timing.depart),
-        }
-    }
-
-    /// A message is lost on the wire: resent after the retransmit timeout if reliable.
-    fn lose(&mut self, mut f: Flight, reason: &str, at: Nanos) {
-        self.stats.messages_dropped += 1;
-        if self.record {
-            self.emit(Event::Drop {
-                id: f.id,
-                from: f.from,
-                to: f.to,
-                reason: reason.into(),
-                retransmit: f.reliable,
-            });
-        }
-        if f.reliable {
-            let when = at.max(self.now) + self.net.retransmit;
-            f.doomed = reason == "partition" && self.pending_faults == 0;
-            self.doomed += usize::from(f.doomed);
-            self.push(when, Ev::Resend(f));
-        }
-    }
-
-    #[inline(always)]
-    fn deliver(&mut self, mut f: Flight) {
-        let from_alive = self.incarnations[f.from as usize] == f.from_inc;
-        let to_slot = &self.slots[f.to as usize];
-        let drop_reason = if !from_alive {
-            Some("sender died")
-        } else if self.incarnations[f.to as usize] != f.to_inc || !to_slot.alive() {
-            Some("receiver died")
-        } else {
-            None
-        };
-        if let Some(reason) = drop_reason {
-            self.stats.messages_dropped += 1;
-            if self.record {
-                self.emit(Event::Drop {
-                    id: f.id,
-                    from: f.from,
-                    to: f.to,
-                    reason: reason.into(),
-                    retransmit: false,
-                });
-            }
-            return;
-        }
-        if !f.received {
-            if self.faults.has_active_net() && self.faults.partitioned(f.from, f.to) {
-                let now = self.now;
-                return self.lose(f, "partition", now);
-            }
-            let done = self.net.receive(f.from, f.to, self.now, f.bytes);
-            f.received = true;
-            if done > self.now {
-                self.push(done, Ev::Deliver(f));
-                return;
-            }
-        }
-        let slot = &self.slots[f.to as usize];
-        if slot.paused || self.now < slot.cpu_free || slot.held > 0 {
-            let to = f.to;
-            self.defer(to, Ev::Deliver(f));
-            return;
-        }
-        self.stats.messages_delivered += 1;
-        if self.record {
-            self.emit(Event::Deliver {
-                id: f.id,
-                from: f.from,
-                to: f.to,
-            });
-        }
-        self.input(
-            f.to,
-            Input::Message {
-                from: Rank(f.from),
-                msg: f.msg,
-            },
-        );
-    }
-
-    fn fault(&mut self, i: usize, phase: FaultPhase) {
-        self.pending_faults -= 1;
-        self.progress_ns = self.now;
-        self.maybe_finished = true;
-        let f = self.faults.fault(i).clone();
-        if self.record {
-            let (sides, oneway) = match &f {
-                Fault::Partition { sides, oneway, .. } => (Some(sides.clone()), *oneway),
-                _ => (None, false),
-            };
-            self.emit(Event::Fault {
-                index: i as u32,
-                fault: f.kind().into(),
-                phase,
-                ranks: touched_ranks(&f),
-                sides,
-                oneway,
-                detail: describe_fault(&f),
-            });
-        }
-        let begin = phase == FaultPhase::Begin;
-        match f {
-            Fault::Preempt {
-                rank,
-                restart_after,
-                ..
-            } => {
-                if begin {
-                    self.kill(rank);
-                    if let Some(d) = restart_after {
-                        self.slots[rank as usize].restart_pending = true;
-                        self.pending_faults += 1;
-                        self.push(self.now + d.0, Ev::Restart(rank));
-                    }
-                }
-            }
-            Fault::Pause { rank, .. } => {
-                if !self.slots[rank as usize].alive() {
-                    return;
-                }
-                if begin {
-                    self.slots[rank as usize].paused = true;
-                    if self.record {
-                        self.emit(Event::ProcessPause { rank });
-                    }
-                } else {
-                    self.slots[rank as usize].paused = false;
-                    if self.record {
-                        self.emit(Event::ProcessResume { rank });
-                    }
-                    let parked = std::mem::take(&mut self.slots[rank as usize].parked);
-                    for ev in parked {
-                        self.push(self.now, ev);
-                    }
-                }
-            }
-            Fault::Partition { .. }
-            | Fault::Delay { .. }
-            | Fault::Loss { .. }
-            | Fault::Slow { .. } => self.faults.set_active(i, begin),
-            Fault::Mismatch { .. } | Fault::Skip { .. } | Fault::Hang { .. } => {}
-        }
-    }
-
-    fn kill(&mut self, rank: u32) {
-        let slot = &mut self.slots[rank as usize];
-        if !slot.alive() {
-            return;
-        }
-        slot.proc = None;
-        slot.store = None;
-        slot.members = None;
-        slot.paused = false;
-        slot.parked.clear();
-        slot.timers.clear();
-        slot.compute_token = None;
-        slot.call = None;
-        slot.held = 0;
-        let inc = self.incarnations[rank as usize];
-        self.maybe_finished = true;
-        // bump the incarnation so the dead process's messages and timers are dropped
-        self.incarnations[rank as usize] += 1;
-        if self.elastic.is_some() {
-            self.recount(rank);
-        }
-        self.net.reset_rank(rank, self.now);
-        if self.record {
-            self.emit(Event::ProcessDeath {
-                rank,
-                incarnation: inc,
-            });
-        }
-    }
-
-    fn proto_event(&mut self, rank: u32, pe: ProtoEvent) {
-        let mut correct = None;
-        let mut watchdog = false;
-        let mut aborted = false;
-        match &pe {
-            ProtoEvent::Abort { reason, .. } => {
-                self.slots[rank as usize].call = None;
-                watchdog = reason.starts_with("watchdog");
-                aborted = true;
-            }
-            ProtoEvent::Call {
-                iteration,
-                index,
-                fp,
-                ..
-            } => self.slots[rank as usize].call = Some((*fp, *iteration, *index)),
-            ProtoEvent::Complete {
-                result,
-                iteration,
-                index,
-                ..
-            } => {
-                // progress is a call completed further into the workload than any before: a
-                // group that rebuilds and fails at the same call again does not progress
-                if self.frontier.is_none_or(|f| (*iteration, *index) > f) {
-                    self.frontier = Some((*iteration, *index));
-                    self.progress_ns = self.now;
-                }
-                let call = self.slots[rank as usize].call.take();
-                if self.record {
-                    correct = call.map(|(fp, it, ix)| self.check_result(rank, fp, it, ix, result));
-                }
-            }
-            ProtoEvent::WorkloadDone | ProtoEvent::RejoinRefused { .. } => {
-                self.maybe_finished = true;
-            }
-            _ => {}
-        }
-        match pe {
-            ProtoEvent::Membership(ev) => return self.member_event(rank, ev),
-            ProtoEvent::Registry(ev) => return self.registry_event(rank, ev),
-            pe => {
-                if self.record {
-                    self.emit(crate::trace::from_proto::proto_event(rank, pe, correct));
-                }
-            }
-        }
-        if watchdog && self.stop.is_none() && self.elastic.is_none() {
-            // without elastic membership the watchdog tears the job down
-            self.stop = Some(StopReason::Watchdog { rank });
-        }
-        if aborted && self.no_progress && self.stop.is_none() {
-            self.stop = Some(StopReason::NoProgress);
-        }
-    }
-
-    /// Compares a rank's result with the reference computed from the members' inputs.
-    fn check_result(
-        &mut self,
-        rank: u32,
-        fp: Fingerprint,
-        iteration: u32,
-        index: u32,
-        result: &Buffer,
-    ) -> bool {
-        let key = CallKey {
-            fp,
-            iteration,
-            index,
-            seed: self.seed,
-        };
-        // the call's group: the members of the generation the rank called in (they, and only
-        // they, contribute), or the mesh sub-group the fingerprint names
-        let members = if fp.group == GroupId(0) {
-            self.call_members(rank, &fp)
-        } else {
-            match self.cfg.group_members(fp.group) {
-                Some(m) => m,
-                None => return false,
-            }
-        };
-        if members.index(Rank(rank)).is_none() {
-            return false;
-        }
-        let found = self
-            .refs
-            .iter()
-            .find(|(k, m, _)| *k == key && (Arc::ptr_eq(m, &members) || **m == *members));
-        let full = match found {
-            Some((_, _, b)) => b.clone(),
-            None => {
-                let b = full_reference(&key, &members.ranks);
-                if self.refs.len() >= 8 {
-                    self.refs.remove(0);
-                }
-                self.refs.push((key, members.clone(), b.clone()));
-                b
-            }
-        };
-        matches_reference(&fp, full, &members, Rank(rank), result)
-    }
-}
-
-/// One line describing a fault, for traces and reports.
-pub fn describe_fault(f: &Fault) -> String {
-    let span = |d: Option<crate::units::Duration>| match d {
-        Some(d) => format!(" for {d}"),
-        None => String::new(),
-    };
-    let target = |rank: &Option<u32>, link: &Option<[u32; 2]>| match (rank, link) {
-        (Some(r), _) => format!("rank {r}'s links"),
-        (None, Some([a, b])) => format!("link {a}-{b}"),
-        _ => "no link".into(),
-    };
-    match f {
-        Fault::Preempt {
-            rank,
-            restart_after,
-            ..
-        } => match restart_after {
-            Some(d) => format!("rank {rank} preempted, restarted after {d}"),
-            None => format!("rank {rank} preempted"),
-        },
-        Fault::Pause { rank, duration, .. } => format!("rank {rank} paused for {duration}"),
-        Fault::Partition {
-            sides,
-            duration,
-            oneway,
-            ..
-        } => {
-            let s: Vec<String> = sides
-                .iter()
-                .map(|s| {
-                    s.iter()
-                        .map(|r| r.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .collect();
-            format!(
-                "{}partition {}{}",
-                if *oneway { "one-way " } else { "" },
-                s.join(" | "),
-                span(*duration)
-            )
-        }
-        Fault::Delay {
-            rank,
-            link,
-            duration,
-            extra,
-            jitter,
-            ..
-        } => format!(
-            "{} delayed by {extra}{}{}",
-            target(rank, link),
-            jitter
-                .map(|j| format!(" (+ up to {j} jitter)"))
-                .unwrap_or_default(),
-            span(*duration)
-        ),
-        Fault::Loss {
-            rank,
-            link,
-            duration,
-            rate,
-            ..
-        } => format!(
-            "{} lose {:.1}% of messages{}",
-            target(rank, link),
-            rate * 100.0,
-            span(*duration)
-        ),
-        Fault::Slow {
-            rank,
-            duration,
-            factor,
-            ..
-        } => format!("rank {rank} computes {factor}x slower{}", span(*duration)),
-        Fault::Mismatch {
-            rank,
-            iteration,
-            op_index,
-            ..
-        } => format!(
-            "rank {rank} issues mismatched call {} of iteration {iteration}",
-            op_index.unwrap_or(0)
-        ),
-        Fault::Skip {
-            rank,
-            iteration,
-            op_index,
-        } => format!(
-            "rank {rank} skips call {} of iteration {iteration}",
-            op_index.unwrap_or(0)
-        ),
-        Fault::Hang { rank, iteration } => {
-            format!("rank {rank} stops issuing calls at iteration {iteration}")
         }
     }
 }

@@ -7,9 +7,19 @@
 //! can insert below the last key popped, so it uses a binary heap of small `(time, key, slot)`
 //! entries over a slab of events.
 
+use crate::proto::data::mix;
 use crate::units::Nanos;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The tie-break key of the planted bug `Mutation::NondeterministicTies`: it depends on how
+/// many keys this process has drawn before, hidden global state of exactly the kind that makes
+/// a simulator nondeterministic.
+pub(super) fn unstable_key() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    mix(NEXT.fetch_add(1, Ordering::Relaxed))
+}
 
 /// An event in the radix heap, with its time.
 type Entry<E> = (u64, E);

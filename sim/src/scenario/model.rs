@@ -148,24 +148,6 @@ pub enum TieBreak {
 pub struct EngineConfig {
     #[serde(default)]
     pub tie_break: TieBreak,
-    /// Test-only broken variants of the protocols; never read from or written to a file.
-    #[doc(hidden)]
-    #[serde(skip)]
-    pub sabotage: Sabotage,
-}
-
-/// Test-only switches that break a protocol on purpose, to show that a property catches it.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sabotage {
-    /// The rendezvous forms a generation without a strict majority of the previous one.
-    pub no_quorum: bool,
-    /// A rendezvous round that failed is never tried again.
-    pub no_retry: bool,
-    /// Collectives consume messages of any generation.
-    pub no_generation_check: bool,
-    /// Registry nodes do not exchange their states on reconnection.
-    pub no_registry_resync: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

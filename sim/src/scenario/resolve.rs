@@ -5,14 +5,16 @@ use super::{Algorithm, Dtype, Fault, OpKind, OpSpec, Scenario};
 use ringside_proto::collective::hierarchical::local_size;
 use ringside_proto::collective::Members;
 use ringside_proto::elastic::ElasticConfig;
+use ringside_proto::mutation::Mutations;
 use ringside_proto::registry::{RegistryConfig, Step, DEFAULT_SCOPE};
 use ringside_proto::workload::{AppBug, OpCall, WorkloadConfig};
 use ringside_proto::Rank;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-/// The configuration every rank's protocol code is built from, for `s` run with `seed`.
-pub fn workload(s: &Scenario, seed: u64) -> WorkloadConfig {
+/// The configuration every rank's protocol code is built from, for `s` run with `seed`, with
+/// `mutations` planted (the checker's and tests' business: a scenario has none of its own).
+pub fn workload(s: &Scenario, seed: u64, mutations: Mutations) -> WorkloadConfig {
     let w = &s.workload;
     let bugs = s
         .faults
@@ -78,7 +80,7 @@ pub fn workload(s: &Scenario, seed: u64) -> WorkloadConfig {
         world_members,
         world_per_host,
         mesh: s.group.mesh.clone(),
-        mutation: None,
+        mutations,
         elastic: s.group.elastic.as_ref().map(|e| {
             Arc::new(ElasticConfig {
                 min_size: e.min_size,
@@ -87,12 +89,9 @@ pub fn workload(s: &Scenario, seed: u64) -> WorkloadConfig {
                 heartbeat_misses: e.heartbeat_misses,
                 rendezvous: e.rendezvous,
                 store: Rank(s.world.size),
-                quorum_rule: !s.engine.sabotage.no_quorum,
-                retry: !s.engine.sabotage.no_retry,
             })
         }),
         registry: registry(s),
-        generation_check: !s.engine.sabotage.no_generation_check,
     }
 }
 
@@ -160,6 +159,5 @@ pub fn registry(s: &Scenario) -> Option<Arc<RegistryConfig>> {
         steps,
         heartbeat_interval: interval,
         heartbeat_misses: misses,
-        resync: !s.engine.sabotage.no_registry_resync,
     }))
 }

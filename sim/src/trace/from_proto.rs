@@ -177,7 +177,7 @@ pub fn proto_event(rank: u32, pe: ProtoEvent, correct: Option<bool>) -> Event {
             step,
             steps,
             waiting_for: ranks(&waiting_for),
-            reason,
+            reason: reason.to_string(),
         },
         ProtoEvent::Call {
             iteration,

@@ -16,9 +16,7 @@ pub use event::{timer_fields, Event, FaultPhase};
 pub use reader::{
     parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent,
 };
-pub use replay::{replay, ReplayOutcome};
-#[doc(hidden)]
-pub use replay::{replay_reader, replay_with};
+pub use replay::{replay, replay_reader, ReplayOutcome};
 pub use writer::{Digest, NullRecorder, Recorder, TraceWriter, VecRecorder};
 
 /// The `format` field of every trace header.

@@ -1,6 +1,6 @@
 //! Replay: re-run a trace's scenario and seed and compare the event stream line by line.
 //!
-//! The contract (DESIGN §3, `ringside replay`):
+//! The contract of `ringside replay`:
 //! - every event line and the footer's outcome are identical: [`ReplayOutcome::Identical`];
 //! - otherwise the first line that differs, with the recorded and the re-run line:
 //!   [`ReplayOutcome::Diverged`] (a trace with more or fewer events than the run diverges at
@@ -17,7 +17,8 @@ use super::encode::encode_line;
 use super::reader::{TraceError, TraceReader};
 use super::writer::Recorder;
 use super::Event;
-use crate::engine::Variant;
+use crate::proto::mutation::Mutations;
+use crate::run::{run_events, RunOptions};
 use crate::units::Nanos;
 use std::io::BufRead;
 use std::path::Path;
@@ -88,23 +89,17 @@ impl<R: BufRead> Recorder for Compare<'_, R> {
     }
 }
 
-/// Replays the trace at `path`. Malformed or incomplete traces give a [`TraceError`] naming
-/// the line.
-pub fn replay(path: &Path) -> Result<ReplayOutcome, TraceError> {
-    replay_with(path, Variant::default())
+/// Replays the trace at `path` on the code it was recorded with: the real code, or the one with
+/// `mutations` planted (a trace `ringside check --mutation` wrote). Malformed or incomplete
+/// traces give a [`TraceError`] naming the line.
+pub fn replay(path: &Path, mutations: Mutations) -> Result<ReplayOutcome, TraceError> {
+    replay_reader(TraceReader::open(path)?, mutations)
 }
 
-/// Like [`replay`], re-running a deliberately broken `variant` (tests only).
-#[doc(hidden)]
-pub fn replay_with(path: &Path, variant: Variant) -> Result<ReplayOutcome, TraceError> {
-    replay_reader(TraceReader::open(path)?, variant)
-}
-
-/// Replays a trace read from any reader (e.g. one held in memory).
-#[doc(hidden)]
+/// [`replay`] of a trace read from any reader (e.g. one held in memory).
 pub fn replay_reader<R: BufRead>(
     mut reader: TraceReader<R>,
-    variant: Variant,
+    mutations: Mutations,
 ) -> Result<ReplayOutcome, TraceError> {
     let at_line = |reader: &TraceReader<R>, line: usize, message: String| TraceError {
         file: reader.file().to_string(),
@@ -135,7 +130,11 @@ pub fn replay_reader<R: BufRead>(
         error: None,
         compared: 0,
     };
-    let (result, _, _) = crate::run::run_events_with(&scenario, seed, &mut cmp, None, variant);
+    let opts = RunOptions {
+        mutations,
+        ..RunOptions::seeded(seed)
+    };
+    let (result, _, _) = run_events(&scenario, &opts, &mut cmp);
     let (compared, divergence, error, truncated) =
         (cmp.compared, cmp.divergence, cmp.error, cmp.truncated);
     if let Some(e) = error {

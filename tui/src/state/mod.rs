@@ -12,7 +12,7 @@ pub use markers::{Marker, MarkerKind, Markers};
 use history::Builder;
 use markers::MarkerScan;
 use ringside_sim::diagnose::{diagnose, Fold};
-use ringside_sim::run::run_events;
+use ringside_sim::run::{run_events, RunOptions};
 use ringside_sim::scenario::Scenario;
 use ringside_sim::trace::{Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent};
 use ringside_sim::units::Nanos;
@@ -30,7 +30,7 @@ pub fn record(scenario: &Scenario, seed: u64) -> Result<Trace, TraceError> {
     };
     let mut bytes = Vec::new();
     let mut writer = TraceWriter::new(&mut bytes, scenario, seed).map_err(io)?;
-    let (result, _, _) = run_events(scenario, seed, &mut writer, None);
+    let (result, _, _) = run_events(scenario, &RunOptions::seeded(seed), &mut writer);
     writer.finish(result.outcome).map_err(io)?;
     let mut reader = TraceReader::new(&bytes[..], &name)?;
     let mut events = Vec::new();
@@ -312,7 +312,7 @@ at = "100ms"
         let path = dir.join("t.jsonl");
         let f = std::fs::File::create(&path).expect("create");
         let mut w = TraceWriter::new(f, trace_of, trace_of.seed).expect("header");
-        let (r, _, _) = run_events(trace_of, trace_of.seed, &mut w, None);
+        let (r, _, _) = run_events(trace_of, &RunOptions::default(), &mut w);
         w.finish(r.outcome).expect("footer");
         path
     }

@@ -46,8 +46,9 @@ pub use msg::{Ballot, ElasticMsg, Proposal, StoreRound, StoreState};
 pub use store::StoreServer;
 
 use crate::collective::Members;
-use crate::event::{Outbox, ProtoEvent};
+use crate::event::{AbortReason, Outbox, ProtoEvent};
 use crate::msg::Msg;
+use crate::mutation::{Mutation, Mutations};
 use crate::time::{fmt_ms, Nanos};
 use crate::types::{Generation, Rank, TimerKey};
 use crate::vocab::RendezvousKind;
@@ -64,12 +65,6 @@ pub struct ElasticConfig {
     pub rendezvous: RendezvousKind,
     /// The store's node id (store rendezvous): the first id after the world's ranks.
     pub store: Rank,
-    /// Test-only: `false` forms generations without a strict majority (a broken variant).
-    #[doc(hidden)]
-    pub quorum_rule: bool,
-    /// Test-only: `false` never retries a rendezvous round that failed (a broken variant).
-    #[doc(hidden)]
-    pub retry: bool,
 }
 
 impl ElasticConfig {
@@ -112,7 +107,7 @@ pub enum Decision {
     None,
     /// Stop working: abort the running collective with `reason`, and wait.
     Suspend {
-        reason: String,
+        reason: AbortReason,
     },
     /// Rebuild the group as `generation` and resume from the proposal's iteration.
     Install {
@@ -151,15 +146,21 @@ pub struct Elastic {
     store: store::StoreClient,
     /// The last wait reported, so that a repeated failure is reported once.
     waited: Option<(Generation, Vec<Rank>, String)>,
+    /// `Mutation::NoQuorum`: generations form without a strict majority.
+    no_quorum: bool,
+    /// `Mutation::NoRetry`: a failed rendezvous round is never tried again.
+    no_retry: bool,
 }
 
 impl Elastic {
-    /// A process of `me`; a restarted one (`incarnation > 0`) starts outside the group.
+    /// A process of `me`; a restarted one (`incarnation > 0`) starts outside the group. Of
+    /// `mutations`, it plants `NoQuorum` and `NoRetry`.
     pub fn new(
         cfg: Arc<ElasticConfig>,
         me: Rank,
         incarnation: u32,
         world: Arc<Members>,
+        mutations: Mutations,
     ) -> Elastic {
         let detector = Detector::new(cfg.heartbeat_interval, cfg.heartbeat_misses);
         Elastic {
@@ -180,6 +181,8 @@ impl Elastic {
             quorum: quorum::Quorum::default(),
             store: store::StoreClient::default(),
             waited: None,
+            no_quorum: mutations.contains(Mutation::NoQuorum),
+            no_retry: mutations.contains(Mutation::NoRetry),
         }
     }
 
@@ -370,7 +373,7 @@ impl Elastic {
             reason: reason.clone(),
         }));
         let suspend = Decision::Suspend {
-            reason: format!("membership change: {reason}"),
+            reason: AbortReason::MembershipChange(reason),
         };
         match self.cfg.rendezvous {
             RendezvousKind::Quorum => suspend.or(self.propose(now, progress, out)),
@@ -451,7 +454,7 @@ impl Elastic {
             RendezvousKind::Store => self.store_request(now, out),
         }
         Decision::Suspend {
-            reason: reason.to_string(),
+            reason: AbortReason::OutsideGroup(reason.to_string()),
         }
     }
 

@@ -23,7 +23,7 @@
 
 use super::msg::{Ballot, ElasticMsg, Proposal};
 use super::{Decision, Elastic, ElasticConfig, Phase, Progress};
-use crate::event::{Outbox, ProtoEvent};
+use crate::event::{AbortReason, Outbox, ProtoEvent};
 use crate::time::Nanos;
 use crate::types::{Generation, Rank};
 use std::collections::{BTreeMap, BTreeSet};
@@ -333,7 +333,7 @@ impl Elastic {
             }
             None => {
                 // a follower whose proposer went quiet, or a retry after a failed round
-                if self.cfg.retry || self.quorum.failures == 0 {
+                if !self.no_retry || self.quorum.failures == 0 {
                     self.propose(now, progress, out)
                 } else {
                     Decision::None
@@ -365,7 +365,7 @@ impl Elastic {
         candidates.truncate(self.cfg.max_size as usize);
         let majority = voters.len() * 2 > n;
         let enough = candidates.len() >= self.cfg.min_size as usize;
-        if (majority || !self.cfg.quorum_rule) && enough {
+        if (majority || self.no_quorum) && enough {
             let resume = r
                 .answers
                 .values()
@@ -428,7 +428,7 @@ impl Elastic {
         let Some(proposal) = r.accepting.clone() else {
             return Decision::None;
         };
-        let chosen = if self.cfg.quorum_rule {
+        let chosen = if !self.no_quorum {
             r.accepts.len() * 2 > n
         } else {
             // the broken variant: every voter that answered accepted, however few
@@ -480,7 +480,7 @@ impl Elastic {
             },
         ));
         Decision::Suspend {
-            reason: format!("membership change: rank {from} rebuilds the group"),
+            reason: AbortReason::MembershipChange(format!("rank {from} rebuilds the group")),
         }
     }
 

@@ -22,7 +22,7 @@
 use super::msg::{ElasticMsg, Proposal, StoreRound, StoreState};
 use super::{Decision, Elastic, MemberEvent, Phase, Progress};
 use crate::collective::Members;
-use crate::event::{Outbox, ProtoEvent};
+use crate::event::{AbortReason, Outbox, ProtoEvent};
 use crate::msg::Msg;
 use crate::time::Nanos;
 use crate::types::{Generation, Rank};
@@ -118,7 +118,7 @@ impl Elastic {
                 reason: reason.clone(),
             }));
             d = d.or(Decision::Suspend {
-                reason: format!("membership change: {reason}"),
+                reason: AbortReason::MembershipChange(reason),
             });
         }
         self.store_act(now, version, state, progress, out);

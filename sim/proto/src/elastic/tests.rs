@@ -28,12 +28,20 @@ struct Net {
 }
 
 impl Net {
-    fn new(p: u32, cfg: ElasticConfig) -> Net {
+    fn new(p: u32, cfg: ElasticConfig, mutations: Mutations) -> Net {
         let world = Members::new((0..p).map(Rank).collect());
         let cfg = Arc::new(cfg);
         let mut net = Net {
             nodes: (0..p)
-                .map(|r| Some(Elastic::new(cfg.clone(), Rank(r), 0, world.clone())))
+                .map(|r| {
+                    Some(Elastic::new(
+                        cfg.clone(),
+                        Rank(r),
+                        0,
+                        world.clone(),
+                        mutations,
+                    ))
+                })
                 .collect(),
             queue: BTreeMap::new(),
             timers: BTreeMap::new(),
@@ -136,14 +144,12 @@ fn config(min_size: u32, max_size: u32) -> ElasticConfig {
         heartbeat_misses: 3,
         rendezvous: RendezvousKind::Quorum,
         store: Rank(99),
-        quorum_rule: true,
-        retry: true,
     }
 }
 
 #[test]
 fn survivors_of_a_death_agree_on_the_next_generation() {
-    let mut net = Net::new(4, config(2, 4));
+    let mut net = Net::new(4, config(2, 4), Mutations::NONE);
     net.run_until(15 * MS);
     net.nodes[2] = None;
     net.run_until(200 * MS);
@@ -174,7 +180,7 @@ fn survivors_of_a_death_agree_on_the_next_generation() {
 
 #[test]
 fn only_the_majority_side_of_a_partition_forms_a_generation() {
-    let mut net = Net::new(5, config(2, 5));
+    let mut net = Net::new(5, config(2, 5), Mutations::NONE);
     net.cut = vec![Rank(0), Rank(1)];
     net.run_until(2_000 * MS);
     let majority = (Generation(1), vec![Rank(2), Rank(3), Rank(4)]);
@@ -199,9 +205,7 @@ fn only_the_majority_side_of_a_partition_forms_a_generation() {
 
 #[test]
 fn a_minority_with_the_quorum_rule_off_forms_a_rival_generation() {
-    let mut cfg = config(2, 5);
-    cfg.quorum_rule = false;
-    let mut net = Net::new(5, cfg);
+    let mut net = Net::new(5, config(2, 5), Mutation::NoQuorum.into());
     net.cut = vec![Rank(0), Rank(1)];
     net.run_until(2_000 * MS);
     assert_eq!(

@@ -4,7 +4,7 @@
 use super::{Phase, RankProcess};
 use crate::collective::Members;
 use crate::elastic::{self, Decision, ElasticMsg, Progress};
-use crate::event::Outbox;
+use crate::event::{AbortReason, Outbox};
 use crate::group::ProcessGroup;
 use crate::time::{fmt_time, Nanos};
 use crate::types::{Generation, GroupId, Rank, TimerKey};
@@ -120,8 +120,9 @@ impl RankProcess {
                 proposal,
             } => {
                 if self.world.is_busy() {
-                    let reason = format!("membership change: generation {} formed", generation.0);
-                    self.world.abort(now, reason, out);
+                    let why = format!("generation {} formed", generation.0);
+                    self.world
+                        .abort(now, AbortReason::MembershipChange(why), out);
                 }
                 let mut g = ProcessGroup::shared(
                     GroupId(0),
@@ -131,7 +132,7 @@ impl RankProcess {
                     self.cfg.timeout,
                 );
                 g.set_step_events(self.cfg.step_events);
-                g.ignore_generation(!self.cfg.generation_check);
+                g.plant(self.cfg.mutations);
                 self.world = g;
                 // what peers that got here first already sent
                 self.later.retain(|(_, m)| m.fp.generation >= generation);

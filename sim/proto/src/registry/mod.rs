@@ -30,6 +30,7 @@ pub use msg::{RegistryEvent, RegistryMsg};
 use super::elastic::Detector;
 use super::event::{Outbox, ProtoEvent};
 use super::msg::Msg;
+use super::mutation::{Mutation, Mutations};
 use super::types::{Rank, TimerKey};
 use crate::time::Nanos;
 use crate::vocab::RegistryAction;
@@ -62,9 +63,6 @@ pub struct RegistryConfig {
     pub steps: Vec<Step>,
     pub heartbeat_interval: Nanos,
     pub heartbeat_misses: u32,
-    /// Test-only: `false` skips the state exchange on reconnection (a broken variant).
-    #[doc(hidden)]
-    pub resync: bool,
 }
 
 /// What a node holds of a peer's local state in one scope.
@@ -105,10 +103,18 @@ pub struct Registry {
     scopes: Vec<ScopeState>,
     /// Steps of this node not run yet.
     pending: u32,
+    /// `Mutation::NoRegistryResync`: no state exchange when a known peer reconnects.
+    no_resync: bool,
 }
 
 impl Registry {
-    pub fn new(cfg: Arc<RegistryConfig>, me: Rank, incarnation: u32) -> Registry {
+    /// The registry of node `me`. Of `mutations`, it plants `NoRegistryResync`.
+    pub fn new(
+        cfg: Arc<RegistryConfig>,
+        me: Rank,
+        incarnation: u32,
+        mutations: Mutations,
+    ) -> Registry {
         let n = cfg.nodes as usize;
         let scopes = cfg
             .scopes
@@ -127,6 +133,7 @@ impl Registry {
             scopes,
             pending: 0,
             cfg,
+            no_resync: mutations.contains(Mutation::NoRegistryResync),
         }
     }
 
@@ -290,7 +297,7 @@ impl Registry {
         peer.ever_up = true;
         out.event(ProtoEvent::Registry(RegistryEvent::NodeUp { node: from }));
         let asked = matches!(msg, RegistryMsg::State { reply: true, .. });
-        if (first || self.cfg.resync) && !asked {
+        if (first || !self.no_resync) && !asked {
             self.send_states(from, true, out);
         }
         for s in 0..self.scopes.len() {

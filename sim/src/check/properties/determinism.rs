@@ -2,7 +2,7 @@
 
 use super::{Property, Violation};
 use crate::check::{Case, Run};
-use crate::run::run_events_with;
+use crate::run::run_events;
 use crate::trace::{replay_reader, ReplayOutcome, TraceReader, TraceWriter};
 
 /// A second run of the case gives the same digest as the first, and replaying the first run's
@@ -12,7 +12,7 @@ pub(super) fn determinism(case: &Case, run: &Run) -> Result<(), Violation> {
     let digest = {
         let mut w = TraceWriter::new(std::io::sink(), &case.scenario, case.seed)
             .map_err(|e| v(format!("cannot write a trace into memory: {e}")))?;
-        run_events_with(&case.scenario, case.seed, &mut w, None, case.variant);
+        run_events(&case.scenario, &case.options(), &mut w);
         w.digest().hex()
     };
     if digest != run.report.digest {
@@ -23,7 +23,7 @@ pub(super) fn determinism(case: &Case, run: &Run) -> Result<(), Violation> {
     }
     let reader = TraceReader::new(run.trace.as_slice(), "(in memory)")
         .map_err(|e| v(format!("the trace just written cannot be read: {e}")))?;
-    match replay_reader(reader, case.variant) {
+    match replay_reader(reader, case.mutations) {
         Ok(ReplayOutcome::Identical { .. }) => Ok(()),
         Ok(ReplayOutcome::Diverged {
             line,

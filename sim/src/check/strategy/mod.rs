@@ -314,7 +314,6 @@ pub fn scenarios(gen: &Gen) -> impl Strategy<Value = Scenario> {
                         } else {
                             TieBreak::Insertion
                         },
-                        ..EngineConfig::default()
                     },
                     group: GroupConfig {
                         timeout: Duration(timeout_ms * 1_000_000),

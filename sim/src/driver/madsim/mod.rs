@@ -8,8 +8,9 @@
 //! are applied by the nodes themselves, with the engine's network model (which also sets when
 //! each message arrives); application bugs (`mismatch`, `skip`, `hang`) live in the workload.
 //!
-//! Why madsim is not the engine is DESIGN §1.2: its executor adds a little random virtual time
-//! to every poll, so times here differ from the engine's. Outcomes, generations and
+//! Why madsim is not the engine: its executor adds a little random virtual time to every poll
+//! (and sleeps at least 1 ms), so a microsecond-scale link model drifts, and times here differ
+//! from the engine's. Outcomes, generations and
 //! collective results must not; `sim/tests/madsim.rs` checks that over the shipped scenarios.
 //!
 //! Where this driver knows less than the engine, it says so here:
@@ -59,20 +60,19 @@
 //! assert!(outcome.ops.iter().all(|op| op.correct));
 //! ```
 
+mod judge;
 mod node;
-mod observe;
 
-pub use observe::{MadsimCall, MadsimGeneration, MadsimOp, MadsimOutcome, MadsimStop};
+pub use judge::{MadsimCall, MadsimGeneration, MadsimOp, MadsimOutcome, MadsimStop};
 
-use crate::proto::ProcConfig;
 use crate::scenario::{Fault, Scenario};
 use crate::units::Nanos;
 use ::madsim::net::NetSim;
 use ::madsim::runtime::{Handle, Runtime};
 use ::madsim::task::NodeId;
 use ::madsim::time::{sleep_until, Duration, Instant};
+use judge::Judge;
 use node::Shared;
-use observe::Observer;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -165,7 +165,11 @@ pub struct GroupHandle {
 /// scenario's faults and wait for the outcome.
 pub fn spawn_group(handle: Handle, scenario: &Scenario, opts: GroupOptions) -> GroupHandle {
     let seed = opts.seed.unwrap_or(scenario.seed);
-    let cfg = Arc::new(crate::scenario::resolve::workload(scenario, seed));
+    let cfg = Arc::new(crate::scenario::resolve::workload(
+        scenario,
+        seed,
+        crate::proto::mutation::Mutations::NONE,
+    ));
     let world = scenario.world.size as usize;
     let store = crate::engine::membership::store_node(&cfg).is_some();
     let nodes = world + usize::from(store);
@@ -181,7 +185,7 @@ pub fn spawn_group(handle: Handle, scenario: &Scenario, opts: GroupOptions) -> G
         scale: opts.time_scale.max(1),
         world,
         nodes,
-        obs: Mutex::new(Observer::new(cfg, seed, world, nodes)),
+        judge: Mutex::new(Judge::new(cfg, seed, world, nodes)),
     });
     let ids = (0..nodes)
         .map(|i| {
@@ -229,7 +233,7 @@ impl GroupHandle {
         let r = rank as usize;
         let now = self.now();
         self.handle.kill(self.nodes[r]);
-        self.shared.obs().died(r, restart, now);
+        self.shared.judge().died(r, restart, now);
     }
 
     /// Starts a fresh process of a preempted `rank`, with the next incarnation.
@@ -240,13 +244,13 @@ impl GroupHandle {
     /// Freezes `rank`'s process (SIGSTOP): it handles nothing, messages queue for it.
     pub fn pause(&self, rank: u32) {
         self.handle.pause(self.nodes[rank as usize]);
-        self.shared.obs().paused(rank as usize, true);
+        self.shared.judge().paused(rank as usize, true);
     }
 
     /// Lets a paused `rank` go on.
     pub fn resume(&self, rank: u32) {
         self.handle.resume(self.nodes[rank as usize]);
-        self.shared.obs().paused(rank as usize, false);
+        self.shared.judge().paused(rank as usize, false);
     }
 
     /// Cuts the links between `sides` (`oneway`: only from the first side to the others).
@@ -292,7 +296,7 @@ impl GroupHandle {
     /// The outcome so far.
     pub fn outcome(&self) -> MadsimOutcome {
         let now = self.now();
-        self.shared.obs().outcome(now)
+        self.shared.judge().outcome(now)
     }
 
     /// Applies the scenario's faults at their times and waits until the run is over: every
@@ -333,16 +337,16 @@ impl GroupHandle {
                 }
             }
             {
-                let mut obs = self.shared.obs();
-                if obs.stopped() {
+                let mut judge = self.shared.judge();
+                if judge.stopped() {
                     break;
                 }
                 if limit.is_some_and(|l| now >= l) {
-                    obs.stop_at(MadsimStop::TimeLimit, now);
+                    judge.stop_at(MadsimStop::TimeLimit, now);
                     break;
                 }
-                if due.is_empty() && now >= obs.last_progress().max(calm_since) + quiet {
-                    obs.stop_at(MadsimStop::Quiet, now);
+                if due.is_empty() && now >= judge.last_progress().max(calm_since) + quiet {
+                    judge.stop_at(MadsimStop::Quiet, now);
                     break;
                 }
             }
@@ -385,7 +389,7 @@ impl GroupHandle {
     fn act(&self, a: Action) -> Option<(Nanos, usize)> {
         let (i, begin) = match a {
             Action::Restart(r) => {
-                if !self.shared.obs().alive(r) {
+                if !self.shared.judge().alive(r) {
                     self.restart(r as u32);
                 }
                 return None;
@@ -400,13 +404,13 @@ impl GroupHandle {
                 ..
             } => {
                 let r = *rank as usize;
-                if begin && self.shared.obs().alive(r) {
+                if begin && self.shared.judge().alive(r) {
                     self.preempt(*rank, restart_after.is_some());
                     return restart_after.map(|d| (d.0, r));
                 }
             }
             Fault::Pause { rank, .. } => {
-                if self.shared.obs().alive(*rank as usize) {
+                if self.shared.judge().alive(*rank as usize) {
                     if begin {
                         self.pause(*rank);
                     } else {

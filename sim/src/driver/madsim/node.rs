@@ -13,12 +13,12 @@
 //! - `Compute`: a madsim sleep (longer under a `slow` fault);
 //! - `Work`: the node sleeps for the reduction before carrying out the outputs after it, so
 //!   nothing new is handed to it meanwhile, as in the engine;
-//! - `Event`: reported to the [`Observer`](super::observe::Observer).
+//! - `Event`: reported to the [`Judge`](super::judge::Judge).
 //!
 //! Kill, restart and pause are madsim's own: a killed node loses every task and socket; a
 //! restarted one runs a fresh process with the next incarnation; a paused one is not polled.
 
-use super::observe::Observer;
+use super::judge::Judge;
 use crate::engine::faults::FaultSet;
 use crate::engine::net::Net;
 use crate::engine::Rng;
@@ -37,7 +37,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 /// The madsim tag of datagrams between the group's nodes.
 const DATAGRAM: u64 = 0x7269_6e67;
 
-/// What every node of one group shares: the configuration, and the observer.
+/// What every node of one group shares: the configuration, and the judge.
 pub(super) struct Shared {
     pub scenario: Scenario,
     pub cfg: Arc<ProcConfig>,
@@ -53,7 +53,7 @@ pub(super) struct Shared {
     pub world: usize,
     /// The ranks, then the store when there is one.
     pub nodes: usize,
-    pub obs: Mutex<Observer>,
+    pub judge: Mutex<Judge>,
 }
 
 impl Shared {
@@ -83,8 +83,8 @@ impl Shared {
         Duration::from_nanos(d.saturating_mul(self.scale))
     }
 
-    pub fn obs(&self) -> MutexGuard<'_, Observer> {
-        self.obs.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn judge(&self) -> MutexGuard<'_, Judge> {
+        self.judge.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -173,7 +173,7 @@ pub(super) async fn run(shared: Arc<Shared>, me: usize, incarnation: u32) {
         links: (0..shared.nodes).map(|_| None).collect(),
         shared,
     };
-    node.shared.obs().started(me, incarnation);
+    node.shared.judge().started(me, incarnation);
     if matches!(node.proc, Proc::Rank(_)) {
         node.input(Input::Start).await;
     }
@@ -206,7 +206,7 @@ impl Node {
 
     /// Hands `input` to the process and carries out what it asks for.
     async fn input(&mut self, input: Input) {
-        if self.shared.obs().stopped() {
+        if self.shared.judge().stopped() {
             return;
         }
         let now = self.shared.now();
@@ -221,7 +221,7 @@ impl Node {
         }
         if let Proc::Rank(p) = &self.proc {
             let now = self.shared.now();
-            self.shared.obs().after_input(self.me, p, now);
+            self.shared.judge().after_input(self.me, p, now);
         }
     }
 
@@ -293,7 +293,7 @@ impl Node {
             }
             Output::Event(pe) => {
                 let now = self.shared.now();
-                self.shared.obs().event(self.me, *pe, now);
+                self.shared.judge().event(self.me, *pe, now);
             }
         }
     }
@@ -338,7 +338,7 @@ impl Node {
             env: Envelope { from, msg },
             reliable,
         });
-        self.shared.obs().sent(1);
+        self.shared.judge().sent(1);
     }
 }
 
@@ -361,7 +361,7 @@ async fn carry(shared: Arc<Shared>, ep: Endpoint, to: usize, mut q: UnboundedRec
             // refused: a dead peer (the message is lost, as a live process's would be when the
             // receiver dies), or a clogged link (try again, as TCP's SYN is retransmitted)
             if conn.is_none() {
-                if !shared.obs().alive(to) {
+                if !shared.judge().alive(to) {
                     break;
                 }
                 sleep(backoff).await;

@@ -148,9 +148,13 @@ impl<'a> Launch<'a> {
             files: Vec::new(),
             latest: 0,
             changed: 0,
-            quiet: crate::scenario::resolve::workload(&cfg.scenario, cfg.seed)
-                .elastic
-                .map_or(cfg.scenario.group.timeout.0, |e| e.rendezvous_timeout()),
+            quiet: crate::scenario::resolve::workload(
+                &cfg.scenario,
+                cfg.seed,
+                crate::proto::mutation::Mutations::NONE,
+            )
+            .elastic
+            .map_or(cfg.scenario.group.timeout.0, |e| e.rendezvous_timeout()),
         };
         for r in 0..n {
             let child = l.spawn(r, 0)?;

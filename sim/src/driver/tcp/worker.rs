@@ -13,15 +13,14 @@ use super::control::{self, Standing, ToLaunch, ToWorker};
 use super::peers::{accept, log, write_peer, Inbound, Table};
 use super::wire::{self, Envelope, Frame};
 use super::{Clock, TimeScale};
-use crate::check::reference::call_correct;
-use crate::proto::collective::Members;
-use crate::proto::elastic::{MemberEvent, Phase, StoreServer};
+use crate::observe::Observer;
+use crate::proto::elastic::{Phase, StoreServer};
+use crate::proto::mutation::Mutations;
 use crate::proto::{
-    Buffer, Fingerprint, Input, Msg, Outbox, Output, ProcConfig, ProtoEvent, Rank, RankProcess,
-    RankStatus, TimerKey,
+    Input, Msg, Outbox, Output, ProtoEvent, Rank, RankProcess, RankStatus, TimerKey,
 };
 use crate::scenario::{Fault, Scenario};
-use crate::trace::{encode_line, from_proto, timer_fields, Event};
+use crate::trace::{encode_line, timer_fields, Event};
 use crate::units::Nanos;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -66,7 +65,11 @@ pub fn run(cfg: WorkerConfig) -> io::Result<()> {
 }
 
 async fn main(cfg: WorkerConfig) -> io::Result<()> {
-    let proc_cfg = Arc::new(crate::scenario::resolve::workload(&cfg.scenario, cfg.seed));
+    let proc_cfg = Arc::new(crate::scenario::resolve::workload(
+        &cfg.scenario,
+        cfg.seed,
+        Mutations::NONE,
+    ));
     let nodes = super::nodes(&cfg.scenario);
     let listener = TcpListener::bind((cfg.bind, 0)).await?;
     let port = listener.local_addr()?.port();
@@ -121,8 +124,8 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
     };
     let mut w = Worker {
         writers: (0..nodes).map(|_| None).collect(),
+        observer: Observer::new(proc_cfg, cfg.seed, nodes as usize),
         cfg,
-        proc_cfg,
         clock,
         table,
         node,
@@ -131,8 +134,6 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
         timers: BTreeMap::new(),
         compute_until: None,
         next_id: 0,
-        call: None,
-        members: None,
         watchdog: false,
         standing: None,
         ctl: ctl_write,
@@ -172,7 +173,6 @@ async fn read_control(read: tokio::net::tcp::OwnedReadHalf, tx: mpsc::UnboundedS
 
 struct Worker {
     cfg: WorkerConfig,
-    proc_cfg: Arc<ProcConfig>,
     clock: Clock,
     table: Table,
     node: Node,
@@ -182,10 +182,9 @@ struct Worker {
     timers: BTreeMap<TimerKey, Nanos>,
     compute_until: Option<Nanos>,
     next_id: u64,
-    /// The call the rank is in, for checking its result.
-    call: Option<(Fingerprint, u32, u32)>,
-    /// The members of the generation installed last (None: the world).
-    members: Option<Arc<Members>>,
+    /// Trace events, result checks and the watchdog, as the engine sees them.
+    observer: Observer,
+    /// This rank's watchdog fired (it dumped its flight recorder then).
     watchdog: bool,
     standing: Option<Standing>,
     ctl: tokio::net::tcp::OwnedWriteHalf,
@@ -430,45 +429,11 @@ impl Worker {
     }
 
     fn proto_event(&mut self, now: Nanos, pe: ProtoEvent) {
-        let mut correct = None;
-        match &pe {
-            ProtoEvent::Call {
-                iteration,
-                index,
-                fp,
-                ..
-            } => self.call = Some((*fp, *iteration, *index)),
-            ProtoEvent::Complete { result, .. } => {
-                correct = self
-                    .call
-                    .take()
-                    .map(|(fp, it, ix)| self.check_result(fp, it, ix, result));
-            }
-            ProtoEvent::Abort { reason, .. } => {
-                self.call = None;
-                self.watchdog |= reason.starts_with("watchdog");
-            }
-            ProtoEvent::Membership(MemberEvent::GenerationFormed { proposal, .. }) => {
-                self.members = Some(proposal.members.clone());
-            }
-            _ => {}
+        let seen = self.observer.observe(self.cfg.rank, now, pe, true);
+        self.watchdog |= seen.hint.watchdog();
+        if let Some(ev) = seen.event {
+            self.record(now, &ev);
         }
-        let ev = from_proto::proto_event(self.cfg.rank, pe, correct);
-        self.record(now, &ev);
-    }
-
-    /// As the engine: the result against the reference over the call's members.
-    fn check_result(&self, fp: Fingerprint, iteration: u32, index: u32, result: &Buffer) -> bool {
-        call_correct(
-            &self.proc_cfg,
-            self.cfg.seed,
-            self.members.as_ref(),
-            Rank(self.cfg.rank),
-            fp,
-            iteration,
-            index,
-            result,
-        )
     }
 }
 

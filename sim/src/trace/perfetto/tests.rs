@@ -1,7 +1,7 @@
 //! The export checked against the trace-event format.
 
 use super::*;
-use crate::run::run_events;
+use crate::run::{run_events, RunOptions};
 use crate::scenario;
 use crate::trace::TraceWriter;
 use std::collections::BTreeSet;
@@ -40,7 +40,7 @@ fn export(toml: &str) -> (Value, ExportStats) {
     let s = scenario::parse(toml, "test").expect("valid scenario");
     let mut bytes = Vec::new();
     let mut w = TraceWriter::new(&mut bytes, &s, s.seed).expect("header");
-    let (result, _, _) = run_events(&s, s.seed, &mut w, None);
+    let (result, _, _) = run_events(&s, &RunOptions::default(), &mut w);
     w.finish(result.outcome).expect("footer");
     let mut r = TraceReader::new(&bytes[..], "test").expect("trace");
     let mut out = Vec::new();

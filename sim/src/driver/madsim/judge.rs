@@ -1,24 +1,24 @@
 //! What the group's nodes report, and when a run is over.
 //!
-//! Every node hands the events of its protocol code to one [`Observer`] (madsim runs all nodes
-//! in one process, so this is a shared value, as a test harness's checker would be). It keeps
-//! what the engine keeps for a report — each collective's callers, completions and
-//! correctness, the generations formed — and decides, with the engine's own rules, when the run
-//! is over and with which [`Outcome`]:
+//! Every node hands the events of its protocol code to one [`Judge`] (madsim runs all nodes in
+//! one process, so this is a shared value, as a test harness's checker would be). Through the
+//! [`Observer`] every driver shares it checks results, follows the generations formed and hears
+//! watchdogs; it keeps what the engine keeps for a report — each collective's callers,
+//! completions and correctness — and decides, with the engine's own rules, when the run is over
+//! and with which [`Outcome`]:
 //! - every rank has finished (elastic: every live member of the latest generation);
 //! - without elastic membership, a watchdog fired: the job is torn down;
 //! - nothing made progress for a while once every fault is over (madsim has no global view of
 //!   who can still do what, so "stuck" is "quiet for longer than any timeout");
 //! - the time limit passed.
 
-use crate::check::reference::call_correct;
 use crate::engine::membership::{standing, Standing};
-use crate::proto::collective::Members;
-use crate::proto::elastic::MemberEvent;
+use crate::observe::Observer;
 use crate::proto::{
-    Fingerprint, Generation, GroupId, ProcConfig, ProtoEvent, Rank, RankProcess, RankStatus, SeqNo,
+    Fingerprint, Generation, GroupId, ProcConfig, ProtoEvent, RankProcess, RankStatus, SeqNo,
 };
 use crate::scenario::{OpKind, Outcome};
+use crate::trace::Event;
 use crate::units::Nanos;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,7 +34,8 @@ pub struct MadsimOp {
     pub seq: u64,
     pub ranks_called: u32,
     pub ranks_completed: u32,
-    /// Every completion equals the reference, and the ranks agree (DESIGN §5).
+    /// Every completion equals the reference, and the ranks agree (the agreement and validity
+    /// properties).
     pub correct: bool,
     /// Distinct non-empty result hashes, as traces print them (`{:016x}` of `Buffer::hash`).
     pub results: Vec<String>,
@@ -96,34 +97,29 @@ struct RankView {
     paused: bool,
     /// The rank's last collective has not completed.
     pending: bool,
-    /// The call the rank is in: (fingerprint, iteration, index).
-    call: Option<(Fingerprint, u32, u32)>,
-    /// The members of the generation the rank installed last (None: the world).
-    members: Option<Arc<Members>>,
 }
 
-pub(super) struct Observer {
+pub(super) struct Judge {
     cfg: Arc<ProcConfig>,
-    seed: u64,
+    /// Result checks, generations, watchdogs.
+    observer: Observer,
     /// Ranks of the world, then the store when there is one.
     ranks: Vec<RankView>,
     world: usize,
     ops: BTreeMap<(GroupId, Generation, SeqNo), MadsimOp>,
-    generations: Vec<(Generation, Arc<Members>, Nanos)>,
     stop: Option<(MadsimStop, Nanos)>,
     last_progress: Nanos,
     messages: u64,
 }
 
-impl Observer {
-    pub(super) fn new(cfg: Arc<ProcConfig>, seed: u64, world: usize, nodes: usize) -> Observer {
-        Observer {
+impl Judge {
+    pub(super) fn new(cfg: Arc<ProcConfig>, seed: u64, world: usize, nodes: usize) -> Judge {
+        Judge {
+            observer: Observer::new(cfg.clone(), seed, nodes),
             cfg,
-            seed,
             ranks: vec![RankView::default(); nodes],
             world,
             ops: BTreeMap::new(),
-            generations: Vec::new(),
             stop: None,
             last_progress: 0,
             messages: 0,
@@ -150,6 +146,7 @@ impl Observer {
             incarnation,
             ..RankView::default()
         };
+        self.observer.forget(r as u32);
     }
 
     /// Node `r` was killed; `restart` when a fresh process will start later.
@@ -161,6 +158,7 @@ impl Observer {
             restart_pending: restart,
             ..RankView::default()
         };
+        self.observer.forget(r as u32);
         self.check_end(now);
     }
 
@@ -184,119 +182,71 @@ impl Observer {
     }
 
     pub(super) fn event(&mut self, r: usize, pe: ProtoEvent, now: Nanos) {
-        match pe {
+        let call = match &pe {
             ProtoEvent::Call {
                 iteration,
                 index,
                 fp,
                 ..
-            } => {
-                self.last_progress = now;
-                self.ranks[r].call = Some((fp, iteration, index));
-                self.ranks[r].pending = true;
-                let op = self.ops.entry(fp.slot()).or_insert_with(|| MadsimOp {
-                    iteration,
-                    index,
-                    op: fp.op,
-                    group: fp.group.0,
-                    generation: fp.generation.0,
-                    seq: fp.seq.0,
-                    ranks_called: 0,
-                    ranks_completed: 0,
-                    correct: true,
-                    results: Vec::new(),
-                    calls: Vec::new(),
-                });
-                op.ranks_called += 1;
-                let call = MadsimCall {
-                    iteration,
-                    index,
-                    fp,
-                };
-                if !op.calls.contains(&call) {
-                    op.calls.push(call);
+            } => Some(MadsimCall {
+                iteration: *iteration,
+                index: *index,
+                fp: *fp,
+            }),
+            _ => None,
+        };
+        let seen = self.observer.observe(r as u32, now, pe, true);
+        if seen.hint.progress() {
+            self.last_progress = now;
+        }
+        if let Some(call) = call {
+            self.ranks[r].pending = true;
+            let fp = call.fp;
+            let op = self.ops.entry(fp.slot()).or_insert_with(|| MadsimOp {
+                iteration: call.iteration,
+                index: call.index,
+                op: fp.op,
+                group: fp.group.0,
+                generation: fp.generation.0,
+                seq: fp.seq.0,
+                ranks_called: 0,
+                ranks_completed: 0,
+                correct: true,
+                results: Vec::new(),
+                calls: Vec::new(),
+            });
+            op.ranks_called += 1;
+            if !op.calls.contains(&call) {
+                op.calls.push(call);
+            }
+        }
+        if let Some(Event::Complete {
+            group,
+            generation,
+            seq,
+            result,
+            correct,
+            ..
+        }) = seen.event
+        {
+            self.ranks[r].pending = false;
+            if let Some(op) = self.ops.get_mut(&(group, generation, seq)) {
+                op.ranks_completed += 1;
+                op.correct &= correct == Some(true);
+                // the trace's hash of the result bits; empty when the rank holds none
+                if !result.is_empty() && !op.results.contains(&result) {
+                    op.results.push(result);
                 }
             }
-            ProtoEvent::Complete {
-                group,
-                generation,
-                seq,
-                result,
-                ..
-            } => {
-                self.last_progress = now;
-                self.ranks[r].pending = false;
-                let correct = match self.ranks[r].call.take() {
-                    Some((fp, it, ix)) => self.check_result(r, fp, it, ix, &result),
-                    None => false,
-                };
-                if let Some(op) = self.ops.get_mut(&(group, generation, seq)) {
-                    op.ranks_completed += 1;
-                    op.correct &= correct;
-                    if !result.is_empty() {
-                        let hash = format!("{:016x}", result.hash());
-                        if !op.results.contains(&hash) {
-                            op.results.push(hash);
-                        }
-                    }
-                }
-            }
-            ProtoEvent::Abort { reason, .. } => {
-                self.ranks[r].call = None;
-                if reason.starts_with("watchdog") && self.cfg.elastic.is_none() {
-                    // without elastic membership the watchdog tears the job down
-                    self.stop_at(MadsimStop::Watchdog { rank: r as u32 }, now);
-                }
-            }
-            ProtoEvent::Membership(MemberEvent::GenerationFormed {
-                generation,
-                proposal,
-                ..
-            }) => {
-                self.last_progress = now;
-                self.ranks[r].members = Some(proposal.members.clone());
-                if !self.generations.iter().any(|g| g.0 == generation) {
-                    self.generations
-                        .push((generation, proposal.members.clone(), now));
-                }
-            }
-            ProtoEvent::Iteration { .. }
-            | ProtoEvent::WorkloadDone
-            | ProtoEvent::RejoinRefused { .. }
-            | ProtoEvent::Registry(_) => self.last_progress = now,
-            ProtoEvent::Step { .. }
-            | ProtoEvent::FlightRecord { .. }
-            | ProtoEvent::Membership(_) => {}
+        }
+        if seen.hint.watchdog() && self.cfg.elastic.is_none() {
+            // without elastic membership the watchdog tears the job down
+            self.stop_at(MadsimStop::Watchdog { rank: r as u32 }, now);
         }
     }
 
-    /// Compares a rank's result with the reference computed from the members' inputs.
-    fn check_result(
-        &self,
-        r: usize,
-        fp: Fingerprint,
-        iteration: u32,
-        index: u32,
-        result: &crate::proto::Buffer,
-    ) -> bool {
-        call_correct(
-            &self.cfg,
-            self.seed,
-            self.ranks[r].members.as_ref(),
-            Rank(r as u32),
-            fp,
-            iteration,
-            index,
-            result,
-        )
-    }
-
     fn latest_generation(&self) -> Generation {
-        self.generations
-            .iter()
-            .map(|g| g.0)
-            .max()
-            .unwrap_or_default()
+        self.observer.latest_generation()
     }
 
     /// Every live member that installed the latest generation has finished (the engine's
@@ -369,12 +319,13 @@ impl Observer {
             _ => Outcome::Stalled,
         };
         let mut generations: Vec<MadsimGeneration> = self
-            .generations
+            .observer
+            .generations()
             .iter()
-            .map(|(g, m, t)| MadsimGeneration {
-                generation: g.0,
-                members: m.ranks.iter().map(|r| r.0).collect(),
-                formed_ns: *t,
+            .map(|g| MadsimGeneration {
+                generation: g.generation.0,
+                members: g.members.ranks.iter().map(|r| r.0).collect(),
+                formed_ns: g.formed_ns,
             })
             .collect();
         generations.sort_by_key(|g| g.generation);

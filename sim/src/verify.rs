@@ -1,7 +1,9 @@
-//! The expected result of a collective, computed directly from the members' inputs.
+//! The expected result of a collective, computed directly from the members' inputs, and the
+//! check of a rank's result against it. Every driver checks completed calls this way (through
+//! [`crate::observe::Observer`]); so do the properties.
 
 use crate::proto::collective::{block_elems, input_len, Ctx, Members};
-use crate::proto::{Buffer, Fingerprint, GroupId, ProcConfig, Rank};
+use crate::proto::{Buffer, Fingerprint, Rank};
 use crate::scenario::OpKind;
 use std::sync::Arc;
 
@@ -108,38 +110,44 @@ pub fn matches_reference(
     }
 }
 
-/// Whether `rank`'s `result` of call `fp` (at `iteration`, `index` of the workload seeded
-/// `seed`) is right, for a driver that keeps no reference cache: the call reduces over the
-/// world, or over `generation` (the members of the generation the rank is in) once the group
-/// was rebuilt, or over the mesh sub-group the fingerprint names.
-#[allow(clippy::too_many_arguments)]
-pub fn call_correct(
-    cfg: &ProcConfig,
-    seed: u64,
-    generation: Option<&Arc<Members>>,
-    rank: Rank,
-    fp: Fingerprint,
-    iteration: u32,
-    index: u32,
-    result: &Buffer,
-) -> bool {
-    let members = if fp.group == GroupId(0) {
-        match generation {
-            Some(m) if fp.generation.0 > 0 => m.clone(),
-            _ => cfg.world_members.clone(),
+/// The reference results of the calls checked last, so that the p ranks of one call compute it
+/// once (few calls are in flight at once).
+#[derive(Default)]
+pub struct References {
+    /// By call and members, most recent last.
+    recent: Vec<(CallKey, Arc<Members>, Option<Buffer>)>,
+}
+
+impl References {
+    /// How many calls are remembered.
+    const KEPT: usize = 8;
+
+    /// Whether `rank`'s `result` of the call `key` over `members` is right.
+    pub fn check(
+        &mut self,
+        key: CallKey,
+        members: &Arc<Members>,
+        rank: Rank,
+        result: &Buffer,
+    ) -> bool {
+        if members.index(rank).is_none() {
+            return false;
         }
-    } else {
-        match cfg.group_members(fp.group) {
-            Some(m) => m,
-            None => return false,
-        }
-    };
-    let key = CallKey {
-        fp,
-        iteration,
-        index,
-        seed,
-    };
-    let full = full_reference(&key, &members.ranks);
-    matches_reference(&fp, full, &members, rank, result)
+        let found = self
+            .recent
+            .iter()
+            .find(|(k, m, _)| *k == key && (Arc::ptr_eq(m, members) || **m == **members));
+        let full = match found {
+            Some((_, _, b)) => b.clone(),
+            None => {
+                let b = full_reference(&key, &members.ranks);
+                if self.recent.len() >= Self::KEPT {
+                    self.recent.remove(0);
+                }
+                self.recent.push((key.clone(), members.clone(), b.clone()));
+                b
+            }
+        };
+        matches_reference(&key.fp, full, members, rank, result)
+    }
 }

@@ -1,0 +1,148 @@
+//! When a run is over, and how it ended.
+//!
+//! After every event the engine looks whether the run can stop: every rank finished (or is dead
+//! for good, or refused); a watchdog fired without elastic membership (the job is torn down);
+//! nothing is left to happen (an empty queue, resends that can never arrive, heartbeats of a
+//! registry workload that cannot go on); the time limit passed. Elastic runs have rules of their
+//! own (see `membership`). The ranks' protocol events reach these rules as [`Hint`]s of the
+//! [`Observer`](crate::observe::Observer).
+
+use super::Engine;
+use super::Stats;
+use crate::observe::Hint;
+use crate::proto::{ProtoEvent, RankStatus};
+use crate::scenario::Outcome;
+use crate::units::Nanos;
+
+/// Why a run stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every rank finished (or is dead for good, or refused).
+    AllFinished,
+    /// A watchdog fired without elastic membership: the job crashes.
+    Watchdog {
+        rank: u32,
+    },
+    /// Nothing left to happen.
+    Quiescent,
+    /// Elastic: after the last fault, no rank got further into the workload for
+    /// [`NO_PROGRESS_ROUNDS`] recovery rounds (watchdog timeout, detection, compute) plus the
+    /// time to redo one iteration's calls: the group keeps rebuilding around a rank that never
+    /// progresses (a hang, or a mismatched call it repeats in every generation), so the run
+    /// would go on forever. It stops at the first abort after that window, when the ranks
+    /// still show the calls they are stuck in (or after a second window without one).
+    NoProgress,
+    TimeLimit,
+    Interrupted,
+}
+
+/// See [`StopReason::NoProgress`].
+pub const NO_PROGRESS_ROUNDS: u64 = 4;
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunResult {
+    pub outcome: Outcome,
+    pub end_ns: Nanos,
+    pub stop: StopReason,
+    pub stats: Stats,
+}
+
+impl Engine<'_> {
+    /// What the observer makes of `rank`'s protocol event: its trace event (when recording),
+    /// and what it means for the end of the run.
+    pub(super) fn proto_event(&mut self, rank: u32, pe: ProtoEvent) {
+        let seen = self.observer.observe(rank, self.now, pe, self.record);
+        if let Some(ev) = seen.event {
+            self.emit(ev);
+        }
+        let hint = seen.hint;
+        if hint.may_end() {
+            self.maybe_finished = true;
+        }
+        match hint {
+            // progress is a call completed further into the workload than any before: a group
+            // that rebuilds and fails at the same call again does not progress
+            Hint::Completed { iteration, index }
+                if self.frontier.is_none_or(|f| (iteration, index) > f) =>
+            {
+                self.frontier = Some((iteration, index));
+                self.progress_ns = self.now;
+            }
+            Hint::Aborted { watchdog } => {
+                if watchdog && self.stop.is_none() && self.elastic.is_none() {
+                    // without elastic membership the watchdog tears the job down
+                    self.stop = Some(StopReason::Watchdog { rank });
+                }
+                if self.no_progress && self.stop.is_none() {
+                    self.stop = Some(StopReason::NoProgress);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A registry workload (no collectives, so no watchdog) that cannot go on: every live
+    /// node ran all its registry steps, and some node hangs, so it will never be done.
+    pub(super) fn registry_stuck(&self) -> bool {
+        if self.pending_faults > 0 {
+            return false;
+        }
+        let mut hung = false;
+        for s in &self.slots[..self.ranks as usize] {
+            match &s.proc {
+                None if s.restart_pending => return false,
+                None => {}
+                Some(p) if p.registry().is_some_and(|r| !r.finished()) => return false,
+                Some(p) => match p.status() {
+                    RankStatus::Hung { .. } => hung = true,
+                    RankStatus::Done | RankStatus::Refused => {}
+                    _ => return false,
+                },
+            }
+        }
+        hung
+    }
+
+    pub(super) fn all_finished(&self) -> bool {
+        if self.elastic.is_some() {
+            return self.elastic_finished();
+        }
+        self.slots[..self.ranks as usize]
+            .iter()
+            .all(|s| match &s.proc {
+                None => !s.restart_pending,
+                Some(p) => {
+                    s.held == 0 && matches!(p.status(), RankStatus::Done | RankStatus::Refused)
+                }
+            })
+    }
+
+    /// The outcome so far (final once the run has stopped).
+    pub fn result(&self) -> RunResult {
+        let stop = self.stop.clone().unwrap_or(StopReason::Quiescent);
+        // without collectives (a registry workload), a dead node's workload just stops
+        let dead_ok = self.cfg.ops.is_empty();
+        let all_done = if self.elastic.is_some() {
+            self.elastic_finished()
+        } else {
+            self.slots[..self.ranks as usize].iter().all(|s| {
+                s.proc.as_ref().map_or(dead_ok && !s.restart_pending, |p| {
+                    p.status() == RankStatus::Done
+                })
+            })
+        };
+        let outcome = match stop {
+            StopReason::TimeLimit | StopReason::Interrupted if !all_done => Outcome::TimedOut,
+            _ if all_done && self.latest_generation().0 > 0 => Outcome::Rebuilt,
+            _ if all_done => Outcome::Completed,
+            _ => Outcome::Stalled,
+        };
+        RunResult {
+            outcome,
+            end_ns: self.now,
+            stop,
+            stats: self.stats,
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! Messages on their way: a rank's send goes through the network model (and the faults on its
+//! link) into the queue; it is delivered, lost and sent again, or dropped because its sender or
+//! receiver died.
+
+use super::{Engine, Ev};
+use crate::proto::{Input, Msg, Rank};
+use crate::trace::Event;
+use crate::units::Nanos;
+
+/// Why a message was lost; the trace's `drop` events name it (`DropReason::as_str`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// A partition cuts the link (a reliable message is sent again).
+    Partition,
+    /// A `loss` fault took it (a reliable message is sent again).
+    Loss,
+    /// The sender died before it arrived.
+    SenderDied,
+    /// The receiver died (or restarted) before it arrived.
+    ReceiverDied,
+}
+
+impl DropReason {
+    /// As traces write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::Partition => "partition",
+            DropReason::Loss => "loss",
+            DropReason::SenderDied => "sender died",
+            DropReason::ReceiverDied => "receiver died",
+        }
+    }
+}
+
+impl std::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A message on its way.
+#[derive(Debug)]
+pub(super) struct Flight {
+    id: u64,
+    from: u32,
+    to: u32,
+    msg: Msg,
+    bytes: u64,
+    reliable: bool,
+    from_inc: u32,
+    to_inc: u32,
+    /// Already through the receive port.
+    received: bool,
+    /// A resend that can never arrive (see [`Engine::doomed`]), counted there.
+    doomed: bool,
+}
+
+impl Engine<'_> {
+    /// Carries out `rank`'s `Output::Send`.
+    #[inline(always)]
+    pub(super) fn send(&mut self, rank: u32, to: Rank, msg: Msg, bytes: u64, reliable: bool) {
+        let id = self.next_msg;
+        self.next_msg += 1;
+        let from_inc = self.incarnations[rank as usize];
+        let to_inc = self.incarnations.get(to.idx()).copied().unwrap_or(0);
+        self.stats.messages_sent += 1;
+        self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn transmit(
+        &mut self,
+        id: u64,
+        from: u32,
+        to: u32,
+        msg: Msg,
+        bytes: u64,
+        reliable: bool,
+        from_inc: u32,
+        to_inc: u32,
+    ) {
+        let mut extra = 0;
+        let mut lost = None;
+        if self.faults.has_active_net() {
+            if self.faults.partitioned(from, to) {
+                lost = Some(DropReason::Partition);
+            } else {
+                let rate = self.faults.loss_rate(from, to);
+                if rate > 0.0 && self.rng.unit() < rate {
+                    lost = Some(DropReason::Loss);
+                }
+            }
+            extra += self.faults.extra_delay(from, to, &mut self.rng);
+        }
+        if self.net.jitter > 0 {
+            extra += self.rng.up_to(self.net.jitter);
+        }
+        let timing = self.net.send(self.now, from, to, bytes, extra);
+        if self.record {
+            let (seq, step) = match &msg {
+                Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),
+                Msg::Elastic(_) | Msg::Registry(_) => (None, None),
+            };
+            self.emit(Event::Send {
+                id,
+                from,
+                to,
+                bytes,
+                msg: msg.kind().into(),
+                seq,
+                step,
+                arrive_ns: timing.arrive,
+            });
+        }
+        let flight = move || Flight {
+            id,
+            from,
+            to,
+            msg,
+            bytes,
+            reliable,
+            from_inc,
+            to_inc,
+            received: false,
+            doomed: false,
+        };
+        match lost {
+            None => self.push_with(timing.arrive, || Ev::Deliver(flight())),
+            Some(reason) => self.lose(flight(), reason, timing.depart),
+        }
+    }
+
+    /// A lost reliable message is sent again (unless its sender died meanwhile).
+    pub(super) fn resend(&mut self, f: Flight) {
+        self.doomed -= usize::from(f.doomed);
+        let Flight {
+            id,
+            from,
+            to,
+            msg,
+            bytes,
+            reliable,
+            from_inc,
+            to_inc,
+            ..
+        } = f;
+        if self.incarnations[from as usize] != from_inc {
+            return; // the sender died: nobody resends
+        }
+        self.transmit(id, from, to, msg, bytes, reliable, from_inc, to_inc);
+    }
+
+    /// A message is lost on the wire: resent after the retransmit timeout if reliable.
+    fn lose(&mut self, mut f: Flight, reason: DropReason, at: Nanos) {
+        self.stats.messages_dropped += 1;
+        if self.record {
+            self.emit(Event::Drop {
+                id: f.id,
+                from: f.from,
+                to: f.to,
+                reason: reason.as_str().into(),
+                retransmit: f.reliable,
+            });
+        }
+        if f.reliable {
+            let when = at.max(self.now) + self.net.retransmit;
+            f.doomed = reason == DropReason::Partition && self.pending_faults == 0;
+            self.doomed += usize::from(f.doomed);
+            self.push(when, Ev::Resend(f));
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn deliver(&mut self, mut f: Flight) {
+        let from_alive = self.incarnations[f.from as usize] == f.from_inc;
+        let to_slot = &self.slots[f.to as usize];
+        let drop_reason = if !from_alive {
+            Some(DropReason::SenderDied)
+        } else if self.incarnations[f.to as usize] != f.to_inc || !to_slot.alive() {
+            Some(DropReason::ReceiverDied)
+        } else {
+            None
+        };
+        if let Some(reason) = drop_reason {
+            self.stats.messages_dropped += 1;
+            if self.record {
+                self.emit(Event::Drop {
+                    id: f.id,
+                    from: f.from,
+                    to: f.to,
+                    reason: reason.as_str().into(),
+                    retransmit: false,
+                });
+            }
+            return;
+        }
+        if !f.received {
+            if self.faults.has_active_net() && self.faults.partitioned(f.from, f.to) {
+                let now = self.now;
+                return self.lose(f, DropReason::Partition, now);
+            }
+            let done = self.net.receive(f.from, f.to, self.now, f.bytes);
+            f.received = true;
+            if done > self.now {
+                self.push(done, Ev::Deliver(f));
+                return;
+            }
+        }
+        let slot = &self.slots[f.to as usize];
+        if slot.paused || self.now < slot.cpu_free || slot.held > 0 {
+            let to = f.to;
+            self.defer(to, Ev::Deliver(f));
+            return;
+        }
+        self.stats.messages_delivered += 1;
+        if self.record {
+            self.emit(Event::Deliver {
+                id: f.id,
+                from: f.from,
+                to: f.to,
+            });
+        }
+        self.input(
+            f.to,
+            Input::Message {
+                from: Rank(f.from),
+                msg: f.msg,
+            },
+        );
+    }
+}
