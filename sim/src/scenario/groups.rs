@@ -54,7 +54,9 @@ fn named_base(s: &Scenario) -> u32 {
         .mesh
         .as_ref()
         .filter(|m| MeshLayout::new(m, s.world.size).is_some());
-    1 + mesh.map_or(0, |m| m.shape.iter().map(|&n| s.world.size / n.max(1)).sum())
+    1 + mesh.map_or(0, |m| {
+        m.shape.iter().map(|&n| s.world.size / n.max(1)).sum()
+    })
 }
 
 /// The id and members of `rank`'s sub-group of `[[groups]]` entry `name`.
@@ -100,7 +102,10 @@ mod tests {
         .unwrap();
         // dp: 4 sub-groups (1..=4), tp: 2 (5, 6); pp: 7..=10; evens: 11
         assert_eq!(named_subgroup(&s, "pp", 5), Some((GroupId(8), vec![1, 5])));
-        assert_eq!(named_subgroup(&s, "evens", 2), Some((GroupId(11), vec![6, 0, 2, 4])));
+        assert_eq!(
+            named_subgroup(&s, "evens", 2),
+            Some((GroupId(11), vec![6, 0, 2, 4]))
+        );
         assert_eq!(named_subgroup(&s, "evens", 3), None);
         assert_eq!(subgroup_of(&s, "tp", 6), Some(vec![4, 5, 6, 7]));
         assert_eq!(subgroup_of(&s, "dp", 6), Some(vec![2, 6]));

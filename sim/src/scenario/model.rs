@@ -246,9 +246,14 @@ impl<'de> Deserialize<'de> for GroupRanks {
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = GroupRanks;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a list of ranks, e.g. [0, 1, 2], or a list of lists, e.g. [[0, 2], [1, 3]]")
+                f.write_str(
+                    "a list of ranks, e.g. [0, 1, 2], or a list of lists, e.g. [[0, 2], [1, 3]]",
+                )
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<GroupRanks, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<GroupRanks, A::Error> {
                 #[derive(Deserialize)]
                 #[serde(untagged)]
                 enum Item {

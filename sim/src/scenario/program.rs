@@ -86,11 +86,10 @@ pub fn calls(s: &Scenario, rank: u32) -> Vec<(OpSpec, Source)> {
 pub fn stage_of(s: &Scenario, pipe: &Pipeline, rank: u32) -> Option<(u32, u32)> {
     match &pipe.group {
         None => Some((rank, s.world.size)),
-        Some(name) => super::groups::subgroup_of(s, name, rank)
-            .map(|members| {
-                let at = members.iter().position(|&r| r == rank).unwrap_or(0);
-                (at as u32, members.len() as u32)
-            }),
+        Some(name) => super::groups::subgroup_of(s, name, rank).map(|members| {
+            let at = members.iter().position(|&r| r == rank).unwrap_or(0);
+            (at as u32, members.len() as u32)
+        }),
     }
 }
 

@@ -4,8 +4,8 @@
 //! `faults[1]`), which the parser maps back to a line of the file. Checks run in the order the
 //! sections are usually written, so the first error reported is the first one a reader meets.
 
-use super::{groups, program};
 use super::model::*;
+use super::{groups, program};
 use crate::units::Duration;
 
 mod support;
@@ -320,9 +320,7 @@ fn op_spec(s: &Scenario, k: &str, op: &OpSpec) -> Result<(), Invalid> {
         if !kind.rooted() {
             return fail(
                 format!("{k}.root"),
-                format!(
-                    "a {kind} has no root: only broadcast, reduce, gather and scatter do"
-                ),
+                format!("a {kind} has no root: only broadcast, reduce, gather and scatter do"),
             );
         }
         rank_in_world(s, &format!("{k}.root"), root)?;
@@ -396,7 +394,7 @@ fn op_in_workload(
     k: &str,
     rank: u32,
     op_index: Option<u32>,
-) -> Result<(usize, OpSpec), Invalid> {
+) -> Result<(usize, OpSpec, program::Source), Invalid> {
     let index = op_index.unwrap_or(0) as usize;
     let calls = program::calls(s, rank);
     let ops = calls.len();
@@ -416,7 +414,17 @@ fn op_in_workload(
             format!("op {index} does not exist: {which}"),
         );
     }
-    Ok((index, calls[index].0.clone()))
+    let (op, source) = calls[index].clone();
+    Ok((index, op, source))
+}
+
+/// Where a call was declared, as the scenario file names it.
+fn declared(source: program::Source) -> String {
+    match source {
+        program::Source::Shared(i) => format!("workload.ops[{i}]"),
+        program::Source::Program(p, i) => format!("workload.programs[{p}].ops[{i}]"),
+        program::Source::Pipeline(i) => format!("call {i} of the pipeline stage"),
+    }
 }
 
 /// `delay` and `loss` act on exactly one of a rank's links or one link.
@@ -530,7 +538,7 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
         } => {
             rank_in_world(s, &rank_key, *rank)?;
             iteration_in_workload(s, k, *iteration)?;
-            let (index, target) = op_in_workload(s, k, *rank, *op_index)?;
+            let (_, target, source) = op_in_workload(s, k, *rank, *op_index)?;
             if let Some(r) = root {
                 rank_in_world(s, &format!("{k}.root"), *r)?;
             }
@@ -546,12 +554,6 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
                     );
                 }
             }
-            if root.is_some() && !op.unwrap_or(target.op).rooted() {
-                return fail(
-                    format!("{k}.root"),
-                    format!("call {index} is a {}, which has no root", op.unwrap_or(target.op)),
-                );
-            }
             let changes = op.is_some_and(|o| o != target.op)
                 || bytes.is_some_and(|b| b != target.bytes)
                 || root.is_some_and(|r| r != target.root.unwrap_or(0))
@@ -561,7 +563,8 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
                     k,
                     format!(
                         "this mismatch changes nothing: give at least one of `op`, `bytes`, \
-                         `root` or `dtype` that differs from call {index} of rank {rank}"
+                         `root` or `dtype` that differs from {}",
+                        declared(source)
                     ),
                 );
             }
@@ -682,7 +685,9 @@ fn named_groups(s: &Scenario) -> Result<(), Invalid> {
                     let why = if other == j {
                         format!("rank {r} is listed twice")
                     } else {
-                        format!("rank {r} is in sub-groups {other} and {j}: a rank is in at most one")
+                        format!(
+                            "rank {r} is in sub-groups {other} and {j}: a rank is in at most one"
+                        )
                     };
                     return fail(key, why);
                 }
