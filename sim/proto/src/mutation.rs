@@ -59,6 +59,14 @@ pub enum Mutation {
     /// counter instead of by insertion order, so two runs of one scenario and seed differ.
     /// Caught by determinism.
     NondeterministicTies,
+    /// Point-to-point: a recv takes the latest message its peer sent it that is still waiting,
+    /// not the one of its order, so a message lands in the wrong recv when several wait (a
+    /// pipeline stage that runs ahead). Caught by validity (the recv's data is another
+    /// message's).
+    P2pTakeLatest,
+    /// Point-to-point: a receiver never acknowledges a rendezvous send, so the sender waits
+    /// for good. Caught by liveness.
+    NoRendezvousAck,
 }
 
 impl Mutation {

@@ -1,5 +1,5 @@
 //! The vocabulary the protocols share with the scenario format: ops, algorithms, element types,
-//! reduction operators, rendezvous kinds, device meshes and registry actions. Their serde names are
+//! reduction operators, rendezvous kinds, device meshes, point-to-point peers and registry actions. Their serde names are
 //! the scenario file's words (`"reduce_scatter"`, `"recursive_doubling"`, `"f32"`).
 
 use serde::{Deserialize, Serialize};
@@ -255,4 +255,75 @@ pub enum RegistryAction {
     Broadcast,
     Query,
     Monitor,
+}
+
+/// `peer` of a send or recv: a rank of the op's group, or the next or previous one (no
+/// wrap-around).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Peer {
+    Rank(u32),
+    Step(PeerStep),
+}
+
+impl<'de> Deserialize<'de> for Peer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Peer;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a rank of the group (an integer), or \"next\" or \"prev\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Peer, E> {
+                u32::try_from(v)
+                    .map(Peer::Rank)
+                    .map_err(|_| E::custom(format!("peer {v} is out of range")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Peer, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom(format!("peer {v} is not a rank")))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Peer, E> {
+                match v {
+                    "next" => Ok(Peer::Step(PeerStep::Next)),
+                    "prev" => Ok(Peer::Step(PeerStep::Prev)),
+                    _ => Err(E::custom(format!(
+                        "`{v}` is not a peer: use a rank of the group, \"next\" or \"prev\""
+                    ))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerStep {
+    Next,
+    Prev,
+}
+
+impl Peer {
+    /// The group rank this peer names for group rank `me` of a group of `p`: None when there is
+    /// no such rank (past either end: no wrap-around).
+    pub fn resolve(self, me: u32, p: u32) -> Option<u32> {
+        let r = match self {
+            Peer::Rank(r) => r,
+            Peer::Step(PeerStep::Next) => me.checked_add(1)?,
+            Peer::Step(PeerStep::Prev) => me.checked_sub(1)?,
+        };
+        (r < p).then_some(r)
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Rank(r) => write!(f, "{r}"),
+            Peer::Step(PeerStep::Next) => f.write_str("next"),
+            Peer::Step(PeerStep::Prev) => f.write_str("prev"),
+        }
+    }
 }

@@ -245,8 +245,8 @@ impl CauseBook {
         self.note(&key, || {
             let what = fold.ranks[waiter as usize]
                 .call_at(slot)
-                .map(|c| call_name(&c.sig, slot.2 .0))
-                .unwrap_or_else(|| format!("collective #{}", slot.2));
+                .map(|c| call_name(&c.sig, slot.seq.0))
+                .unwrap_or_else(|| format!("collective #{}", slot.seq));
             let v = &fold.ranks[r as usize];
             let text = match v.call.as_ref().filter(|_| v.state != RankState::Done) {
                 Some(c) => format!(
@@ -260,6 +260,26 @@ impl CauseBook {
                 ),
             };
             (text, vec![r])
+        });
+        key
+    }
+
+    /// Rank `a` waits in `slot`, a call that rank `b`'s program never makes, while `b` runs
+    /// the program the scenario declares and `a` a program of its own: `a`'s call is extra.
+    pub fn extra(&mut self, fold: &Fold, a: u32, slot: Slot, b: u32) -> RootCause {
+        let key = RootCause::Mismatch(Rank(a));
+        self.note(&key, || {
+            let what = fold.ranks[a as usize]
+                .call_at(slot)
+                .map(|c| call_name(&c.sig, slot.seq.0))
+                .unwrap_or_else(|| format!("call #{}", slot.seq));
+            (
+                format!(
+                    "rank {a} issued {what}, which rank {b} never issues: rank {a} runs a \
+                     program of its own with an extra call"
+                ),
+                vec![a],
+            )
         });
         key
     }
@@ -283,14 +303,17 @@ impl CauseBook {
     }
 
     /// Compares every rank's signature of `slot`. Ranks are grouped by the parameters they
-    /// called it with (what their messages carry). The group with the earliest call site is
-    /// right: no fault moves a call earlier in a rank's program, while a skipped call moves the
-    /// rank's later calls up to its number. Among groups at that site the one whose call the
-    /// scenario's program declares is right (however many ranks share a mismatch), then the
-    /// largest, then the group with the lowest rank. Every rank outside it is a culprit: `skipped`
-    /// when it is at a later call of its program (it skipped the one the others are in), else
-    /// `mismatch`. Ranks with the right parameters at another call site consume the same
-    /// messages, so they are no culprit here.
+    /// called it with (what their messages carry). Ranks that run the program the scenario
+    /// declares (`[[workload.ops]]`, the pipeline) are right against a `[[workload.programs]]`
+    /// entry, which is the deviation. Then, between ranks of one program, the group with the
+    /// earliest call site is right: no fault moves a call earlier in a rank's program, while a
+    /// skipped call moves the rank's later calls up to its number. Among groups at that site
+    /// the one whose call the scenario's program declares is right (however many ranks share a
+    /// mismatch), then the largest, then the group with the lowest rank. Every rank outside it
+    /// is a culprit: `skipped` when it is at a later call of the same program (it skipped the
+    /// one the others are in), else `mismatch`. Ranks with the right parameters at another
+    /// call site consume the same messages, so they are no culprit here. The two ends of a
+    /// message run different programs: there only the declared call and the rank decide.
     fn judge(&mut self, fold: &Fold, slot: Slot) -> SlotVerdict {
         let mut culprits = BTreeMap::new();
         let Some(op) = fold.ops.get(&slot) else {
@@ -300,19 +323,26 @@ impl CauseBook {
         if vs.len() < 2 {
             return SlotVerdict { culprits };
         }
+        let w = fold.workload.as_deref();
         let declared = |v: &Variant| {
-            fold.workload.as_ref().is_some_and(|w| {
-                w.ops.get(v.sig.index as usize).is_some_and(|o| {
-                    o.op == v.sig.op
-                        && o.algorithm == v.sig.algorithm
-                        && o.bytes == v.sig.bytes
-                        && o.root == v.sig.root
-                        && o.reduce == v.sig.reduce
-                        && o.dtype == v.sig.dtype
-                        && w.elements == v.sig.elements
+            w.is_some_and(|w| {
+                v.ranks.iter().any(|&r| {
+                    w.declared_call(r, v.sig.index).is_some_and(|o| {
+                        o.op == v.sig.op
+                            && o.algorithm == v.sig.algorithm
+                            && o.bytes == v.sig.bytes
+                            && o.root == v.sig.root
+                            && o.reduce == v.sig.reduce
+                            && o.dtype == v.sig.dtype
+                            && w.elements == v.sig.elements
+                    })
                 })
             })
         };
+        let callers = || vs.iter().flat_map(|v| v.ranks.iter().copied());
+        // call sites compare only within one program
+        let comparable =
+            slot.pair.is_none() && callers().all(|r| callers().all(|q| fold.same_program(r, q)));
         // groups of variants with equal parameters, by the index of their first variant
         let mut groups: Vec<Vec<usize>> = Vec::new();
         for (k, v) in vs.iter().enumerate() {
@@ -324,13 +354,25 @@ impl CauseBook {
         let rank_key = |g: &Vec<usize>| {
             let count: u32 = g.iter().map(|&k| vs[k].count).sum();
             let decl = g.iter().any(|&k| declared(&vs[k]));
-            let site = g.iter().map(|&k| vs[k].sig.site()).min().unwrap_or((0, 0));
+            let conforming = g
+                .iter()
+                .any(|&k| vs[k].ranks.iter().any(|&r| fold.declared(r)));
+            let site = match comparable {
+                true => g.iter().map(|&k| vs[k].sig.site()).min().unwrap_or((0, 0)),
+                false => (0, 0),
+            };
             let low = g
                 .iter()
                 .flat_map(|&k| vs[k].ranks.iter().copied())
                 .min()
                 .unwrap_or(u32::MAX);
-            (std::cmp::Reverse(site), decl, count, std::cmp::Reverse(low))
+            (
+                conforming,
+                std::cmp::Reverse(site),
+                decl,
+                count,
+                std::cmp::Reverse(low),
+            )
         };
         let Some(best) = groups.iter().max_by_key(|g| rank_key(g)) else {
             return SlotVerdict { culprits };
@@ -344,9 +386,9 @@ impl CauseBook {
             .iter()
             .flat_map(|&k| vs[k].ranks.iter().copied())
             .collect();
-        let seq = slot.2 .0;
+        let seq = slot.seq.0;
         for v in vs.iter().filter(|v| !v.sig.same_params(&want)) {
-            let skipped = v.sig.site() > want.site();
+            let skipped = comparable && v.sig.site() > want.site();
             for &r in &v.ranks {
                 let key = if skipped {
                     RootCause::Skipped(Rank(r))

@@ -199,7 +199,7 @@ impl Engine<'_> {
             if let Some(cfg) = self.elastic.as_ref() {
                 let round = self.cfg.timeout + cfg.rendezvous_timeout() + self.cfg.compute;
                 // a rebuilt group redoes at most one iteration's calls before it gets further
-                let redo = self.cfg.compute + self.cfg.ops.len() as u64 * self.cfg.timeout;
+                let redo = self.cfg.compute + self.cfg.max_calls() as u64 * self.cfg.timeout;
                 let window = super::NO_PROGRESS_ROUNDS * round + redo;
                 let idle = self.now - self.progress_ns;
                 // stop at the next abort, while every rank still shows the call it is stuck

@@ -59,20 +59,6 @@ fn named_base(s: &Scenario) -> u32 {
     })
 }
 
-/// The id and members of `rank`'s sub-group of `[[groups]]` entry `name`.
-pub fn named_subgroup(s: &Scenario, name: &str, rank: u32) -> Option<(GroupId, Vec<u32>)> {
-    let mut id = named_base(s);
-    for g in &s.groups {
-        for members in g.ranks.subgroups() {
-            if g.name == name && members.contains(&rank) {
-                return Some((GroupId(id), members.to_vec()));
-            }
-            id += 1;
-        }
-    }
-    None
-}
-
 /// Every sub-group of every `[[groups]]` entry, with its id: (id, entry index, members).
 pub fn named_subgroups(s: &Scenario) -> Vec<(GroupId, usize, Vec<u32>)> {
     let mut id = named_base(s);
@@ -101,12 +87,10 @@ mod tests {
         )
         .unwrap();
         // dp: 4 sub-groups (1..=4), tp: 2 (5, 6); pp: 7..=10; evens: 11
-        assert_eq!(named_subgroup(&s, "pp", 5), Some((GroupId(8), vec![1, 5])));
-        assert_eq!(
-            named_subgroup(&s, "evens", 2),
-            Some((GroupId(11), vec![6, 0, 2, 4]))
-        );
-        assert_eq!(named_subgroup(&s, "evens", 3), None);
+        let named = named_subgroups(&s);
+        assert_eq!(named[1], (GroupId(8), 0, vec![1, 5]));
+        assert_eq!(named[4], (GroupId(11), 1, vec![6, 0, 2, 4]));
+        assert_eq!(named.len(), 5);
         assert_eq!(subgroup_of(&s, "tp", 6), Some(vec![4, 5, 6, 7]));
         assert_eq!(subgroup_of(&s, "dp", 6), Some(vec![2, 6]));
         assert_eq!(subgroups(&s, "pp").unwrap().len(), 4);

@@ -5,7 +5,7 @@
 use crate::cause::RootCause;
 use crate::units::{Bandwidth, Duration, PerByte, Size};
 pub use ringside_proto::vocab::{
-    Algorithm, Dtype, Mesh, OpKind, ReduceOp, RegistryAction, RendezvousKind,
+    Algorithm, Dtype, Mesh, OpKind, Peer, PeerStep, ReduceOp, RegistryAction, RendezvousKind,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -332,54 +332,6 @@ pub enum PipeSchedule {
     #[default]
     #[serde(rename = "1f1b")]
     OneFOneB,
-}
-
-/// `peer` of a send or recv: a rank of the op's group, or the next or previous one (no
-/// wrap-around).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum Peer {
-    Rank(u32),
-    Step(PeerStep),
-}
-
-impl<'de> Deserialize<'de> for Peer {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Peer;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a rank of the group (an integer), or \"next\" or \"prev\"")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Peer, E> {
-                u32::try_from(v)
-                    .map(Peer::Rank)
-                    .map_err(|_| E::custom(format!("peer {v} is out of range")))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Peer, E> {
-                u64::try_from(v)
-                    .map_err(|_| E::custom(format!("peer {v} is not a rank")))
-                    .and_then(|v| self.visit_u64(v))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Peer, E> {
-                match v {
-                    "next" => Ok(Peer::Step(PeerStep::Next)),
-                    "prev" => Ok(Peer::Step(PeerStep::Prev)),
-                    _ => Err(E::custom(format!(
-                        "`{v}` is not a peer: use a rank of the group, \"next\" or \"prev\""
-                    ))),
-                }
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PeerStep {
-    Next,
-    Prev,
 }
 
 fn default_dtype() -> Dtype {

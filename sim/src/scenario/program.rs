@@ -47,6 +47,16 @@ pub fn program_of(s: &Scenario, rank: u32) -> Option<usize> {
 
 /// The steps `rank` runs in every iteration (after the iteration's `compute`).
 pub fn steps(s: &Scenario, rank: u32) -> Vec<Step> {
+    let stage = match (&s.workload.pipeline, program_of(s, rank)) {
+        (Some(pipe), None) => stage_of(s, pipe, rank),
+        _ => None,
+    };
+    steps_of(s, program_of(s, rank), stage)
+}
+
+/// The steps of `[[workload.programs]]` entry `program`, or else of pipeline stage `stage`
+/// (stage, stages) followed by `[[workload.ops]]`.
+pub fn steps_of(s: &Scenario, program: Option<usize>, stage: Option<(u32, u32)>) -> Vec<Step> {
     let mut out = Vec::new();
     let push = |spec: &OpSpec, source: Source, out: &mut Vec<Step>| {
         if let Some(Duration(ns)) = spec.compute.filter(|d| d.0 > 0) {
@@ -54,16 +64,14 @@ pub fn steps(s: &Scenario, rank: u32) -> Vec<Step> {
         }
         out.push(Step::Call(spec.clone(), source));
     };
-    if let Some(p) = program_of(s, rank) {
+    if let Some(p) = program {
         for (i, op) in s.workload.programs[p].ops.iter().enumerate() {
             push(op, Source::Program(p as u32, i as u32), &mut out);
         }
         return out;
     }
-    if let Some(pipe) = &s.workload.pipeline {
-        if let Some((stage, stages)) = stage_of(s, pipe, rank) {
-            out.extend(pipeline_steps(pipe, stage, stages));
-        }
+    if let (Some(pipe), Some((stage, stages))) = (&s.workload.pipeline, stage) {
+        out.extend(pipeline_steps(pipe, stage, stages));
     }
     for (i, op) in s.workload.ops.iter().enumerate() {
         push(op, Source::Shared(i as u32), &mut out);

@@ -647,6 +647,12 @@ mod tests;
 fn named_groups(s: &Scenario) -> Result<(), Invalid> {
     for (i, g) in s.groups.iter().enumerate() {
         let k = format!("groups[{i}]");
+        if s.group.elastic.is_some() {
+            return fail(
+                format!("{k}.name"),
+                "named groups are not rebuilt by [group.elastic]: use them without it",
+            );
+        }
         if g.name.trim().is_empty() {
             return fail(format!("{k}.name"), "a group needs a non-empty name");
         }
@@ -715,6 +721,12 @@ fn point_to_point(s: &Scenario, k: &str, op: &OpSpec) -> Result<(), Invalid> {
             );
         }
         return Ok(());
+    }
+    if s.group.elastic.is_some() {
+        return fail(
+            format!("{k}.op"),
+            format!("a {kind} cannot run with [group.elastic], which rebuilds collectives only"),
+        );
     }
     if op.rendezvous && kind != OpKind::Send {
         return fail(
@@ -787,6 +799,13 @@ fn programs(s: &Scenario) -> Result<(), Invalid> {
 /// `[workload.pipeline]`: a group whose every sub-group has at least two stages.
 fn pipeline(s: &Scenario, p: &Pipeline) -> Result<(), Invalid> {
     let k = "workload.pipeline";
+    if s.group.elastic.is_some() {
+        return fail(
+            k,
+            "a pipeline's sends and recvs cannot run with [group.elastic], which rebuilds \
+             collectives only",
+        );
+    }
     if p.microbatches == 0 {
         return fail(format!("{k}.microbatches"), "must be at least 1");
     }

@@ -186,6 +186,11 @@ pub(super) fn parse(text: &str) -> Option<(Nanos, Event)> {
             reduce: c.name(",\"reduce\":")?,
             elements: c.field_u32(",\"elements\":")?,
             members: c.field_u32(",\"members\":")?,
+            peer: if c.has(",\"peer\":") {
+                Some(c.u32()?)
+            } else {
+                None
+            },
         }
     } else if c.has("complete\"") {
         let rank = c.field_u32(",\"rank\":")?;
@@ -398,6 +403,7 @@ mod tests {
                         reduce: reduces[reduce],
                         elements: b.3,
                         members: b.4,
+                        peer: (b.4 % 3 == 0).then_some(a.0 ^ b.4),
                     }
                 }),
         ]
