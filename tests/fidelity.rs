@@ -249,7 +249,8 @@ fn reductions_add_the_papers_gamma_terms() {
 
 #[test]
 fn every_op_and_algorithm_is_correct_through_the_engine() {
-    for op in OpKind::ALL {
+    // send and recv: `messages_carry_their_senders_data_for_p_1_to_17`
+    for op in OpKind::ALL.into_iter().filter(|o| !o.point_to_point()) {
         for &algorithm in op.algorithms() {
             for p in 1..=9u32 {
                 // hierarchical runs on a two-level topology; the others on a flat one
@@ -374,4 +375,142 @@ fn loggp_pairwise_all_to_all_is_p_minus_1_exchanges() {
     let k = n / p;
     let step = 2 * 1_500 + 2_500 + ((k - 1) * 4).div_ceil(100);
     assert_eq!(op_time(&text), (p - 1) * step);
+}
+
+/// When each end of the one message of `text` (rank 0 sends to rank 1) completes: (send, recv),
+/// in ns after the call, both ends calling at time 0.
+fn message_times(text: &str) -> (u64, u64) {
+    use ringside_sim::run::run_events;
+    use ringside_sim::trace::{Event, VecRecorder};
+    let s = scenario(text);
+    let mut rec = VecRecorder::default();
+    let (result, _, _) = run_events(&s, &RunOptions::default(), &mut rec);
+    assert_eq!(result.outcome, Outcome::Completed, "{text}");
+    let done = |who: u32| {
+        rec.events
+            .iter()
+            .find_map(|(t, e)| match e {
+                Event::Complete {
+                    rank,
+                    correct,
+                    result,
+                    ..
+                } if *rank == who => {
+                    assert_eq!(*correct, Some(true), "{text}");
+                    // the receiver holds the sender's data; the sender nothing
+                    assert_eq!(result.is_empty(), who == 0, "{text}");
+                    Some(*t)
+                }
+                _ => None,
+            })
+            .expect("both ends complete")
+    };
+    (done(0), done(1))
+}
+
+/// One message of `n` bytes from rank 0 to rank 1 on `network`.
+fn one_message(network: &str, n: u64, rendezvous: bool) -> String {
+    format!(
+        "name = \"p2p\"\n[world]\nsize = 2\n[network]\n{network}\
+         [workload]\ndtype = \"f64\"\nelements = 5\n\
+         [[workload.ops]]\nop = \"send\"\npeer = 1\nbytes = \"{n}B\"\nrendezvous = {rendezvous}\n\
+         [[workload.programs]]\nranks = [1]\n\
+         [[workload.programs.ops]]\nop = \"recv\"\npeer = 0\nbytes = \"{n}B\"\n"
+    )
+}
+
+/// alpha-beta, a = latency, b = 1/bandwidth, a message of n bytes:
+/// - eager send: done when its bytes have left, n b;
+/// - recv: done when the message arrived, a + n b;
+/// - rendezvous send: done when the receiver's acknowledgement (no bytes) is back, 2a + n b.
+#[test]
+fn alpha_beta_send_and_recv_times_are_exact() {
+    for (a, bw, n) in [
+        (5_000u64, 25_000_000_000u64, 64u64 << 20),
+        (2_000, 1_000_000_000, 1_000_000),
+        (700, 100_000_000_000, 0),
+        (10_000, 4_000_000_000, 12_345),
+    ] {
+        let net = format!("latency = \"{a}ns\"\nbandwidth = \"{bw}B/s\"\n");
+        let nb = (u128::from(n) * 1_000_000_000).div_ceil(u128::from(bw)) as u64;
+        let text = one_message(&net, n, false);
+        assert_eq!(message_times(&text), (nb, a + nb), "eager {text}");
+        let text = one_message(&net, n, true);
+        assert_eq!(
+            message_times(&text),
+            (2 * a + nb, a + nb),
+            "rendezvous {text}"
+        );
+    }
+}
+
+/// LogGP, a message of k bytes:
+/// - eager send: done when the sender paid its overhead and the bytes' gaps, o + (k-1)G;
+/// - recv: done when the receiver took it, 2o + L + (k-1)G;
+/// - rendezvous send: the acknowledgement (no bytes) takes 2o + L more, 4o + 2L + (k-1)G.
+#[test]
+fn loggp_send_and_recv_times_are_exact() {
+    let net = "model = \"loggp\"\nL = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"6ns\"\n";
+    for k in [1u64, 1001, 65_536] {
+        let (l, o, gk) = (2_500, 1_500, 6 * (k - 1));
+        let text = one_message(net, k, false);
+        assert_eq!(
+            message_times(&text),
+            (o + gk, 2 * o + l + gk),
+            "eager {text}"
+        );
+        let text = one_message(net, k, true);
+        assert_eq!(
+            message_times(&text),
+            (4 * o + 2 * l + gk, 2 * o + l + gk),
+            "rendezvous {text}"
+        );
+    }
+}
+
+/// A message's op in the report spans the earliest call to the latest completion: for an
+/// eager send of n bytes, a + n b after both ends called.
+#[test]
+fn a_message_in_the_report_takes_latency_plus_transfer() {
+    let text = one_message(
+        "latency = \"5us\"\nbandwidth = \"25GB/s\"\n",
+        25_000_000,
+        false,
+    );
+    assert_eq!(op_time(&text), 5_000 + 1_000_000);
+    let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
+    let op = &out.report.ops[0];
+    assert_eq!((op.op.as_str(), op.algorithm.as_str()), ("send", "eager"));
+    assert_eq!((op.from, op.to), (Some(0), Some(1)));
+}
+
+/// Every rank sends to the next and receives from the previous (a shift, as a pipeline's
+/// activations move), eager and rendezvous, one way and the other: every recv holds exactly
+/// what its sender sent, for p = 1..17.
+#[test]
+fn messages_carry_their_senders_data_for_p_1_to_17() {
+    for p in 1..=17u32 {
+        for rendezvous in [false, true] {
+            for (to, from) in [("next", "prev"), ("prev", "next")] {
+                for dtype in ["i64", "f32", "f64"] {
+                    let text = format!(
+                        "name = \"shift\"\n[world]\nsize = {p}\n\
+                         [workload]\niterations = 3\ndtype = \"{dtype}\"\nelements = 7\n\
+                         [[workload.ops]]\nop = \"send\"\npeer = \"{to}\"\nbytes = \"1MiB\"\n\
+                         rendezvous = {rendezvous}\n\
+                         [[workload.ops]]\nop = \"recv\"\npeer = \"{from}\"\nbytes = \"1MiB\"\n"
+                    );
+                    let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
+                    let r = &out.report;
+                    assert_eq!(r.outcome, Outcome::Completed, "{text}");
+                    // p - 1 messages per iteration, each with both ends
+                    assert_eq!(r.ops.len() as u32, 3 * (p - 1), "{text}");
+                    for o in &r.ops {
+                        assert!(o.correct, "p={p}: wrong data\n{text}");
+                        assert_eq!((o.ranks_called, o.ranks_completed), (2, 2), "{text}");
+                    }
+                }
+            }
+        }
+    }
 }
