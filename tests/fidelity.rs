@@ -514,3 +514,41 @@ fn messages_carry_their_senders_data_for_p_1_to_17() {
         }
     }
 }
+
+/// A GPipe pipeline of S stages and m microbatches, forward f and backward b per microbatch
+/// and stage, n bytes each way, a = latency, b' = 1/bandwidth: each stage's sends are eager, so
+/// a stage computes its next microbatch once the last one's bytes have left (n b'), and
+///   T = (m + S - 1)(f + b) + 2(S - 1) a + 2(m + S - 2) n b'
+/// (every microbatch passes S - 1 links each way; the first and last stage's m sends each way
+/// hold them up once per microbatch but the last).
+#[test]
+fn a_gpipe_pipeline_takes_its_formula() {
+    for (f, b, n, a, bw) in [
+        (
+            1_000_000u64,
+            3_000_000u64,
+            1u64 << 20,
+            10_000u64,
+            10_000_000_000u64,
+        ),
+        (500_000, 500_000, 4 << 20, 2_000, 50_000_000_000),
+        (2_000_000, 4_000_000, 16 << 20, 5_000, 25_000_000_000),
+    ] {
+        for stages in [2u64, 3, 5, 6] {
+            for m in [1u64, 2, 5, 7] {
+                let text = format!(
+                    "name = \"gpipe\"\n[world]\nsize = {stages}\n\
+                     [network]\nlatency = \"{a}ns\"\nbandwidth = \"{bw}B/s\"\n\
+                     [workload]\n[workload.pipeline]\nmicrobatches = {m}\nschedule = \"gpipe\"\n\
+                     forward = \"{f}ns\"\nbackward = \"{b}ns\"\nbytes = \"{n}B\"\n"
+                );
+                let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
+                assert_eq!(out.report.outcome, Outcome::Completed, "{text}");
+                let nb = (u128::from(n) * 1_000_000_000).div_ceil(u128::from(bw)) as u64;
+                let want =
+                    (m + stages - 1) * (f + b) + 2 * (stages - 1) * a + 2 * (m + stages - 2) * nb;
+                assert_eq!(out.result.end_ns, want, "{text}");
+            }
+        }
+    }
+}

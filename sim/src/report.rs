@@ -48,7 +48,7 @@ pub struct BlockedReport {
     pub since_ns: Nanos,
     /// The root causes this rank waits on.
     pub root_causes: Vec<RootCause>,
-    /// The group, when it is not the world.
+    /// The group, when it is not the world (always for a send or recv).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<u32>,
     /// A send or recv: the other end (`op` says the direction).
@@ -162,7 +162,7 @@ impl BlockedReport {
             waiting_for: b.waiting_for.clone(),
             since_ns: b.since_ns,
             root_causes: b.causes.clone(),
-            group: (b.group != 0).then_some(b.group),
+            group: (b.group != 0 || b.peer.is_some()).then_some(b.group),
             peer: b.peer,
         }
     }
@@ -260,10 +260,15 @@ fn blocked_clause(bs: &[&Blocked]) -> String {
                     k.algorithm
                 ),
                 None => format!(
-                    "{}{verb} in {} #{} ({}, {step})",
+                    "{}{verb} in {} #{}{} ({}, {step})",
                     ranks_phrase(&ranks),
                     k.op,
                     k.seq,
+                    if k.group == 0 {
+                        String::new()
+                    } else {
+                        format!(" in group {}", k.group)
+                    },
                     k.algorithm
                 ),
             }

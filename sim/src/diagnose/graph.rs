@@ -2,7 +2,7 @@
 
 use super::causes::CauseBook;
 use super::fold::{CallView, Fold, RankState, RankView, Slot, CALL_HISTORY};
-use super::{Blocked, Cause, Diagnosis, EdgeKind, WaitEdge};
+use super::{Blocked, Cause, Diagnosis, EdgeKind, MessageWait, WaitEdge};
 use crate::cause::RootCause;
 use crate::scenario::Outcome;
 use petgraph::algo::tarjan_scc;
@@ -136,10 +136,12 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
             }
             _ => {}
         }
-        // in a call further on in its program without ever issuing this one: it went past it
-        // (on a mesh the calls of its other groups carry it on; within one group the shifted
-        // call would show as a mismatch instead)
-        if fold.same_program(a, b)
+        // in a call further on in its program without ever issuing this collective: it went
+        // past it (on a mesh the calls of its other groups carry it on; within one group the
+        // shifted call would show as a mismatch instead); a message's two ends sit at
+        // different places of the program, which `missing_message` compares
+        if slot.pair.is_none()
+            && fold.same_program(a, b)
             && vb.call.as_ref().is_some_and(|cb| {
                 (cb.iteration, cb.index) > (ca.iteration, ca.index)
                     && cb.generation == ca.generation
@@ -255,6 +257,11 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
                 to: b,
                 kind,
                 causes,
+                message: c.peer.map(|_| MessageWait {
+                    op: c.op,
+                    group: c.group.0,
+                    seq: c.seq.0,
+                }),
             });
         }
     }

@@ -112,6 +112,18 @@ pub struct WaitEdge {
     /// For root-cause edges, the causes the edge shows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<RootCause>,
+    /// A send or recv's wait: which end `from` is of the message (`recv`: it waits for the
+    /// message of `to`; `send`: for `to` to take it), its group and its order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<MessageWait>,
+}
+
+/// The message a send or recv waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct MessageWait {
+    pub op: crate::scenario::OpKind,
+    pub group: u32,
+    pub seq: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

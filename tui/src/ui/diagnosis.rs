@@ -107,15 +107,24 @@ fn render_list(app: &App, f: &mut Frame, area: Rect) {
         .map(|(a, bs)| {
             let st = app.state_of(*a);
             let call = app.fold.ranks[*a as usize].call.as_ref();
-            let what = call.map_or(String::new(), |c| {
-                format!(
+            let what = call.map_or(String::new(), |c| match c.peer {
+                // a send or recv: the message's direction, peer and group
+                Some(p) => format!(
+                    "  {} #{} {} {p} in group {} since {}",
+                    c.op.name(),
+                    c.seq,
+                    if c.op.name() == "send" { "to" } else { "from" },
+                    c.group.0,
+                    fmt_time(c.since_ns)
+                ),
+                None => format!(
                     "  {} #{} step {}/{} since {}",
                     c.op.name(),
                     c.seq,
                     c.step + 1,
                     c.steps,
                     fmt_time(c.since_ns)
-                )
+                ),
             });
             Line::from(vec![
                 Span::styled(format!("{a:>4}"), state_style(st)),

@@ -79,10 +79,14 @@ fn render_table(app: &App, f: &mut Frame, area: Rect) {
         };
         let (coll, step, waits, since) = match &v.call {
             Some(c) => {
-                let coll = if wide {
-                    format!("{} #{} {}", c.op.name(), c.seq, c.algorithm.name())
-                } else {
-                    format!("{} #{}", c.op.name(), c.seq)
+                let coll = match (c.peer, wide) {
+                    // a send or recv names its peer: `>` to it, `<` from it
+                    (Some(p), _) => {
+                        let dir = if c.op.name() == "send" { ">" } else { "<" };
+                        format!("{} #{} {dir}{p}", c.op.name(), c.seq)
+                    }
+                    (None, true) => format!("{} #{} {}", c.op.name(), c.seq, c.algorithm.name()),
+                    (None, false) => format!("{} #{}", c.op.name(), c.seq),
                 };
                 let step = if c.steps > 0 {
                     format!("{}/{}", c.step + 1, c.steps)
