@@ -3,6 +3,7 @@
 mod cmd;
 
 use clap::{Parser, Subcommand};
+use std::fmt;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -41,6 +42,9 @@ enum Command {
     Tui(cmd::tui::TuiArgs),
     /// Convert a trace for other tools: Chrome/Perfetto trace events.
     Export(cmd::export::ExportArgs),
+    /// Diagnose a real job from its PyTorch Flight Recorder dumps; write it as a scenario or a
+    /// trace.
+    Import(cmd::import::ImportArgs),
     /// Run the scenario's workload as real OS processes over loopback TCP, with the same
     /// protocol code; apply its process faults with signals; merge the traces.
     Launch(cmd::launch::LaunchArgs),
@@ -48,13 +52,26 @@ enum Command {
     Worker(cmd::worker::WorkerArgs),
 }
 
-/// A failure that maps to an exit code.
+/// A failure with its exit code. Commands return `anyhow::Result`: an error that is not a
+/// `Failure::Check` is bad input or an I/O error, and exits 2.
+#[derive(Debug)]
 pub enum Failure {
-    /// Exit 1: the run worked but an expectation, a check or a replay failed.
+    /// Exit 1: the run worked but an expectation, a check or a replay failed; the message, if
+    /// any, is printed as it is.
     Check(String),
     /// Exit 2: bad input (scenario, trace, arguments) or an I/O error.
     Input(String),
 }
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Check(msg) | Failure::Input(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
 
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
@@ -82,23 +99,26 @@ fn main() -> ExitCode {
         Command::Replay(a) => cmd::replay::main(a),
         Command::Explain(a) => cmd::explain::main(a),
         Command::Sweep(a) => cmd::sweep::main(a),
-        Command::Check(a) => cmd::check::main(a),
+        Command::Check(a) => cmd::check::main(a).map_err(anyhow::Error::from),
         Command::Tui(a) => cmd::tui::main(a),
         Command::Export(a) => cmd::export::main(a),
+        Command::Import(a) => cmd::import::main(a).map_err(anyhow::Error::from),
         Command::Launch(a) => cmd::launch::main(a),
         Command::Worker(a) => cmd::worker::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Check(msg)) => {
-            if !msg.is_empty() {
-                eprintln!("{msg}");
+        Err(e) => match e.downcast_ref::<Failure>() {
+            Some(Failure::Check(msg)) => {
+                if !msg.is_empty() {
+                    eprintln!("{msg}");
+                }
+                ExitCode::from(1)
             }
-            ExitCode::from(1)
-        }
-        Err(Failure::Input(msg)) => {
-            eprintln!("error: {msg}");
-            ExitCode::from(2)
-        }
+            _ => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

@@ -1,37 +1,16 @@
 //! End-to-end tests of the `ringside` command line: shipped scenarios, exit codes, bad input,
 //! traces.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn ringside(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the ringside binary runs")
-}
+use common::{json, ringside};
+use std::path::PathBuf;
+use std::process::Command;
 
 fn scenarios() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("scenarios/ exists")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    v.sort();
+    let v = common::shipped_files();
     assert!(v.len() >= 5, "at least five shipped scenarios");
     v
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON object ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
 }
 
 #[test]
@@ -305,7 +284,7 @@ fn an_interrupted_run_leaves_a_readable_trace() {
     )
     .expect("write");
     let trace = dir.path().join("t.jsonl");
-    let child = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    let child = Command::new(common::bin())
         .args([
             "run",
             scenario.to_str().expect("utf-8"),
@@ -360,7 +339,7 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
          [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n",
     )
     .expect("write scenario");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    let mut child = Command::new(common::bin())
         .args(["run", path.to_str().expect("utf-8"), "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -376,4 +355,53 @@ fn a_reader_that_stops_early_ends_the_command_quietly() {
         !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
         "a closed stdout is no failure: {stderr}"
     );
+}
+
+// ---- the docs say what the program does ----------------------------------------------------
+
+fn doc(path: &str) -> String {
+    std::fs::read_to_string(common::root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn the_readme_example_is_what_run_prints() {
+    let command = "run scenarios/preempt-mid-allreduce.toml";
+    let o = ringside(&command.split(' ').collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    for (path, prompt) in [
+        ("README.md", "$ cargo run --release --"),
+        ("docs/cli.md", "$ ringside"),
+    ] {
+        let shown = format!("{prompt} {command}\n{}```", common::stdout(&o));
+        assert!(
+            doc(path).contains(&shown),
+            "{path} should show what `ringside {command}` prints:\n{shown}"
+        );
+    }
+}
+
+#[test]
+fn check_help_and_the_docs_name_every_property_check_runs() {
+    let o = ringside(&["check", "--cases", "0", "--out", "/nonexistent"]);
+    let out = common::stdout(&o);
+    // `6 properties checked (agreement, validity, ...)`
+    let names: Vec<&str> = out
+        .split_once("properties checked (")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(names, _)| names.split(", ").collect())
+        .unwrap_or_else(|| panic!("no property names in:\n{out}"));
+    assert!(names.len() >= 6, "{names:?}");
+    let help = common::stdout(&ringside(&["check", "--help"]));
+    let properties = doc("docs/properties.md");
+    for name in names {
+        assert!(
+            help.contains(name),
+            "`check --help` does not name {name}:\n{help}"
+        );
+        assert!(
+            properties.contains(&format!("`{name}`")),
+            "docs/properties.md does not name {name}"
+        );
+    }
+    assert!(help.contains("docs/properties.md"), "{help}");
 }

@@ -2,12 +2,14 @@
 //! diagnosed, with the outcome, the blocked ranks and the root causes asserted exactly; the
 //! shipped scenarios meet their `[expect]`; `explain` on a trace agrees with the run.
 
+mod common;
+
+use common::code_and_stdout;
 use ringside_sim::report::RunReport;
 use ringside_sim::run::{run, RunOptions};
 use ringside_sim::scenario::RootCause;
 use ringside_sim::scenario::{self, Outcome};
 use std::path::Path;
-use std::process::Command;
 
 /// A small training job: `size` ranks, 3 iterations of 10ms compute then `ops`; 2s watchdog.
 fn job(size: u32, ops: &str, faults: &str) -> String {
@@ -444,15 +446,9 @@ fn shipped_scenarios_meet_their_expectations() {
     }
 }
 
+/// `ringside args`: its exit code and standard output.
 fn ringside(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .output()
-        .expect("run the CLI");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    code_and_stdout(&common::ringside(args))
 }
 
 fn json(s: &str) -> serde_json::Value {

@@ -1,14 +1,9 @@
 //! `ringside export TRACE --perfetto FILE` from the command line.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn ringside(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .output()
-        .expect("ringside runs")
-}
+use common::ringside;
+use std::path::Path;
 
 #[test]
 fn export_writes_trace_event_json_with_a_track_per_rank() {

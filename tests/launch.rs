@@ -6,25 +6,11 @@ use ringside_sim::scenario::Fault;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn ringside(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the ringside binary runs")
-}
+mod common;
 
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON object ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
+use common::{json, ringside};
 
 fn scenario(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(format!("{name}.toml"));
@@ -188,7 +174,7 @@ fn a_garbage_client_does_not_disturb_the_run() {
         .replace("compute = \"5ms\"", "compute = \"40ms\"");
     let path = scenario(dir.path(), "garbage", &body);
     let work = dir.path().join("work");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    let mut child = Command::new(common::bin())
         .args([
             "launch",
             path.to_str().expect("utf-8"),
@@ -247,19 +233,26 @@ fn real_faults_only(path: &Path) -> bool {
         .all(|f| matches!(f, Fault::Preempt { .. } | Fault::Pause { .. }))
 }
 
-/// Calls that some rank completed, by (iteration, index), with whether every result was right.
-fn completed_calls(r: &serde_json::Value) -> Vec<(u64, u64, bool)> {
-    let mut v: Vec<(u64, u64, bool)> = r["ops"]
+/// A call some rank completed: a collective by its (iteration, index), a message (whose
+/// index differs between its two ends) by its group, sender, receiver and order.
+type Completed = (Option<(u64, u64)>, Option<[u64; 4]>, bool);
+
+/// Calls that some rank completed, with whether every result was right.
+fn completed_calls(r: &serde_json::Value) -> Vec<Completed> {
+    let u = |op: &serde_json::Value, k: &str| op[k].as_u64().expect(k);
+    let mut v: Vec<Completed> = r["ops"]
         .as_array()
         .expect("ops")
         .iter()
         .filter(|op| op["ranks_completed"].as_u64().unwrap_or(0) > 0)
         .map(|op| {
-            (
-                op["iteration"].as_u64().expect("iteration"),
-                op["index"].as_u64().expect("index"),
-                op["correct"] == true,
-            )
+            let correct = op["correct"] == true;
+            if op.get("from").is_some() {
+                let msg = [u(op, "group"), u(op, "from"), u(op, "to"), u(op, "seq")];
+                (None, Some(msg), correct)
+            } else {
+                (Some((u(op, "iteration"), u(op, "index"))), None, correct)
+            }
         })
         .collect();
     v.sort();
@@ -298,7 +291,7 @@ fn real_runs_of_the_shipped_scenarios_agree_with_the_engine() {
         if sim["outcome"] == "stalled" {
             // where a fault cuts the workload short depends on real timing: only the
             // results of the calls both runs completed must agree
-            let both = |a: &[(u64, u64, bool)], b: &[(u64, u64, bool)]| {
+            let both = |a: &[Completed], b: &[Completed]| {
                 a.iter()
                     .filter(|x| b.iter().any(|y| (y.0, y.1) == (x.0, x.1)))
                     .copied()

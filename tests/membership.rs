@@ -12,7 +12,7 @@ use ringside_sim::check::strategy::membership::{elastic_case, registry_case};
 use ringside_sim::check::{Case, Kind, Mutation, Mutations, Property, Run, Violation};
 use ringside_sim::proto::Rank;
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{load, parse, Outcome, RootCause, Scenario};
+use ringside_sim::scenario::{parse, Outcome, RootCause, Scenario};
 use ringside_sim::trace::{replay, Event, ReplayOutcome};
 
 const MS: u64 = 1_000_000;
@@ -32,16 +32,9 @@ fn config(default: u32) -> Config {
     }
 }
 
-fn scenario(text: &str) -> Scenario {
-    parse(text, "inline.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
+mod common;
 
-fn shipped(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(name);
-    load(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use common::{scenario, shipped};
 
 /// The real code.
 const REAL: Mutations = Mutations::NONE;

@@ -3,7 +3,9 @@
 
 use ringside_sim::report::OpReport;
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{parse, Outcome};
+use ringside_sim::scenario::Outcome;
+
+mod common;
 
 const MESH_2X4: &str = "name = \"mesh\"\n[world]\nsize = 8\nranks_per_host = 4\n\
     [network]\nlatency = \"5us\"\nbandwidth = \"1GB/s\"\n\
@@ -11,8 +13,7 @@ const MESH_2X4: &str = "name = \"mesh\"\n[world]\nsize = 8\nranks_per_host = 4\n
     [group.mesh]\nshape = [2, 4]\ndims = [\"dp\", \"tp\"]\n";
 
 fn run_text(text: &str) -> ringside_sim::run::RunOutput {
-    let s = parse(text, "mesh.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
-    run(&s, &RunOptions::default()).expect("runs")
+    run(&common::scenario(text), &RunOptions::default()).expect("runs")
 }
 
 fn key(o: &OpReport) -> (u32, u32, u32, u64) {

@@ -9,13 +9,12 @@ use ringside_sim::check::bound::healing;
 use ringside_sim::check::swarm::{Quiet, Swarm};
 use ringside_sim::check::{strategy, Case, Gen, Mutation, Mutations, Property, Violation};
 use ringside_sim::proto::Rank;
-use ringside_sim::scenario::{parse, Outcome, RootCause, Scenario};
+use ringside_sim::scenario::{Outcome, RootCause, Scenario};
 use ringside_sim::trace::{replay, ReplayOutcome};
-use std::process::{Command, Output};
 
-fn scenario(text: &str) -> Scenario {
-    parse(text, "inline.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
+mod common;
+
+use common::{ringside, scenario, text};
 
 /// `p` ranks running `ops` (TOML of `[[workload.ops]]` entries), no faults.
 fn world(p: u32, extra: &str, ops: &str) -> Scenario {
@@ -228,23 +227,6 @@ proptest! {
             }
         }
     }
-}
-
-fn ringside(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("CI")
-        .output()
-        .expect("the ringside binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// `RINGSIDE_CHECK_CASES=10000 cargo test --release --test properties` for a longer run.

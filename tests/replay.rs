@@ -1,4 +1,4 @@
-//! `ringside replay`: the contract of DESIGN §3.
+//! `ringside replay`: its contract (docs/cli.md).
 //!
 //! - exit 0 when the re-run is identical, line for line;
 //! - exit 1 and the first diverging line (its number, the recorded and the re-run text) when
@@ -14,23 +14,10 @@
 use ringside_sim::check::{Case, Mutations, Property};
 use ringside_sim::trace::{replay, ReplayOutcome};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn ringside(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the ringside binary runs")
-}
+mod common;
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{ringside, text};
 
 fn files_in(dir: &str, ext: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
@@ -262,6 +249,27 @@ fn every_regression_replays_and_now_passes_every_property() {
             s.with_extension("jsonl").exists(),
             "{}: its trace is kept next to it",
             s.display()
+        );
+    }
+}
+
+/// Every kind of event the shipped scenarios write is described in docs/trace-format.md.
+#[test]
+fn the_trace_format_doc_describes_every_event_kind_written() {
+    let format = std::fs::read_to_string(common::root().join("docs/trace-format.md"))
+        .expect("docs/trace-format.md");
+    let mut kinds = std::collections::BTreeSet::new();
+    for path in common::shipped_files() {
+        let s = ringside_sim::scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut rec = ringside_sim::trace::VecRecorder::default();
+        ringside_sim::run::run_events(&s, &ringside_sim::run::RunOptions::default(), &mut rec);
+        kinds.extend(rec.events.iter().map(|(_, ev)| ev.kind()));
+    }
+    assert!(kinds.len() >= 25, "{kinds:?}");
+    for kind in kinds {
+        assert!(
+            format.contains(&format!("| `{kind}`")) || format.contains(&format!(", `{kind}`")),
+            "docs/trace-format.md does not describe `{kind}` events"
         );
     }
 }

@@ -1,7 +1,11 @@
 //! End-to-end tests of `ringside sweep`: the table, the JSON rows, and what they say about the
 //! algorithms (ring wins on large allreduces, recursive doubling on tiny ones).
 
-use std::process::{Command, Output};
+mod common;
+
+use ringside_sim::cost::bus_factor;
+use ringside_sim::scenario::OpKind;
+use std::process::Output;
 
 const SCENARIO: &str = "name = \"sweep\"\n[world]\nsize = 8\n\
     [network]\nlatency = \"5us\"\nbandwidth = \"25GB/s\"\n\
@@ -16,10 +20,7 @@ fn sweep(args: &[&str]) -> Output {
     std::fs::write(&path, SCENARIO).expect("write");
     let mut all = vec!["sweep", path.to_str().expect("utf-8")];
     all.extend_from_slice(args);
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(&all)
-        .output()
-        .expect("the ringside binary runs")
+    common::ringside(&all)
 }
 
 fn stdout(o: &Output) -> String {
@@ -102,7 +103,8 @@ fn json_rows_agree_with_the_cost_model() {
         let algbw = r["algbw_gbps"].as_f64().expect("algbw");
         let busbw = r["busbw_gbps"].as_f64().expect("busbw");
         assert!((algbw - bytes / t).abs() < 1e-9, "{r}");
-        assert!((busbw - algbw * 2.0 * 7.0 / 8.0).abs() < 1e-9, "{r}");
+        let factor = bus_factor(OpKind::Allreduce, 8).expect("allreduce has one");
+        assert!((busbw - algbw * factor).abs() < 1e-9, "{r}");
         assert_eq!(r["ranks"], 8);
     }
     // exactly the fastest rows are marked, per size

@@ -1,8 +1,13 @@
 //! The real binary in a pseudo-terminal: open a trace, press End and q, read what the screen
 //! showed, and check that the terminal was given back (main screen, cursor shown, cooked mode).
+//! Then the same in tmux, as a person would use it: keys, a resize, and a SIGTERM that must
+//! leave the terminal as it found it.
+
+mod common;
 
 use nix::sys::termios::LocalFlags;
 use portable_pty::{native_pty_system, CommandBuilder, MasterPty, PtySize};
+use predicates::str::contains;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::Command;
@@ -55,13 +60,12 @@ fn write_trace(dir: &Path) -> std::path::PathBuf {
     let trace = dir.join("preempt.jsonl");
     let scenario =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/preempt-mid-allreduce.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--trace")
-        .arg(&trace)
-        .output()
-        .expect("ringside runs");
+    let out = common::ringside(&[
+        "run".as_ref(),
+        scenario.as_os_str(),
+        "--trace".as_ref(),
+        trace.as_os_str(),
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -93,7 +97,7 @@ impl Session {
                 return None;
             }
         };
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_ringside"));
+        let mut cmd = CommandBuilder::new(common::bin());
         cmd.args(args);
         cmd.env("TERM", "xterm-256color");
         let child = pair.slave.spawn_command(cmd).expect("spawn in the pty");
@@ -164,7 +168,9 @@ fn end_and_quit_in_a_pseudo_terminal() {
         .lines()
         .count()
         - 2;
-    s.screen.wait_for(&format!("event 0 of {events}"), 30);
+    // it opens at the first stall, the dead rank first
+    s.screen.wait_for(&format!(" of {events}"), 30);
+    s.screen.wait_for("preempted:2", 10);
     assert!(
         s.screen.parser.screen().alternate_screen(),
         "the viewer uses the alternate screen"
@@ -207,13 +213,12 @@ fn run_with_tui_opens_the_viewer_on_the_run() {
 fn without_a_terminal_the_viewer_says_so() {
     let dir = tempfile::tempdir().expect("temp dir");
     let trace = write_trace(dir.path());
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    common::cmd()
         .arg("tui")
         .arg(&trace)
-        .output()
-        .expect("ringside runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+        .assert()
+        .code(2)
+        .stderr(contains("needs a terminal"));
 }
 
 #[test]
@@ -221,13 +226,155 @@ fn a_bad_trace_is_refused_before_the_screen_changes() {
     let dir = tempfile::tempdir().expect("temp dir");
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"format\":\"other\"}\n").expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_ringside"))
+    common::cmd()
         .arg("tui")
         .arg(&bad)
+        .assert()
+        .code(2)
+        .stderr(contains("not a ringside trace"));
+}
+
+/// A tmux server of its own, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    /// Waits until the pane shows `needle`; panics with the screen after `secs`.
+    fn wait_for(&self, needle: &str, secs: u64) -> String {
+        for _ in 0..secs * 1000 / POLL_MS {
+            let s = self.screen();
+            if s.contains(needle) {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(POLL_MS));
+        }
+        panic!("tmux never showed {needle:?}:\n{}", self.screen());
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        self.cmd(&args);
+    }
+
+    fn format(&self, f: &str) -> String {
+        self.cmd(&["display-message", "-p", "-t", "t", f])
+            .trim()
+            .to_string()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+#[test]
+fn in_tmux_keys_a_resize_and_sigterm_leave_the_terminal_as_it_was() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = write_trace(dir.path());
+    let tmux = Tmux {
+        socket: format!("ringside-test-{}", std::process::id()),
+    };
+    // the shell reports how the viewer ended and how it left the terminal
+    let script = format!(
+        "{} tui {}; echo exit=$?; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; echo stty-end; sleep 60",
+        env!("CARGO_BIN_EXE_ringside"),
+        trace.display()
+    );
+    tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let s = tmux.wait_for("preempted:2", 30);
+    assert!(s.contains("2 ✗ dead") || s.contains("✗2 dead"), "{s}");
+    assert_eq!(tmux.format("#{alternate_on}"), "1");
+    assert_eq!(
+        tmux.format("#{mouse_any_flag}"),
+        "1",
+        "mouse reporting is on"
+    );
+    // the whole run, then the fault, then the event detail pane
+    tmux.keys(&["End"]);
+    tmux.wait_for("outcome stalled", 5);
+    tmux.keys(&["Home", "f"]);
+    tmux.wait_for("preempt begins", 5);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Esc closes", 5);
+    tmux.keys(&["Escape"]);
+    // go to a rank, filter the log as it is typed
+    tmux.keys(&[":", "1", "Enter", "/", "drop"]);
+    let s = tmux.wait_for("/drop", 5);
+    assert!(s.contains("matching"), "{s}");
+    tmux.keys(&["Enter", "n"]);
+    tmux.wait_for("drop ", 5);
+    // wider: the ranks and the diagnosis side by side, in boxes
+    tmux.cmd(&["resize-window", "-t", "t", "-x", "160", "-y", "50"]);
+    tmux.wait_for("┌ ranks", 5);
+    // SIGTERM: the viewer goes, and gives the terminal back
+    let shell = tmux.format("#{pane_pid}");
+    let out = Command::new("pgrep")
+        .args(["-P", &shell])
         .output()
-        .expect("ringside runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a ringside trace"));
+        .expect("pgrep runs");
+    let pid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .expect("the viewer runs under the shell")
+        .trim()
+        .to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    let s = tmux.wait_for("stty-end", 10);
+    assert!(s.contains("exit=143"), "ended by the signal:\n{s}");
+    assert!(
+        s.lines().any(|l| l.trim() == "icanon"),
+        "cooked mode is back:\n{s}"
+    );
+    assert_eq!(
+        tmux.format("#{alternate_on}"),
+        "0",
+        "the main screen is back"
+    );
+    assert_eq!(tmux.format("#{cursor_flag}"), "1", "the cursor is shown");
+    assert_eq!(
+        tmux.format("#{mouse_any_flag}"),
+        "0",
+        "mouse reporting is off"
+    );
 }
 
 fn nz(n: u16) -> std::num::NonZeroU16 {

@@ -10,15 +10,19 @@
 //! - [`cause`]: the root-cause vocabulary, one [`cause::RootCause`] for the diagnosis, the
 //!   scenario's `[expect]`, reports and traces;
 //! - [`check`]: properties and proptest strategies;
+//! - [`cost`]: the textbook cost of every algorithm, and nccl-tests' bandwidths;
 //! - [`driver`]: other drivers of the same protocol code (OS processes over TCP; madsim, with
 //!   `--cfg madsim`);
-//! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them.
+//! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them;
+//! - [`fr`]: PyTorch Flight Recorder dumps of a real job: import, diagnosis, export.
 
 pub mod cause;
 pub mod check;
+pub mod cost;
 pub mod diagnose;
 pub mod driver;
 pub mod engine;
+pub mod fr;
 pub mod observe;
 pub mod report;
 pub mod run;

@@ -3,10 +3,11 @@
 //!
 //! Each (op, algorithm, size) runs alone in a copy of the scenario with no faults, no jitter, no
 //! compute and one iteration, so its time is the engine's end time: every rank calls at 0.
-//! Bandwidths follow nccl-tests (doc/PERFORMANCE.md): algbw = n / t, and busbw = algbw times
-//! 2(p-1)/p for allreduce, (p-1)/p for allgather and reduce_scatter, 1 for broadcast and reduce,
-//! where p is the size of the group the op runs on; a barrier has a time only.
+//! Bandwidths follow nccl-tests, as [`cost`](crate::cost) states them: algbw = n / t, and
+//! busbw = algbw times [`bus_factor`], where p is the size of the group the op runs on; a
+//! barrier has a time only.
 
+use crate::cost::bus_factor;
 use crate::engine::Engine;
 use crate::proto::collective::supported;
 use crate::proto::mesh::MeshLayout;
@@ -102,18 +103,6 @@ pub struct SweepRow {
     pub busbw_gbps: Option<f64>,
     /// The fastest algorithm for this op and size (ties: all of them).
     pub fastest: bool,
-}
-
-/// nccl-tests' bus bandwidth factor of `op` on p ranks.
-pub fn bus_factor(op: OpKind, p: u32) -> Option<f64> {
-    let (p, frac) = (f64::from(p), f64::from(p.saturating_sub(1)));
-    match op {
-        OpKind::Allreduce => Some(2.0 * frac / p),
-        OpKind::Allgather | OpKind::ReduceScatter => Some(frac / p),
-        OpKind::AllToAll | OpKind::Gather | OpKind::Scatter => Some(frac / p),
-        OpKind::Broadcast | OpKind::Reduce | OpKind::Send | OpKind::Recv => Some(1.0),
-        OpKind::Barrier => None,
-    }
 }
 
 /// The algorithms of `op` that apply to `scenario`: those the library implements, and

@@ -1,6 +1,6 @@
 //! `ringside explain TRACE [--at TIME] [--json | --dot]`
 
-use crate::Failure;
+use anyhow::Context;
 use clap::Args;
 use ringside_sim::diagnose::{diagnose, to_dot, Fold};
 use ringside_sim::report::{explain, explain_stragglers, BlockedReport};
@@ -23,22 +23,15 @@ pub struct ExplainArgs {
     pub dot: bool,
 }
 
-pub fn main(a: ExplainArgs) -> Result<(), Failure> {
+pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
     let at = match &a.at {
-        Some(s) => Some(
-            Duration::parse(s)
-                .map_err(|e| Failure::Input(format!("--at: {e}")))?
-                .0,
-        ),
+        Some(s) => Some(Duration::parse(s).context("--at")?.0),
         None => None,
     };
-    let mut reader = TraceReader::open(&a.trace).map_err(|e| Failure::Input(e.to_string()))?;
+    let mut reader = TraceReader::open(&a.trace)?;
     let mut fold = Fold::new(&reader.header.scenario);
     let mut to_the_end = true;
-    while let Some((t, ev)) = reader
-        .next_event()
-        .map_err(|e| Failure::Input(e.to_string()))?
-    {
+    while let Some((t, ev)) = reader.next_event()? {
         if at.is_some_and(|at| t > at) {
             to_the_end = false;
             break;
@@ -68,10 +61,7 @@ pub fn main(a: ExplainArgs) -> Result<(), Failure> {
             "edges": d.edges,
             "waits": d.waits,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&v).map_err(|e| Failure::Input(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else if a.dot {
         print!("{}", to_dot(&fold, &d));
     } else {

@@ -3,6 +3,7 @@
 
 use super::load_scenario;
 use crate::Failure;
+use anyhow::{bail, Context};
 use clap::Args;
 use ringside_sim::driver::tcp::launch::{launch, unemulated, LaunchConfig};
 use ringside_sim::driver::tcp::TimeScale;
@@ -52,19 +53,20 @@ pub struct LaunchArgs {
     pub verbose: bool,
 }
 
-pub fn main(a: LaunchArgs) -> Result<(), Failure> {
+pub fn main(a: LaunchArgs) -> anyhow::Result<()> {
     let mut sc = load_scenario(&a.scenario)?;
     let file = a.scenario.display();
     if let Some(n) = a.nprocs {
         sc.world.size = n;
-        scenario::validate(&sc)
-            .map_err(|(key, msg)| Failure::Input(format!("{file}: --nprocs {n}: {key}: {msg}")))?;
+        if let Err((key, msg)) = scenario::validate(&sc) {
+            bail!("{file}: --nprocs {n}: {key}: {msg}");
+        }
     }
     if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
-        return Err(Failure::Input(format!(
+        bail!(
             "--time-scale must be a positive number, not {}",
             a.time_scale
-        )));
+        );
     }
     let kinds = unemulated(&sc);
     if !kinds.is_empty() {
@@ -74,18 +76,12 @@ pub fn main(a: LaunchArgs) -> Result<(), Failure> {
             kinds.join(", ")
         );
         if !a.ignore_unsupported {
-            return Err(Failure::Input(format!(
-                "{msg}; pass --ignore-unsupported to run without them"
-            )));
+            bail!("{msg}; pass --ignore-unsupported to run without them");
         }
         eprintln!("warning: {msg}: running without them");
     }
     let deadline = match &a.deadline {
-        Some(s) => Some(
-            Duration::parse(s)
-                .map_err(|e| Failure::Input(format!("--deadline: {e}")))?
-                .0,
-        ),
+        Some(s) => Some(Duration::parse(s).context("--deadline")?.0),
         None => None,
     };
     let (workdir, temporary) = match &a.workdir {
@@ -100,8 +96,8 @@ pub fn main(a: LaunchArgs) -> Result<(), Failure> {
         ),
     };
     std::fs::create_dir_all(&workdir)
-        .map_err(|e| Failure::Input(format!("cannot create {}: {e}", workdir.display())))?;
-    let scenario_json = serde_json::to_vec(&sc).map_err(|e| Failure::Input(e.to_string()))?;
+        .with_context(|| format!("cannot create {}", workdir.display()))?;
+    let scenario_json = serde_json::to_vec(&sc)?;
     std::fs::write(workdir.join("scenario.json"), scenario_json)?;
     let cfg = LaunchConfig {
         seed: a.seed.unwrap_or(sc.seed),
@@ -121,13 +117,10 @@ pub fn main(a: LaunchArgs) -> Result<(), Failure> {
     if temporary {
         let _ = std::fs::remove_dir_all(&workdir);
     }
-    let out = result.map_err(|e| Failure::Input(format!("launch: {e}")))?;
+    let out = result.context("launch")?;
     let r = &out.report;
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(r).map_err(|e| Failure::Input(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(r)?);
     } else {
         println!(
             "real run: {} processes over TCP on {} (times are wall-clock{})",
@@ -147,6 +140,6 @@ pub fn main(a: LaunchArgs) -> Result<(), Failure> {
     if r.expect.ok {
         Ok(())
     } else {
-        Err(Failure::Check(String::new()))
+        Err(Failure::Check(String::new()).into())
     }
 }

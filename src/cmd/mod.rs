@@ -3,6 +3,7 @@
 pub mod check;
 pub mod explain;
 pub mod export;
+pub mod import;
 pub mod launch;
 pub mod replay;
 pub mod run;

@@ -19,9 +19,9 @@ pub struct ReplayArgs {
 
 /// Exit 0 when the re-run is identical; 1 and the first diverging line when it is not; 2 when
 /// the trace is malformed or incomplete (the line is named).
-pub fn main(a: ReplayArgs) -> Result<(), Failure> {
+pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
     let mutations = a.mutations.iter().copied().collect();
-    match replay(&a.trace, mutations).map_err(|e| Failure::Input(e.to_string()))? {
+    match replay(&a.trace, mutations)? {
         ReplayOutcome::Identical { events, digest } => {
             println!(
                 "{}: identical: {events} events replayed, digest {digest}",
@@ -36,6 +36,7 @@ pub fn main(a: ReplayArgs) -> Result<(), Failure> {
         } => Err(Failure::Check(format!(
             "{}: diverged at line {line}\n  expected: {expected}\n  actual:   {actual}",
             a.trace.display()
-        ))),
+        ))
+        .into()),
     }
 }

@@ -26,14 +26,13 @@ pub struct RunArgs {
     pub tui: bool,
 }
 
-pub fn main(a: RunArgs) -> Result<(), Failure> {
+pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
     let flag = interrupt_flag();
     if a.tui && a.trace.is_none() {
         // nothing to keep: the trace stays in memory
         let seed = a.seed.unwrap_or(scenario.seed);
-        let trace = ringside_tui::state::record(&scenario, seed)
-            .map_err(|e| Failure::Input(e.to_string()))?;
+        let trace = ringside_tui::state::record(&scenario, seed)?;
         return super::tui::view(ringside_tui::Loaded::new(trace));
     }
     let out = run(
@@ -56,10 +55,7 @@ pub fn main(a: RunArgs) -> Result<(), Failure> {
     }
     let r = &out.report;
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(r).map_err(|e| Failure::Input(e.to_string()))?
-        );
+        println!("{}", serde_json::to_string_pretty(r)?);
     } else {
         print!("{}", r.human());
         if let Some(t) = &a.trace {
@@ -69,6 +65,6 @@ pub fn main(a: RunArgs) -> Result<(), Failure> {
     if r.expect.ok {
         Ok(())
     } else {
-        Err(Failure::Check(String::new()))
+        Err(Failure::Check(String::new()).into())
     }
 }

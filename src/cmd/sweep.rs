@@ -1,7 +1,7 @@
 //! `ringside sweep SCENARIO [--bytes A..B] [--json]`
 
 use super::load_scenario;
-use crate::Failure;
+use anyhow::Context;
 use clap::Args;
 use ringside_sim::sweep::{sweep, table, Sizes};
 use std::path::PathBuf;
@@ -18,13 +18,12 @@ pub struct SweepArgs {
     pub json: bool,
 }
 
-pub fn main(a: SweepArgs) -> Result<(), Failure> {
+pub fn main(a: SweepArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
-    let sizes = Sizes::parse(&a.bytes).map_err(|e| Failure::Input(format!("--bytes: {e}")))?;
-    let rows = sweep(&scenario, sizes).map_err(|e| Failure::Input(e.to_string()))?;
+    let sizes = Sizes::parse(&a.bytes).context("--bytes")?;
+    let rows = sweep(&scenario, sizes)?;
     if a.json {
-        let text =
-            serde_json::to_string_pretty(&rows).map_err(|e| Failure::Input(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&rows)?;
         println!("{text}");
     } else {
         print!("{}", table(&rows));

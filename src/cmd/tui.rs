@@ -1,6 +1,6 @@
 //! `ringside tui TRACE`: the time-travel debugger.
 
-use crate::Failure;
+use anyhow::{bail, Context};
 use clap::Args;
 use ringside_tui::Loaded;
 use std::io::IsTerminal;
@@ -12,21 +12,19 @@ pub struct TuiArgs {
     pub trace: PathBuf,
 }
 
-pub fn main(a: TuiArgs) -> Result<(), Failure> {
+pub fn main(a: TuiArgs) -> anyhow::Result<()> {
     open(&a.trace)
 }
 
 /// Reads `trace` and opens the viewer on it.
-pub fn open(trace: &Path) -> Result<(), Failure> {
-    view(Loaded::open(trace).map_err(|e| Failure::Input(e.to_string()))?)
+pub fn open(trace: &Path) -> anyhow::Result<()> {
+    view(Loaded::open(trace)?)
 }
 
 /// Opens the viewer on a loaded trace.
-pub fn view(loaded: Loaded) -> Result<(), Failure> {
+pub fn view(loaded: Loaded) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
-        return Err(Failure::Input(
-            "the viewer needs a terminal: standard output is not one".into(),
-        ));
+        bail!("the viewer needs a terminal: standard output is not one");
     }
-    ringside_tui::view(loaded).map_err(|e| Failure::Input(format!("terminal: {e}")))
+    ringside_tui::view(loaded).context("terminal")
 }

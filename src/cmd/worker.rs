@@ -1,6 +1,6 @@
 //! `ringside worker ...`: one process of a real run, started by `ringside launch`.
 
-use crate::Failure;
+use anyhow::{bail, Context};
 use clap::Args;
 use ringside_sim::driver::tcp::worker::{run, WorkerConfig};
 use ringside_sim::driver::tcp::TimeScale;
@@ -36,19 +36,17 @@ pub struct WorkerArgs {
     pub time_scale: f64,
 }
 
-pub fn main(a: WorkerArgs) -> Result<(), Failure> {
+pub fn main(a: WorkerArgs) -> anyhow::Result<()> {
     let file = a.scenario_json.display().to_string();
-    let text = std::fs::read_to_string(&a.scenario_json)
-        .map_err(|e| Failure::Input(format!("{file}: {e}")))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| Failure::Input(format!("{file}: {e}")))?;
-    let sc = scenario::parse_json(&value, &file).map_err(|e| Failure::Input(e.to_string()))?;
+    let text = std::fs::read_to_string(&a.scenario_json).context(file.clone())?;
+    let value: serde_json::Value = serde_json::from_str(&text).context(file.clone())?;
+    let sc = scenario::parse_json(&value, &file)?;
     if a.rank >= ringside_sim::driver::tcp::nodes(&sc) {
-        return Err(Failure::Input(format!(
+        bail!(
             "--rank {}: the scenario has {} nodes",
             a.rank,
             ringside_sim::driver::tcp::nodes(&sc)
-        )));
+        );
     }
     run(WorkerConfig {
         scenario: sc,
@@ -61,5 +59,5 @@ pub fn main(a: WorkerArgs) -> Result<(), Failure> {
         trace: a.trace,
         scale: TimeScale(a.time_scale),
     })
-    .map_err(|e| Failure::Input(format!("worker {}: {e}", a.rank)))
+    .with_context(|| format!("worker {}", a.rank))
 }

@@ -1,8 +1,12 @@
 //! The viewer's state and what each [`Action`] does to it.
 
 use crate::input::{Action, Mode};
-use crate::state::{EventFilter, Loaded, MarkerKind};
+use crate::state::chain::{chains, CauseChain};
+use crate::state::ranges::parse_ranks;
+use crate::state::ranks::{listed, shown};
+use crate::state::{EventFilter, Loaded, MarkerKind, Order, Shown};
 use ringside_sim::diagnose::{diagnose, Diagnosis, Fold, RankState};
+use ringside_sim::units::{fmt_time, Duration};
 
 /// How the wait-for graph is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +20,39 @@ pub enum GraphMode {
 /// Above this many ranks in the wait-for graph, `Auto` shows a list.
 pub const PICTURE_MAX_RANKS: usize = 24;
 
+/// The panel that ↑ ↓ and the mouse wheel act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    Ranks,
+    Diagnosis,
+    Events,
+}
+
+impl Focus {
+    fn next(self, d: i64) -> Focus {
+        const ALL: [Focus; 3] = [Focus::Ranks, Focus::Diagnosis, Focus::Events];
+        let i = ALL.iter().position(|&f| f == self).unwrap_or(0) as i64;
+        ALL[(i + d).rem_euclid(3) as usize]
+    }
+}
+
+/// What is being typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prompt {
+    /// The event filter, applied as it is typed.
+    Filter,
+    /// `:` — a rank, a rank list, `@TIME` or `#EVENT`.
+    Command,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Editing {
+    pub prompt: Prompt,
+    pub text: String,
+    /// The filter before typing began, put back by Esc.
+    before: EventFilter,
+}
+
 /// Everything the view draws from.
 pub struct App {
     pub loaded: Loaded,
@@ -24,68 +61,79 @@ pub struct App {
     /// The state after `pos` events, and its diagnosis.
     pub fold: Fold,
     pub diagnosis: Diagnosis,
-    /// Each rank's state as drawn (see [`shown_states`]).
-    pub states: Vec<RankState>,
+    /// Each rank as drawn (see [`shown`]).
+    pub shown: Vec<Shown>,
+    /// The diagnosis folded onto its root causes.
+    pub chains: Vec<CauseChain>,
     pub selected: u32,
+    pub order: Order,
+    /// Only these ranks in the table (`:0-99,101-255`).
+    pub only: Option<Vec<u32>>,
+    /// Only culprits, blocked ranks and ranks in a rendezvous in the table.
+    pub stuck_only: bool,
+    pub focus: Focus,
+    /// Lines the diagnosis panel is scrolled down by.
+    pub diagnosis_scroll: u16,
     pub filter: EventFilter,
-    /// The filter being typed, while typing.
-    pub editing: Option<String>,
+    /// Indices of the events the filter keeps (empty when there is no filter).
+    pub matches: Vec<usize>,
+    pub editing: Option<Editing>,
+    /// The detail pane of the current event is open, scrolled down by this many lines.
+    pub detail: Option<u16>,
     pub help: bool,
     pub graph: GraphMode,
     pub compact: bool,
+    /// Draw in colour (off when `NO_COLOR` is set).
+    pub color: bool,
     /// A one-line message for the user (cleared by the next action).
     pub status: Option<String>,
     pub quit: bool,
 }
 
-/// The state a rank is drawn with: a paused rank shows as paused; a rank waiting on a root
-/// cause (or aborted by its watchdog) shows as blocked.
-pub fn shown_states(fold: &Fold, d: &Diagnosis) -> Vec<RankState> {
-    let mut blocked = vec![false; fold.ranks.len()];
-    if !d.causes.is_empty() {
-        for b in &d.blocked {
-            if let Some(x) = blocked.get_mut(b.rank as usize) {
-                *x = true;
-            }
-        }
-    }
-    fold.ranks
-        .iter()
-        .map(|v| {
-            if v.paused && !matches!(v.state, RankState::Dead | RankState::Done) {
-                RankState::Paused
-            } else if v.state == RankState::Waiting && blocked[v.rank as usize] {
-                RankState::Blocked
-            } else {
-                v.state
-            }
-        })
-        .collect()
+/// Whether the environment asks for no colour (`NO_COLOR` set and not empty).
+pub fn no_color_env() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
 impl App {
+    /// Opens at the first stall when there is one, with the ranks that matter first.
     pub fn new(loaded: Loaded) -> App {
         let mut fold = loaded.fold_at(0);
         if loaded.is_empty() {
             fold.outcome = loaded.trace.footer.as_ref().map(|f| f.outcome);
         }
         let diagnosis = diagnose(&fold);
-        let states = shown_states(&fold, &diagnosis);
-        App {
+        let shown = shown(&fold, &diagnosis);
+        let chains = chains(&diagnosis);
+        let mut app = App {
             loaded,
             pos: 0,
             fold,
             diagnosis,
-            states,
+            shown,
+            chains,
             selected: 0,
+            order: Order::State,
+            only: None,
+            stuck_only: false,
+            focus: Focus::Ranks,
+            diagnosis_scroll: 0,
             filter: EventFilter::default(),
+            matches: Vec::new(),
             editing: None,
+            detail: None,
             help: false,
             graph: GraphMode::Auto,
             compact: false,
+            color: !no_color_env(),
             status: None,
             quit: false,
+        };
+        if let Some(p) = app.loaded.markers.first_stall {
+            app.seek(p);
+            app.select_first();
         }
+        app
     }
 
     /// Which keys mean what now.
@@ -94,21 +142,52 @@ impl App {
             Mode::Editing
         } else if self.help {
             Mode::Help
+        } else if self.detail.is_some() {
+            Mode::Detail
         } else {
             Mode::Normal
         }
     }
 
+    /// How rank `r` is drawn.
+    pub fn shown_of(&self, r: u32) -> Shown {
+        self.shown.get(r as usize).copied().unwrap_or(Shown {
+            state: RankState::Idle,
+            rendezvous: None,
+            culprit: None,
+        })
+    }
+
     /// The state rank `r` is drawn with.
     pub fn state_of(&self, r: u32) -> RankState {
-        self.states
-            .get(r as usize)
-            .copied()
-            .unwrap_or(RankState::Idle)
+        self.shown_of(r).state
     }
 
     pub fn ranks(&self) -> u32 {
         self.fold.ranks.len() as u32
+    }
+
+    /// The ranks the table lists, in its order.
+    pub fn listed(&self) -> Vec<u32> {
+        listed(
+            &self.shown,
+            self.order,
+            self.only.as_deref(),
+            self.stuck_only,
+        )
+    }
+
+    /// Ranks blocked on a root cause (what the diagnosis counts).
+    pub fn blocked(&self) -> Vec<u32> {
+        (0..self.ranks())
+            .filter(|&r| self.state_of(r) == RankState::Blocked)
+            .collect()
+    }
+
+    fn select_first(&mut self) {
+        if let Some(&r) = self.listed().first() {
+            self.selected = r;
+        }
     }
 
     /// Moves the cursor to `pos` (clamped to the trace).
@@ -128,7 +207,8 @@ impl App {
             self.fold.outcome = self.loaded.trace.footer.as_ref().map(|f| f.outcome);
         }
         self.diagnosis = diagnose(&self.fold);
-        self.states = shown_states(&self.fold, &self.diagnosis);
+        self.shown = shown(&self.fold, &self.diagnosis);
+        self.chains = chains(&self.diagnosis);
     }
 
     fn seek_or(&mut self, pos: Option<usize>, missing: &str) {
@@ -136,6 +216,135 @@ impl App {
             Some(p) => self.seek(p),
             None => self.status = Some(missing.to_string()),
         }
+    }
+
+    /// Moves to the next (`d > 0`) or previous marker of `kind`.
+    fn jump_to_marker(&mut self, kind: MarkerKind, d: i64) {
+        let m = &self.loaded.markers;
+        let p = if d > 0 {
+            m.next(kind, self.pos)
+        } else {
+            m.prev(kind, self.pos)
+        };
+        let (dir, name) = (if d > 0 { "after" } else { "before" }, kind.name());
+        self.seek_or(p, &format!("no {name} {dir} this point"));
+        if let Some(p) = p {
+            self.status = self.loaded.markers.notes.get(&p).cloned();
+        }
+    }
+
+    /// Moves `d` matches of the filter forward or back; with no filter, to the selected rank's
+    /// next or previous event.
+    fn jump_to_match(&mut self, d: i64) {
+        let cur = self.pos.checked_sub(1);
+        let target = if self.filter.is_empty() {
+            let r = self.selected;
+            let mut at = Some(self.pos);
+            for _ in 0..d.unsigned_abs() {
+                at = at.and_then(|p| {
+                    if d > 0 {
+                        self.loaded.next_of_rank(p, r)
+                    } else {
+                        self.loaded.prev_of_rank(p, r)
+                    }
+                });
+            }
+            at.ok_or(format!(
+                "no {} event of rank {r}",
+                if d > 0 { "later" } else { "earlier" }
+            ))
+        } else {
+            // matches after the current event, or before it
+            let k = match cur {
+                Some(c) => self.matches.partition_point(|&i| i <= c),
+                None => 0,
+            };
+            let before = match cur {
+                Some(c) => self.matches.partition_point(|&i| i < c),
+                None => 0,
+            };
+            let i = if d > 0 {
+                k.checked_add(d as usize - 1)
+                    .filter(|&i| i < self.matches.len())
+            } else {
+                before.checked_sub(d.unsigned_abs() as usize)
+            };
+            i.map(|i| self.matches[i] + 1).ok_or(format!(
+                "no {} event matches `{}`",
+                if d > 0 { "later" } else { "earlier" },
+                self.filter.describe()
+            ))
+        };
+        match target {
+            Ok(p) => self.seek(p),
+            Err(e) => self.status = Some(e),
+        }
+    }
+
+    /// Moves the rank selection `d` rows in the table.
+    fn select(&mut self, d: i64) {
+        let rows = self.listed();
+        if rows.is_empty() {
+            return;
+        }
+        let at = rows.iter().position(|&r| r == self.selected).unwrap_or(0) as i64;
+        let to = (at + d).clamp(0, rows.len() as i64 - 1);
+        self.selected = rows[to as usize];
+    }
+
+    fn set_filter(&mut self, f: EventFilter) {
+        self.matches = if f.is_empty() {
+            Vec::new()
+        } else {
+            f.matching(self.loaded.events())
+        };
+        self.filter = f;
+    }
+
+    /// Runs a `:` command.
+    fn command(&mut self, text: &str) -> Result<(), String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(());
+        }
+        if let Some(t) = text.strip_prefix('@') {
+            let t = Duration::parse(t.trim()).map_err(|e| e.to_string())?;
+            self.seek(self.loaded.pos_at_time(t.as_nanos()));
+            self.status = Some(format!("at {}", fmt_time(t.as_nanos())));
+            return Ok(());
+        }
+        if let Some(n) = text.strip_prefix('#') {
+            let n: usize = n
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{n}` is not an event number"))?;
+            if n > self.loaded.len() {
+                return Err(format!("the trace has {} events", self.loaded.len()));
+            }
+            self.seek(n);
+            return Ok(());
+        }
+        if matches!(text, "all" | "*") {
+            self.only = None;
+            return Ok(());
+        }
+        let ranks = parse_ranks(text, self.ranks())?;
+        if ranks.len() == 1 && !text.contains('-') {
+            // one rank: jump to it, showing it even where a list hid it
+            let r = ranks[0];
+            if !self.listed().contains(&r) {
+                self.only = None;
+                self.stuck_only = false;
+            }
+            self.selected = r;
+            self.focus = Focus::Ranks;
+        } else {
+            self.only = Some(ranks);
+            if !self.listed().contains(&self.selected) {
+                self.select_first();
+            }
+        }
+        Ok(())
     }
 
     /// Does what the user asked for.
@@ -159,48 +368,119 @@ impl App {
                     p,
                     "no stall in this trace: no root cause, no watchdog timeout",
                 );
-            }
-            Action::NextFault => {
-                let p = self.loaded.markers.next(MarkerKind::Fault, self.pos);
-                self.seek_or(p, "no fault after this point");
-            }
-            Action::NextOfRank => {
-                let p = self.loaded.next_of_rank(self.pos, self.selected);
-                let msg = format!("no later event of rank {}", self.selected);
-                self.seek_or(p, &msg);
-            }
-            Action::PrevOfRank => {
-                let p = self.loaded.prev_of_rank(self.pos, self.selected);
-                let msg = format!("no earlier event of rank {}", self.selected);
-                self.seek_or(p, &msg);
-            }
-            Action::Select(d) => {
-                let last = i64::from(self.ranks().saturating_sub(1));
-                self.selected = (i64::from(self.selected) + d).clamp(0, last) as u32;
-            }
-            Action::EditFilter => self.editing = Some(self.filter.describe()),
-            Action::FilterChar(c) => {
-                if let Some(s) = self.editing.as_mut() {
-                    s.push(c);
+                if p.is_some() {
+                    self.select_first();
                 }
             }
-            Action::FilterBackspace => {
-                if let Some(s) = self.editing.as_mut() {
-                    s.pop();
-                }
+            Action::Marker(kind, d) => self.jump_to_marker(kind, d),
+            Action::Match(d) => self.jump_to_match(d),
+            Action::Select(d) => self.select(d),
+            Action::Move(d) => match self.focus {
+                Focus::Ranks => self.select(d),
+                Focus::Diagnosis => self.scroll_diagnosis(d),
+                Focus::Events if self.filter.is_empty() => self.update(Action::Step(d)),
+                Focus::Events => self.jump_to_match(d),
+            },
+            Action::FocusNext(d) => self.focus = self.focus.next(d),
+            Action::Focus(f) => self.focus = f,
+            Action::SelectRank(r) => {
+                self.selected = r.min(self.ranks().saturating_sub(1));
+                self.focus = Focus::Ranks;
             }
-            Action::FilterApply => {
-                if let Some(text) = self.editing.take() {
-                    match EventFilter::parse(&text) {
-                        Ok(f) => self.filter = f,
-                        Err(e) => {
-                            self.status = Some(format!("filter not applied: {}", e.0));
-                            self.editing = Some(text);
+            Action::SeekTo(p) => {
+                self.seek(p);
+            }
+            Action::SeekTime(t) => self.seek(self.loaded.pos_at_time(t)),
+            Action::Scroll(f, d) => {
+                let keep = self.focus;
+                self.focus = f;
+                self.update(Action::Move(d));
+                self.focus = keep;
+            }
+            Action::Edit(prompt) => {
+                let text = match prompt {
+                    Prompt::Filter => self.filter.describe(),
+                    Prompt::Command => String::new(),
+                };
+                self.editing = Some(Editing {
+                    prompt,
+                    text,
+                    before: self.filter.clone(),
+                });
+            }
+            Action::Char(c) => {
+                if let Some(e) = self.editing.as_mut() {
+                    e.text.push(c);
+                }
+                self.live_filter();
+            }
+            Action::Backspace => {
+                if let Some(e) = self.editing.as_mut() {
+                    e.text.pop();
+                }
+                self.live_filter();
+            }
+            Action::Apply => {
+                if let Some(e) = self.editing.take() {
+                    match e.prompt {
+                        Prompt::Filter => match EventFilter::parse(&e.text) {
+                            Ok(f) => {
+                                self.set_filter(f);
+                                if !self.filter.is_empty() {
+                                    self.status = Some(format!(
+                                        "{} matching events: n next, N previous",
+                                        self.matches.len()
+                                    ));
+                                }
+                            }
+                            Err(err) => {
+                                self.status = Some(format!("filter not applied: {}", err.0));
+                                self.editing = Some(e);
+                            }
+                        },
+                        Prompt::Command => {
+                            if let Err(err) = self.command(&e.text) {
+                                self.status = Some(format!(":{} — {err}", e.text));
+                                self.editing = Some(e);
+                            }
                         }
                     }
                 }
             }
-            Action::FilterCancel => self.editing = None,
+            Action::Cancel => {
+                if let Some(e) = self.editing.take() {
+                    if e.prompt == Prompt::Filter {
+                        self.set_filter(e.before);
+                    }
+                }
+            }
+            Action::Detail => {
+                self.detail = match self.detail {
+                    Some(_) => None,
+                    None if self.pos > 0 => Some(0),
+                    None => {
+                        self.status = Some("no event yet: → steps to the first".into());
+                        None
+                    }
+                }
+            }
+            Action::DetailScroll(d) => {
+                if let Some(s) = self.detail.as_mut() {
+                    *s = (i64::from(*s) + d).clamp(0, 500) as u16;
+                }
+            }
+            Action::ToggleOrder => {
+                self.order = match self.order {
+                    Order::Rank => Order::State,
+                    Order::State => Order::Rank,
+                }
+            }
+            Action::ToggleStuck => {
+                self.stuck_only = !self.stuck_only;
+                if !self.listed().contains(&self.selected) {
+                    self.select_first();
+                }
+            }
             Action::ToggleGraph => {
                 self.graph = if self.shows_picture() {
                     GraphMode::List
@@ -212,6 +492,26 @@ impl App {
             Action::ToggleHelp => self.help = !self.help,
             Action::None => {}
         }
+    }
+
+    /// While the filter is typed, applies it whenever it reads.
+    fn live_filter(&mut self) {
+        let Some(e) = &self.editing else { return };
+        if e.prompt != Prompt::Filter {
+            return;
+        }
+        match EventFilter::parse(&e.text) {
+            Ok(f) => {
+                if f != self.filter {
+                    self.set_filter(f);
+                }
+            }
+            Err(err) => self.status = Some(err.0),
+        }
+    }
+
+    fn scroll_diagnosis(&mut self, d: i64) {
+        self.diagnosis_scroll = (i64::from(self.diagnosis_scroll) + d).clamp(0, 10_000) as u16;
     }
 
     /// Ranks that appear in the wait-for graph.
@@ -238,105 +538,4 @@ impl App {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::state::record;
-    use ringside_sim::diagnose::RootCause;
-    use ringside_sim::proto::Rank;
-    use ringside_sim::scenario;
-    use ringside_sim::trace::Event;
-
-    fn app() -> App {
-        let s = scenario::parse(
-            include_str!("../../scenarios/preempt-mid-allreduce.toml"),
-            "preempt",
-        )
-        .expect("valid scenario");
-        App::new(Loaded::new(record(&s, s.seed).expect("recorded")))
-    }
-
-    #[test]
-    fn the_cursor_moves_and_stays_in_the_trace() {
-        let mut a = app();
-        let n = a.loaded.len();
-        a.update(Action::Step(-1));
-        assert_eq!(a.pos, 0);
-        a.update(Action::Step(5));
-        assert_eq!(a.pos, 5);
-        a.update(Action::Step(10_000));
-        assert_eq!(a.pos, n);
-        a.update(Action::Start);
-        assert_eq!(a.pos, 0);
-        a.update(Action::End);
-        assert_eq!(a.pos, n);
-        assert_eq!(a.fold.t, a.loaded.end_ns());
-    }
-
-    #[test]
-    fn jumps_to_the_stall_the_fault_and_the_selected_ranks_events() {
-        let mut a = app();
-        a.update(Action::NextFault);
-        assert!(matches!(
-            a.loaded.events()[a.pos - 1].1,
-            Event::Fault { .. }
-        ));
-        a.update(Action::NextFault);
-        assert!(a.status.is_some(), "there is only one fault");
-        a.update(Action::FirstStall);
-        assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(2))]);
-        a.update(Action::Select(2));
-        assert_eq!(a.selected, 2);
-        a.update(Action::Select(5));
-        assert_eq!(a.selected, 2, "the selection stays on the last rank");
-        a.update(Action::Start);
-        a.update(Action::NextOfRank);
-        assert!(a.loaded.events()[a.pos - 1].1.involves(2));
-        let first = a.pos;
-        a.update(Action::NextOfRank);
-        assert!(a.pos > first && a.loaded.events()[a.pos - 1].1.involves(2));
-        a.update(Action::PrevOfRank);
-        assert_eq!(a.pos, first);
-    }
-
-    #[test]
-    fn filters_are_typed_applied_or_cancelled() {
-        let mut a = app();
-        a.update(Action::EditFilter);
-        assert_eq!(a.mode(), Mode::Editing);
-        for c in "r1 senx".chars() {
-            a.update(Action::FilterChar(c));
-        }
-        a.update(Action::FilterBackspace);
-        a.update(Action::FilterChar('d'));
-        a.update(Action::FilterApply);
-        assert_eq!(a.mode(), Mode::Normal);
-        assert_eq!(a.filter.describe(), "r1 send");
-        a.update(Action::EditFilter);
-        a.update(Action::FilterChar('x'));
-        a.update(Action::FilterCancel);
-        assert_eq!(a.filter.describe(), "r1 send", "cancel keeps the filter");
-        a.update(Action::EditFilter);
-        a.update(Action::FilterChar('!'));
-        a.update(Action::FilterApply);
-        assert_eq!(a.mode(), Mode::Editing, "a bad filter stays open");
-        assert!(a.status.as_deref().unwrap_or("").contains("not applied"));
-    }
-
-    #[test]
-    fn toggles() {
-        let mut a = app();
-        a.update(Action::End);
-        assert!(a.shows_picture());
-        a.update(Action::ToggleGraph);
-        assert!(!a.shows_picture());
-        a.update(Action::ToggleGraph);
-        assert!(a.shows_picture());
-        a.update(Action::ToggleHelp);
-        assert_eq!(a.mode(), Mode::Help);
-        a.update(Action::ToggleHelp);
-        a.update(Action::ToggleCompact);
-        assert!(a.compact);
-        a.update(Action::Quit);
-        assert!(a.quit);
-    }
-}
+mod tests;

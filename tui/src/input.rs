@@ -1,10 +1,19 @@
-//! Keys to actions, as a pure function: the main loop reads the terminal, this module says
-//! what the user asked for, and [`App::update`](crate::app::App::update) does it.
+//! Keys and mouse to actions: the main loop reads the terminal, this module says what the
+//! user asked for, and [`App::update`](crate::app::App::update) does it.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crate::app::{App, Focus, Prompt};
+use crate::state::MarkerKind;
+use crate::view::{self, Hit};
+use crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::Rect;
+use ringside_sim::units::Nanos;
 
 /// Events a page key moves by.
 pub const PAGE: i64 = 100;
+/// Lines or rows one turn of the mouse wheel moves by.
+pub const WHEEL: i64 = 3;
 
 /// What the user asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,20 +24,36 @@ pub enum Action {
     Start,
     End,
     FirstStall,
-    NextFault,
-    /// Next / previous event of the selected rank.
-    NextOfRank,
-    PrevOfRank,
-    /// Move the rank selection by this many ranks.
+    /// To the next (+1) or previous (-1) marker of this kind.
+    Marker(MarkerKind, i64),
+    /// To the next / previous event the filter keeps (the selected rank's, without a filter).
+    Match(i64),
+    /// Move the rank selection by this many rows.
     Select(i64),
-    /// Start typing an event filter.
-    EditFilter,
-    FilterChar(char),
-    FilterBackspace,
-    /// Apply the filter being typed.
-    FilterApply,
-    /// Stop typing and keep the previous filter.
-    FilterCancel,
+    /// ↑ ↓ in the focused panel: select a rank, scroll the diagnosis, step through the log.
+    Move(i64),
+    /// Focus the next (+1) or previous (-1) panel.
+    FocusNext(i64),
+    Focus(Focus),
+    /// Mouse: a click on a rank, the log or the timeline; the wheel over a panel.
+    SelectRank(u32),
+    SeekTo(usize),
+    SeekTime(Nanos),
+    Scroll(Focus, i64),
+    /// Start typing the filter or a `:` command.
+    Edit(Prompt),
+    Char(char),
+    Backspace,
+    /// Keep what was typed (apply the filter, run the command).
+    Apply,
+    /// Stop typing; the filter goes back to what it was.
+    Cancel,
+    /// Open or close the current event's detail pane; scroll it.
+    Detail,
+    DetailScroll(i64),
+    /// Rank table by rank / by state; only stuck ranks.
+    ToggleOrder,
+    ToggleStuck,
     /// Wait-for graph as a picture or as a list.
     ToggleGraph,
     /// Rank table or compact grid.
@@ -41,28 +66,41 @@ pub enum Action {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Normal,
-    /// Typing a filter: keys are text.
+    /// Typing a filter or a command: keys are text.
     Editing,
     /// The key help is open: any key closes it, `q` still quits.
     Help,
+    /// The detail pane is open: ↑ ↓ scroll it, Esc or Enter close it.
+    Detail,
 }
 
-/// The key bindings, as shown by `?`.
-pub const KEYS: [(&str, &str); 14] = [
-    ("← →", "one event back / forward"),
+/// The key bindings, as `?` shows them.
+pub const KEYS: [(&str, &str); 22] = [
+    ("← →  h l", "one event back / forward"),
     ("PgUp PgDn", "100 events back / forward"),
     ("Home End", "start / end of the trace"),
-    ("s", "jump to the first stall"),
-    ("f", "next fault"),
-    ("n p", "next / previous event of the selected rank"),
-    ("↑ ↓", "select a rank"),
-    ("/", "filter events: ranks (3, r3), kinds (send, -step)"),
+    ("↑ ↓  j k", "in the focused panel: rank / scroll / event"),
+    ("Tab", "focus the next panel (ranks, diagnosis, events)"),
+    ("Enter", "every field of the current event (Esc closes)"),
+    ("s", "first stall (culprits first)"),
+    ("f F", "next / previous fault (the offending call)"),
+    ("w W", "next / previous watchdog timeout"),
+    ("r R", "next / previous generation"),
+    ("/", "filter the log as you type: 3 r3 send -step text"),
+    ("n N", "next / previous match (the rank's event, no filter)"),
+    (":", "go to: 100 (rank), 0-99,101-255, @14ms, #5000"),
+    ("o", "order ranks by state (stuck first) / by rank"),
+    ("b", "only stuck ranks (culprits, blocked, rendezvous)"),
     ("g", "wait-for graph: picture / list"),
     ("c", "ranks: table / compact grid"),
+    ("mouse", "click a rank, an event, the timeline; wheel"),
     ("?", "this help"),
-    ("q", "quit"),
-    ("Esc", "close help, cancel the filter"),
-    ("Enter", "apply the filter"),
+    ("q Ctrl-C", "quit"),
+    ("Esc", "close, cancel what is typed"),
+    (
+        "",
+        "glyphs: ✗ dead ‖ paused ∞ hung ≠ mismatch ∅ skipped ↩ left out",
+    ),
 ];
 
 /// What `key` asks for in `mode`.
@@ -75,15 +113,27 @@ pub fn action(mode: Mode, key: KeyEvent) -> Action {
     }
     match mode {
         Mode::Editing => match key.code {
-            KeyCode::Enter => Action::FilterApply,
-            KeyCode::Esc => Action::FilterCancel,
-            KeyCode::Backspace => Action::FilterBackspace,
-            KeyCode::Char(c) => Action::FilterChar(c),
+            KeyCode::Enter => Action::Apply,
+            KeyCode::Esc => Action::Cancel,
+            KeyCode::Backspace => Action::Backspace,
+            KeyCode::Char(c) => Action::Char(c),
             _ => Action::None,
         },
         Mode::Help => match key.code {
             KeyCode::Char('q') => Action::Quit,
             _ => Action::ToggleHelp,
+        },
+        Mode::Detail => match key.code {
+            KeyCode::Char('q') => Action::Quit,
+            KeyCode::Esc | KeyCode::Enter => Action::Detail,
+            KeyCode::Up | KeyCode::Char('k') => Action::DetailScroll(-1),
+            KeyCode::Down | KeyCode::Char('j') => Action::DetailScroll(1),
+            KeyCode::PageUp => Action::DetailScroll(-10),
+            KeyCode::PageDown => Action::DetailScroll(10),
+            // moving through the trace keeps the pane open on the new current event
+            KeyCode::Left | KeyCode::Char('h') => Action::Step(-1),
+            KeyCode::Right | KeyCode::Char('l') => Action::Step(1),
+            _ => Action::None,
         },
         Mode::Normal => match key.code {
             KeyCode::Char('q') => Action::Quit,
@@ -93,19 +143,65 @@ pub fn action(mode: Mode, key: KeyEvent) -> Action {
             KeyCode::PageDown => Action::Step(PAGE),
             KeyCode::Home => Action::Start,
             KeyCode::End => Action::End,
+            KeyCode::Up | KeyCode::Char('k') => Action::Move(-1),
+            KeyCode::Down | KeyCode::Char('j') => Action::Move(1),
+            KeyCode::Tab => Action::FocusNext(1),
+            KeyCode::BackTab => Action::FocusNext(-1),
+            KeyCode::Enter => Action::Detail,
             KeyCode::Char('s') => Action::FirstStall,
-            KeyCode::Char('f') => Action::NextFault,
-            KeyCode::Char('n') => Action::NextOfRank,
-            KeyCode::Char('p') => Action::PrevOfRank,
-            KeyCode::Up | KeyCode::Char('k') => Action::Select(-1),
-            KeyCode::Down | KeyCode::Char('j') => Action::Select(1),
-            KeyCode::Char('/') => Action::EditFilter,
+            KeyCode::Char('f') => Action::Marker(MarkerKind::Fault, 1),
+            KeyCode::Char('F') => Action::Marker(MarkerKind::Fault, -1),
+            KeyCode::Char('w') => Action::Marker(MarkerKind::Watchdog, 1),
+            KeyCode::Char('W') => Action::Marker(MarkerKind::Watchdog, -1),
+            KeyCode::Char('r') => Action::Marker(MarkerKind::Generation, 1),
+            KeyCode::Char('R') => Action::Marker(MarkerKind::Generation, -1),
+            KeyCode::Char('n') => Action::Match(1),
+            KeyCode::Char('N') | KeyCode::Char('p') => Action::Match(-1),
+            KeyCode::Char('/') => Action::Edit(Prompt::Filter),
+            KeyCode::Char(':') => Action::Edit(Prompt::Command),
+            KeyCode::Char('o') => Action::ToggleOrder,
+            KeyCode::Char('b') => Action::ToggleStuck,
             KeyCode::Char('g') => Action::ToggleGraph,
             KeyCode::Char('c') => Action::ToggleCompact,
             KeyCode::Char('?') => Action::ToggleHelp,
-            KeyCode::Esc => Action::None,
             _ => Action::None,
         },
+    }
+}
+
+/// What a mouse event over a screen of `area` asks for.
+pub fn mouse(app: &App, area: Rect, ev: MouseEvent) -> Action {
+    if app.mode() != Mode::Normal {
+        return match ev.kind {
+            MouseEventKind::ScrollUp if app.detail.is_some() => Action::DetailScroll(-WHEEL),
+            MouseEventKind::ScrollDown if app.detail.is_some() => Action::DetailScroll(WHEEL),
+            _ => Action::None,
+        };
+    }
+    let hit = view::hit(app, area, ev.column, ev.row);
+    match ev.kind {
+        MouseEventKind::Down(MouseButton::Left) => match hit {
+            Hit::Rank(r) => Action::SelectRank(r),
+            Hit::Event(i) => Action::SeekTo(i + 1),
+            Hit::Time(t) => Action::SeekTime(t),
+            Hit::Panel(f) => Action::Focus(f),
+            Hit::None => Action::None,
+        },
+        MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
+            let d = if ev.kind == MouseEventKind::ScrollUp {
+                -WHEEL
+            } else {
+                WHEEL
+            };
+            match hit {
+                Hit::Rank(_) | Hit::Panel(Focus::Ranks) => Action::Scroll(Focus::Ranks, d),
+                Hit::Panel(Focus::Diagnosis) => Action::Scroll(Focus::Diagnosis, d),
+                Hit::Event(_) | Hit::Panel(Focus::Events) => Action::Scroll(Focus::Events, d),
+                Hit::Time(_) => Action::Step(d),
+                Hit::None => Action::None,
+            }
+        }
+        _ => Action::None,
     }
 }
 
@@ -127,15 +223,28 @@ mod tests {
         assert_eq!(action(n, key(KeyCode::Home)), Action::Start);
         assert_eq!(action(n, key(KeyCode::End)), Action::End);
         assert_eq!(action(n, key(KeyCode::Char('s'))), Action::FirstStall);
-        assert_eq!(action(n, key(KeyCode::Char('f'))), Action::NextFault);
-        assert_eq!(action(n, key(KeyCode::Char('n'))), Action::NextOfRank);
-        assert_eq!(action(n, key(KeyCode::Char('p'))), Action::PrevOfRank);
-        assert_eq!(action(n, key(KeyCode::Up)), Action::Select(-1));
-        assert_eq!(action(n, key(KeyCode::Down)), Action::Select(1));
+        let f = MarkerKind::Fault;
+        assert_eq!(action(n, key(KeyCode::Char('f'))), Action::Marker(f, 1));
+        assert_eq!(action(n, key(KeyCode::Char('F'))), Action::Marker(f, -1));
+        let w = MarkerKind::Watchdog;
+        assert_eq!(action(n, key(KeyCode::Char('W'))), Action::Marker(w, -1));
+        let g = MarkerKind::Generation;
+        assert_eq!(action(n, key(KeyCode::Char('r'))), Action::Marker(g, 1));
+        assert_eq!(action(n, key(KeyCode::Char('n'))), Action::Match(1));
+        assert_eq!(action(n, key(KeyCode::Char('N'))), Action::Match(-1));
+        assert_eq!(action(n, key(KeyCode::Up)), Action::Move(-1));
+        assert_eq!(action(n, key(KeyCode::Down)), Action::Move(1));
+        assert_eq!(action(n, key(KeyCode::Tab)), Action::FocusNext(1));
+        assert_eq!(action(n, key(KeyCode::Enter)), Action::Detail);
         assert_eq!(action(n, key(KeyCode::Char('g'))), Action::ToggleGraph);
         assert_eq!(action(n, key(KeyCode::Char('c'))), Action::ToggleCompact);
+        assert_eq!(action(n, key(KeyCode::Char('o'))), Action::ToggleOrder);
+        assert_eq!(action(n, key(KeyCode::Char('b'))), Action::ToggleStuck);
         assert_eq!(action(n, key(KeyCode::Char('?'))), Action::ToggleHelp);
-        assert_eq!(action(n, key(KeyCode::Char('/'))), Action::EditFilter);
+        let filter = Action::Edit(Prompt::Filter);
+        assert_eq!(action(n, key(KeyCode::Char('/'))), filter);
+        let command = Action::Edit(Prompt::Command);
+        assert_eq!(action(n, key(KeyCode::Char(':'))), command);
         assert_eq!(action(n, key(KeyCode::Char('q'))), Action::Quit);
         assert_eq!(action(n, key(KeyCode::Char('x'))), Action::None);
     }
@@ -143,19 +252,19 @@ mod tests {
     #[test]
     fn ctrl_c_quits_everywhere() {
         let k = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        for m in [Mode::Normal, Mode::Editing, Mode::Help] {
+        for m in [Mode::Normal, Mode::Editing, Mode::Help, Mode::Detail] {
             assert_eq!(action(m, k), Action::Quit);
         }
     }
 
     #[test]
-    fn typing_a_filter_takes_letters_as_text() {
+    fn typing_takes_letters_as_text() {
         let e = Mode::Editing;
-        assert_eq!(action(e, key(KeyCode::Char('q'))), Action::FilterChar('q'));
-        assert_eq!(action(e, key(KeyCode::Char('s'))), Action::FilterChar('s'));
-        assert_eq!(action(e, key(KeyCode::Backspace)), Action::FilterBackspace);
-        assert_eq!(action(e, key(KeyCode::Enter)), Action::FilterApply);
-        assert_eq!(action(e, key(KeyCode::Esc)), Action::FilterCancel);
+        assert_eq!(action(e, key(KeyCode::Char('q'))), Action::Char('q'));
+        assert_eq!(action(e, key(KeyCode::Char('s'))), Action::Char('s'));
+        assert_eq!(action(e, key(KeyCode::Backspace)), Action::Backspace);
+        assert_eq!(action(e, key(KeyCode::Enter)), Action::Apply);
+        assert_eq!(action(e, key(KeyCode::Esc)), Action::Cancel);
         assert_eq!(action(e, key(KeyCode::Left)), Action::None);
     }
 
@@ -165,6 +274,15 @@ mod tests {
         assert_eq!(action(h, key(KeyCode::Esc)), Action::ToggleHelp);
         assert_eq!(action(h, key(KeyCode::Right)), Action::ToggleHelp);
         assert_eq!(action(h, key(KeyCode::Char('q'))), Action::Quit);
+    }
+
+    #[test]
+    fn the_detail_pane_scrolls_and_closes() {
+        let d = Mode::Detail;
+        assert_eq!(action(d, key(KeyCode::Down)), Action::DetailScroll(1));
+        assert_eq!(action(d, key(KeyCode::Esc)), Action::Detail);
+        assert_eq!(action(d, key(KeyCode::Enter)), Action::Detail);
+        assert_eq!(action(d, key(KeyCode::Right)), Action::Step(1));
     }
 
     #[test]

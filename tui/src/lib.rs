@@ -1,17 +1,20 @@
 //! ringside-tui: the time-travel trace debugger.
 //!
 //! Split like tokio-console and the ratatui templates:
-//! - [`state`]: what is known — the loaded trace, checkpoints for seeking, markers, filters;
+//! - [`state`]: what is known — the loaded trace, checkpoints for seeking, markers (faults,
+//!   application bugs' offending calls), filters, how each rank is shown, the chains of waits
+//!   behind each root cause;
 //! - [`app`]: the cursor and view options, and what each action does to them;
-//! - [`input`]: keys to actions, a pure function;
-//! - [`ui`]: drawing, `ui::render(&App, &mut Frame)`;
-//! - [`term`]: the terminal guard and the one loop that reads terminal events.
+//! - [`input`]: keys and mouse to actions;
+//! - [`view`]: drawing, `view::render(&App, &mut Frame)`, and what is under a mouse cell;
+//! - [`term`]: the terminal guard (signals included) and the one loop that reads terminal
+//!   events.
 
 pub mod app;
 pub mod input;
 pub mod state;
 pub mod term;
-pub mod ui;
+pub mod view;
 
 pub use app::App;
 pub use state::Loaded;

@@ -1,45 +1,29 @@
 //! Rendering at fixed sizes with ratatui's TestBackend: snapshots of whole screens, and checks
-//! of what matters most — blocked ranks in red, the root cause on screen.
+//! of what matters most on buffer cells — blocked ranks in red, culprits marked with a glyph
+//! in magenta, the root cause and the chain to it on screen, the offending call highlighted.
 
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
-use ratatui::style::Color;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier};
 use ratatui::Terminal;
 use ringside_sim::diagnose::{RankState, RootCause};
 use ringside_sim::proto::Rank;
 use ringside_sim::scenario;
-use ringside_tui::app::App;
+use ringside_sim::trace::Event;
+use ringside_tui::app::{App, Prompt};
 use ringside_tui::input::Action;
-use ringside_tui::state::{record, Loaded};
-use ringside_tui::ui;
+use ringside_tui::state::{record, Culprit, Loaded, MarkerKind};
+use ringside_tui::view::{self, Hit};
 
 const HEALTHY: &str = include_str!("../../scenarios/healthy-allreduce.toml");
 const PREEMPT: &str = include_str!("../../scenarios/preempt-mid-allreduce.toml");
-
-/// A small allreduce where rank 1 calls with other parameters than its peers.
-const MISMATCH: &str = r#"
-name = "mismatch-allreduce"
-seed = 1
-[world]
-size = 3
-[network]
-latency = "5us"
-bandwidth = "25GB/s"
-[group]
-timeout = "2s"
-[workload]
-iterations = 2
-compute = "10ms"
-elements = 64
-[[workload.ops]]
-op = "allreduce"
-bytes = "64MiB"
-[[faults]]
-kind = "mismatch"
-rank = 1
-iteration = 0
-bytes = "1MiB"
-"#;
+const HUNG: &str = include_str!("../../scenarios/hung-worker.toml");
+const MISMATCHED: &str = include_str!("../../scenarios/mismatched-bytes.toml");
+const SKIPPED: &str = include_str!("../../scenarios/skipped-allreduce.toml");
+const ELASTIC: &str = include_str!("../../scenarios/elastic-three-workers.toml");
+const MESH: &str = include_str!("../../scenarios/mesh-tp-dp.toml");
+const PREEMPT_256: &str = include_str!("scenarios/preempt-256.toml");
 
 /// Rank 0 is cut off from ranks 1 and 2 in the middle of the first allreduce.
 const PARTITION: &str = r#"
@@ -65,14 +49,19 @@ sides = [[0], [1, 2]]
 at = "11ms"
 "#;
 
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
 fn app(toml: &str) -> App {
     let s = scenario::parse(toml, "test").expect("valid scenario");
-    App::new(Loaded::new(record(&s, s.seed).expect("recorded")))
+    let mut a = App::new(Loaded::new(record(&s, s.seed).expect("recorded")));
+    // snapshots are taken in colour whatever the environment says
+    a.color = true;
+    a
 }
 
 fn draw(app: &App, w: u16, h: u16) -> Terminal<TestBackend> {
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
-    t.draw(|f| ui::render(app, f)).expect("drawn");
+    t.draw(|f| view::render(app, f)).expect("drawn");
     t
 }
 
@@ -90,11 +79,11 @@ fn text(b: &Buffer) -> String {
 /// Cells where `needle` starts, as (x, y).
 fn find(b: &Buffer, needle: &str) -> Vec<(u16, u16)> {
     let mut hits = Vec::new();
+    let n: Vec<String> = needle.chars().map(|c| c.to_string()).collect();
     for y in 0..b.area.height {
         let row: Vec<String> = (0..b.area.width)
             .map(|x| b[(x, y)].symbol().to_string())
             .collect();
-        let n: Vec<String> = needle.chars().map(|c| c.to_string()).collect();
         for x in 0..row.len().saturating_sub(n.len() - 1) {
             if row[x..x + n.len()] == n[..] {
                 hits.push((x as u16, y));
@@ -104,31 +93,58 @@ fn find(b: &Buffer, needle: &str) -> Vec<(u16, u16)> {
     hits
 }
 
-/// Every blocked rank's state is drawn in red in the ranks table; every root cause is on
-/// screen (or, without one, the screen says it is not determined).
-fn check_blocked_and_causes(app: &App, b: &Buffer) {
-    let blocked: Vec<u32> = (0..app.ranks())
-        .filter(|&r| app.state_of(r) == RankState::Blocked)
-        .collect();
-    let cells = find(b, "blocked  ");
-    assert_eq!(
-        cells.len(),
-        blocked.len(),
-        "one red `blocked` per blocked rank {blocked:?}:\n{}",
-        text(b)
-    );
-    for (x, y) in cells {
-        for dx in 0..7 {
-            assert_eq!(
-                b[(x + dx, y)].fg,
-                Color::Red,
-                "blocked drawn red at ({x},{y})"
-            );
+/// The screen row that shows rank `r` in the table (its number after the glyph column).
+fn row_of_rank(b: &Buffer, app: &App, r: u32) -> Option<u16> {
+    let s = app.shown_of(r);
+    let g = ringside_tui::view::style::glyph(&s);
+    let w = app.ranks().saturating_sub(1).to_string().len();
+    [format!(">{g}{r:>w$} "), format!(" {g}{r:>w$} ")]
+        .iter()
+        .flat_map(|needle| find(b, needle))
+        .map(|(_, y)| y)
+        .next()
+}
+
+/// Every blocked rank on screen has its state drawn in red; every culprit on screen has its
+/// glyph and state in magenta; every root cause is on screen (or, without one, the screen
+/// says it is not determined).
+fn check_states_and_causes(app: &App, b: &Buffer) {
+    let screen = text(b);
+    for r in app.listed() {
+        let Some(y) = row_of_rank(b, app, r) else {
+            continue;
+        };
+        let s = app.shown_of(r);
+        let label = s.label();
+        let (x, _) = find(b, &format!("{label} "))
+            .into_iter()
+            .find(|&(_, yy)| yy == y)
+            .unwrap_or_else(|| panic!("rank {r} shows `{label}`:\n{screen}"));
+        let want = if s.culprit.is_some() {
+            Some(Color::Magenta)
+        } else if s.state == RankState::Blocked {
+            Some(Color::Red)
+        } else {
+            None
+        };
+        if let Some(c) = want {
+            for dx in 0..label.chars().count() as u16 {
+                assert_eq!(
+                    b[(x + dx, y)].fg,
+                    c,
+                    "rank {r} `{label}` in {c:?}:\n{screen}"
+                );
+            }
+            let g = ringside_tui::view::style::glyph(&s);
+            let gx = find(b, &g.to_string())
+                .into_iter()
+                .find(|&(_, yy)| yy == y)
+                .expect("a glyph on the row");
+            assert_eq!(b[gx].fg, c, "rank {r}'s glyph in {c:?}");
         }
     }
-    let screen = text(b);
     if app.diagnosis.causes.is_empty() {
-        if !blocked.is_empty() {
+        if !app.blocked().is_empty() {
             assert!(screen.contains("root cause: not determined"), "{screen}");
         }
     } else {
@@ -150,11 +166,13 @@ fn at_end(toml: &str) -> App {
 
 #[test]
 fn healthy_run_at_the_end() {
+    let a = app(HEALTHY);
+    assert_eq!(a.pos, 0, "no stall: it opens at the start");
     let a = at_end(HEALTHY);
     assert!(a.diagnosis.causes.is_empty());
-    for (w, h) in [(80, 24), (160, 48)] {
+    for (w, h) in SIZES {
         let t = draw(&a, w, h);
-        check_blocked_and_causes(&a, t.backend().buffer());
+        check_states_and_causes(&a, t.backend().buffer());
         assert!(text(t.backend().buffer()).contains("completed"));
         insta::assert_snapshot!(format!("healthy_end_{w}x{h}"), t.backend());
     }
@@ -168,38 +186,254 @@ fn healthy_run_mid_allreduce_shows_waits_in_progress() {
     let t = draw(&a, 80, 24);
     let screen = text(t.backend().buffer());
     assert!(screen.contains("waiting"), "{screen}");
-    check_blocked_and_causes(&a, t.backend().buffer());
+    assert!(screen.contains("in progress"), "{screen}");
+    check_states_and_causes(&a, t.backend().buffer());
     insta::assert_snapshot!("healthy_mid_80x24", t.backend());
+}
+
+/// 256 ranks in a ring, rank 100 preempted: opened at the first stall, the chain to the root
+/// cause is on screen at 80x24 without scrolling, the dead rank is listed first, and at the
+/// end the blocked count is exact and every step total is shown.
+#[test]
+fn preemption_of_one_rank_in_256() {
+    let mut a = app(PREEMPT_256);
+    assert_eq!(Some(a.pos), a.loaded.markers.first_stall);
+    assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(100))]);
+    assert_eq!(
+        a.listed()[..2],
+        [100, 101],
+        "the culprit, then who waits on it"
+    );
+    assert_eq!(a.shown_of(100).culprit, Some(Culprit::Dead));
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let b = t.backend().buffer();
+        let screen = text(b);
+        assert!(screen.contains("preempted:100"), "{screen}");
+        assert!(screen.contains("101 → 100 ✗ dead"), "{screen}");
+        assert!(screen.contains("blocked: rank 101"), "{screen}");
+        assert!(row_of_rank(b, &a, 100).is_some() && row_of_rank(b, &a, 101).is_some());
+        check_states_and_causes(&a, b);
+        insta::assert_snapshot!(format!("preempt256_first_stall_{w}x{h}"), t.backend());
+    }
+    a.update(Action::End);
+    let blocked = a.blocked();
+    assert_eq!(blocked.len(), 255);
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let b = t.backend().buffer();
+        let screen = text(b);
+        assert!(
+            screen.contains("blocked: 255 ranks: 0-99,101-255"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("then 254 ranks in single file: 102 → 101"),
+            "{screen}"
+        );
+        // the step column shows k/total
+        assert!(find(b, "/510 ").len() >= 4, "{screen}");
+        check_states_and_causes(&a, b);
+        insta::assert_snapshot!(format!("preempt256_end_{w}x{h}"), t.backend());
+    }
+    // the time axis: the stall at 12ms of a 2s run is at the very left of the bar
+    let t = draw(&a, 80, 24);
+    let b = t.backend().buffer();
+    let (sx, _) = find(b, "S")
+        .into_iter()
+        .find(|&(_, y)| y == 21)
+        .expect("S on the bar");
+    assert!(sx <= 2, "the first stall is drawn at column {sx}");
 }
 
 #[test]
 fn preemption_stall() {
     let mut a = app(PREEMPT);
-    a.update(Action::FirstStall);
     assert!(a.pos > 0 && a.pos < a.loaded.len());
     assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(2))]);
     let t = draw(&a, 80, 24);
-    check_blocked_and_causes(&a, t.backend().buffer());
+    check_states_and_causes(&a, t.backend().buffer());
     insta::assert_snapshot!("preempt_first_stall_80x24", t.backend());
     a.update(Action::End);
-    for (w, h) in [(80, 24), (160, 48)] {
+    for (w, h) in SIZES {
         let t = draw(&a, w, h);
         let b = t.backend().buffer();
-        check_blocked_and_causes(&a, b);
+        check_states_and_causes(&a, b);
         assert!(text(b).contains("preempted at 12.000ms"), "{}", text(b));
         insta::assert_snapshot!(format!("preempt_end_{w}x{h}"), t.backend());
     }
 }
 
+/// A rank that stops issuing calls: marked hung (not green running), an F on the timeline,
+/// and `f` lands on its last call.
 #[test]
-fn mismatch() {
-    let a = at_end(MISMATCH);
-    // a stall is marked even where no root cause is named (then at the first watchdog)
-    assert!(a.loaded.markers.first_stall.is_some());
-    for (w, h) in [(80, 24), (160, 48)] {
+fn hung_worker() {
+    let mut a = at_end(HUNG);
+    assert_eq!(a.shown_of(3).culprit, Some(Culprit::Hung));
+    assert_eq!(a.shown_of(3).label(), "hung");
+    for (w, h) in SIZES {
         let t = draw(&a, w, h);
-        check_blocked_and_causes(&a, t.backend().buffer());
-        insta::assert_snapshot!(format!("mismatch_end_{w}x{h}"), t.backend());
+        let b = t.backend().buffer();
+        check_states_and_causes(&a, b);
+        let bar = h - 3;
+        let f = find(b, "F")
+            .into_iter()
+            .find(|&(_, y)| y == bar)
+            .expect("an F marker on the timeline");
+        assert_eq!(b[f].fg, Color::Red);
+        insta::assert_snapshot!(format!("hung_end_{w}x{h}"), t.backend());
+    }
+    a.update(Action::Start);
+    a.update(Action::Marker(MarkerKind::Fault, 1));
+    let (_, ev) = &a.loaded.events()[a.pos - 1];
+    assert!(
+        matches!(
+            ev,
+            Event::Complete {
+                rank: 3,
+                iteration: 1,
+                ..
+            }
+        ),
+        "{ev:?}"
+    );
+    assert!(a.status.as_deref().unwrap_or("").contains("hang: rank 3"));
+}
+
+/// An application bug: `f` lands on the call with the wrong size, drawn red and marked F.
+#[test]
+fn mismatched_bytes_highlights_the_offending_call() {
+    let mut a = app(MISMATCHED);
+    a.update(Action::Start);
+    a.update(Action::Marker(MarkerKind::Fault, 1));
+    let (_, ev) = &a.loaded.events()[a.pos - 1];
+    assert!(
+        matches!(
+            ev,
+            Event::Call {
+                rank: 2,
+                bytes: 1048576,
+                ..
+            }
+        ),
+        "{ev:?}"
+    );
+    // one more step, so the highlighted call is not under the cursor
+    a.update(Action::Step(1));
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let b = t.backend().buffer();
+        let (x, y) = find(b, "rank 2 allreduce #3 ring 1MiB")[0];
+        assert_eq!(b[(x, y)].fg, Color::Red, "the offending call in red");
+        assert!(b[(x, y)].modifier.contains(Modifier::BOLD));
+        let gutter = if w >= view::WIDE { 2 } else { 1 };
+        assert_eq!(b[(gutter, y)].symbol(), "F", "marked F:\n{}", text(b));
+        insta::assert_snapshot!(format!("mismatched_call_{w}x{h}"), t.backend());
+    }
+    a.update(Action::End);
+    assert_eq!(a.shown_of(2).culprit, Some(Culprit::Mismatching));
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        check_states_and_causes(&a, t.backend().buffer());
+        insta::assert_snapshot!(format!("mismatched_end_{w}x{h}"), t.backend());
+    }
+    // Enter shows every field of the offending call
+    a.update(Action::Start);
+    a.update(Action::Marker(MarkerKind::Fault, 1));
+    a.update(Action::Detail);
+    let screen = text(draw(&a, 80, 24).backend().buffer());
+    for field in [
+        "bytes: 1048576",
+        "iteration: 1",
+        "members: 4",
+        "F mismatch: rank 2",
+    ] {
+        assert!(screen.contains(field), "{field}:\n{screen}");
+    }
+}
+
+#[test]
+fn skipped_call_is_the_one_issued_in_its_place() {
+    let mut a = app(SKIPPED);
+    a.update(Action::Start);
+    a.update(Action::Marker(MarkerKind::Fault, 1));
+    let (_, ev) = &a.loaded.events()[a.pos - 1];
+    assert!(
+        matches!(
+            ev,
+            Event::Call {
+                rank: 1,
+                iteration: 1,
+                index: 1,
+                ..
+            }
+        ),
+        "{ev:?}"
+    );
+    a.update(Action::End);
+    assert_eq!(a.shown_of(1).culprit, Some(Culprit::Skipping));
+}
+
+/// An elastic group rebuilding after a preemption: the survivors are in a rendezvous (not
+/// blocked), the generation column counts generations.
+#[test]
+fn elastic_rebuild() {
+    let mut a = app(ELASTIC);
+    // both survivors have aborted and started the rendezvous
+    let second = a
+        .loaded
+        .events()
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, e))| matches!(e, Event::RendezvousStart { .. }))
+        .nth(1)
+        .expect("two ranks in the rendezvous")
+        .0;
+    a.update(Action::SeekTo(second + 2));
+    assert!(a.shown_of(0).rendezvous.is_some(), "{:?}", a.shown_of(0));
+    assert!(a.shown_of(1).rendezvous.is_some());
+    assert!(
+        a.blocked().is_empty(),
+        "ranks in a rendezvous are not blocked"
+    );
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let screen = text(t.backend().buffer());
+        assert!(screen.contains("rendezvous "), "{screen}");
+        assert!(screen.contains("rebuild → gen 1"), "{screen}");
+        assert!(screen.contains("gen "), "the generation column:\n{screen}");
+        assert!(!screen.contains("blocked:"), "{screen}");
+        insta::assert_snapshot!(format!("elastic_rendezvous_{w}x{h}"), t.backend());
+    }
+    a.update(Action::Marker(MarkerKind::Generation, 1));
+    a.update(Action::End);
+    let t = draw(&a, 160, 48);
+    let screen = text(t.backend().buffer());
+    assert!(screen.contains("rebuilt"), "{screen}");
+    insta::assert_snapshot!("elastic_end_160x48", t.backend());
+}
+
+/// A 2 x 4 mesh: the group column tells a tensor-parallel row from a data-parallel column.
+#[test]
+fn mesh_groups() {
+    let mut a = app(MESH);
+    let dp = a
+        .loaded
+        .events()
+        .iter()
+        .position(|(_, e)| matches!(e, Event::Call { index: 1, .. }))
+        .expect("a dp call");
+    a.update(Action::SeekTo(dp + 3));
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let screen = text(t.backend().buffer());
+        assert!(screen.contains("group"), "{screen}");
+        assert!(
+            screen.contains("tp 0-3") || screen.contains("tp 4-7"),
+            "{screen}"
+        );
+        assert!(screen.contains("dp "), "{screen}");
+        insta::assert_snapshot!(format!("mesh_groups_{w}x{h}"), t.backend());
     }
 }
 
@@ -211,9 +445,9 @@ fn partition() {
         .root_causes()
         .iter()
         .any(|c| matches!(c, RootCause::Partitioned(_))));
-    for (w, h) in [(80, 24), (160, 48)] {
+    for (w, h) in SIZES {
         let t = draw(&a, w, h);
-        check_blocked_and_causes(&a, t.backend().buffer());
+        check_states_and_causes(&a, t.backend().buffer());
         insta::assert_snapshot!(format!("partition_end_{w}x{h}"), t.backend());
     }
 }
@@ -226,35 +460,98 @@ fn graph_as_a_list_and_ranks_as_a_grid() {
     let t = draw(&a, 80, 24);
     let screen = text(t.backend().buffer());
     assert!(screen.contains("0 waits for 2"), "{screen}");
-    assert!(screen.contains("ranks (3), grid"), "{screen}");
+    assert!(screen.contains(", grid"), "{screen}");
     insta::assert_snapshot!("preempt_list_grid_80x24", t.backend());
 }
 
 #[test]
 fn help_and_filter() {
     let mut a = at_end(PREEMPT);
-    a.update(Action::EditFilter);
+    a.update(Action::Edit(Prompt::Filter));
     for c in "r2 drop".chars() {
-        a.update(Action::FilterChar(c));
+        a.update(Action::Char(c));
     }
-    a.update(Action::FilterApply);
+    a.update(Action::Apply);
     let t = draw(&a, 80, 24);
     let screen = text(t.backend().buffer());
-    assert!(screen.contains("filter: r2 drop"), "{screen}");
+    assert!(screen.contains("/r2 drop"), "{screen}");
     assert!(screen.contains("1→2 id 8"), "{screen}");
     assert!(!screen.contains("process_start"), "{screen}");
     a.update(Action::ToggleHelp);
     let t = draw(&a, 80, 24);
     let screen = text(t.backend().buffer());
-    assert!(screen.contains("jump to the first stall"), "{screen}");
+    assert!(screen.contains("first stall"), "{screen}");
     insta::assert_snapshot!("help_80x24", t.backend());
+}
+
+/// `NO_COLOR`: no cell has a colour; what colour told is still there in words and glyphs.
+#[test]
+fn no_color_keeps_words_and_glyphs() {
+    let mut a = at_end(HUNG);
+    a.color = false;
+    let t = draw(&a, 80, 24);
+    let b = t.backend().buffer();
+    for cell in b.content() {
+        assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset));
+    }
+    let screen = text(b);
+    assert!(screen.contains("∞3 hung"), "{screen}");
+    assert!(screen.contains("blocked"), "{screen}");
+}
+
+/// The palette never draws text in grey, white or black, nor on a fixed background.
+#[test]
+fn the_palette_reads_on_light_and_dark_terminals() {
+    for a in [at_end(HUNG), at_end(PREEMPT), app(PREEMPT_256)] {
+        for (w, h) in SIZES {
+            let t = draw(&a, w, h);
+            for cell in t.backend().buffer().content() {
+                for c in [cell.fg, cell.bg] {
+                    assert!(
+                        !matches!(
+                            c,
+                            Color::Gray
+                                | Color::DarkGray
+                                | Color::White
+                                | Color::Black
+                                | Color::Rgb(..)
+                                | Color::Indexed(_)
+                        ),
+                        "{c:?} at {cell:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Clicks land on the rank, the event and the time under them.
+#[test]
+fn the_mouse_finds_ranks_events_and_times() {
+    let a = app(PREEMPT_256);
+    let area = Rect::new(0, 0, 80, 24);
+    let t = draw(&a, 80, 24);
+    let b = t.backend().buffer();
+    let y = row_of_rank(b, &a, 101).expect("rank 101 on screen");
+    assert_eq!(view::hit(&a, area, 10, y), Hit::Rank(101));
+    let (_, ey) = find(b, "▶")[0];
+    assert_eq!(view::hit(&a, area, 30, ey), Hit::Event(a.pos - 1));
+    let Hit::Time(t0) = view::hit(&a, area, 0, 21) else {
+        panic!("the bar is at row 21")
+    };
+    let Hit::Time(t79) = view::hit(&a, area, 79, 21) else {
+        panic!("the bar is at row 21")
+    };
+    assert_eq!((t0, t79), (0, a.loaded.end_ns()));
 }
 
 #[test]
 fn too_small_a_terminal_says_so() {
     let a = app(HEALTHY);
     let t = draw(&a, 40, 10);
-    assert!(text(t.backend().buffer()).contains("needs at least"));
+    assert!(text(t.backend().buffer()).contains("needs at least 60x16"));
+    // the smallest size it draws does not panic
+    let _ = draw(&app(PREEMPT_256), 60, 16);
 }
 
 #[test]
@@ -274,7 +571,8 @@ fn an_interrupted_trace_and_an_empty_one() {
         Action::End,
         Action::Step(-1),
         Action::FirstStall,
-        Action::NextOfRank,
+        Action::Match(1),
+        Action::Detail,
     ] {
         a.update(action);
     }

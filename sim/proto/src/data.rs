@@ -1,7 +1,8 @@
 //! Real data: typed buffers, reductions, and the deterministic inputs of each rank.
 //!
 //! A collective's timing is driven by its modeled size in bytes; its correctness by a small
-//! real buffer of `elements` values, chunks of which travel in the messages (DESIGN §1.3).
+//! real buffer of `elements` values, chunks of which travel in the messages, so the real reduction
+//! happens and every result can be checked against the exact expected value.
 
 use crate::vocab::{Dtype, ReduceOp};
 use std::ops::Range;

@@ -1,9 +1,12 @@
 //! The vocabulary the protocols share with the scenario format: ops, algorithms, element types,
 //! reduction operators, rendezvous kinds, device meshes, point-to-point peers and registry actions. Their serde names are
-//! the scenario file's words (`"reduce_scatter"`, `"recursive_doubling"`, `"f32"`).
+//! the scenario file's words (`"reduce_scatter"`, `"recursive_doubling"`, `"f32"`); the same words
+//! are their `Display`, their `FromStr` and their `name()`, all derived by strum from one
+//! `snake_case` rule (a test holds strum's names to serde's).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -24,6 +27,8 @@ pub struct Mesh {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(Display, EnumString, IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Dtype {
     F32,
     F64,
@@ -32,16 +37,14 @@ pub enum Dtype {
 
 impl Dtype {
     pub fn name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "f32",
-            Dtype::F64 => "f64",
-            Dtype::I64 => "i64",
-        }
+        self.into()
     }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(Display, EnumString, IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum OpKind {
     Allreduce,
     Broadcast,
@@ -69,6 +72,7 @@ impl OpKind {
         OpKind::Barrier,
     ];
 
+    /// Every op, in declaration order.
     pub const ALL: [OpKind; 11] = [
         OpKind::Allreduce,
         OpKind::Broadcast,
@@ -84,19 +88,7 @@ impl OpKind {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            OpKind::Allreduce => "allreduce",
-            OpKind::Broadcast => "broadcast",
-            OpKind::Reduce => "reduce",
-            OpKind::Allgather => "allgather",
-            OpKind::ReduceScatter => "reduce_scatter",
-            OpKind::Barrier => "barrier",
-            OpKind::AllToAll => "all_to_all",
-            OpKind::Gather => "gather",
-            OpKind::Scatter => "scatter",
-            OpKind::Send => "send",
-            OpKind::Recv => "recv",
-        }
+        self.into()
     }
 
     /// Whether the op has a root rank.
@@ -172,14 +164,10 @@ impl OpKind {
     }
 }
 
-impl fmt::Display for OpKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(Display, EnumString, IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Algorithm {
     Ring,
     RecursiveDoubling,
@@ -199,28 +187,7 @@ pub enum Algorithm {
 
 impl Algorithm {
     pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Ring => "ring",
-            Algorithm::RecursiveDoubling => "recursive_doubling",
-            Algorithm::Rabenseifner => "rabenseifner",
-            Algorithm::Tree => "tree",
-            Algorithm::Direct => "direct",
-            Algorithm::Binomial => "binomial",
-            Algorithm::ScatterAllgather => "scatter_allgather",
-            Algorithm::RecursiveHalving => "recursive_halving",
-            Algorithm::Dissemination => "dissemination",
-            Algorithm::Hierarchical => "hierarchical",
-            Algorithm::Pairwise => "pairwise",
-            Algorithm::Bruck => "bruck",
-            Algorithm::Eager => "eager",
-            Algorithm::Rendezvous => "rendezvous",
-        }
-    }
-}
-
-impl fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        self.into()
     }
 }
 
@@ -228,6 +195,8 @@ impl fmt::Display for Algorithm {
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
+#[derive(Display, EnumString, IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum ReduceOp {
     #[default]
     Sum,
@@ -238,12 +207,7 @@ pub enum ReduceOp {
 
 impl ReduceOp {
     pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::Prod => "prod",
-        }
+        self.into()
     }
 }
 
@@ -325,5 +289,42 @@ impl fmt::Display for Peer {
             Peer::Step(PeerStep::Next) => f.write_str("next"),
             Peer::Step(PeerStep::Prev) => f.write_str("prev"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::de::value::{Error, StrDeserializer};
+    use serde::de::DeserializeOwned;
+    use std::fmt::Debug;
+    use std::str::FromStr;
+
+    /// strum's name of every variant is the one serde reads as that variant, and parses back.
+    fn same_names<T>()
+    where
+        T: VariantArray + DeserializeOwned + Copy + Debug + PartialEq + std::fmt::Display + FromStr,
+        <T as FromStr>::Err: Debug,
+    {
+        for &v in T::VARIANTS {
+            let name = v.to_string();
+            let serde = T::deserialize(StrDeserializer::<Error>::new(&name));
+            assert_eq!(serde, Ok(v), "{name}");
+            assert_eq!(T::from_str(&name).expect("parses"), v);
+        }
+    }
+
+    #[test]
+    fn strum_names_are_serde_names() {
+        same_names::<OpKind>();
+        same_names::<Algorithm>();
+        same_names::<Dtype>();
+        same_names::<ReduceOp>();
+        assert_eq!(OpKind::ALL.as_slice(), OpKind::VARIANTS);
+        assert_eq!(OpKind::AllToAll.name(), "all_to_all");
+        assert_eq!(Algorithm::RecursiveDoubling.name(), "recursive_doubling");
+        assert_eq!(Dtype::F32.name(), "f32");
+        assert_eq!(OpKind::ReduceScatter.to_string(), "reduce_scatter");
+        assert!("reduce-scatter".parse::<OpKind>().is_err());
     }
 }

@@ -14,31 +14,8 @@ fn esc(s: &str) -> String {
 /// waited for, labelled with its collective and step; root-cause ranks filled red, blocked
 /// ranks outlined red, ranks in progress grey; root-cause edges red, chunks on their way dashed.
 pub fn to_dot(fold: &Fold, d: &Diagnosis) -> String {
-    let mut out = String::new();
-    let mut nodes: Vec<u32> = d.waits.iter().flat_map(|e| [e.from, e.to]).collect();
-    nodes.extend(d.culprits());
-    nodes.sort_unstable();
-    nodes.dedup();
-    let culprits = d.culprits();
-    let blocked = d.blocked_ranks();
-    let _ = writeln!(out, "digraph waits {{");
-    let causes = listed(&d.root_causes());
-    let _ = writeln!(
-        out,
-        "  label=\"wait-for graph at {}{}\";",
-        fmt_ms(d.t),
-        if causes.is_empty() {
-            String::new()
-        } else {
-            format!("; root causes: {}", esc(&causes))
-        }
-    );
-    let _ = writeln!(out, "  labelloc=t;");
-    let _ = writeln!(out, "  node [shape=box, fontname=\"monospace\"];");
-    for r in nodes {
-        let Some(v) = fold.ranks.get(r as usize) else {
-            continue;
-        };
+    to_dot_with(d, |r| {
+        let v = fold.ranks.get(r as usize)?;
         let mut lines = vec![format!("rank {r}")];
         match &v.call {
             Some(c) if v.state != RankState::Dead && c.peer.is_some() => {
@@ -66,6 +43,38 @@ pub fn to_dot(fold: &Fold, d: &Diagnosis) -> String {
         if v.paused {
             lines.push("paused".into());
         }
+        Some(lines)
+    })
+}
+
+/// Renders the wait-for graph of `d` with each rank's node labelled by `label` (lines; None
+/// leaves the rank out), styled as [`to_dot`] styles it.
+pub fn to_dot_with(d: &Diagnosis, label: impl Fn(u32) -> Option<Vec<String>>) -> String {
+    let mut out = String::new();
+    let mut nodes: Vec<u32> = d.waits.iter().flat_map(|e| [e.from, e.to]).collect();
+    nodes.extend(d.culprits());
+    nodes.sort_unstable();
+    nodes.dedup();
+    let culprits = d.culprits();
+    let blocked = d.blocked_ranks();
+    let _ = writeln!(out, "digraph waits {{");
+    let causes = listed(&d.root_causes());
+    let _ = writeln!(
+        out,
+        "  label=\"wait-for graph at {}{}\";",
+        fmt_ms(d.t),
+        if causes.is_empty() {
+            String::new()
+        } else {
+            format!("; root causes: {}", esc(&causes))
+        }
+    );
+    let _ = writeln!(out, "  labelloc=t;");
+    let _ = writeln!(out, "  node [shape=box, fontname=\"monospace\"];");
+    for r in nodes {
+        let Some(lines) = label(r) else {
+            continue;
+        };
         let label: Vec<String> = lines.iter().map(|l| esc(l)).collect();
         let label = label.join("\\n");
         let style = if culprits.contains(&r) {

@@ -35,7 +35,7 @@ pub mod membership;
 
 pub use crate::cause::RootCause;
 pub use causes::{fmt_ranks, ranks_phrase};
-pub use dot::to_dot;
+pub use dot::{to_dot, to_dot_with};
 pub use fold::{
     CallSig, CallView, FaultView, Fold, Lateness, OpView, PastCall, RankState, RankView, Slot,
     Variant,

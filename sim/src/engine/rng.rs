@@ -47,17 +47,41 @@ mod tests {
 
     #[test]
     fn stream_is_value_stable() {
+        // pinned values: a change here changes every digest
+        let mut r = Rng::new(0);
+        let v: Vec<u64> = (0..3).map(|_| r.next_u64()).collect();
+        assert_eq!(
+            v,
+            [
+                0xcaae_b4d0_acee_ae2b,
+                0x4579_4ad1_3485_cde2,
+                0x2ebb_58a6_3df3_8e86
+            ]
+        );
         let mut r = Rng::new(7);
         let v: Vec<u64> = (0..3).map(|_| r.next_u64()).collect();
-        let mut r2 = Rng::new(7);
-        assert_eq!(v, (0..3).map(|_| r2.next_u64()).collect::<Vec<_>>());
-        // pinned values: a change here changes every digest
-        assert_eq!(Rng::new(0).next_u64(), Rng::new(0).next_u64());
+        assert_eq!(
+            v,
+            [
+                0x0453_acc7_0aea_a6e1,
+                0x8875_8cc7_d5ee_5c71,
+                0xec75_4a8d_9661_48ed
+            ]
+        );
+        let mut r = Rng::new(1);
+        let v: Vec<u64> = (0..5).map(|_| r.up_to(10)).collect();
+        assert_eq!(v, [10, 4, 7, 0, 7]);
+        assert_eq!(Rng::new(1).unit(), 0.9447954933319257);
+    }
+
+    #[test]
+    fn draws_stay_in_range() {
         let mut r = Rng::new(1);
         for _ in 0..1000 {
             assert!(r.up_to(10) <= 10);
             let u = r.unit();
             assert!((0.0..1.0).contains(&u));
         }
+        assert_eq!(r.up_to(0), 0);
     }
 }

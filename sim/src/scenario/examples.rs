@@ -1,7 +1,8 @@
 //! Example scenarios shared by the tests of this module.
 
-/// The example of DESIGN §2, made valid: `[network.intra_host]` needs `ranks_per_host > 1`.
-pub(crate) const DESIGN_EXAMPLE: &str = r#"name = "three-worker-preempt"      # required
+/// A scenario with every section, annotated as a user would write it (valid:
+/// `[network.intra_host]` needs `ranks_per_host > 1`).
+pub(crate) const ANNOTATED: &str = r#"name = "three-worker-preempt"      # required
 description = "..."                # optional
 seed = 1                           # optional (default 0); --seed overrides
 time_limit = "60s"                 # optional virtual-time cap

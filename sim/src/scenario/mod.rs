@@ -1,4 +1,4 @@
-//! Scenarios: the TOML model of DESIGN §2, its units, and validation.
+//! Scenarios: the TOML model of scenarios/README.md, its units, and validation.
 //!
 //! `load` and `parse` return either a validated [`Scenario`] or a [`ScenarioError`] that names
 //! the file, the line and the key at fault. `load_with` and `parse_with` also reject what the
@@ -7,6 +7,7 @@
 #[cfg(test)]
 mod examples;
 mod fault_de;
+pub mod groups;
 mod locate;
 mod model;
 mod parse;
@@ -15,7 +16,6 @@ mod validate;
 pub use crate::cause::{RootCause, RootCauseError};
 pub use model::*;
 pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
-mod groups;
 pub mod program;
 pub mod resolve;
 pub use validate::{unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_WORLD_SIZE};

@@ -1,4 +1,4 @@
-//! Traces (DESIGN §4): JSON Lines, a header with the scenario and seed, one event per line in
+//! Traces (docs/trace-format.md): JSON Lines, a header with the scenario and seed, one event per line in
 //! engine order, a footer with the outcome, the event count and a digest chained over every
 //! event line.
 

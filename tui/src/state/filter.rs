@@ -2,8 +2,11 @@
 //!
 //! Written as space-separated words: a number (or `r3`, `rank=3`) keeps events that involve
 //! that rank; a word keeps the kinds it starts (`send`, `fault`, `comp` for compute and
-//! complete); `-word` hides those kinds. Several ranks or kinds mean any of them.
+//! complete); `-word` hides those kinds; any other word keeps events whose description holds
+//! it (`wrong`, `watchdog`, `1mib`), ignoring case. Several ranks or kinds mean any of them;
+//! several other words must all be there.
 
+use crate::state::describe::describe;
 use ringside_sim::trace::Event;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -11,6 +14,8 @@ pub struct EventFilter {
     pub ranks: Vec<u32>,
     pub kinds: Vec<String>,
     pub hidden: Vec<String>,
+    /// Words to find in the event's description, lower case.
+    pub text: Vec<String>,
 }
 
 /// A filter that cannot be understood.
@@ -41,8 +46,12 @@ const KINDS: [&str; 21] = [
     "end",
 ];
 
+fn is_kind_prefix(word: &str) -> bool {
+    KINDS.iter().any(|k| k.starts_with(word))
+}
+
 fn known_prefix(word: &str) -> Result<String, FilterError> {
-    if KINDS.iter().any(|k| k.starts_with(word)) {
+    if is_kind_prefix(word) {
         Ok(word.to_string())
     } else {
         Err(FilterError(format!("no event kind starts with `{word}`")))
@@ -62,16 +71,22 @@ impl EventFilter {
                 f.ranks.push(r);
             } else if let Some(kind) = word.strip_prefix('-') {
                 f.hidden.push(known_prefix(kind)?);
+            } else if let Some(kind) = word.strip_prefix("kind=") {
+                f.kinds.push(known_prefix(kind)?);
+            } else if is_kind_prefix(&word) {
+                f.kinds.push(word);
             } else {
-                f.kinds
-                    .push(known_prefix(word.strip_prefix("kind=").unwrap_or(&word))?);
+                f.text.push(word);
             }
         }
         Ok(f)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ranks.is_empty() && self.kinds.is_empty() && self.hidden.is_empty()
+        self.ranks.is_empty()
+            && self.kinds.is_empty()
+            && self.hidden.is_empty()
+            && self.text.is_empty()
     }
 
     pub fn matches(&self, ev: &Event) -> bool {
@@ -79,6 +94,20 @@ impl EventFilter {
         (self.ranks.is_empty() || self.ranks.iter().any(|r| ev.involves(*r)))
             && (self.kinds.is_empty() || self.kinds.iter().any(|k| kind.starts_with(k.as_str())))
             && !self.hidden.iter().any(|k| kind.starts_with(k.as_str()))
+            && (self.text.is_empty() || {
+                let words = describe(ev).to_lowercase();
+                self.text.iter().all(|t| words.contains(t.as_str()))
+            })
+    }
+
+    /// The indices of the events that match, in order.
+    pub fn matching(&self, events: &[(u64, Event)]) -> Vec<usize> {
+        events
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, e))| self.matches(e))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// The filter written back as words.
@@ -86,6 +115,7 @@ impl EventFilter {
         let mut words: Vec<String> = self.ranks.iter().map(|r| format!("r{r}")).collect();
         words.extend(self.kinds.iter().cloned());
         words.extend(self.hidden.iter().map(|k| format!("-{k}")));
+        words.extend(self.text.iter().cloned());
         words.join(" ")
     }
 }
@@ -122,8 +152,18 @@ mod tests {
     }
 
     #[test]
-    fn unknown_kinds_are_refused() {
-        assert!(EventFilter::parse("bogus").is_err());
+    fn other_words_are_looked_for_in_the_description() {
+        let f = EventFilter::parse("2→0 1B").unwrap();
+        assert_eq!(f.text, ["2→0", "1b"]);
+        assert!(f.matches(&send(2, 0)));
+        assert!(!f.matches(&send(2, 1)));
+        let f = EventFilter::parse("coll").unwrap();
+        assert!(f.matches(&send(2, 0)));
+        assert!(!f.matches(&Event::ComputeDone { rank: 2 }));
+        assert!(
+            EventFilter::parse("-bogus").is_err(),
+            "only kinds can be hidden"
+        );
         assert!(EventFilter::parse("").unwrap().is_empty());
     }
 }

@@ -6,11 +6,12 @@
 use ringside_sim::diagnose::{diagnose, Fold};
 use ringside_sim::scenario::Fault;
 use ringside_sim::trace::{Event, FaultPhase};
+use std::collections::BTreeMap;
 
 /// What a marker stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum MarkerKind {
-    /// A scenario fault begins (or, for application bugs, the rank enters the faulty iteration).
+    /// A scenario fault begins; for an application bug, the offending call (see [`AppBug`]).
     Fault,
     /// A collective watchdog fires.
     Watchdog,
@@ -51,8 +52,9 @@ pub struct Marker {
 /// Collects markers while the events are folded once.
 pub struct MarkerScan {
     markers: Vec<Marker>,
-    /// (rank, iteration) where an application-bug fault of the scenario strikes.
-    app_bugs: Vec<(u32, u32)>,
+    /// The scenario's application bugs, each looking for its offending call.
+    bugs: Vec<AppBug>,
+    notes: BTreeMap<usize, String>,
     max_generation: u32,
     /// Diagnose every `dense` events while a fault is active and no stall was found yet,
     /// every `sparse` events otherwise.
@@ -68,19 +70,7 @@ pub struct MarkerScan {
 
 impl MarkerScan {
     pub fn new(faults: &[Fault], ranks: usize) -> MarkerScan {
-        let app_bugs = faults
-            .iter()
-            .filter_map(|f| match f {
-                Fault::Mismatch {
-                    rank, iteration, ..
-                }
-                | Fault::Skip {
-                    rank, iteration, ..
-                }
-                | Fault::Hang { rank, iteration } => Some((*rank, *iteration)),
-                _ => None,
-            })
-            .collect();
+        let bugs = faults.iter().filter_map(AppBug::of).collect();
         // A diagnosis costs O(ranks). Root causes come from faults, and a stall may span only
         // a few events (nothing happens while everyone waits), so while a fault is active
         // every event is looked at in small worlds; otherwise (and after the first stall) a
@@ -90,7 +80,8 @@ impl MarkerScan {
         let sparse = (2 * ranks).max(64);
         MarkerScan {
             markers: Vec::new(),
-            app_bugs,
+            bugs,
+            notes: BTreeMap::new(),
             max_generation: 0,
             dense,
             sparse,
@@ -112,16 +103,20 @@ impl MarkerScan {
             Event::Timer { timer, .. } if timer == "watchdog" => {
                 self.push(pos, MarkerKind::Watchdog)
             }
-            Event::Iteration { rank, iteration }
-                if self.app_bugs.contains(&(*rank, *iteration)) =>
-            {
-                self.push(pos, MarkerKind::Fault)
-            }
             Event::Call { generation, .. } if generation.0 > self.max_generation => {
                 self.max_generation = generation.0;
                 self.push(pos, MarkerKind::Generation);
             }
             _ => {}
+        }
+        for bug in &mut self.bugs {
+            if let Some(note) = bug.scan(pos, ev) {
+                self.markers.push(Marker {
+                    pos,
+                    kind: MarkerKind::Fault,
+                });
+                self.notes.insert(pos, note);
+            }
         }
         let every = if self.stalled.is_none() && fold.active_faults().next().is_some() {
             self.dense
@@ -162,7 +157,7 @@ impl MarkerScan {
         final_fold: &Fold,
         refine: impl FnOnce(usize, usize) -> Option<usize>,
     ) -> Markers {
-        if self.stalled.is_none() && self.last_sample < end {
+        if self.last_sample < end {
             self.sample_at(end, final_fold);
         }
         // a stall no diagnosis explains still shows when the first watchdog fires
@@ -177,13 +172,160 @@ impl MarkerScan {
             .or(first_watchdog);
         if let Some(p) = first_stall {
             self.push(p, MarkerKind::Stall);
+            // the first stalled stretch starts where the stall does, not at its first sample
+            if let Some(r) = self.stall_ranges.iter_mut().find(|r| r.0 >= p) {
+                r.0 = r.0.min(p);
+            }
+        }
+        for (pos, note) in self
+            .bugs
+            .iter()
+            .filter_map(AppBug::finish)
+            .collect::<Vec<_>>()
+        {
+            self.push(pos, MarkerKind::Fault);
+            self.notes.insert(pos, note);
         }
         self.markers.sort();
         Markers {
             markers: self.markers,
             first_stall,
             stall_ranges: self.stall_ranges,
+            notes: self.notes,
         }
+    }
+}
+
+/// An application bug of the scenario, and where the trace shows it. The engine records the
+/// calls as issued, so the offending one is found from the fault and the call events:
+/// - mismatch: the rank's call at (iteration, op index);
+/// - skip: the call the rank issued in place of the skipped one (or its end of workload);
+/// - hang: the rank's last call before the iteration where it stops issuing calls.
+struct AppBug {
+    rank: u32,
+    site: (u32, u32),
+    kind: BugKind,
+    found: bool,
+    /// A hang: the position of the rank's last call or completion before the hang, and
+    /// whether it issued a call from the hang's iteration on after all.
+    last: Option<usize>,
+    passed: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BugKind {
+    Mismatch,
+    Skip,
+    Hang,
+}
+
+impl AppBug {
+    fn of(f: &Fault) -> Option<AppBug> {
+        let (rank, site, kind) = match f {
+            Fault::Mismatch {
+                rank,
+                iteration,
+                op_index,
+                ..
+            } => (
+                *rank,
+                (*iteration, op_index.unwrap_or(0)),
+                BugKind::Mismatch,
+            ),
+            Fault::Skip {
+                rank,
+                iteration,
+                op_index,
+            } => (*rank, (*iteration, op_index.unwrap_or(0)), BugKind::Skip),
+            Fault::Hang { rank, iteration } => (*rank, (*iteration, 0), BugKind::Hang),
+            _ => return None,
+        };
+        Some(AppBug {
+            rank,
+            site,
+            kind,
+            found: false,
+            last: None,
+            passed: false,
+        })
+    }
+
+    /// Looks at the event at `pos`; returns the note when it is the offending call.
+    fn scan(&mut self, pos: usize, ev: &Event) -> Option<String> {
+        if self.found {
+            return None;
+        }
+        let (r, (it, op)) = (self.rank, self.site);
+        match (self.kind, ev) {
+            (
+                BugKind::Mismatch,
+                Event::Call {
+                    rank,
+                    iteration,
+                    index,
+                    ..
+                },
+            ) if *rank == r && (*iteration, *index) == self.site => {
+                self.found = true;
+                Some(format!(
+                    "mismatch: rank {r} issues iteration {it}'s op {op} with other parameters than its peers"
+                ))
+            }
+            (
+                BugKind::Skip,
+                Event::Call {
+                    rank,
+                    iteration,
+                    index,
+                    ..
+                },
+            ) if *rank == r && (*iteration, *index) > self.site => {
+                self.found = true;
+                Some(format!(
+                    "skip: rank {r} never issues iteration {it}'s op {op}; this call comes in its place"
+                ))
+            }
+            (BugKind::Skip, Event::WorkloadDone { rank }) if *rank == r => {
+                self.found = true;
+                Some(format!(
+                    "skip: rank {r} finishes without issuing iteration {it}'s op {op}"
+                ))
+            }
+            (
+                BugKind::Hang,
+                Event::Call {
+                    rank, iteration, ..
+                }
+                | Event::Complete {
+                    rank, iteration, ..
+                },
+            ) if *rank == r => {
+                if *iteration < it {
+                    self.last = Some(pos);
+                } else {
+                    self.passed = true;
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// A hang is known only at the end: the rank's last call or completion before it.
+    fn finish(&self) -> Option<(usize, String)> {
+        if self.kind != BugKind::Hang || self.passed {
+            return None;
+        }
+        let r = self.rank;
+        let it = self.site.0;
+        self.last.map(|p| {
+            (
+                p,
+                format!(
+                    "hang: rank {r} issues no call after this one (stuck from iteration {it} on)"
+                ),
+            )
+        })
     }
 }
 
@@ -194,6 +336,8 @@ pub struct Markers {
     pub first_stall: Option<usize>,
     /// Stretches of positions where sampled diagnoses named a root cause.
     pub stall_ranges: Vec<(usize, usize)>,
+    /// What an application bug's offending call did, by its marker's position.
+    pub notes: BTreeMap<usize, String>,
 }
 
 impl Markers {
@@ -203,6 +347,25 @@ impl Markers {
             .iter()
             .find(|m| m.kind == kind && m.pos > pos)
             .map(|m| m.pos)
+    }
+
+    /// The last marker of `kind` strictly before `pos`.
+    pub fn prev(&self, kind: MarkerKind, pos: usize) -> Option<usize> {
+        self.markers
+            .iter()
+            .rev()
+            .find(|m| m.kind == kind && m.pos < pos)
+            .map(|m| m.pos)
+    }
+
+    /// Whether the event at index `i` (position `i + 1`) is where a fault strikes.
+    pub fn is_fault(&self, i: usize) -> bool {
+        let pos = i + 1;
+        let k = self.markers.partition_point(|m| m.pos < pos);
+        self.markers[k..]
+            .iter()
+            .take_while(|m| m.pos == pos)
+            .any(|m| m.kind == MarkerKind::Fault)
     }
 
     pub fn of(&self, kind: MarkerKind) -> impl Iterator<Item = &Marker> {

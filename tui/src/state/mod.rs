@@ -1,19 +1,28 @@
 //! What the viewer knows: the loaded trace with its checkpoints and markers, and where the
 //! user stands in it. Nothing here draws or reads the terminal.
 
+pub mod chain;
+pub mod describe;
 pub mod filter;
 pub mod history;
 pub mod markers;
+pub mod ranges;
+pub mod ranks;
 
+pub use chain::CauseChain;
 pub use filter::EventFilter;
 pub use history::History;
 pub use markers::{Marker, MarkerKind, Markers};
+pub use ranks::{Culprit, Order, Shown};
 
 use history::Builder;
 use markers::MarkerScan;
+use ranges::fit_ranks;
 use ringside_sim::diagnose::{diagnose, Fold};
+use ringside_sim::proto::mesh::MeshLayout;
+use ringside_sim::proto::{GroupId, Rank};
 use ringside_sim::run::{run_events, RunOptions};
-use ringside_sim::scenario::Scenario;
+use ringside_sim::scenario::{groups, Scenario};
 use ringside_sim::trace::{Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent};
 use ringside_sim::units::Nanos;
 use std::path::Path;
@@ -165,6 +174,68 @@ impl Loaded {
     /// Virtual time at the end of the trace.
     pub fn end_ns(&self) -> Nanos {
         self.trace.events.last().map_or(0, |e| e.0)
+    }
+
+    /// The position that shows the state at virtual time `t`: every event up to and
+    /// including those at `t` applied.
+    pub fn pos_at_time(&self, t: Nanos) -> usize {
+        self.trace.events.partition_point(|(et, _)| *et <= t)
+    }
+
+    /// Virtual time after the first `pos` events.
+    pub fn time_at(&self, pos: usize) -> Nanos {
+        pos.checked_sub(1)
+            .and_then(|i| self.trace.events.get(i))
+            .map_or(0, |e| e.0)
+    }
+
+    /// Whether ranks work in groups other than the world (a device mesh).
+    pub fn has_groups(&self) -> bool {
+        let s = &self.trace.header.scenario;
+        s.group.mesh.is_some() || !s.groups.is_empty()
+    }
+
+    /// Whether some rank sends or receives messages (a pipeline, or a send or recv op).
+    pub fn has_point_to_point(&self) -> bool {
+        let w = &self.trace.header.scenario.workload;
+        w.pipeline.is_some()
+            || w.ops
+                .iter()
+                .chain(w.programs.iter().flat_map(|p| &p.ops))
+                .any(|o| o.op.point_to_point())
+    }
+
+    /// Whether the group rebuilds itself in new generations.
+    pub fn is_elastic(&self) -> bool {
+        self.trace.header.scenario.group.elastic.is_some()
+    }
+
+    /// A group as people name it: `world`, or a mesh dimension with its members
+    /// (`tp 4-7`, `dp 1,5`), at most about `width` characters.
+    pub fn group_label(&self, id: GroupId, width: usize) -> String {
+        if id.0 == 0 {
+            return "world".into();
+        }
+        let s = &self.trace.header.scenario;
+        let named = s.group.mesh.as_ref().and_then(|mesh| {
+            let layout = MeshLayout::new(mesh, s.world.size)?;
+            let members = layout.members(id)?;
+            let first = *members.first()?;
+            let d = (0..layout.dims()).find(|&d| layout.group_of(d, first).0 == id)?;
+            let ranks: Vec<u32> = members.iter().map(|r: &Rank| r.0).collect();
+            let dim = &mesh.dims[d];
+            let room = width.saturating_sub(dim.chars().count() + 1).max(4);
+            Some(format!("{dim} {}", fit_ranks(&ranks, room)))
+        });
+        let named = named.or_else(|| {
+            let (_, e, ranks) = groups::named_subgroups(s)
+                .into_iter()
+                .find(|(g, _, _)| *g == id)?;
+            let name = &s.groups[e].name;
+            let room = width.saturating_sub(name.chars().count() + 1).max(4);
+            Some(format!("{name} {}", fit_ranks(&ranks, room)))
+        });
+        named.unwrap_or_else(|| format!("group {}", id.0))
     }
 
     /// The first position after `pos` whose event involves `rank`.

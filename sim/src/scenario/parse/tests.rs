@@ -1,5 +1,5 @@
 use super::*;
-use crate::scenario::examples::{DESIGN_EXAMPLE, EVERY_KEY};
+use crate::scenario::examples::{ANNOTATED, EVERY_KEY};
 use crate::scenario::*;
 use crate::units::{Bandwidth, Duration, Size};
 
@@ -11,8 +11,8 @@ fn err(text: &str) -> ScenarioError {
 }
 
 #[test]
-fn the_design_example_parses() {
-    let s = parse(DESIGN_EXAMPLE, "design.toml").unwrap();
+fn the_annotated_example_parses() {
+    let s = parse(ANNOTATED, "annotated.toml").unwrap();
     assert_eq!(s.name, "three-worker-preempt");
     assert_eq!(s.description.as_deref(), Some("..."));
     assert_eq!(s.seed, 1);
@@ -141,7 +141,7 @@ fn defaults_fill_what_is_left_out() {
 
 #[test]
 fn scenarios_round_trip_through_json() {
-    for text in [DESIGN_EXAMPLE, EVERY_KEY] {
+    for text in [ANNOTATED, EVERY_KEY] {
         let s = parse(text, "s.toml").unwrap();
         // as in a trace header: serialized to text, read back
         let line = serde_json::to_string(&s).unwrap();
@@ -152,7 +152,7 @@ fn scenarios_round_trip_through_json() {
 
 #[test]
 fn json_errors_name_the_scenario_key() {
-    let mut v = serde_json::to_value(parse(DESIGN_EXAMPLE, "s.toml").unwrap()).unwrap();
+    let mut v = serde_json::to_value(parse(ANNOTATED, "s.toml").unwrap()).unwrap();
     v["world"]["size"] = 0.into();
     let e = parse_json(&v, "t.jsonl").unwrap_err();
     assert_eq!((e.line, e.key.as_str()), (1, "scenario.world.size"));
@@ -379,8 +379,8 @@ fn unreadable_files() {
         format!("{}:2: the file is not UTF-8 text", binary.display())
     );
     let good = dir.join("good.toml");
-    std::fs::write(&good, DESIGN_EXAMPLE).unwrap();
-    assert_eq!(load(&good).unwrap(), parse(DESIGN_EXAMPLE, "x").unwrap());
+    std::fs::write(&good, ANNOTATED).unwrap();
+    assert_eq!(load(&good).unwrap(), parse(ANNOTATED, "x").unwrap());
     assert!(load_with(&good, &Support::ALL).is_ok());
     let no_elastic = Support {
         elastic: false,

@@ -6,7 +6,7 @@ use crate::units::Duration;
 
 /// Which features of the scenario format the engine implements today.
 ///
-/// The format (DESIGN §2) runs ahead of the engine; a scenario that uses a feature the engine
+/// The format (scenarios/README.md) runs ahead of the engine; a scenario that uses a feature the engine
 /// lacks is rejected by [`unsupported`] with `not supported yet: <key>` instead of being run
 /// with the feature silently ignored. Start from [`Support::ALL`] and switch off what is missing:
 /// `Support { mesh: false, ..Support::ALL }`.
@@ -200,7 +200,7 @@ pub fn unsupported(s: &Scenario, supported: &Support) -> Result<(), Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::examples::{DESIGN_EXAMPLE, EVERY_KEY};
+    use crate::scenario::examples::{ANNOTATED, EVERY_KEY};
     use crate::scenario::{parse, parse_with};
 
     /// 1-based line of the first line of `text` that starts with `prefix`.
@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn everything_is_supported_by_support_all() {
-        for text in [DESIGN_EXAMPLE, EVERY_KEY] {
+        for text in [ANNOTATED, EVERY_KEY] {
             assert_eq!(
                 parse_with(text, "s.toml", &Support::ALL).unwrap(),
                 parse(text, "s.toml").unwrap()
@@ -330,7 +330,7 @@ mod tests {
             "the engine injects preempt, pause",
         );
 
-        let d = DESIGN_EXAMPLE;
+        let d = ANNOTATED;
         not_yet(
             d,
             Support {
@@ -411,7 +411,7 @@ mod tests {
             "op = \"broadcast\"",
             "broadcast `direct`",
         );
-        let d = DESIGN_EXAMPLE;
+        let d = ANNOTATED;
         let ring_only = Support {
             algorithm: |_, a| a != Algorithm::Ring,
             ..all

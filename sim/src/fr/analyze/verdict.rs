@@ -1,0 +1,399 @@
+//! The verdict on a group's earliest divergence: who is wrong, and how.
+//!
+//! Ranks that disagree are judged by the majority of the group; on a tie, by the call's
+//! history — a call whose parameters (or call site) appear elsewhere in the group is the
+//! program's, one that appears nowhere is the deviation. A culprit whose calls are the others'
+//! calls one seq later made an extra call; one seq earlier, it skipped one. Where nothing
+//! decides, the verdict is `undecided`, with the reason.
+
+use super::judge::{Ctx, Divergence, DivergenceKind, Row};
+use super::lanes::{self, Call, Lane};
+use crate::diagnose::ranks_phrase;
+use crate::fr::groups::Group;
+use crate::scenario::RootCause;
+
+fn rank(r: u32) -> crate::proto::types::Rank {
+    crate::proto::types::Rank(r)
+}
+
+/// Whether a call like `v` appears in the group at a seq other than `s`.
+fn usual(ctx: &Ctx, g: &Group, s: u64, v: &Call) -> bool {
+    g.members.iter().any(|&m| {
+        ctx.lane(m, g.id).is_some_and(|l| {
+            l.calls
+                .iter()
+                .any(|c| c.seq != s && lanes::differs(ctx.dumps, v, c).is_none())
+        })
+    })
+}
+
+/// `culprit`'s calls from `s` on, against `right`'s: Some(true) when the culprit's calls are
+/// the right ones one seq later (an extra call), Some(false) when one seq earlier (a skipped
+/// call).
+fn shift(ctx: &Ctx, g: &Group, s: u64, culprit: u32, right: u32) -> Option<bool> {
+    let (lc, lr) = (ctx.lane(culprit, g.id)?, ctx.lane(right, g.id)?);
+    let at = |l: &Lane, q: u64| l.calls.iter().find(|c| c.seq == q).copied();
+    let agree = |a: Option<Call>, b: Option<Call>| match (a, b) {
+        (Some(a), Some(b)) => Some(ctx.same(&a, &b)),
+        _ => None,
+    };
+    // an extra call: culprit(s+1) = right(s)
+    if agree(at(lc, s + 1), at(lr, s)) == Some(true)
+        && agree(at(lc, s + 2), at(lr, s + 1)) != Some(false)
+    {
+        return Some(true);
+    }
+    if agree(at(lc, s), at(lr, s + 1)) == Some(true)
+        && agree(at(lc, s + 1), at(lr, s + 2)) != Some(false)
+    {
+        return Some(false);
+    }
+    // the right ranks stop at s: their history tells what comes after their call there (a
+    // loop repeats its calls), and a culprit already at that call skipped theirs
+    // (only with call sites: without them a call in place of another looks the same)
+    let (mine, theirs) = (at(lc, s)?, at(lr, s)?);
+    lanes::site(ctx.dumps, &mine)?;
+    let skipped = lr.calls.windows(2).any(|w| {
+        w[0].seq < s
+            && w[1].seq == w[0].seq + 1
+            && ctx.same(&w[0], &theirs)
+            && ctx.same(&w[1], &mine)
+    });
+    skipped.then_some(false)
+}
+
+fn call_phrase(ctx: &Ctx, g: &Group, s: u64, c: &Call) -> String {
+    let site = lanes::site(ctx.dumps, c)
+        .map(|x| format!(" at {x}"))
+        .unwrap_or_default();
+    format!(
+        "{} #{s} of {} ({}{site})",
+        lanes::op_name(ctx.dumps, c),
+        g.label(),
+        lanes::describe(ctx.dumps, c)
+    )
+}
+
+/// Ranks issued #s with different parameters: the majority is right; on a tie, the call that
+/// also appears elsewhere in the group's history.
+pub(super) fn judge_params(
+    ctx: &Ctx,
+    g: &Group,
+    s: u64,
+    vs: &[(Call, Vec<u32>)],
+    rows: &[Row],
+) -> Divergence {
+    let start = rows.iter().find(|r| r.seq == s).map_or(0, |r| r.start_ns);
+    let max = vs.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
+    let top: Vec<usize> = (0..vs.len()).filter(|&i| vs[i].1.len() == max).collect();
+    let right = if top.len() == 1 {
+        Some(top[0])
+    } else {
+        let usual_ones: Vec<usize> = (0..vs.len())
+            .filter(|&i| usual(ctx, g, s, &vs[i].0))
+            .collect();
+        (usual_ones.len() == 1).then(|| usual_ones[0])
+    };
+    let describe_all = || {
+        vs.iter()
+            .map(|(c, r)| {
+                format!(
+                    "{} call it with {}",
+                    ranks_phrase(r),
+                    lanes::describe(ctx.dumps, c)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(ri) = right else {
+        let reason = format!(
+            "at {} #{s} of {} {}: no majority, and no call of the group's history tells which \
+             is right",
+            lanes::op_name(ctx.dumps, &vs[0].0),
+            g.label(),
+            describe_all()
+        );
+        return Divergence {
+            group: g.id,
+            seq: s,
+            at_ns: start.saturating_sub(ctx.t0),
+            kind: DivergenceKind::Parameters,
+            culprits: Vec::new(),
+            agree: Vec::new(),
+            causes: vec![RootCause::Undecided],
+            text: reason.clone(),
+            undecided: Some(reason),
+            victims: Vec::new(),
+        };
+    };
+    let (rc, rr) = &vs[ri];
+    let mut culprits = Vec::new();
+    let mut causes = Vec::new();
+    let mut texts = Vec::new();
+    let mut kind = DivergenceKind::Parameters;
+    for (i, (c, ranks)) in vs.iter().enumerate() {
+        if i == ri {
+            continue;
+        }
+        let how = lanes::differs(ctx.dumps, rc, c).unwrap_or_default();
+        for &r in ranks {
+            culprits.push(r);
+            match shift(ctx, g, s, r, rr[0]) {
+                Some(true) => {
+                    kind = DivergenceKind::ExtraCall;
+                    causes.push(RootCause::Mismatch(rank(r)));
+                }
+                Some(false) => {
+                    kind = DivergenceKind::SkippedCall;
+                    causes.push(RootCause::Skipped(rank(r)));
+                }
+                None => causes.push(RootCause::Mismatch(rank(r))),
+            }
+        }
+        let shifted = match kind {
+            DivergenceKind::ExtraCall => {
+                ": an extra call (its later calls are the others' calls one seq later)"
+            }
+            DivergenceKind::SkippedCall => {
+                ": it skipped a call (its calls are the others' calls one seq earlier)"
+            }
+            _ => "",
+        };
+        texts.push(format!(
+            "{} called {} with {how} (as {} called it){shifted}",
+            ranks_phrase(ranks),
+            call_phrase(ctx, g, s, c),
+            ranks_phrase(rr)
+        ));
+    }
+    culprits.sort_unstable();
+    causes.sort();
+    causes.dedup();
+    Divergence {
+        group: g.id,
+        seq: s,
+        at_ns: start.saturating_sub(ctx.t0),
+        kind,
+        culprits,
+        agree: rr.clone(),
+        causes,
+        text: texts.join("; "),
+        undecided: None,
+        victims: Vec::new(),
+    }
+}
+
+/// Same parameters at #s from different call sites: a shifted call that matched by chance.
+/// Named only when the minority's site never appears in the majority's records.
+pub(super) fn judge_site(
+    ctx: &Ctx,
+    g: &Group,
+    s: u64,
+    vs: &[(Call, Vec<u32>)],
+    rows: &[Row],
+) -> Option<Divergence> {
+    let start = rows.iter().find(|r| r.seq == s).map_or(0, |r| r.start_ns);
+    let max = vs.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
+    let top: Vec<usize> = (0..vs.len()).filter(|&i| vs[i].1.len() == max).collect();
+    if top.len() != 1 {
+        return None;
+    }
+    let (rc, rr) = &vs[top[0]];
+    let mut culprits = Vec::new();
+    let mut causes = Vec::new();
+    let mut texts = Vec::new();
+    let mut kind = DivergenceKind::CallSite;
+    for (i, (c, ranks)) in vs.iter().enumerate() {
+        if i == top[0] {
+            continue;
+        }
+        let site = lanes::site(ctx.dumps, c)?;
+        let seen = rr.iter().any(|&m| {
+            ctx.lane(m, g.id).is_some_and(|l| {
+                l.calls
+                    .iter()
+                    .any(|x| lanes::site(ctx.dumps, x) == Some(site))
+            })
+        });
+        if seen {
+            return None;
+        }
+        for &r in ranks {
+            culprits.push(r);
+            match shift(ctx, g, s, r, rr[0]) {
+                Some(false) => {
+                    kind = DivergenceKind::SkippedCall;
+                    causes.push(RootCause::Skipped(rank(r)));
+                }
+                Some(true) => {
+                    kind = DivergenceKind::ExtraCall;
+                    causes.push(RootCause::Mismatch(rank(r)));
+                }
+                None => causes.push(RootCause::Mismatch(rank(r))),
+            }
+        }
+        texts.push(format!(
+            "{} called {} from {site}, a call site {} never {} from; {} called it from {}{}",
+            ranks_phrase(ranks),
+            call_phrase(ctx, g, s, c).split(" (").next().unwrap_or(""),
+            ranks_phrase(rr),
+            if rr.len() == 1 { "calls" } else { "call" },
+            ranks_phrase(rr),
+            lanes::site(ctx.dumps, rc).unwrap_or("?"),
+            match kind {
+                DivergenceKind::ExtraCall => {
+                    ": an extra call with the same parameters, so it matched the others' next \
+                     call and every later call is shifted by one"
+                }
+                DivergenceKind::SkippedCall => ": a skipped call, shifting every later call by one",
+                _ => "",
+            }
+        ));
+    }
+    culprits.sort_unstable();
+    causes.sort();
+    causes.dedup();
+    Some(Divergence {
+        group: g.id,
+        seq: s,
+        at_ns: start.saturating_sub(ctx.t0),
+        kind,
+        culprits,
+        agree: rr.clone(),
+        causes,
+        text: texts.join("; "),
+        undecided: None,
+        victims: Vec::new(),
+    })
+}
+
+/// Some members have not issued #s. Those waiting in other calls may still come; of the idle
+/// ones, the side with fewer ranks is wrong: idle ranks that the majority waits for stopped (or
+/// went past the call), an issuing minority made an extra call.
+pub(super) fn judge_absent(
+    ctx: &Ctx,
+    g: &Group,
+    s: u64,
+    start: u64,
+    issued: &[u32],
+    not_yet: &[u32],
+) -> Divergence {
+    let idle: Vec<u32> = not_yet
+        .iter()
+        .copied()
+        .filter(|&m| ctx.dump(m).is_some_and(|d| !ctx.busy[d]))
+        .collect();
+    let busy: Vec<u32> = not_yet
+        .iter()
+        .copied()
+        .filter(|m| !idle.contains(m))
+        .collect();
+    let rep = issued
+        .first()
+        .and_then(|&m| ctx.lane(m, g.id))
+        .and_then(|l| l.calls.iter().find(|c| c.seq == s).copied());
+    let what = rep
+        .map(|c| call_phrase(ctx, g, s, &c))
+        .unwrap_or_else(|| format!("#{s} of {}", g.label()));
+    let base = Divergence {
+        group: g.id,
+        seq: s,
+        at_ns: start.saturating_sub(ctx.t0),
+        kind: DivergenceKind::WaitsElsewhere,
+        culprits: Vec::new(),
+        agree: Vec::new(),
+        causes: Vec::new(),
+        text: String::new(),
+        undecided: None,
+        victims: Vec::new(),
+    };
+    if idle.is_empty() {
+        return Divergence {
+            text: format!(
+                "{} issued {what}; {} {} not issued it and wait{} in other calls",
+                ranks_phrase(issued),
+                ranks_phrase(&busy),
+                if busy.len() == 1 { "has" } else { "have" },
+                if busy.len() == 1 { "s" } else { "" }
+            ),
+            ..base
+        };
+    }
+    use std::cmp::Ordering;
+    match issued.len().cmp(&idle.len()) {
+        Ordering::Greater => {
+            let mut causes = Vec::new();
+            let mut kind = DivergenceKind::Stopped;
+            let mut moved = Vec::new();
+            for &m in &idle {
+                let d = ctx.dump(m).unwrap_or(0);
+                if ctx.newest_ns[d] > start {
+                    kind = DivergenceKind::SkippedCall;
+                    moved.push(m);
+                    causes.push(RootCause::Skipped(rank(m)));
+                } else {
+                    causes.push(RootCause::Hung(rank(m)));
+                }
+            }
+            let text = if moved.is_empty() {
+                format!(
+                    "{} issued {what}; {} never issued it: {} last call completed and {} \
+                     issued nothing after (stopped outside collectives)",
+                    ranks_phrase(issued),
+                    ranks_phrase(&idle),
+                    if idle.len() == 1 { "its" } else { "their" },
+                    if idle.len() == 1 { "it" } else { "they" }
+                )
+            } else {
+                format!(
+                    "{} issued {what}; {} never issued it and went on with later calls: {} \
+                     skipped it",
+                    ranks_phrase(issued),
+                    ranks_phrase(&idle),
+                    if idle.len() == 1 { "it" } else { "they" }
+                )
+            };
+            Divergence {
+                kind,
+                culprits: idle.clone(),
+                agree: issued.to_vec(),
+                causes,
+                text,
+                ..base
+            }
+        }
+        Ordering::Less => Divergence {
+            kind: DivergenceKind::ExtraCall,
+            culprits: issued.to_vec(),
+            agree: idle.clone(),
+            causes: issued
+                .iter()
+                .map(|&m| RootCause::Mismatch(rank(m)))
+                .collect(),
+            text: format!(
+                "{} issued {what}, which {} never issued ({} last call completed and nothing \
+                 follows): an extra call",
+                ranks_phrase(issued),
+                ranks_phrase(&idle),
+                if idle.len() == 1 { "its" } else { "their" }
+            ),
+            ..base
+        },
+        Ordering::Equal => {
+            let reason = format!(
+                "{} issued {what}, {} did not and issued nothing after: as many ranks on each \
+                 side, so the dumps cannot tell an extra call from a stopped rank",
+                ranks_phrase(issued),
+                ranks_phrase(&idle)
+            );
+            Divergence {
+                kind: DivergenceKind::ExtraCall,
+                causes: vec![RootCause::Undecided],
+                text: reason.clone(),
+                undecided: Some(reason),
+                ..base
+            }
+        }
+    }
+}

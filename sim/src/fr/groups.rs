@@ -1,0 +1,271 @@
+//! Process groups: who the members of each group are.
+//!
+//! A group is its name *and* its member set: the same name may denote different groups on
+//! different ranks (names are per-process counters unless hashed). Members come from the
+//! dumping rank's `pg_config` when that entry is usable — it names the group and lists the rank
+//! itself. gloo writes an unusable one (a single entry `""` with group-local ranks), and some
+//! dumps have none: then a group's members are the ranks whose records name it, and the default
+//! group (`default_pg`) is the whole world. The world's size is the largest rank any dump or
+//! `pg_config` shows, so a rank without a dump is still known to exist.
+
+use super::model::Dump;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where a group's members were read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MembersFrom {
+    /// `pg_config` of its members' dumps.
+    PgConfig,
+    /// The default group: every rank of the world.
+    World,
+    /// The ranks whose records name the group (`pg_config` unusable or absent).
+    Records,
+}
+
+/// One process group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    /// Its number in reports: the world is 0 when it is a group of the job.
+    pub id: u32,
+    pub name: String,
+    pub desc: String,
+    /// Global ranks, sorted.
+    pub members: Vec<u32>,
+    pub from: MembersFrom,
+}
+
+impl Group {
+    /// `group 0 (default_pg)`.
+    pub fn label(&self) -> String {
+        if self.desc.is_empty() || self.desc == self.name {
+            format!("group {}", self.name)
+        } else {
+            format!("group {} ({})", self.name, self.desc)
+        }
+    }
+
+    /// The group rank of global rank `r`.
+    pub fn local(&self, r: u32) -> Option<u32> {
+        self.members.binary_search(&r).ok().map(|i| i as u32)
+    }
+}
+
+/// Every group of the job, and the group of every record.
+#[derive(Clone, Debug, Default)]
+pub struct Groups {
+    pub list: Vec<Group>,
+    pub world_size: u32,
+    /// For each dump (in the order given), the group of each of its records.
+    pub of_record: Vec<Vec<u32>>,
+    /// Sentences about what was inferred.
+    pub notes: Vec<String>,
+}
+
+/// At most this many ranks in a world (larger `pg_config` rank lists are not believed).
+const MAX_WORLD: u32 = 1 << 20;
+
+fn is_default(name: &str, desc: &str) -> bool {
+    desc == "default_pg" || (desc.is_empty() && name == "0")
+}
+
+/// Works out the groups of `dumps` (sorted by rank).
+pub fn infer(dumps: &[Dump]) -> Groups {
+    let mut notes = Vec::new();
+    // usable pg_config entries per dump: name -> members
+    let mut usable: Vec<BTreeMap<&str, Vec<u32>>> = Vec::with_capacity(dumps.len());
+    let mut world = dumps.iter().map(|d| d.rank + 1).max().unwrap_or(0);
+    let mut unusable_ranks = Vec::new();
+    for d in dumps {
+        let mut m = BTreeMap::new();
+        let mut bad = false;
+        for c in &d.pg_config {
+            let Some(ranks) = c
+                .ranks
+                .as_ref()
+                .filter(|r| r.iter().all(|&x| x < MAX_WORLD))
+            else {
+                bad = true;
+                continue;
+            };
+            // the length of any rank list bounds the world from below, even gloo's
+            world = world.max(ranks.len() as u32);
+            if c.name.is_empty() || !ranks.contains(&d.rank) {
+                bad = true;
+                continue;
+            }
+            let mut r = ranks.clone();
+            r.sort_unstable();
+            r.dedup();
+            if let Some(&mx) = r.last() {
+                world = world.max(mx + 1);
+            }
+            m.insert(c.name.as_str(), r);
+        }
+        // entries naming a group the table does not list make the table suspect too
+        if bad {
+            unusable_ranks.push(d.rank);
+        }
+        usable.push(m);
+    }
+    if !unusable_ranks.is_empty() {
+        notes.push(format!(
+            "pg_config is unusable in the dumps of {} (gloo writes a single entry with \
+             group-local ranks): members are inferred from the records",
+            crate::diagnose::ranks_phrase(&unusable_ranks)
+        ));
+    }
+    // groups known from pg_config: (name, members)
+    let mut keyed: BTreeMap<(String, Vec<u32>), String> = BTreeMap::new();
+    for (d, m) in dumps.iter().zip(&usable) {
+        for (name, members) in m {
+            let desc = d
+                .pg_config
+                .iter()
+                .find(|c| c.name == *name)
+                .map(|c| c.desc.clone())
+                .unwrap_or_default();
+            keyed
+                .entry((name.to_string(), members.clone()))
+                .or_insert(desc);
+        }
+    }
+    // records: (name, desc) per dump, resolved to a group key
+    #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+    enum Key {
+        Config(String, Vec<u32>),
+        World(String, String),
+        Named(String, String),
+    }
+    let mut per_dump_keys: Vec<BTreeMap<(u32, u32), Key>> = Vec::with_capacity(dumps.len());
+    let mut named_ranks: BTreeMap<(String, String), BTreeSet<u32>> = BTreeMap::new();
+    for (d, m) in dumps.iter().zip(&usable) {
+        let mut keys: BTreeMap<(u32, u32), Key> = BTreeMap::new();
+        for r in &d.records {
+            if keys.contains_key(&(r.group_name, r.group_desc)) {
+                continue;
+            }
+            let name = d.str(r.group_name);
+            let desc = d.str(r.group_desc);
+            let key = if let Some(members) = m.get(name) {
+                Key::Config(name.to_string(), members.clone())
+            } else {
+                let cands: Vec<&(String, Vec<u32>)> = keyed
+                    .keys()
+                    .filter(|(n, mem)| n == name && mem.contains(&d.rank))
+                    .collect();
+                if cands.len() == 1 {
+                    Key::Config(cands[0].0.clone(), cands[0].1.clone())
+                } else if is_default(name, desc) {
+                    Key::World(name.to_string(), desc.to_string())
+                } else {
+                    named_ranks
+                        .entry((name.to_string(), desc.to_string()))
+                        .or_default()
+                        .insert(d.rank);
+                    Key::Named(name.to_string(), desc.to_string())
+                }
+            };
+            keys.insert((r.group_name, r.group_desc), key);
+        }
+        per_dump_keys.push(keys);
+    }
+    // number the groups: the world first, then by smallest member and name
+    let mut all: BTreeSet<Key> = BTreeSet::new();
+    for keys in &per_dump_keys {
+        all.extend(keys.values().cloned());
+    }
+    let mut list: Vec<Group> = all
+        .iter()
+        .map(|k| match k {
+            Key::Config(name, members) => Group {
+                id: 0,
+                name: name.clone(),
+                desc: keyed
+                    .get(&(name.clone(), members.clone()))
+                    .cloned()
+                    .unwrap_or_default(),
+                members: members.clone(),
+                from: MembersFrom::PgConfig,
+            },
+            Key::World(name, desc) => Group {
+                id: 0,
+                name: name.clone(),
+                desc: desc.clone(),
+                members: (0..world).collect(),
+                from: MembersFrom::World,
+            },
+            Key::Named(name, desc) => Group {
+                id: 0,
+                name: name.clone(),
+                desc: desc.clone(),
+                members: named_ranks
+                    .get(&(name.clone(), desc.clone()))
+                    .map(|s| s.iter().copied().collect())
+                    .unwrap_or_default(),
+                from: MembersFrom::Records,
+            },
+        })
+        .collect();
+    let order = |g: &Group| {
+        (
+            g.members.len() as u32 != world,
+            g.members.first().copied().unwrap_or(0),
+            g.name.clone(),
+            g.members.clone(),
+        )
+    };
+    let mut idx: Vec<usize> = (0..list.len()).collect();
+    idx.sort_by_key(|&i| order(&list[i]));
+    let keys_sorted: Vec<Key> = all.into_iter().collect();
+    let mut new_index = vec![0u32; list.len()];
+    for (new, &old) in idx.iter().enumerate() {
+        new_index[old] = new as u32;
+    }
+    let mut sorted: Vec<Group> = idx.iter().map(|&i| list[i].clone()).collect();
+    for (i, g) in sorted.iter_mut().enumerate() {
+        g.id = i as u32;
+    }
+    list = sorted;
+    for g in list.iter().filter(|g| g.from == MembersFrom::Records) {
+        notes.push(format!(
+            "members of {} are the ranks whose records name it: {} (a member whose window holds \
+             none of its calls, or that left no dump, would not show)",
+            g.label(),
+            crate::diagnose::fmt_ranks(&g.members)
+        ));
+    }
+    let mut of_record = Vec::with_capacity(dumps.len());
+    for (d, keys) in dumps.iter().zip(&per_dump_keys) {
+        let map: BTreeMap<(u32, u32), u32> = keys
+            .iter()
+            .map(|(k, key)| {
+                let old = keys_sorted.binary_search(key).unwrap_or(0);
+                (*k, new_index[old])
+            })
+            .collect();
+        let mut last: Option<((u32, u32), u32)> = None;
+        let v: Vec<u32> = d
+            .records
+            .iter()
+            .map(|r| {
+                let k = (r.group_name, r.group_desc);
+                match last {
+                    Some((lk, g)) if lk == k => g,
+                    _ => {
+                        let g = map.get(&k).copied().unwrap_or(0);
+                        last = Some((k, g));
+                        g
+                    }
+                }
+            })
+            .collect();
+        of_record.push(v);
+    }
+    Groups {
+        list,
+        world_size: world,
+        of_record,
+        notes,
+    }
+}

@@ -1,0 +1,322 @@
+//! What the dumps of one job say: one [`Dump`] per rank, its records, groups and progress.
+//!
+//! Strings and tensor shapes repeat in every record, so each dump keeps them once in its own
+//! tables ([`Table`]) and records refer to them by index; dumps are read independently (on
+//! several threads) and compared by value.
+
+use std::collections::BTreeMap;
+
+/// Interned values of one dump: index 0 is always the empty value.
+#[derive(Clone, Debug)]
+pub struct Table<T: Ord + Clone> {
+    list: Vec<T>,
+    index: BTreeMap<T, u32>,
+}
+
+impl<T: Ord + Clone + Default> Default for Table<T> {
+    fn default() -> Self {
+        let empty = T::default();
+        Table {
+            list: vec![empty.clone()],
+            index: BTreeMap::from([(empty, 0)]),
+        }
+    }
+}
+
+impl<T: Ord + Clone + Default> Table<T> {
+    /// The index of `v`, added if new.
+    pub fn intern<Q>(&mut self, v: &Q) -> u32
+    where
+        T: std::borrow::Borrow<Q> + for<'q> From<&'q Q>,
+        Q: Ord + ?Sized,
+    {
+        if let Some(&i) = self.index.get(v) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(T::from(v));
+        self.index.insert(T::from(v), i);
+        i
+    }
+
+    pub fn get(&self, i: u32) -> &T {
+        &self.list[i as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.len() <= 1
+    }
+}
+
+/// Tensor shapes of one record, flattened: the number of tensors, then for each tensor its
+/// number of dimensions and its dimensions (`[[4], [2, 3]]` is `[2, 1, 4, 2, 2, 3]`).
+pub type Shapes = Vec<u64>;
+
+/// Iterates the tensors of flattened shapes.
+pub fn tensors(s: &[u64]) -> impl Iterator<Item = &[u64]> {
+    let mut i = 1usize;
+    let n = s.first().copied().unwrap_or(0);
+    (0..n).map_while(move |_| {
+        let d = *s.get(i)? as usize;
+        let t = s.get(i + 1..i + 1 + d)?;
+        i += 1 + d;
+        Some(t)
+    })
+}
+
+/// Elements of each tensor, summed.
+pub fn numel(s: &[u64]) -> u64 {
+    tensors(s)
+        .map(|t| t.iter().fold(1u64, |a, &d| a.saturating_mul(d)))
+        .fold(0u64, |a, n| a.saturating_add(n))
+}
+
+/// `[[4], [2, 3]]`.
+pub fn fmt_shapes(s: &[u64]) -> String {
+    let ts: Vec<String> = tensors(s)
+        .map(|t| {
+            let d: Vec<String> = t.iter().map(|x| x.to_string()).collect();
+            format!("[{}]", d.join(", "))
+        })
+        .collect();
+    format!("[{}]", ts.join(", "))
+}
+
+/// What a record's collective is, from its profiling name (`nccl:all_reduce`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OpKind {
+    AllReduce,
+    Broadcast,
+    Reduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    Gather,
+    Scatter,
+    Barrier,
+    Send,
+    Recv,
+    /// The record that closes a coalesced block (`nccl:coalesced`, `ALLGATHER_coalesced`...).
+    Coalesced,
+    Other,
+}
+
+impl OpKind {
+    /// The kind of an op name (the part after `backend:`).
+    pub fn of(op: &str) -> OpKind {
+        match op {
+            "all_reduce" | "allreduce" | "allreduce_coalesced" | "all_reduce_coalesced" => {
+                OpKind::AllReduce
+            }
+            "broadcast" | "_broadcast_oop" | "broadcast_coalesced" => OpKind::Broadcast,
+            "reduce" | "_reduce_oop" => OpKind::Reduce,
+            "all_gather"
+            | "allgather"
+            | "_all_gather_base"
+            | "all_gather_into_tensor"
+            | "all_gather_into_tensor_coalesced"
+            | "allgather_coalesced"
+            | "allgather_into_tensor_coalesced" => OpKind::AllGather,
+            "reduce_scatter"
+            | "_reduce_scatter_base"
+            | "reduce_scatter_tensor"
+            | "reduce_scatter_tensor_coalesced" => OpKind::ReduceScatter,
+            "all_to_all" | "all_to_all_single" | "alltoall" | "alltoall_base" => OpKind::AllToAll,
+            "gather" => OpKind::Gather,
+            "scatter" => OpKind::Scatter,
+            "barrier" | "all_reduce_barrier" => OpKind::Barrier,
+            "send" => OpKind::Send,
+            "recv" => OpKind::Recv,
+            "coalesced" | "ALLGATHER_coalesced" | "REDUCE_SCATTER_coalesced" => OpKind::Coalesced,
+            _ => OpKind::Other,
+        }
+    }
+
+    pub fn is_p2p(self) -> bool {
+        matches!(self, OpKind::Send | OpKind::Recv)
+    }
+}
+
+/// A record's state at its rank's dump time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum State {
+    Scheduled,
+    Started,
+    Completed,
+    /// A state string of a newer torch.
+    Other,
+}
+
+/// The peer of a point-to-point record, in group ranks (`send 0->1`, `recv 1<-?`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peer {
+    pub me: u32,
+    /// None: any source.
+    pub peer: Option<u32>,
+}
+
+/// One Flight Recorder record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Position in the dump, oldest first.
+    pub index: u32,
+    pub record_id: Option<u64>,
+    pub pg_id: Option<i64>,
+    /// Group name and description (`process_group`), interned in the dump's strings.
+    pub group_name: u32,
+    pub group_desc: u32,
+    /// `collective_seq_id` (`seq_id` before 2.0).
+    pub seq: Option<u64>,
+    pub p2p_seq: Option<u64>,
+    pub op_id: Option<u64>,
+    /// The backend prefix of the profiling name (`nccl`, `gloo`...), interned.
+    pub backend: u32,
+    /// The op name after the backend, without point-to-point peers, interned.
+    pub op: u32,
+    pub kind: OpKind,
+    pub peer: Option<Peer>,
+    /// Wall-clock (Unix epoch) ns of the call on its rank's host.
+    pub time_ns: u64,
+    /// When the rank noticed the completion (0: unknown).
+    pub completed_ns: u64,
+    pub duration_ms: Option<f64>,
+    /// Interned in the dump's shapes.
+    pub input: u32,
+    pub output: u32,
+    /// Comma-separated dtype names, interned in the dump's strings.
+    pub in_dtypes: u32,
+    pub out_dtypes: u32,
+    pub state: State,
+    pub retired: Option<bool>,
+    pub timeout_ms: Option<u64>,
+    pub is_p2p: bool,
+    /// The innermost stack frame outside torch (`train.py:86`), interned; 0 without frames.
+    pub site: u32,
+    /// A hash of the op, sizes and dtypes: records with equal hashes called alike (records
+    /// with different hashes are compared in full).
+    pub sig: u64,
+}
+
+impl Record {
+    /// The rank has left the call: it completed, or the watchdog retired it (gloo retires a
+    /// call that failed as one that succeeded).
+    pub fn left(&self) -> bool {
+        self.state == State::Completed || self.retired == Some(true)
+    }
+}
+
+/// A `pg_config` entry: a group as the dumping rank registered it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgConfig {
+    pub name: String,
+    pub desc: String,
+    /// Global ranks; None when the string could not be read as a list of ranks.
+    pub ranks: Option<Vec<u32>>,
+}
+
+/// A `pg_status` entry: progress per group, keyed by the rank's own `pg_id`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgStatus {
+    pub pg_id: String,
+    pub enqueued: Option<i64>,
+    pub started: Option<i64>,
+    pub completed: Option<i64>,
+}
+
+/// How a dump was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Format {
+    Pickle,
+    Json,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Pickle => "pickle",
+            Format::Json => "json",
+        }
+    }
+}
+
+/// One rank's dump.
+#[derive(Clone, Debug)]
+pub struct Dump {
+    pub file: String,
+    pub rank: u32,
+    pub format: Format,
+    pub version: Option<String>,
+    pub lib_version: Option<String>,
+    pub pg_config: Vec<PgConfig>,
+    pub pg_status: Vec<PgStatus>,
+    pub records: Vec<Record>,
+    pub strings: Table<Box<str>>,
+    pub shapes: Table<Shapes>,
+    /// The dump's records carry stack frames (pickle dumps of torch do, JSON never).
+    pub has_frames: bool,
+}
+
+impl Dump {
+    pub fn str(&self, i: u32) -> &str {
+        self.strings.get(i)
+    }
+
+    pub fn shapes(&self, i: u32) -> &[u64] {
+        self.shapes.get(i)
+    }
+
+    /// The profiling name as recorded (`gloo:all_reduce`).
+    pub fn profiling_name(&self, r: &Record) -> String {
+        let b = self.str(r.backend);
+        let op = self.str(r.op);
+        let peer = match (r.kind, r.peer) {
+            (OpKind::Send, Some(p)) => format!(" {}->{}", p.me, fmt_peer(p.peer)),
+            (OpKind::Recv, Some(p)) => format!(" {}<-{}", p.me, fmt_peer(p.peer)),
+            _ => String::new(),
+        };
+        if b.is_empty() {
+            format!("{op}{peer}")
+        } else {
+            format!("{b}:{op}{peer}")
+        }
+    }
+
+    /// The progress the dump's `pg_status` reports for `pg_id`.
+    pub fn status(&self, pg_id: i64) -> Option<&PgStatus> {
+        let key = pg_id.to_string();
+        self.pg_status.iter().find(|s| s.pg_id == key)
+    }
+}
+
+fn fmt_peer(p: Option<u32>) -> String {
+    p.map_or("?".to_string(), |p| p.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_flattened_and_read_back() {
+        let s: Shapes = vec![2, 1, 4, 2, 2, 3];
+        let t: Vec<&[u64]> = tensors(&s).collect();
+        assert_eq!(t, [&[4u64][..], &[2, 3][..]]);
+        assert_eq!(numel(&s), 10);
+        assert_eq!(fmt_shapes(&s), "[[4], [2, 3]]");
+        assert_eq!(fmt_shapes(&[0]), "[]");
+        assert_eq!(numel(&[5, 1]), 0, "a malformed encoding stops early");
+    }
+
+    #[test]
+    fn tables_intern_once() {
+        let mut t: Table<Box<str>> = Table::default();
+        let a = t.intern("a");
+        assert_eq!(t.intern("a"), a);
+        assert_eq!(t.intern(""), 0);
+        assert_eq!(&**t.get(a), "a");
+    }
+}

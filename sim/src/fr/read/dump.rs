@@ -1,0 +1,736 @@
+//! From a decoded tree to a [`Dump`], by the keys present rather than by the version string:
+//! every layout from the bare list of PyTorch 2.2 to FR 2.10+ (see the table in the module
+//! doc of `fr`). Known keys must have their known types; unknown keys are ignored.
+
+use super::tree::{Node, NodeId, Tree};
+use crate::fr::model::{Dump, Format, OpKind, Peer, PgConfig, PgStatus, Record, State, Table};
+
+/// At most this many records per dump (torch's default buffer holds 2,000).
+pub const MAX_ENTRIES: usize = 1_000_000;
+/// At most this many tensors per record, and dimensions per tensor.
+const MAX_TENSORS: usize = 65_536;
+const MAX_DIMS: usize = 64;
+/// Stack frames looked at for the call site.
+const MAX_FRAMES: usize = 64;
+/// At most this many groups in `pg_config` and `pg_status`.
+const MAX_GROUPS: usize = 100_000;
+
+/// Reads one dump's tree. `file` and `rank` come from the file name.
+pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, String> {
+    let mut c = Conv {
+        t,
+        strings: Table::default(),
+        shapes: Table::default(),
+        scratch: Vec::new(),
+        text: String::new(),
+        // a record visits a few dozen nodes; shared nodes may be visited once per reference,
+        // which is what this bounds
+        budget: 64 * t.nodes.len() as u64 + 1_000_000,
+        has_frames: false,
+        sid: vec![NONE; t.nodes.len()],
+        slot: vec![UNSEEN; t.nodes.len()],
+        frame: vec![NONE; t.nodes.len()],
+        prof: Vec::new(),
+    };
+    let (top, entries) = match t.get(t.root) {
+        Node::Dict(d) => (Some(d), t.field(d, "entries")),
+        // PyTorch <= 2.2 wrote the list of entries alone
+        Node::List(_) => (None, Some(t.root)),
+        other => {
+            return Err(format!(
+                "not a Flight Recorder dump: the document is {}, not a dict",
+                other.kind()
+            ))
+        }
+    };
+    if let Some(d) = top {
+        let known = ["entries", "version", "pg_config", "pg_status"];
+        if !known.iter().any(|k| t.field(d, k).is_some()) {
+            return Err(
+                "not a Flight Recorder dump: none of the keys `entries`, `version`, `pg_config`, \
+                 `pg_status`"
+                    .into(),
+            );
+        }
+    }
+    let get = |k: &str| top.and_then(|d| t.field(d, k));
+    let version = get("version")
+        .map(|v| c.string(v, "`version`"))
+        .transpose()?;
+    let lib_version = get("comm_lib_version")
+        .or_else(|| get("nccl_version"))
+        .map(|v| c.string(v, "`comm_lib_version`"))
+        .transpose()?;
+    let pg_config = match get("pg_config") {
+        Some(v) => c.pg_config(v)?,
+        None => Vec::new(),
+    };
+    let pg_status = match get("pg_status") {
+        Some(v) => c.pg_status(v)?,
+        None => Vec::new(),
+    };
+    let mut records = Vec::new();
+    if let Some(e) = entries {
+        let items = match t.get(e) {
+            Node::List(v) | Node::Tuple(v) => v,
+            other => return Err(format!("`entries` is {}, expected a list", other.kind())),
+        };
+        if items.len() > MAX_ENTRIES {
+            return Err(format!(
+                "`entries` holds {} records; at most {MAX_ENTRIES} are read",
+                items.len()
+            ));
+        }
+        records.reserve(items.len());
+        for (i, &e) in items.iter().enumerate() {
+            let r = c
+                .record(e, i as u32)
+                .map_err(|m| format!("entry {i}: {m}"))?;
+            records.push(r);
+        }
+    }
+    Ok(Dump {
+        file: file.to_string(),
+        rank,
+        format,
+        version,
+        lib_version,
+        pg_config,
+        pg_status,
+        records,
+        strings: c.strings,
+        shapes: c.shapes,
+        has_frames: c.has_frames,
+    })
+}
+
+struct Conv<'t, 'a> {
+    t: &'t Tree<'a>,
+    strings: Table<Box<str>>,
+    shapes: Table<Vec<u64>>,
+    scratch: Vec<u64>,
+    text: String,
+    budget: u64,
+    has_frames: bool,
+    /// Per node: its interned string (`NONE` when not looked up yet). A pickle memoizes its
+    /// strings, so one node serves every record that names the same key, op or group.
+    sid: Vec<u32>,
+    /// Per node: the record field a key string names (`UNSEEN` when not looked up yet).
+    slot: Vec<u8>,
+    /// Per frame dict node: the call site it gives, `TORCH` for a frame of torch itself.
+    frame: Vec<u32>,
+    /// Per interned profiling name: what it parses to.
+    prof: Vec<Option<Profiling>>,
+}
+
+/// A parsed profiling name: backend, op (both interned), kind and peer.
+type Profiling = (u32, u32, OpKind, Option<Peer>);
+
+const NONE: u32 = u32::MAX;
+const TORCH: u32 = u32::MAX - 1;
+const UNSEEN: u8 = u8::MAX;
+const OTHER: u8 = u8::MAX - 1;
+
+/// The record field a key names.
+fn slot_of(k: &str) -> u8 {
+    match k {
+        "record_id" => 0,
+        "pg_id" => 1,
+        "process_group" => 2,
+        "collective_seq_id" => 3,
+        "seq_id" => 4,
+        "p2p_seq_id" => 5,
+        "op_id" => 6,
+        "profiling_name" => 7,
+        "time_created_ns" => 8,
+        "duration_ms" => 9,
+        "input_sizes" => 10,
+        "output_sizes" => 11,
+        "input_dtypes" => 12,
+        "output_dtypes" => 13,
+        "state" => 14,
+        "time_discovered_completed_ns" => 15,
+        "retired" => 16,
+        "timeout_ms" => 17,
+        "is_p2p" => 18,
+        "frames" => 19,
+        _ => OTHER,
+    }
+}
+
+fn found(n: &Node) -> String {
+    format!("found {}", n.kind())
+}
+
+impl Conv<'_, '_> {
+    fn spend(&mut self, n: u64) -> Result<(), String> {
+        if self.budget < n {
+            return Err(
+                "the dump refers to the same data too many times (a pickle that \
+                        expands far beyond its size is not a dump)"
+                    .into(),
+            );
+        }
+        self.budget -= n;
+        Ok(())
+    }
+
+    fn string(&self, id: NodeId, what: &str) -> Result<String, String> {
+        match self.t.get(id) {
+            Node::Str(s) => Ok(s.to_string()),
+            n => Err(format!("{what} should be a string, {}", found(n))),
+        }
+    }
+
+    /// An integer, also written as a decimal string (the analyzer's test fixtures do).
+    fn int(&self, id: NodeId, what: &str) -> Result<i64, String> {
+        match self.t.get(id) {
+            Node::Int(v) => Ok(*v),
+            Node::Str(s) if s.trim().parse::<i64>().is_ok() => Ok(s.trim().parse().unwrap_or(0)),
+            n => Err(format!("`{what}` should be an integer, {}", found(n))),
+        }
+    }
+
+    fn opt_int(&self, id: Option<NodeId>, what: &str) -> Result<Option<i64>, String> {
+        match id {
+            None => Ok(None),
+            Some(id) if matches!(self.t.get(id), Node::None) => Ok(None),
+            Some(id) => self.int(id, what).map(Some),
+        }
+    }
+
+    fn unsigned(&self, id: Option<NodeId>, what: &str) -> Result<Option<u64>, String> {
+        match self.opt_int(id, what)? {
+            Some(v) if v < 0 => Ok(None),
+            v => Ok(v.map(|v| v as u64)),
+        }
+    }
+
+    fn pg_config(&mut self, id: NodeId) -> Result<Vec<PgConfig>, String> {
+        let t = self.t;
+        let Node::Dict(d) = t.get(id) else {
+            return Err(format!(
+                "`pg_config` should be a dict, {}",
+                found(t.get(id))
+            ));
+        };
+        if d.len() > MAX_GROUPS {
+            return Err(format!("`pg_config` names {} groups", d.len()));
+        }
+        let mut out = Vec::with_capacity(d.len());
+        for &(k, v) in d {
+            self.spend(4)?;
+            let key = match t.get(k) {
+                Node::Str(s) => s.to_string(),
+                Node::Int(i) => i.to_string(),
+                n => {
+                    return Err(format!(
+                        "a `pg_config` key should be a group name, {}",
+                        found(n)
+                    ))
+                }
+            };
+            match t.get(v) {
+                // 1.5 and later: name -> {name, desc, ranks: "[0, 1]"}
+                Node::Dict(g) => {
+                    let name = match t.field(g, "name") {
+                        Some(n) => self.string(n, "`pg_config` `name`")?,
+                        None => key.clone(),
+                    };
+                    let desc = match t.field(g, "desc") {
+                        Some(n) => self.string(n, "`pg_config` `desc`")?,
+                        None => String::new(),
+                    };
+                    let ranks = match t.field(g, "ranks") {
+                        Some(r) => self.rank_list(r, &key)?,
+                        None => None,
+                    };
+                    out.push(PgConfig { name, desc, ranks });
+                }
+                // before 1.5: pg_id -> [ranks]
+                Node::List(_) | Node::Tuple(_) => {
+                    let ranks = self.rank_list(v, &key)?;
+                    out.push(PgConfig {
+                        name: key,
+                        desc: String::new(),
+                        ranks,
+                    });
+                }
+                n => {
+                    return Err(format!(
+                        "`pg_config` entry `{key}` should be a dict, {}",
+                        found(n)
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `"[0, 1, 2]"` (or a list of ints); None when the string is not such a list.
+    fn rank_list(&mut self, id: NodeId, key: &str) -> Result<Option<Vec<u32>>, String> {
+        let t = self.t;
+        match t.get(id) {
+            Node::Str(s) => {
+                let inner = s.trim().trim_start_matches('[').trim_end_matches(']');
+                if inner.trim().is_empty() {
+                    return Ok(Some(Vec::new()));
+                }
+                let mut v = Vec::new();
+                for part in inner.split(',') {
+                    self.spend(1)?;
+                    match part.trim().parse::<u32>() {
+                        Ok(r) => v.push(r),
+                        Err(_) => return Ok(None),
+                    }
+                }
+                Ok(Some(v))
+            }
+            Node::List(items) | Node::Tuple(items) => {
+                self.spend(items.len() as u64)?;
+                let mut v = Vec::with_capacity(items.len());
+                for &i in items {
+                    let r = self.int(i, "ranks")?;
+                    match u32::try_from(r) {
+                        Ok(r) => v.push(r),
+                        Err(_) => return Ok(None),
+                    }
+                }
+                Ok(Some(v))
+            }
+            n => Err(format!(
+                "`pg_config` `{key}` `ranks` should be a string like \"[0, 1]\", {}",
+                found(n)
+            )),
+        }
+    }
+
+    fn pg_status(&mut self, id: NodeId) -> Result<Vec<PgStatus>, String> {
+        let t = self.t;
+        let Node::Dict(d) = t.get(id) else {
+            return Err(format!(
+                "`pg_status` should be a dict, {}",
+                found(t.get(id))
+            ));
+        };
+        if d.len() > MAX_GROUPS {
+            return Err(format!("`pg_status` names {} groups", d.len()));
+        }
+        let mut out = Vec::with_capacity(d.len());
+        for &(k, v) in d {
+            self.spend(4)?;
+            let pg_id = match t.get(k) {
+                Node::Str(s) => s.to_string(),
+                Node::Int(i) => i.to_string(),
+                n => return Err(format!("a `pg_status` key should be a pg_id, {}", found(n))),
+            };
+            let Node::Dict(g) = t.get(v) else {
+                return Err(format!(
+                    "`pg_status` `{pg_id}` should be a dict, {}",
+                    found(t.get(v))
+                ));
+            };
+            // JSON dumps write these numbers as strings
+            out.push(PgStatus {
+                enqueued: self.opt_int(
+                    t.field(g, "last_enqueued_collective"),
+                    "last_enqueued_collective",
+                )?,
+                started: self.opt_int(
+                    t.field(g, "last_started_collective"),
+                    "last_started_collective",
+                )?,
+                completed: self.opt_int(
+                    t.field(g, "last_completed_collective"),
+                    "last_completed_collective",
+                )?,
+                pg_id,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Flattened shapes of a list of tensor sizes, interned.
+    fn shapes(&mut self, id: Option<NodeId>, what: &str) -> Result<u32, String> {
+        let t = self.t;
+        let Some(id) = id else { return Ok(0) };
+        let items = match t.get(id) {
+            Node::List(v) | Node::Tuple(v) => v,
+            Node::None => return Ok(0),
+            n => return Err(format!("`{what}` should be a list of sizes, {}", found(n))),
+        };
+        if items.len() > MAX_TENSORS {
+            return Err(format!("`{what}` lists {} tensors", items.len()));
+        }
+        self.spend(items.len() as u64 + 1)?;
+        let mut s = std::mem::take(&mut self.scratch);
+        s.clear();
+        s.push(items.len() as u64);
+        for &ti in items {
+            match t.get(ti) {
+                Node::List(dims) | Node::Tuple(dims) => {
+                    if dims.len() > MAX_DIMS {
+                        return Err(format!(
+                            "`{what}` has a tensor of {} dimensions",
+                            dims.len()
+                        ));
+                    }
+                    self.spend(dims.len() as u64)?;
+                    s.push(dims.len() as u64);
+                    for &d in dims {
+                        match t.get(d) {
+                            Node::Int(v) if *v >= 0 => s.push(*v as u64),
+                            n => {
+                                return Err(format!(
+                                    "`{what}` should hold sizes (integers >= 0), {}",
+                                    found(n)
+                                ))
+                            }
+                        }
+                    }
+                }
+                // hook recorders and the uneven forms write a bare number per tensor
+                Node::Int(v) if *v >= 0 => {
+                    s.push(1);
+                    s.push(*v as u64);
+                }
+                n => return Err(format!("`{what}` should be a list of sizes, {}", found(n))),
+            }
+        }
+        let i = self.shapes.intern(&s[..]);
+        self.scratch = s;
+        Ok(i)
+    }
+
+    fn dtypes(&mut self, id: Option<NodeId>, what: &str) -> Result<u32, String> {
+        let t = self.t;
+        let Some(id) = id else { return Ok(0) };
+        let mut s = std::mem::take(&mut self.text);
+        s.clear();
+        let add = |n: &Node, s: &mut String| -> Result<(), String> {
+            if !s.is_empty() {
+                s.push(',');
+            }
+            match n {
+                Node::Str(x) => s.push_str(x),
+                // the numbering of c10::ScalarType
+                Node::Int(i) => s.push_str(scalar_type(*i)),
+                n => return Err(format!("`{what}` should hold dtype names, {}", found(n))),
+            }
+            Ok(())
+        };
+        if let Node::List(v) | Node::Tuple(v) = t.get(id) {
+            if let [one] = v[..] {
+                if let Node::Str(_) = t.get(one) {
+                    self.text = s;
+                    return self.intern_str(one, what);
+                }
+            }
+        }
+        match t.get(id) {
+            Node::List(v) | Node::Tuple(v) => {
+                if v.len() > MAX_TENSORS {
+                    return Err(format!("`{what}` lists {} dtypes", v.len()));
+                }
+                self.spend(v.len() as u64 + 1)?;
+                for &d in v {
+                    add(t.get(d), &mut s)?;
+                }
+            }
+            Node::None => {}
+            n @ Node::Str(_) => add(n, &mut s)?,
+            n => {
+                return Err(format!(
+                    "`{what}` should be a list of dtype names, {}",
+                    found(n)
+                ))
+            }
+        }
+        if s.len() > 1 << 20 {
+            return Err(format!("`{what}` is longer than 1 MiB"));
+        }
+        let i = self.strings.intern(s.as_str());
+        self.text = s;
+        Ok(i)
+    }
+
+    fn intern_str(&mut self, id: NodeId, what: &str) -> Result<u32, String> {
+        let cached = self.sid[id as usize];
+        if cached != NONE {
+            return Ok(cached);
+        }
+        match self.t.get(id) {
+            Node::Str(s) => {
+                if s.len() > 1 << 20 {
+                    return Err(format!("`{what}` is longer than 1 MiB"));
+                }
+                let i = self.strings.intern(&**s);
+                self.sid[id as usize] = i;
+                Ok(i)
+            }
+            n => Err(format!("`{what}` should be a string, {}", found(n))),
+        }
+    }
+
+    /// The innermost frame outside torch, as `file:line`.
+    fn site(&mut self, id: NodeId) -> Result<u32, String> {
+        let t = self.t;
+        let frames = match t.get(id) {
+            Node::List(v) | Node::Tuple(v) => v,
+            Node::None => return Ok(0),
+            n => return Err(format!("`frames` should be a list, {}", found(n))),
+        };
+        self.has_frames = true;
+        for &f in frames.iter().take(MAX_FRAMES) {
+            self.spend(4)?;
+            let cached = self.frame[f as usize];
+            if cached == TORCH {
+                continue;
+            }
+            if cached != NONE {
+                return Ok(cached);
+            }
+            let Node::Dict(d) = t.get(f) else {
+                return Err(format!("a frame should be a dict, {}", found(t.get(f))));
+            };
+            let file = match t.field(d, "filename") {
+                Some(x) => match t.get(x) {
+                    Node::Str(s) => s,
+                    n => {
+                        return Err(format!(
+                            "a frame's `filename` should be a string, {}",
+                            found(n)
+                        ))
+                    }
+                },
+                None => continue,
+            };
+            if is_torch_frame(file) {
+                self.frame[f as usize] = TORCH;
+                continue;
+            }
+            let line = match t.field(d, "line") {
+                Some(l) => self.int(l, "line")?,
+                None => 0,
+            };
+            let mut s = std::mem::take(&mut self.text);
+            s.clear();
+            s.push_str(file);
+            s.push(':');
+            s.push_str(itoa::Buffer::new().format(line));
+            let i = self.strings.intern(s.as_str());
+            self.text = s;
+            self.frame[f as usize] = i;
+            return Ok(i);
+        }
+        Ok(0)
+    }
+
+    fn record(&mut self, id: NodeId, index: u32) -> Result<Record, String> {
+        let t = self.t;
+        let Node::Dict(d) = t.get(id) else {
+            return Err(format!("a record should be a dict, {}", found(t.get(id))));
+        };
+        self.spend(d.len() as u64 + 1)?;
+        let mut f: [Option<NodeId>; 20] = [None; 20];
+        for &(k, v) in d {
+            let mut slot = self.slot[k as usize];
+            if slot == UNSEEN {
+                slot = match t.get(k) {
+                    Node::Str(k) => slot_of(k),
+                    _ => OTHER,
+                };
+                self.slot[k as usize] = slot;
+            }
+            if slot != OTHER {
+                f[slot as usize] = Some(v);
+            }
+        }
+        let pg_id = self.opt_int(f[1], "pg_id")?;
+        let (group_name, group_desc) = match f[2] {
+            Some(pg) => match t.get(pg) {
+                Node::List(v) | Node::Tuple(v) if !v.is_empty() && v.len() <= 2 => {
+                    let name = self.group_part(v[0])?;
+                    let desc = match v.get(1) {
+                        Some(&x) => self.group_part(x)?,
+                        None => 0,
+                    };
+                    (name, desc)
+                }
+                Node::Str(_) => (self.intern_str(pg, "process_group")?, 0),
+                n => {
+                    return Err(format!(
+                        "`process_group` should be a (name, desc) pair, {}",
+                        found(n)
+                    ))
+                }
+            },
+            None => match pg_id {
+                // before 1.5 a group was known by its pg_id only
+                Some(p) => (self.strings.intern(p.to_string().as_str()), 0),
+                None => return Err("no `process_group` and no `pg_id`".into()),
+            },
+        };
+        let seq = match f[3].or(f[4]) {
+            Some(s) => self.unsigned(Some(s), "collective_seq_id")?,
+            None => None,
+        };
+        let Some(pn) = f[7] else {
+            return Err("no `profiling_name`".into());
+        };
+        let (backend, op, kind, peer) = match t.get(pn) {
+            Node::Str(s) => {
+                let raw = self.intern_str(pn, "profiling_name")? as usize;
+                match self.prof.get(raw).copied().flatten() {
+                    Some(p) => p,
+                    None => {
+                        let p = self.profiling(s)?;
+                        if self.prof.len() <= raw {
+                            self.prof.resize(raw + 1, None);
+                        }
+                        self.prof[raw] = Some(p);
+                        p
+                    }
+                }
+            }
+            n => return Err(format!("`profiling_name` should be a string, {}", found(n))),
+        };
+        let state = match f[14].map(|s| t.get(s)) {
+            None => State::Scheduled,
+            Some(Node::Str(s)) => match &**s {
+                "scheduled" => State::Scheduled,
+                "started" => State::Started,
+                "completed" => State::Completed,
+                _ => State::Other,
+            },
+            Some(n) => return Err(format!("`state` should be a string, {}", found(n))),
+        };
+        let retired = match f[16].map(|s| t.get(s)) {
+            None | Some(Node::None) => None,
+            Some(Node::Bool(b)) => Some(*b),
+            Some(n) => return Err(format!("`retired` should be a boolean, {}", found(n))),
+        };
+        let is_p2p = match f[18].map(|s| t.get(s)) {
+            None | Some(Node::None) => false,
+            Some(Node::Bool(b)) => *b,
+            Some(n) => return Err(format!("`is_p2p` should be a boolean, {}", found(n))),
+        };
+        let duration_ms = match f[9].map(|s| t.get(s)) {
+            None | Some(Node::None) => None,
+            Some(Node::Float(x)) => Some(*x),
+            Some(Node::Int(x)) => Some(*x as f64),
+            Some(n) => return Err(format!("`duration_ms` should be a number, {}", found(n))),
+        };
+        let site = match f[19] {
+            Some(fr) => self.site(fr)?,
+            None => 0,
+        };
+        let input = self.shapes(f[10], "input_sizes")?;
+        let output = self.shapes(f[11], "output_sizes")?;
+        let in_dtypes = self.dtypes(f[12], "input_dtypes")?;
+        let out_dtypes = self.dtypes(f[13], "output_dtypes")?;
+        let sig = {
+            let mut h = crate::proto::data::Fnv::new();
+            h.write(self.strings.get(op).as_bytes());
+            for sh in [input, output] {
+                h.write(b"|");
+                for d in self.shapes.get(sh) {
+                    h.write(&d.to_le_bytes());
+                }
+            }
+            for t in [in_dtypes, out_dtypes] {
+                h.write(b"|");
+                h.write(self.strings.get(t).as_bytes());
+            }
+            h.finish()
+        };
+        Ok(Record {
+            index,
+            record_id: self.unsigned(f[0], "record_id")?,
+            pg_id,
+            group_name,
+            group_desc,
+            seq,
+            p2p_seq: self.unsigned(f[5], "p2p_seq_id")?,
+            op_id: self.unsigned(f[6], "op_id")?,
+            backend,
+            op,
+            kind,
+            peer,
+            time_ns: self.unsigned(f[8], "time_created_ns")?.unwrap_or(0),
+            completed_ns: self
+                .unsigned(f[15], "time_discovered_completed_ns")?
+                .unwrap_or(0),
+            duration_ms,
+            input,
+            output,
+            in_dtypes,
+            out_dtypes,
+            state,
+            retired,
+            timeout_ms: self.unsigned(f[17], "timeout_ms")?,
+            is_p2p,
+            site,
+            sig,
+        })
+    }
+
+    fn group_part(&mut self, id: NodeId) -> Result<u32, String> {
+        match self.t.get(id) {
+            Node::Int(i) => Ok(self.strings.intern(i.to_string().as_str())),
+            _ => self.intern_str(id, "process_group"),
+        }
+    }
+
+    /// `backend:op`, with `send 0->1` / `recv 1<-0` / `recv 1<-?` peers.
+    fn profiling(&mut self, s: &str) -> Result<Profiling, String> {
+        if s.len() > 4096 {
+            return Err("`profiling_name` is longer than 4 KiB".into());
+        }
+        let (backend, rest) = s.split_once(':').unwrap_or(("", s));
+        let (op, args) = rest.split_once(' ').unwrap_or((rest, ""));
+        let kind = OpKind::of(op);
+        let peer = match kind {
+            OpKind::Send => parse_peer(args, "->"),
+            OpKind::Recv => parse_peer(args, "<-"),
+            _ => None,
+        };
+        let b = self.strings.intern(backend);
+        let o = self.strings.intern(op);
+        Ok((b, o, kind, peer))
+    }
+}
+
+fn parse_peer(args: &str, arrow: &str) -> Option<Peer> {
+    let (me, peer) = args.trim().split_once(arrow)?;
+    Some(Peer {
+        me: me.trim().parse().ok()?,
+        peer: peer.trim().parse().ok(),
+    })
+}
+
+/// Frames of torch itself (the collective's Python wrapper, the logger), skipped to find the
+/// user's call site.
+fn is_torch_frame(file: &str) -> bool {
+    file.contains("torch/distributed/")
+        || file.contains("torch/nn/")
+        || file.contains("torch/utils/")
+        || file.starts_with("torch/")
+        || file.contains("/torch/_")
+}
+
+fn scalar_type(i: i64) -> &'static str {
+    match i {
+        0 => "Byte",
+        1 => "Char",
+        2 => "Short",
+        3 => "Int",
+        4 => "Long",
+        5 => "Half",
+        6 => "Float",
+        7 => "Double",
+        11 => "Bool",
+        15 => "BFloat16",
+        _ => "Unknown",
+    }
+}

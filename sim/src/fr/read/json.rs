@@ -1,0 +1,119 @@
+//! The JSON form of a dump (`_dump_fr_trace_json`), read into the same tree as a pickle.
+//! serde_json refuses nesting deeper than 128, so the recursion here is bounded.
+
+use super::tree::{Items, Node, NodeId, Tree};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
+use std::fmt;
+
+struct Seed<'t, 'a> {
+    tree: &'t mut Tree<'a>,
+}
+
+impl<'de, 't> DeserializeSeed<'de> for Seed<'t, 'de> {
+    type Value = NodeId;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<NodeId, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 't> Visitor<'de> for Seed<'t, 'de> {
+    type Value = NodeId;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<NodeId, E> {
+        Ok(self.tree.push(Node::Bool(v)))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<NodeId, E> {
+        Ok(self.tree.push(Node::Int(v)))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<NodeId, E> {
+        Ok(self
+            .tree
+            .push(i64::try_from(v).map_or(Node::BigInt, Node::Int)))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<NodeId, E> {
+        Ok(self.tree.push(Node::Float(v)))
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<NodeId, E> {
+        Ok(self.tree.push(Node::Str(Cow::Borrowed(v))))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<NodeId, E> {
+        Ok(self.tree.push(Node::Str(Cow::Owned(v.to_string()))))
+    }
+
+    fn visit_unit<E>(self) -> Result<NodeId, E> {
+        Ok(self.tree.push(Node::None))
+    }
+
+    fn visit_none<E>(self) -> Result<NodeId, E> {
+        Ok(self.tree.push(Node::None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodeId, A::Error> {
+        let mut items = Items::new();
+        while let Some(id) = seq.next_element_seed(Seed {
+            tree: &mut *self.tree,
+        })? {
+            items.push(id);
+        }
+        Ok(self.tree.push(Node::List(items)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodeId, A::Error> {
+        let mut items = Vec::new();
+        while let Some(k) = map.next_key_seed(Seed {
+            tree: &mut *self.tree,
+        })? {
+            let v = map.next_value_seed(Seed {
+                tree: &mut *self.tree,
+            })?;
+            items.push((k, v));
+        }
+        Ok(self.tree.push(Node::Dict(items)))
+    }
+}
+
+/// Decodes a JSON document into a tree.
+pub fn decode(buf: &[u8]) -> Result<Tree<'_>, serde_json::Error> {
+    let mut tree = Tree::default();
+    tree.nodes.reserve(buf.len() / 8);
+    let mut de = serde_json::Deserializer::from_slice(buf);
+    let root = Seed { tree: &mut tree }.deserialize(&mut de)?;
+    de.end()?;
+    tree.root = root;
+    Ok(tree)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_document() {
+        let t = decode(br#"{"a": [1, 18446744073709551615, "x\"y"], "b": null}"#).unwrap();
+        let Node::Dict(d) = t.get(t.root) else {
+            panic!()
+        };
+        let Node::List(v) = t.get(t.field(d, "a").unwrap()) else {
+            panic!()
+        };
+        assert_eq!(t.get(v[0]), &Node::Int(1));
+        assert_eq!(t.get(v[1]), &Node::BigInt);
+        assert_eq!(t.str(v[2]), Some("x\"y"));
+        assert_eq!(t.get(t.field(d, "b").unwrap()), &Node::None);
+        assert!(decode(b"[1, 2").is_err());
+        assert!(decode(b"{} x").is_err());
+        let deep = "[".repeat(1000);
+        assert!(decode(deep.as_bytes()).is_err());
+    }
+}

@@ -1,0 +1,253 @@
+//! Finding, decoding and checking dump files.
+//!
+//! A dump is one file per rank, and its rank is the trailing integer of the file name (after
+//! an optional `--prefix` and a `.json`/`.pkl` extension): the dump itself names no rank.
+//! Pickle and JSON are told apart by their first byte. Everything is bounded: file size,
+//! records per dump, tensors per record, nesting, string lengths and the work a file with
+//! shared references can cause; a file past a bound, corrupt, or not a dump is an error that
+//! names it and says what is wrong.
+
+pub mod dump;
+pub mod json;
+pub mod pickle;
+pub mod tree;
+
+use super::model::{Dump, Format};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Files larger than this are refused (a dump of 100,000 records with stack frames is a few
+/// hundred MiB at most).
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// A file that cannot be imported: which, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ReadError {
+    pub file: String,
+    pub message: String,
+}
+
+fn err(file: &Path, message: impl Into<String>) -> ReadError {
+    ReadError {
+        file: file.display().to_string(),
+        message: message.into(),
+    }
+}
+
+/// What to read.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Stripped from file names before the rank is read.
+    pub prefix: Option<String>,
+}
+
+/// The dumps found, by rank, and what was skipped on the way.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub dumps: Vec<Dump>,
+    /// Files of directories that were skipped (no rank in their name), one sentence each.
+    pub skipped: Vec<String>,
+}
+
+/// The rank a file name gives, if any: the trailing integer after `prefix` and an extension.
+pub fn rank_of(name: &str, prefix: Option<&str>) -> Option<u32> {
+    let name = match prefix {
+        Some(p) => name.strip_prefix(p)?,
+        None => name,
+    };
+    let stem = [".json", ".pkl", ".pickle", ".pk"]
+        .iter()
+        .find_map(|e| name.strip_suffix(e))
+        .unwrap_or(name);
+    let digits = stem.len() - stem.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 || digits > 9 {
+        return None;
+    }
+    stem[stem.len() - digits..].parse().ok()
+}
+
+/// Files with their ranks.
+type RankedFiles = Vec<(u32, PathBuf)>;
+
+/// Expands files and directories into (rank, file), sorted by rank.
+fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<String>), ReadError> {
+    let prefix = opts.prefix.as_deref();
+    let mut out: Vec<(u32, PathBuf)> = Vec::new();
+    let mut skipped = Vec::new();
+    let mut skipped_names: Vec<String> = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| err(p, format!("cannot read: {e}")))?;
+        if meta.is_dir() {
+            let mut names: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| err(p, format!("cannot list the directory: {e}")))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            names.sort();
+            for f in names {
+                let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if name.starts_with('.') || !f.is_file() {
+                    continue;
+                }
+                match rank_of(name, prefix) {
+                    Some(r) => out.push((r, f)),
+                    None => {
+                        skipped_names.push(name.to_string());
+                        skipped.push(format!(
+                            "skipped {}: no rank number at the end of its name",
+                            f.display()
+                        ))
+                    }
+                }
+            }
+        } else {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let rank = rank_of(name, prefix).ok_or_else(|| {
+                err(
+                    p,
+                    match prefix {
+                        Some(pre) => format!(
+                            "the file name does not start with the prefix `{pre}` followed by a \
+                             rank number"
+                        ),
+                        None => "the file name does not end in a rank number (as torch names \
+                                 dumps: `<prefix><rank>`); use --prefix if the rank is elsewhere"
+                            .into(),
+                    },
+                )
+            })?;
+            out.push((rank, p.clone()));
+        }
+    }
+    out.sort();
+    if let Some(w) = out.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(err(
+            &w[1].1,
+            format!(
+                "a second dump of rank {} (the first is {}): give one dump per rank",
+                w[0].0,
+                w[0].1.display()
+            ),
+        ));
+    }
+    if out.is_empty() {
+        return Err(ReadError {
+            file: paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            message: if skipped.is_empty() {
+                "no dump files found".into()
+            } else {
+                format!(
+                    "no dump files found ({} file{} skipped for having no rank number at the end \
+                     of the name: {})",
+                    skipped.len(),
+                    if skipped.len() == 1 { "" } else { "s" },
+                    skipped_names.join(", ")
+                )
+            },
+        });
+    }
+    Ok((out, skipped))
+}
+
+/// Reads one dump file.
+pub fn read_file(path: &Path, rank: u32) -> Result<Dump, ReadError> {
+    let meta = std::fs::metadata(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(err(
+            path,
+            format!(
+                "{} bytes: larger than any Flight Recorder dump ({} MiB at most are read)",
+                meta.len(),
+                MAX_FILE_BYTES >> 20
+            ),
+        ));
+    }
+    let buf = std::fs::read(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
+    read_bytes(&buf, &path.display().to_string(), rank).map_err(|m| err(path, m))
+}
+
+/// Reads one dump from its bytes; `file` names it.
+pub fn read_bytes(buf: &[u8], file: &str, rank: u32) -> Result<Dump, String> {
+    let first = buf.iter().copied().find(|b| !b.is_ascii_whitespace());
+    let format = match first {
+        None => return Err("empty file: not a Flight Recorder dump".into()),
+        Some(b'{') | Some(b'[') => Format::Json,
+        Some(0x80) | Some(b'}') | Some(b']') | Some(b'(') => Format::Pickle,
+        Some(b) => {
+            return Err(format!(
+                "neither a pickle nor JSON (it starts with byte 0x{b:02x}): not a Flight \
+                 Recorder dump"
+            ))
+        }
+    };
+    let tree = match format {
+        Format::Json => json::decode(buf).map_err(|e| format!("malformed JSON: {e}"))?,
+        Format::Pickle => pickle::decode(buf).map_err(|e| format!("malformed pickle: {e}"))?,
+    };
+    dump::to_dump(&tree, file, rank, format)
+}
+
+/// Reads every dump of `paths` (files, or directories of them), on all cores.
+pub fn read_paths(paths: &[PathBuf], opts: &ReadOptions) -> Result<Loaded, ReadError> {
+    let (files, skipped) = files(paths, opts)?;
+    let n = files.len();
+    let results: Vec<Mutex<Option<Result<Dump, ReadError>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |p| p.get())
+        .min(n)
+        .max(1);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let (rank, path) = &files[i];
+                let r = read_file(path, *rank);
+                let failed = r.is_err();
+                if let Ok(mut slot) = results[i].lock() {
+                    *slot = Some(r);
+                }
+                if failed {
+                    // the first error (in rank order) is reported; later files need not be read
+                    next.fetch_max(n, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let mut dumps = Vec::with_capacity(n);
+    for (i, slot) in results.into_iter().enumerate() {
+        match slot.into_inner().ok().flatten() {
+            Some(Ok(d)) => dumps.push(d),
+            Some(Err(e)) => return Err(e),
+            None => return Err(err(&files[i].1, "not read")),
+        }
+    }
+    Ok(Loaded { dumps, skipped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_come_from_file_names() {
+        assert_eq!(rank_of("rank_3", None), Some(3));
+        assert_eq!(rank_of("rank_12.json", None), Some(12));
+        assert_eq!(rank_of("nccl_trace_rank_host7_5", None), Some(5));
+        assert_eq!(rank_of("comm_lib_trace_rank_0.pkl", None), Some(0));
+        assert_eq!(rank_of("README.md", None), None);
+        assert_eq!(rank_of("trace_", None), None);
+        assert_eq!(rank_of("x_1", Some("y_")), None);
+        assert_eq!(rank_of("y_17", Some("y_")), Some(17));
+        assert_eq!(rank_of("r99999999999", None), None);
+    }
+}

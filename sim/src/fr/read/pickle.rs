@@ -1,0 +1,579 @@
+//! A pickle reader for Flight Recorder dumps that executes nothing.
+//!
+//! torch writes its dumps with `torch::jit::Pickler` (protocol 2): dicts, lists, tuples,
+//! strings, integers, floats, booleans and None, with strings and stack frames memoized. This
+//! reader understands every opcode of protocols 0 to 5 that builds such plain data, and refuses
+//! every opcode that would name a Python global, call it or build an object (`GLOBAL`,
+//! `STACK_GLOBAL`, `REDUCE`, `INST`, `OBJ`, `NEWOBJ`, `NEWOBJ_EX`, `BUILD`, `EXT*`,
+//! persistent ids, out-of-band buffers): a dump never holds one, so a pickle that does is not a
+//! dump and is rejected with the opcode, its byte offset and, for a global, the name it imports.
+//!
+//! It is bounded by construction: every opcode adds at most one node, references to memoized
+//! objects share the node instead of copying it, and nesting of marks is capped, so memory is
+//! proportional to the file and a hostile file cannot make the reader recurse or explode.
+//!
+//! Why not `serde-pickle`: it accepts `INST`/`OBJ`/`NEWOBJ`/`BUILD` silently (as empty dicts) and
+//! resolves a few globals, copies every memoized object at each reference (a small file can
+//! expand without bound) and decodes about 30 µs per record, 50 times too slow for the dumps of
+//! thousands of ranks; it writes the pickles of `export --fr` instead.
+
+use super::tree::{Items, Node, NodeId, Tree};
+use std::borrow::Cow;
+
+/// How deeply marks (the start of a tuple, list or dict being built) may nest. A dump nests
+/// six deep (dump, entries, entry, frames, frame, value).
+const MAX_MARKS: usize = 64;
+
+/// Why a pickle was refused: what, and at which byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PickleError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for PickleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pickle byte {}: {}", self.offset, self.message)
+    }
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Where the opcode being decoded starts.
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn err<T>(&self, message: impl Into<String>) -> Result<T, PickleError> {
+        Err(PickleError {
+            offset: self.at,
+            message: message.into(),
+        })
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], PickleError> {
+        if n > self.buf.len() - self.pos {
+            return self.err(format!(
+                "the file ends in the middle of a value ({n} bytes announced, {} left): it is \
+                 truncated",
+                self.buf.len() - self.pos
+            ));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn u8(&mut self) -> Result<u8, PickleError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, PickleError> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, PickleError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64, PickleError> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    fn len(&mut self, n: u64) -> Result<usize, PickleError> {
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= self.buf.len())
+            .map_or_else(
+                || self.err(format!("a length of {n} bytes is longer than the file")),
+                Ok,
+            )
+    }
+
+    /// A protocol-0 text argument, up to its newline.
+    fn line(&mut self) -> Result<&'a [u8], PickleError> {
+        match self.buf[self.pos..].iter().position(|&b| b == b'\n') {
+            Some(n) => {
+                let s = &self.buf[self.pos..self.pos + n];
+                self.pos += n + 1;
+                Ok(s.strip_suffix(b"\r").unwrap_or(s))
+            }
+            None => self.err("the file ends in the middle of a text argument: it is truncated"),
+        }
+    }
+
+    fn utf8(&self, b: &'a [u8]) -> Result<&'a str, PickleError> {
+        std::str::from_utf8(b).or_else(|_| self.err("a string is not valid UTF-8"))
+    }
+}
+
+/// The name of a refused opcode and why.
+fn refused(op: u8) -> Option<&'static str> {
+    Some(match op {
+        b'c' => "GLOBAL",
+        0x93 => "STACK_GLOBAL",
+        b'R' => "REDUCE",
+        b'i' => "INST",
+        b'o' => "OBJ",
+        0x81 => "NEWOBJ",
+        0x92 => "NEWOBJ_EX",
+        b'b' => "BUILD",
+        0x82..=0x84 => "EXT",
+        b'P' | b'Q' => "PERSID",
+        0x97 | 0x98 => "an out-of-band buffer",
+        _ => return None,
+    })
+}
+
+/// Little-endian two's complement of `b` as an i64, or None when it needs more bits.
+fn long_bytes(b: &[u8]) -> Option<i64> {
+    if b.is_empty() {
+        return Some(0);
+    }
+    if b.len() > 8 {
+        return None;
+    }
+    let mut a = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 8];
+    a[..b.len()].copy_from_slice(b);
+    Some(i64::from_le_bytes(a))
+}
+
+/// Decodes `buf` into a tree.
+pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
+    let mut r = Reader { buf, pos: 0, at: 0 };
+    let mut t = Tree::default();
+    // nodes are added about one per five bytes
+    t.nodes.reserve(buf.len() / 5);
+    let mut stack: Vec<NodeId> = Vec::with_capacity(64);
+    let mut marks: Vec<usize> = Vec::with_capacity(16);
+    // memo index -> node + 1 (0 = unset)
+    let mut memo: Vec<NodeId> = Vec::new();
+    let mut memo_count = 0u32;
+    macro_rules! pop {
+        () => {
+            match stack.pop() {
+                Some(x) => x,
+                None => return r.err("an opcode needs a value but the stack is empty"),
+            }
+        };
+    }
+    macro_rules! mark_items {
+        () => {{
+            let m = match marks.pop() {
+                Some(m) => m,
+                None => return r.err("an opcode needs a mark but there is none"),
+            };
+            stack.split_off(m)
+        }};
+    }
+    loop {
+        r.at = r.pos;
+        if r.pos >= buf.len() {
+            return r.err("the file ends before the pickle's STOP opcode: it is truncated");
+        }
+        let op = r.u8()?;
+        if let Some(name) = refused(op) {
+            if op == b'c' {
+                let module = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
+                let name = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
+                if let (Ok(m), Ok(n)) = (module, name) {
+                    return r.err(format!(
+                        "GLOBAL imports the Python object `{m}.{n}`: refused (a Flight \
+                         Recorder dump holds only plain data, and nothing in a dump is executed)"
+                    ));
+                }
+            }
+            return r.err(format!(
+                "opcode {name} would import or build a Python object: refused (a Flight \
+                 Recorder dump holds only plain data, and nothing in a dump is executed)"
+            ));
+        }
+        let node = match op {
+            0x80 => {
+                let v = r.u8()?;
+                if v > 5 {
+                    return r.err(format!("unknown pickle protocol {v}"));
+                }
+                continue;
+            }
+            0x95 => {
+                r.u64()?;
+                continue;
+            }
+            b'.' => {
+                let root = pop!();
+                if !stack.is_empty() || !marks.is_empty() {
+                    return r.err("STOP leaves values on the stack: not one pickled object");
+                }
+                t.root = root;
+                return Ok(t);
+            }
+            b'(' => {
+                if marks.len() >= MAX_MARKS {
+                    return r.err(format!("values nest more than {MAX_MARKS} deep"));
+                }
+                marks.push(stack.len());
+                continue;
+            }
+            b'0' => {
+                if stack.len() > marks.last().copied().unwrap_or(0) {
+                    stack.pop();
+                } else if marks.pop().is_none() {
+                    return r.err("POP on an empty stack");
+                }
+                continue;
+            }
+            b'1' => {
+                let _ = mark_items!();
+                continue;
+            }
+            b'2' => {
+                let top = pop!();
+                stack.push(top);
+                stack.push(top);
+                continue;
+            }
+            // memo
+            b'p' | b'q' | b'r' | 0x94 => {
+                let id = match op {
+                    b'p' => {
+                        let l = r.line()?;
+                        match r.utf8(l)?.trim().parse::<u64>() {
+                            Ok(v) => v,
+                            Err(_) => return r.err("PUT with a malformed index"),
+                        }
+                    }
+                    b'q' => u64::from(r.u8()?),
+                    b'r' => u64::from(r.u32()?),
+                    _ => u64::from(memo_count),
+                };
+                let top = match stack.last() {
+                    Some(&x) => x,
+                    None => return r.err("PUT on an empty stack"),
+                };
+                // a pickler numbers its memo from 0, one per object: an index beyond the file's
+                // size is not from one
+                if id > buf.len() as u64 {
+                    return r.err(format!("memo index {id} is larger than the file"));
+                }
+                let id = id as usize;
+                if memo.len() <= id {
+                    memo.resize(id + 1, 0);
+                }
+                if memo[id] == 0 {
+                    memo_count += 1;
+                }
+                memo[id] = top + 1;
+                continue;
+            }
+            b'g' | b'h' | b'j' => {
+                let id = match op {
+                    b'g' => {
+                        let l = r.line()?;
+                        match r.utf8(l)?.trim().parse::<u64>() {
+                            Ok(v) => v,
+                            Err(_) => return r.err("GET with a malformed index"),
+                        }
+                    }
+                    b'h' => u64::from(r.u8()?),
+                    _ => u64::from(r.u32()?),
+                };
+                match memo.get(id as usize).copied().filter(|&n| n != 0) {
+                    Some(n) => stack.push(n - 1),
+                    None => return r.err(format!("GET of memo index {id}, which was never set")),
+                }
+                continue;
+            }
+            // scalars
+            b'N' => Node::None,
+            0x88 => Node::Bool(true),
+            0x89 => Node::Bool(false),
+            b'J' => Node::Int(i64::from(r.u32()? as i32)),
+            b'K' => Node::Int(i64::from(r.u8()?)),
+            b'M' => Node::Int(i64::from(r.u16()?)),
+            0x8a => {
+                let n = r.u8()?;
+                let b = r.take(usize::from(n))?;
+                long_bytes(b).map_or(Node::BigInt, Node::Int)
+            }
+            0x8b => {
+                let n = r.u32()?;
+                let n = r.len(u64::from(n))?;
+                let b = r.take(n)?;
+                long_bytes(b).map_or(Node::BigInt, Node::Int)
+            }
+            b'I' | b'L' => {
+                let l = r.line()?;
+                let s = r.utf8(l)?.trim().trim_end_matches('L');
+                match s {
+                    "01" if op == b'I' => Node::Bool(true),
+                    "00" if op == b'I' => Node::Bool(false),
+                    _ => match s.parse::<i64>() {
+                        Ok(v) => Node::Int(v),
+                        Err(_)
+                            if !s.is_empty()
+                                && s.trim_start_matches('-')
+                                    .bytes()
+                                    .all(|b| b.is_ascii_digit()) =>
+                        {
+                            Node::BigInt
+                        }
+                        Err(_) => return r.err(format!("malformed integer `{s}`")),
+                    },
+                }
+            }
+            b'G' => {
+                let b = r.take(8)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                Node::Float(f64::from_be_bytes(a))
+            }
+            b'F' => {
+                let l = r.line()?;
+                match r.utf8(l)?.trim().parse::<f64>() {
+                    Ok(v) => Node::Float(v),
+                    Err(_) => return r.err("malformed float"),
+                }
+            }
+            // strings
+            b'X' | 0x8c | 0x8d => {
+                let n = match op {
+                    b'X' => u64::from(r.u32()?),
+                    0x8c => u64::from(r.u8()?),
+                    _ => r.u64()?,
+                };
+                let n = r.len(n)?;
+                let b = r.take(n)?;
+                Node::Str(Cow::Borrowed(r.utf8(b)?))
+            }
+            b'T' | b'U' => {
+                // protocol-2 byte strings: Python 2 `str`, read as text when it is UTF-8
+                let n = if op == b'T' {
+                    u64::from(r.u32()?)
+                } else {
+                    u64::from(r.u8()?)
+                };
+                let n = r.len(n)?;
+                let b = r.take(n)?;
+                match std::str::from_utf8(b) {
+                    Ok(s) => Node::Str(Cow::Borrowed(s)),
+                    Err(_) => Node::Bytes,
+                }
+            }
+            b'S' | b'V' => {
+                let l = r.line()?;
+                let s = r.utf8(l)?;
+                let s = if op == b'S' {
+                    let q = s.trim();
+                    let inner = q
+                        .strip_prefix('\'')
+                        .and_then(|x| x.strip_suffix('\''))
+                        .or_else(|| q.strip_prefix('"').and_then(|x| x.strip_suffix('"')));
+                    match inner {
+                        Some(x) => x,
+                        None => return r.err("STRING without quotes"),
+                    }
+                } else {
+                    s
+                };
+                if s.contains('\\') {
+                    return r.err("an escaped protocol-0 string (not written by torch)");
+                }
+                Node::Str(Cow::Borrowed(s))
+            }
+            b'B' | b'C' | 0x8e | 0x96 => {
+                let n = match op {
+                    b'B' => u64::from(r.u32()?),
+                    b'C' => u64::from(r.u8()?),
+                    _ => r.u64()?,
+                };
+                let n = r.len(n)?;
+                r.take(n)?;
+                Node::Bytes
+            }
+            // containers
+            b']' => Node::List(Items::new()),
+            b')' => Node::Tuple(Items::new()),
+            b'}' => Node::Dict(Vec::new()),
+            0x8f => Node::Set(Items::new()),
+            b'l' => Node::List(Items::from_vec(mark_items!())),
+            b't' => Node::Tuple(Items::from_vec(mark_items!())),
+            0x91 => Node::Set(Items::from_vec(mark_items!())),
+            0x85 => {
+                let a = pop!();
+                Node::Tuple(Items::from_slice(&[a]))
+            }
+            0x86 => {
+                let b = pop!();
+                let a = pop!();
+                Node::Tuple(Items::from_slice(&[a, b]))
+            }
+            0x87 => {
+                let c = pop!();
+                let b = pop!();
+                let a = pop!();
+                Node::Tuple(Items::from_slice(&[a, b, c]))
+            }
+            b'd' => {
+                let items = mark_items!();
+                if items.len() % 2 != 0 {
+                    return r.err("DICT with an odd number of items");
+                }
+                Node::Dict(items.chunks(2).map(|p| (p[0], p[1])).collect())
+            }
+            b'a' | b'e' => {
+                // the items are taken off the stack in place, without a copy
+                let from = if op == b'a' {
+                    if stack.len() < marks.last().copied().unwrap_or(0) + 2 {
+                        return r.err("APPEND needs a list and a value");
+                    }
+                    stack.len() - 1
+                } else {
+                    match marks.pop() {
+                        Some(m) => m,
+                        None => return r.err("APPENDS needs a mark but there is none"),
+                    }
+                };
+                if from <= marks.last().copied().unwrap_or(0) {
+                    return r.err("APPEND without a list to append to");
+                }
+                let target = stack[from - 1];
+                match &mut t.nodes[target as usize] {
+                    Node::List(v) => v.extend(stack.drain(from..)),
+                    other => {
+                        let k = other.kind();
+                        return r.err(format!("APPEND to {k}, not to a list"));
+                    }
+                }
+                continue;
+            }
+            b's' | b'u' => {
+                let from = if op == b's' {
+                    if stack.len() < marks.last().copied().unwrap_or(0) + 3 {
+                        return r.err("SETITEM needs a dict, a key and a value");
+                    }
+                    stack.len() - 2
+                } else {
+                    match marks.pop() {
+                        Some(m) => m,
+                        None => return r.err("SETITEMS needs a mark but there is none"),
+                    }
+                };
+                if !(stack.len() - from).is_multiple_of(2) {
+                    return r.err("SETITEMS with an odd number of items");
+                }
+                if from <= marks.last().copied().unwrap_or(0) {
+                    return r.err("SETITEM without a dict to set items in");
+                }
+                let target = stack[from - 1];
+                match &mut t.nodes[target as usize] {
+                    Node::Dict(d) => {
+                        let items = &stack[from..];
+                        d.extend(items.chunks(2).map(|p| (p[0], p[1])));
+                        stack.truncate(from);
+                    }
+                    other => {
+                        let k = other.kind();
+                        return r.err(format!("SETITEM on {k}, not on a dict"));
+                    }
+                }
+                continue;
+            }
+            0x90 => {
+                let items = mark_items!();
+                let target = pop!();
+                stack.push(target);
+                match &mut t.nodes[target as usize] {
+                    Node::Set(v) => v.extend(items),
+                    other => {
+                        let k = other.kind();
+                        return r.err(format!("ADDITEMS to {k}, not to a set"));
+                    }
+                }
+                continue;
+            }
+            other => return r.err(format!("unknown opcode 0x{other:02x}: not a pickle")),
+        };
+        let id = t.push(node);
+        stack.push(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s<'a>(t: &'a Tree, id: NodeId) -> &'a str {
+        t.str(id).unwrap()
+    }
+
+    #[test]
+    fn reads_what_python_writes() {
+        // pickle.dumps({'a': [1, -2, 2**40], 'b': ('x', None, True), 'c': 1.5}, protocol=2)
+        let p = b"\x80\x02}q\x00(X\x01\x00\x00\x00aq\x01]q\x02(K\x01J\xfe\xff\xff\xff\x8a\x06\x00\x00\x00\x00\x00\x01eX\x01\x00\x00\x00bq\x03X\x01\x00\x00\x00xq\x04N\x88\x87q\x05X\x01\x00\x00\x00cq\x06G?\xf8\x00\x00\x00\x00\x00\x00u.";
+        let t = decode(p).unwrap();
+        let Node::Dict(d) = t.get(t.root) else {
+            panic!()
+        };
+        assert_eq!(d.len(), 3);
+        let a = t.field(d, "a").unwrap();
+        let Node::List(v) = t.get(a) else { panic!() };
+        let ints: Vec<&Node> = v.iter().map(|&i| t.get(i)).collect();
+        assert_eq!(ints, [&Node::Int(1), &Node::Int(-2), &Node::Int(1 << 40)]);
+        let b = t.field(d, "b").unwrap();
+        let Node::Tuple(v) = t.get(b) else { panic!() };
+        assert_eq!(s(&t, v[0]), "x");
+        assert_eq!(t.get(v[1]), &Node::None);
+        assert_eq!(t.get(v[2]), &Node::Bool(true));
+        assert_eq!(t.get(t.field(d, "c").unwrap()), &Node::Float(1.5));
+    }
+
+    #[test]
+    fn memo_references_share_one_node() {
+        // l = [1]; pickle.dumps([l, l, l], protocol=2)
+        let p = b"\x80\x02]q\x00(]q\x01K\x01ah\x01h\x01e.";
+        let t = decode(p).unwrap();
+        let Node::List(v) = t.get(t.root) else {
+            panic!()
+        };
+        assert_eq!(v.len(), 3);
+        assert!(v.iter().all(|&x| x == v[0]));
+    }
+
+    #[test]
+    fn globals_and_objects_are_refused() {
+        // pickle.dumps(collections.OrderedDict(), protocol=2)
+        let p = b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01.";
+        let e = decode(p).unwrap_err();
+        assert!(e.message.contains("collections.OrderedDict"), "{e}");
+        assert_eq!(e.offset, 2);
+        for op in [
+            0x93u8, b'R', b'i', b'o', 0x81, 0x92, b'b', 0x82, b'P', b'Q', 0x97,
+        ] {
+            let p = [0x80, 2, b')', op, b'.'];
+            let e = decode(&p).unwrap_err();
+            assert!(e.message.contains("refused"), "{op:#x}: {e}");
+        }
+    }
+
+    #[test]
+    fn truncated_and_malformed_input_is_an_error() {
+        let p = b"\x80\x02]q\x00(K\x01K\x02e.";
+        for n in 0..p.len() {
+            assert!(decode(&p[..n]).is_err(), "prefix of {n} bytes accepted");
+        }
+        assert!(decode(b"\x80\x02X\xff\xff\xff\x7fabc").is_err());
+        assert!(decode(b"\x80\x02h\x05.").is_err());
+        assert!(decode(b"\x80\x02K\x01K\x02.").is_err());
+        assert!(decode(b"\x80\x02K\x01a.").is_err());
+        assert!(decode(b"\xff").is_err());
+        let deep = [b'('; 100];
+        assert!(decode(&deep).unwrap_err().message.contains("nest"));
+    }
+}

@@ -1,0 +1,448 @@
+//! The import's report: `run`'s fields (outcome, ops, blocked ranks, root causes,
+//! explanation...) plus where the dumps came from, the groups, and the earliest divergence.
+
+use super::analyze::lanes;
+use super::analyze::{Analysis, Divergence};
+use super::groups::MembersFrom;
+use super::model::{numel, Dump};
+use crate::diagnose::{fmt_ranks, ranks_phrase, Blocked, Diagnosis, Straggler};
+use crate::report::{BlockedReport, ExpectReport, GenerationReport, OpReport};
+use crate::scenario::Outcome;
+use crate::units::{fmt_ms, Nanos};
+use serde::Serialize;
+
+/// One dump read.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DumpReport {
+    pub rank: u32,
+    pub file: String,
+    pub format: &'static str,
+    pub version: Option<String>,
+    pub records: u32,
+}
+
+/// One process group.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupReport {
+    pub id: u32,
+    pub name: String,
+    pub desc: String,
+    pub members: Vec<u32>,
+    pub members_from: MembersFrom,
+    /// Collectives seen (distinct seqs).
+    pub collectives: u32,
+    pub last_seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub divergence: Option<Divergence>,
+}
+
+/// The whole report (`ringside import --json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ImportReport {
+    pub source: &'static str,
+    pub scenario: String,
+    pub seed: u64,
+    pub outcome: Outcome,
+    /// Span of the records: first to last call, wall clock.
+    pub virtual_time_ns: Nanos,
+    pub messages: u64,
+    /// Records read.
+    pub events: u64,
+    pub digest: String,
+    pub ops: Vec<OpReport>,
+    pub blocked: Vec<BlockedReport>,
+    pub root_causes: Vec<crate::cause::RootCause>,
+    pub explanation: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided_reason: Option<String>,
+    pub stragglers: Vec<Straggler>,
+    pub generations: Vec<GenerationReport>,
+    pub expect: ExpectReport,
+    /// Unix epoch ns of the first record: every other time is relative to it.
+    pub start_unix_ns: u64,
+    pub world_size: u32,
+    pub dumps: Vec<DumpReport>,
+    /// Member ranks that left no dump.
+    pub missing: Vec<u32>,
+    pub groups: Vec<GroupReport>,
+    /// The earliest divergence across groups.
+    pub divergence: Option<Divergence>,
+    pub in_progress: Vec<u32>,
+    pub notes: Vec<String>,
+}
+
+/// Bytes of one element of a torch dtype name.
+pub fn dtype_bytes(name: &str) -> u64 {
+    match name {
+        "Double" | "Long" | "ComplexFloat" | "float64" | "int64" => 8,
+        "Half" | "BFloat16" | "Short" | "float16" | "bfloat16" => 2,
+        "Byte" | "Char" | "Bool" | "Float8_e4m3fn" | "Float8_e5m2" | "uint8" | "int8" => 1,
+        "ComplexDouble" => 16,
+        _ => 4,
+    }
+}
+
+/// Modeled bytes of a call: elements of its input times the dtype's size.
+pub fn call_bytes(dumps: &[Dump], c: &lanes::Call) -> u64 {
+    let d = &dumps[c.dump as usize];
+    lanes::parts(dumps, c)
+        .map(|r| {
+            let t = d.str(r.in_dtypes).split(',').next().unwrap_or("");
+            let n = numel(d.shapes(r.input)).max(numel(d.shapes(r.output)));
+            n.saturating_mul(dtype_bytes(t))
+        })
+        .fold(0u64, |a, b| a.saturating_add(b))
+}
+
+/// `ranks 0,1 are blocked in all_reduce #3 of group 0 (default_pg) since 2.504s: 0 waits for 2`.
+fn blocked_clause(a: &Analysis, bs: &[&Blocked]) -> String {
+    let mut calls: Vec<(&Blocked, Vec<&Blocked>)> = Vec::new();
+    for b in bs {
+        match calls
+            .iter_mut()
+            .find(|(k, _)| k.op == b.op && k.seq == b.seq && k.group == b.group)
+        {
+            Some((_, v)) => v.push(b),
+            None => calls.push((b, vec![b])),
+        }
+    }
+    let parts: Vec<String> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let ranks: Vec<u32> = v.iter().map(|b| b.rank).collect();
+            let verb = match (i, ranks.len()) {
+                (0, 1) => " is blocked",
+                (0, _) => " are blocked",
+                _ => "",
+            };
+            let since = v.iter().map(|b| b.since_ns).min().unwrap_or(0);
+            let group = a
+                .groups
+                .list
+                .get(k.group as usize)
+                .map(|g| g.label())
+                .unwrap_or_default();
+            format!(
+                "{}{verb} in {} #{} of {group} since {}",
+                ranks_phrase(&ranks),
+                k.op,
+                k.seq,
+                fmt_ms(since)
+            )
+        })
+        .collect();
+    const MAX_WAITS: usize = 12;
+    let mut waits: Vec<String> = bs
+        .iter()
+        .take(MAX_WAITS)
+        .map(|b| format!("{} waits for {}", b.rank, fmt_ranks(&b.waiting_for)))
+        .collect();
+    if bs.len() > MAX_WAITS {
+        waits.push(format!("... ({} more)", bs.len() - MAX_WAITS));
+    }
+    format!("{}: {}", parts.join(" and "), waits.join(", "))
+}
+
+/// One paragraph per root cause, as `run` writes them.
+pub fn explain(a: &Analysis) -> Vec<String> {
+    let d: &Diagnosis = &a.diagnosis;
+    d.causes
+        .iter()
+        .map(|c| {
+            let mine: Vec<&Blocked> = d
+                .blocked
+                .iter()
+                .filter(|b| c.blocked.contains(&b.rank))
+                .collect();
+            if mine.is_empty() {
+                format!("no rank is waiting in a call; root cause: {}", c.text)
+            } else {
+                format!("{}; root cause: {}", blocked_clause(a, &mine), c.text)
+            }
+        })
+        .collect()
+}
+
+/// Builds the report; `name` names the job (from the paths given).
+pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
+    let mut ops = Vec::new();
+    for (g, scan) in a.groups.list.iter().zip(&a.scans) {
+        for (i, row) in scan.rows.iter().enumerate() {
+            let diverged = scan.divergence.as_ref().is_some_and(|d| {
+                d.seq == row.seq && d.kind == super::analyze::DivergenceKind::Parameters
+            });
+            ops.push(OpReport {
+                iteration: 0,
+                index: i as u32,
+                op: lanes::op_name(dumps, &row.call).to_string(),
+                algorithm: dumps[row.call.dump as usize]
+                    .str(lanes::head(dumps, &row.call).backend)
+                    .to_string(),
+                group: g.id,
+                generation: 0,
+                seq: row.seq,
+                bytes: call_bytes(dumps, &row.call),
+                start_ns: row.start_ns.saturating_sub(a.t0_ns),
+                end_ns: None,
+                ranks_completed: row.left,
+                ranks_called: row.called,
+                correct: !diverged,
+                from: None,
+                to: None,
+            });
+        }
+    }
+    ops.sort_by_key(|o| (o.start_ns, o.group, o.seq));
+    let groups = a
+        .groups
+        .list
+        .iter()
+        .zip(&a.scans)
+        .map(|(g, s)| GroupReport {
+            id: g.id,
+            name: g.name.clone(),
+            desc: g.desc.clone(),
+            members: g.members.clone(),
+            members_from: g.from,
+            collectives: s.rows.len() as u32,
+            last_seq: s.last_seq,
+            divergence: s.divergence.clone(),
+        })
+        .collect();
+    ImportReport {
+        source: "flight-recorder",
+        scenario: name.to_string(),
+        seed: 0,
+        outcome: a.outcome,
+        virtual_time_ns: a.span_ns,
+        messages: 0,
+        events: dumps.iter().map(|d| d.records.len() as u64).sum(),
+        digest: String::new(),
+        ops,
+        blocked: a
+            .diagnosis
+            .blocked
+            .iter()
+            .map(BlockedReport::from_blocked)
+            .collect(),
+        root_causes: a.root_causes(),
+        explanation: explain(a),
+        undecided_reason: a.undecided_reason.clone(),
+        stragglers: Vec::new(),
+        generations: vec![GenerationReport {
+            generation: 0,
+            members: (0..a.groups.world_size).collect(),
+            formed_ns: 0,
+        }],
+        expect: ExpectReport {
+            ok: true,
+            failures: Vec::new(),
+        },
+        start_unix_ns: a.t0_ns,
+        world_size: a.groups.world_size,
+        dumps: dumps
+            .iter()
+            .map(|d| DumpReport {
+                rank: d.rank,
+                file: d.file.clone(),
+                format: d.format.name(),
+                version: d.version.clone(),
+                records: d.records.len() as u32,
+            })
+            .collect(),
+        missing: a.missing.clone(),
+        groups,
+        divergence: a.divergences.first().cloned(),
+        in_progress: a.diagnosis.in_progress.clone(),
+        notes: a.notes.clone(),
+    }
+}
+
+/// Civil date and time (UTC) of Unix epoch ns, `2026-12-01 14:30:20 UTC`.
+pub fn fmt_utc(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's days-to-civil
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+impl ImportReport {
+    /// The report in sentences.
+    pub fn human(&self) -> String {
+        let mut s = String::new();
+        let backends: Vec<&str> = self.ops.iter().map(|o| o.algorithm.as_str()).collect();
+        let mut b = backends.clone();
+        b.sort_unstable();
+        b.dedup();
+        let mut versions: Vec<&str> = self
+            .dumps
+            .iter()
+            .filter_map(|d| d.version.as_deref())
+            .collect();
+        versions.sort_unstable();
+        versions.dedup();
+        s.push_str(&format!(
+            "{} dumps of a {}-rank job ({}{}), {} records from {} over {}\n",
+            self.dumps.len(),
+            self.world_size,
+            if b.is_empty() {
+                "no calls".to_string()
+            } else {
+                b.join(", ")
+            },
+            if versions.is_empty() {
+                String::new()
+            } else {
+                format!(", Flight Recorder {}", versions.join(", "))
+            },
+            self.events,
+            if self.start_unix_ns > 0 {
+                fmt_utc(self.start_unix_ns)
+            } else {
+                "time 0".into()
+            },
+            fmt_ms(self.virtual_time_ns)
+        ));
+        match self.outcome {
+            Outcome::Completed => {
+                s.push_str(&format!(
+                    "completed: every call of the {} collectives recorded was issued alike by \
+                     every member and left by every rank\n",
+                    self.ops.len()
+                ));
+            }
+            _ => {
+                s.push_str("stalled:\n");
+                for p in &self.explanation {
+                    s.push_str(&format!("  {p}\n"));
+                }
+                if !self.in_progress.is_empty() {
+                    s.push_str(&format!(
+                        "  {} in progress\n",
+                        ranks_phrase(&self.in_progress)
+                    ));
+                }
+            }
+        }
+        if let Some(d) = &self.divergence {
+            let g = self
+                .groups
+                .iter()
+                .find(|g| g.id == d.group)
+                .map(label)
+                .unwrap_or_default();
+            s.push_str(&format!(
+                "earliest divergence: {g} at #{} ({}): {}\n",
+                d.seq,
+                fmt_ms(d.at_ns),
+                d.text
+            ));
+        }
+        if let Some(u) = &self.undecided_reason {
+            s.push_str(&format!("undecided: {u}\n"));
+        }
+        s.push_str("groups:\n");
+        for g in &self.groups {
+            let from = match g.members_from {
+                MembersFrom::PgConfig => "from pg_config",
+                MembersFrom::World => "the world",
+                MembersFrom::Records => "from the records",
+            };
+            s.push_str(&format!(
+                "  {}: ranks {} ({from}), {} collectives{}\n",
+                label(g),
+                fmt_ranks(&g.members),
+                g.collectives,
+                match &g.divergence {
+                    Some(d) if self.divergence.as_ref() != Some(d) => {
+                        format!("; diverges at #{}: {}", d.seq, d.text)
+                    }
+                    _ => String::new(),
+                }
+            ));
+        }
+        if !self.missing.is_empty() {
+            s.push_str(&format!("no dump from {}\n", ranks_phrase(&self.missing)));
+        }
+        for n in &self.notes {
+            s.push_str(&format!("note: {n}\n"));
+        }
+        s
+    }
+}
+
+fn label(g: &GroupReport) -> String {
+    if g.desc.is_empty() || g.desc == g.name {
+        format!("group {}", g.name)
+    } else {
+        format!("group {} ({})", g.name, g.desc)
+    }
+}
+
+/// The wait-for graph in Graphviz DOT, styled as `explain --dot` styles it.
+pub fn to_dot(dumps: &[Dump], a: &Analysis) -> String {
+    crate::diagnose::to_dot_with(&a.diagnosis, |r| {
+        let mut lines = vec![format!("rank {r}")];
+        let stuck = a
+            .stuck
+            .iter()
+            .filter(|s| s.rank == r)
+            .min_by_key(|s| (s.call.time_ns, s.group));
+        match (a.dump_of.get(r as usize).copied().flatten(), stuck) {
+            (None, _) => lines.push("no dump".into()),
+            (Some(_), Some(s)) => {
+                let d = &dumps[s.call.dump as usize];
+                let rec = &d.records[s.call.first as usize];
+                lines.push(format!("{} #{}", d.profiling_name(rec), s.call.seq));
+                lines.push(a.groups.list[s.group as usize].label());
+                if s.failed {
+                    lines.push("retired (timed out)".into());
+                }
+            }
+            (Some(d), None) => {
+                let last = dumps[d as usize].records.last();
+                lines.push(match last {
+                    Some(rec) => format!(
+                        "idle after {} #{}",
+                        dumps[d as usize].profiling_name(rec),
+                        rec.seq.unwrap_or(0)
+                    ),
+                    None => "no records".into(),
+                });
+            }
+        }
+        Some(lines)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(fmt_utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(
+            fmt_utc(1_796_132_311_782_335_018),
+            "2026-12-01 13:38:31 UTC"
+        );
+        assert_eq!(fmt_utc(951_782_400_000_000_000), "2000-02-29 00:00:00 UTC");
+    }
+}

@@ -1,0 +1,113 @@
+//! `ringside import DUMPS... [--json] [--dot] [--prefix P] [--scenario OUT.toml] [--trace OUT.jsonl]`
+
+use crate::Failure;
+use clap::Args;
+use ringside_sim::fr;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// Flight Recorder dumps (pickle or JSON), one per rank, or directories of them. A file's
+    /// rank is the number at the end of its name.
+    #[arg(required = true)]
+    pub dumps: Vec<PathBuf>,
+    /// Prints one JSON object instead of sentences.
+    #[arg(long, conflicts_with = "dot")]
+    pub json: bool,
+    /// Prints the wait-for graph in Graphviz DOT.
+    #[arg(long)]
+    pub dot: bool,
+    /// Strips this prefix from file names before reading the rank.
+    #[arg(long, value_name = "P")]
+    pub prefix: Option<String>,
+    /// Writes a scenario that reproduces the job in the simulator.
+    #[arg(long, value_name = "OUT.toml")]
+    pub scenario: Option<PathBuf>,
+    /// Writes the dumps as a ringside trace (for explain, tui and export).
+    #[arg(long, value_name = "OUT.jsonl")]
+    pub trace: Option<PathBuf>,
+}
+
+/// A name for the job: the directory (or file) given, with its parent when that is a format
+/// folder such as `pickle/`.
+fn job_name(p: &std::path::Path) -> String {
+    let abs = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let base = if abs.is_dir() {
+        abs.clone()
+    } else {
+        abs.parent().map(|x| x.to_path_buf()).unwrap_or_default()
+    };
+    let parts: Vec<String> = base
+        .iter()
+        .rev()
+        .take(3)
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let skip = ["pickle", "json", "late", "dumps"];
+    let name = parts
+        .iter()
+        .find(|p| !skip.contains(&p.as_str()))
+        .cloned()
+        .unwrap_or_else(|| "dumps".into());
+    format!("{name} (flight recorder)")
+}
+
+/// A scenario name (letters, digits, dashes) for the job.
+fn scenario_name(p: &std::path::Path) -> String {
+    let n = job_name(p);
+    let base = n.split(" (").next().unwrap_or("job");
+    let clean: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{}-imported", clean.trim_matches('-'))
+}
+
+pub fn main(a: ImportArgs) -> Result<(), Failure> {
+    let loaded = fr::read_paths(
+        &a.dumps,
+        &fr::ReadOptions {
+            prefix: a.prefix.clone(),
+        },
+    )
+    .map_err(|e| Failure::Input(e.to_string()))?;
+    for s in &loaded.skipped {
+        eprintln!("{s}");
+    }
+    let dumps = loaded.dumps;
+    let analysis = fr::analyze(&dumps);
+    if let Some(out) = &a.scenario {
+        let sc = fr::scenario::write(&scenario_name(&a.dumps[0]), &dumps, &analysis)
+            .map_err(|e| Failure::Input(format!("--scenario {}: {e}", out.display())))?;
+        std::fs::write(out, sc)
+            .map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
+    }
+    if let Some(out) = &a.trace {
+        fr::trace::write(&scenario_name(&a.dumps[0]), &dumps, &analysis, out)
+            .map_err(|e| Failure::Input(format!("--trace {}: {e}", out.display())))?;
+    }
+    let report = fr::report::build(&job_name(&a.dumps[0]), &dumps, &analysis);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| Failure::Input(e.to_string()))?
+        );
+    } else if a.dot {
+        print!("{}", fr::report::to_dot(&dumps, &analysis));
+    } else {
+        print!("{}", report.human());
+        if let Some(out) = &a.scenario {
+            println!("scenario written to {}", out.display());
+        }
+        if let Some(out) = &a.trace {
+            println!("trace written to {}", out.display());
+        }
+    }
+    Ok(())
+}

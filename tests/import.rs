@@ -1,0 +1,793 @@
+//! `ringside import`: real Flight Recorder dumps of hung PyTorch jobs and the upstream-derived
+//! fixtures give their ground-truth culprit, from pickle and JSON, main and late dumps;
+//! corrupt and hostile dumps exit 2; `--scenario`, `--trace` and `export --fr` round-trip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ringside(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringside"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the ringside binary runs")
+}
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/flight-recorder")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is one JSON object ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn import_json(paths: &[&Path]) -> serde_json::Value {
+    let mut args = vec!["import", "--json"];
+    let ps: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    args.extend(ps.iter().map(|s| s.as_str()));
+    let o = ringside(&args);
+    assert!(
+        o.status.success(),
+        "import {:?} failed: {}",
+        ps,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json(&o)
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    let mut s: Vec<String> = v
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|x| x.as_str().expect("a string").to_string())
+        .collect();
+    s.sort();
+    s
+}
+
+fn ranks(v: &serde_json::Value) -> Vec<u64> {
+    let mut r: Vec<u64> = v
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|x| x.as_u64().expect("a rank"))
+        .collect();
+    r.sort_unstable();
+    r
+}
+
+/// The root causes a real case's ground truth (`case.json`) calls for.
+fn expected_causes(case: &serde_json::Value) -> Vec<String> {
+    let fault = case["fault"].as_str().expect("fault");
+    let tag = match fault {
+        "none" => return Vec::new(),
+        "extra_collective" | "size_mismatch" => "mismatch",
+        "rank_stuck_in_host_code" => "hung",
+        "rank_died" => "missing",
+        other => panic!("a case with an unknown fault class {other}"),
+    };
+    let mut v: Vec<String> = ranks(&case["culprit_ranks"])
+        .iter()
+        .map(|r| format!("{tag}:{r}"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn real_cases() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(data().join("real"))
+        .expect("real cases")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.join("case.json").exists())
+        .collect();
+    v.sort();
+    assert_eq!(v.len(), 5, "five real cases are shipped");
+    v
+}
+
+#[test]
+fn every_real_case_gives_its_ground_truth_from_every_form_of_its_dumps() {
+    for dir in real_cases() {
+        let case: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("case.json")).expect("case.json"))
+                .expect("case.json is JSON");
+        let want = expected_causes(&case);
+        let without: Vec<u64> = ranks(&case["ranks_without_dump"]);
+        for form in ["pickle", "json", "late/pickle", "late/json"] {
+            let r = import_json(&[&dir.join(form)]);
+            let what = format!("{} {form}", dir.display());
+            assert_eq!(r["source"], "flight-recorder", "{what}");
+            assert_eq!(strings(&r["root_causes"]), want, "{what}");
+            assert_eq!(ranks(&r["missing"]), without, "{what}");
+            assert_eq!(
+                r["world_size"].as_u64(),
+                case["world_size"].as_u64(),
+                "{what}"
+            );
+            if want.is_empty() {
+                assert_eq!(r["outcome"], "completed", "{what}");
+                assert!(
+                    r["blocked"].as_array().expect("blocked").is_empty(),
+                    "{what}"
+                );
+                assert!(r["divergence"].is_null(), "{what}");
+            } else {
+                assert_eq!(r["outcome"], "stalled", "{what}");
+                assert!(
+                    !r["blocked"].as_array().expect("blocked").is_empty(),
+                    "{what}"
+                );
+                let d = &r["divergence"];
+                assert_eq!(d["group"], 0, "{what}");
+                // the culprit is never among the ranks the divergence says agree
+                for c in ranks(&case["culprit_ranks"]) {
+                    assert!(!ranks(&d["agree"]).contains(&c), "{what}: {d}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_earliest_divergence_is_found_not_the_hang_point() {
+    let dir = data().join("real/extra_collective");
+    // the pickle's stack frames show rank 0's third call comes from another line
+    let r = import_json(&[&dir.join("pickle")]);
+    assert_eq!(r["divergence"]["seq"], 3, "{}", r["divergence"]);
+    assert_eq!(r["divergence"]["kind"], "extra_call");
+    assert_eq!(ranks(&r["divergence"]["culprits"]), [0]);
+    assert_eq!(
+        ranks(
+            &r["blocked"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["rank"].clone())
+                .collect()
+        ),
+        [0]
+    );
+    // JSON has no frames: the first observable divergence is the call ranks 1,2 never issue
+    let r = import_json(&[&dir.join("json")]);
+    assert_eq!(r["divergence"]["seq"], 5);
+    assert_eq!(strings(&r["root_causes"]), ["mismatch:0"]);
+    // the size mismatch: rank 0, which gloo aborted for receiving it, is a victim
+    let r = import_json(&[&data().join("real/size_mismatch/json")]);
+    assert_eq!(r["divergence"]["seq"], 3);
+    assert_eq!(ranks(&r["divergence"]["victims"]), [0]);
+    assert_eq!(strings(&r["root_causes"]), ["mismatch:1"]);
+}
+
+#[test]
+fn gloo_group_tables_are_repaired_from_the_records() {
+    let r = import_json(&[&data().join("real/healthy/pickle")]);
+    let groups = r["groups"].as_array().expect("groups");
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0]["desc"], "default_pg");
+    assert_eq!(ranks(&groups[0]["members"]), [0, 1, 2]);
+    assert_eq!(groups[1]["desc"], "pair12");
+    assert_eq!(ranks(&groups[1]["members"]), [1, 2]);
+    assert_eq!(groups[1]["members_from"], "records");
+    assert!(
+        r["notes"].to_string().contains("point-to-point"),
+        "{}",
+        r["notes"]
+    );
+}
+
+#[test]
+fn fixtures_give_their_verdicts() {
+    let fx = data().join("fixtures");
+    // the tutorial's crash.py: rank 0's extra call at seq 3, not rank 1 "missing" at seq 5
+    for p in [
+        vec![fx.join("dumps/crash_py")],
+        vec![
+            fx.join("pickle/crash_py_trace_0"),
+            fx.join("pickle/crash_py_trace_1"),
+        ],
+    ] {
+        let ps: Vec<&Path> = p.iter().map(|x| x.as_path()).collect();
+        let r = import_json(&ps);
+        assert_eq!(strings(&r["root_causes"]), ["mismatch:0"], "{p:?}");
+        assert_eq!(r["divergence"]["seq"], 3, "{p:?}");
+    }
+    // two ranks, one issues a call the other never does: the dumps cannot tell who is wrong
+    for p in [
+        vec![fx.join("dumps/trace_while_stuck")],
+        vec![
+            fx.join("pickle/trace_while_stuck_trace_0"),
+            fx.join("pickle/trace_while_stuck_trace_1"),
+        ],
+    ] {
+        let ps: Vec<&Path> = p.iter().map(|x| x.as_path()).collect();
+        let r = import_json(&ps);
+        assert_eq!(strings(&r["root_causes"]), ["undecided"], "{p:?}");
+        assert!(
+            r["undecided_reason"]
+                .as_str()
+                .is_some_and(|s| s.contains("rank 1")),
+            "{r}"
+        );
+    }
+    // one name, two groups: "107" is [1] on rank 1 and [4..7] on ranks 4-7
+    let r = import_json(&[&fx.join("dumps/pg_name_collision")]);
+    let groups = r["groups"].as_array().expect("groups");
+    let g107: Vec<&serde_json::Value> = groups.iter().filter(|g| g["name"] == "107").collect();
+    assert_eq!(g107.len(), 1, "only ranks 4-7 record calls of 107");
+    assert_eq!(ranks(&g107[0]["members"]), [4, 5, 6, 7]);
+    assert_eq!(strings(&r["root_causes"]), ["undecided"]);
+    // the published single dump: its call completed on the device, so rank 1 took part
+    for p in [
+        fx.join("dumps/tutorial_example"),
+        fx.join("pickle/tutorial_example_trace_0"),
+    ] {
+        let r = import_json(&[&p]);
+        assert_eq!(r["outcome"], "completed", "{p:?}");
+        assert_eq!(ranks(&r["missing"]), [1]);
+    }
+}
+
+#[test]
+fn directories_skip_files_without_a_rank_and_dot_draws_the_graph() {
+    let o = ringside(&[
+        "import",
+        "--dot",
+        data().join("real/killed_rank/json").to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let dot = String::from_utf8_lossy(&o.stdout);
+    assert!(dot.starts_with("digraph waits {"), "{dot}");
+    assert!(
+        dot.contains("r0 -> r2") && dot.contains("missing:2"),
+        "{dot}"
+    );
+    assert!(dot.contains("no dump"), "{dot}");
+    let o = ringside(&["import", data().join("real/killed_rank").to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a case folder holds no dumps itself"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no dump files found"), "{err}");
+    assert!(err.contains("skipped") && err.contains("case.md"), "{err}");
+    let o = ringside(&[
+        "import",
+        "--prefix",
+        "rank_",
+        data().join("real/stopped_rank/json").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("root cause: ranks 0,1,2 issued"));
+}
+
+/// Runs import on files written to a temporary directory; returns (exit code, stderr).
+fn import_files(files: &[(&str, &[u8])]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).expect("write");
+    }
+    let o = ringside(&["import", dir.path().to_str().unwrap()]);
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn real_pickle() -> Vec<u8> {
+    std::fs::read(data().join("real/stopped_rank/pickle/rank_0")).expect("a real pickle")
+}
+
+#[test]
+fn truncated_and_malformed_dumps_exit_2_naming_the_file() {
+    let p = real_pickle();
+    for cut in [1, 2, 40, p.len() / 2, p.len() - 1] {
+        let (code, err) = import_files(&[("rank_0", &p[..cut])]);
+        assert_eq!(code, Some(2), "cut at {cut}: {err}");
+        assert!(err.contains("rank_0") && err.contains("truncated"), "{err}");
+    }
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("rank_0.json", b"".to_vec(), "empty file"),
+        ("rank_0.json", b"{\"a\": 1}".to_vec(), "not a Flight Recorder dump"),
+        ("rank_0.json", b"\x01\x02".to_vec(), "neither a pickle nor JSON"),
+        (
+            "rank_0.json",
+            br#"{"version": "2.10", "entries": [{"profiling_name": "nccl:all_reduce", "process_group": ["0", ""], "collective_seq_id": [1]}]}"#.to_vec(),
+            "entry 0: `collective_seq_id` should be an integer, found a list",
+        ),
+        (
+            "rank_0.json",
+            br#"{"version": "2.10", "entries": [{"process_group": ["0", ""], "collective_seq_id": 1}]}"#.to_vec(),
+            "no `profiling_name`",
+        ),
+        (
+            "rank_0.json",
+            br#"{"version": "2.10", "entries": {"a": 1}}"#.to_vec(),
+            "`entries` is a dict",
+        ),
+        (
+            "rank_0.json",
+            br#"{"version": "2.10", "pg_config": [1]}"#.to_vec(),
+            "`pg_config` should be a dict",
+        ),
+        ("rank_0.json", b"[".repeat(10_000), "malformed JSON"),
+    ];
+    for (name, content, want) in cases {
+        let (code, err) = import_files(&[(name, &content)]);
+        assert_eq!(code, Some(2), "{want}: {err}");
+        assert!(err.contains(name), "{err}");
+        assert!(err.contains(want), "want {want:?} in {err}");
+    }
+    let (code, err) = import_files(&[("rank_0", &p), ("rank_0.json", b"{}")]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("a second dump of rank 0"), "{err}");
+}
+
+#[test]
+fn huge_lists_are_refused_without_reading_them_into_memory() {
+    // more records than any recorder holds
+    let mut s = String::from("{\"version\": \"2.10\", \"entries\": [");
+    s.push_str(&"{},".repeat(1_000_001));
+    s.push_str("{}]}");
+    let (code, err) = import_files(&[("rank_0.json", s.as_bytes())]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("1000002 records"), "{err}");
+    // a pickle that repeats one reference: 2,000 records sharing one record whose sizes list
+    // repeats one shared list 60,000 times (a few hundred KB that would expand to 10^8 values)
+    let mut p: Vec<u8> = vec![0x80, 2, b'}', b'(']; // {  MARK
+    p.extend(b"X\x07\x00\x00\x00entries"); // "entries"
+    p.extend(b"]("); // [  MARK
+    p.extend(b"}q\x01("); // the record, memo 1
+    p.extend(b"X\x0e\x00\x00\x00profiling_nameX\x0f\x00\x00\x00nccl:all_reduce");
+    p.extend(b"X\x11\x00\x00\x00collective_seq_idK\x01");
+    p.extend(b"X\x0d\x00\x00\x00process_groupX\x01\x00\x00\x000");
+    p.extend(b"X\x0b\x00\x00\x00input_sizes](]q\x02K\x01a"); // [[1] (memo 2)
+    p.extend(std::iter::repeat_n(*b"h\x02", 60_000).flatten()); // ... 60,000 more
+    p.extend(b"eu"); // APPENDS, SETITEMS: the record
+    p.extend(std::iter::repeat_n(*b"h\x01", 1_999).flatten());
+    p.extend(b"eu."); // APPENDS entries, SETITEMS, STOP
+    let (code, err) = import_files(&[("rank_0", &p)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("too many times"), "{err}");
+}
+
+#[test]
+fn a_pickle_that_imports_a_python_object_is_refused_and_never_run() {
+    // pickle.dumps of an object whose __reduce__ is (os.system, ("touch ...",)), protocol 2
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("ran");
+    let cmd = format!("touch {}", marker.display());
+    let mut p: Vec<u8> = vec![0x80, 2];
+    p.extend(b"cposix\nsystem\nq\x00X");
+    p.extend((cmd.len() as u32).to_le_bytes());
+    p.extend(cmd.as_bytes());
+    p.extend(b"q\x01\x85q\x02Rq\x03.");
+    let (code, err) = import_files(&[("rank_0", &p)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("rank_0"), "{err}");
+    assert!(
+        err.contains("`posix.system`") && err.contains("refused"),
+        "{err}"
+    );
+    assert!(!marker.exists());
+    // the other ways a pickle names or builds an object
+    for op in [0x93u8, b'R', b'i', b'o', 0x81, 0x92, b'b'] {
+        let p = [
+            0x80, 2, b'X', 1, 0, 0, 0, b'a', b'X', 1, 0, 0, 0, b'b', op, b'.',
+        ];
+        let (code, err) = import_files(&[("rank_0", &p)]);
+        assert_eq!(code, Some(2), "{op:#x}: {err}");
+        assert!(err.contains("refused"), "{op:#x}: {err}");
+    }
+}
+
+/// `missing:R` as a replay names it: a rank without a dump is replayed as a preemption.
+fn as_replayed(causes: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = causes
+        .iter()
+        .map(|c| c.replace("missing:", "preempted:"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn blocked_ranks(r: &serde_json::Value) -> Vec<u64> {
+    let mut v: Vec<u64> = r["blocked"]
+        .as_array()
+        .expect("blocked")
+        .iter()
+        .map(|b| b["rank"].as_u64().expect("rank"))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn the_scenario_of_each_expressible_real_case_replays_to_the_same_verdict() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut expressible = Vec::new();
+    for case in real_cases() {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        for form in ["pickle", "json", "late/pickle", "late/json"] {
+            let out = dir.path().join(format!("{name}.toml"));
+            let dumps = case.join(form);
+            let o = ringside(&[
+                "import",
+                "--json",
+                "--scenario",
+                out.to_str().unwrap(),
+                dumps.to_str().unwrap(),
+            ]);
+            let what = format!("{name} {form}");
+            if o.status.code() == Some(2) {
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert!(err.contains("does not have yet"), "{what}: {err}");
+                continue;
+            }
+            assert!(
+                o.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let imported = json(&o);
+            let run = ringside(&["run", "--json", out.to_str().unwrap()]);
+            assert!(
+                run.status.success(),
+                "{what}: the replay does not meet its [expect]:\n{}",
+                String::from_utf8_lossy(&run.stdout)
+            );
+            let replayed = json(&run);
+            assert_eq!(
+                strings(&replayed["root_causes"]),
+                as_replayed(&strings(&imported["root_causes"])),
+                "{what}"
+            );
+            // a rank without a dump that the divergence explains (a victim) lives on in the
+            // replay, blocked with the others
+            let mut want = blocked_ranks(&imported);
+            if let Some(v) = imported["divergence"]["victims"].as_array() {
+                want.extend(v.iter().map(|x| x.as_u64().unwrap()));
+                want.sort_unstable();
+            }
+            assert_eq!(blocked_ranks(&replayed), want, "{what}");
+            expressible.push(name.clone());
+        }
+    }
+    expressible.dedup();
+    assert_eq!(
+        expressible,
+        ["killed_rank", "size_mismatch", "stopped_rank"]
+    );
+    // what cannot be said yet is said clearly
+    let out = dir.path().join("x.toml");
+    for (case, why) in [
+        ("extra_collective", "per-rank programs"),
+        ("healthy", "named groups"),
+    ] {
+        let o = ringside(&[
+            "import",
+            "--scenario",
+            out.to_str().unwrap(),
+            data()
+                .join("real")
+                .join(case)
+                .join("json")
+                .to_str()
+                .unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{case}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(why), "{case}");
+    }
+}
+
+#[test]
+fn the_trace_of_an_import_reads_in_explain_and_export() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for case in real_cases() {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let trace = dir.path().join(format!("{name}.jsonl"));
+        let o = ringside(&[
+            "import",
+            "--json",
+            "--trace",
+            trace.to_str().unwrap(),
+            case.join("pickle").to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let imported = json(&o);
+        let header: serde_json::Value = serde_json::from_str(
+            std::fs::read_to_string(&trace)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(header["real"], true);
+        assert_eq!(header["driver"], "flight-recorder");
+        let e = ringside(&["explain", "--json", trace.to_str().unwrap()]);
+        assert!(
+            e.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&e.stderr)
+        );
+        let explained = json(&e);
+        assert_eq!(
+            blocked_ranks(&explained),
+            blocked_ranks(&imported),
+            "{name}"
+        );
+        if ["killed_rank", "stopped_rank", "healthy"].contains(&name.as_str()) {
+            assert_eq!(
+                strings(&explained["root_causes"]),
+                as_replayed(&strings(&imported["root_causes"])),
+                "{name}"
+            );
+        }
+        let pf = dir.path().join(format!("{name}.json"));
+        let x = ringside(&[
+            "export",
+            trace.to_str().unwrap(),
+            "--perfetto",
+            pf.to_str().unwrap(),
+        ]);
+        assert!(
+            x.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&x.stderr)
+        );
+    }
+}
+
+/// A cause as the dumps of a simulated run can show it: a dead or frozen rank writes no dump.
+fn as_dumped(causes: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = causes
+        .iter()
+        .map(|c| {
+            c.replace("preempted:", "missing:")
+                .replace("paused:", "missing:")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn exported_dumps_of_every_shipped_stall_import_back_to_the_same_root_cause() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // faults a Flight Recorder sees: its calls, and who left no dump
+    let seen = [
+        "hung-worker",
+        "mismatched-bytes",
+        "mismatched-op",
+        "paused-worker",
+        "preempt-and-pause",
+        "preempt-mid-allreduce",
+        "skipped-allreduce",
+        "stalled-paused-worker",
+    ];
+    // a partition shows as every rank waiting in a call every member issued: the dumps
+    // cannot tell, and say so
+    let unseen = [
+        "network-partition",
+        "partition-oneway",
+        "partition-three-ways",
+    ];
+    for name in seen.iter().chain(&unseen) {
+        let scenario = root.join("scenarios").join(format!("{name}.toml"));
+        let trace = dir.path().join(format!("{name}.jsonl"));
+        let run = ringside(&[
+            "run",
+            "--json",
+            "--trace",
+            trace.to_str().unwrap(),
+            scenario.to_str().unwrap(),
+        ]);
+        let ran = json(&run);
+        assert_eq!(ran["outcome"], "stalled", "{name}");
+        for pickle in [false, true] {
+            let out = dir.path().join(format!("{name}-{pickle}"));
+            let mut args = vec![
+                "export",
+                trace.to_str().unwrap(),
+                "--fr",
+                out.to_str().unwrap(),
+            ];
+            if pickle {
+                args.push("--pickle");
+            }
+            let e = ringside(&args);
+            assert!(
+                e.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&e.stderr)
+            );
+            let imported = import_json(&[&out]);
+            let what = format!("{name} (pickle: {pickle})");
+            if unseen.contains(name) {
+                assert_eq!(strings(&imported["root_causes"]), ["undecided"], "{what}");
+            } else if pickle {
+                assert_eq!(
+                    strings(&imported["root_causes"]),
+                    as_dumped(&strings(&ran["root_causes"])),
+                    "{what}"
+                );
+            } else {
+                // JSON dumps carry no call sites: a rank stuck in the call after the one it
+                // skipped looks like a rank that called something else there
+                let loose = |v: Vec<String>| -> Vec<String> {
+                    v.iter()
+                        .map(|c| c.replace("skipped:", "mismatch:"))
+                        .collect()
+                };
+                assert_eq!(
+                    loose(strings(&imported["root_causes"])),
+                    loose(as_dumped(&strings(&ran["root_causes"]))),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+/// PyTorch's own analyzer reads the exported dumps, when Python with torch is installed.
+#[test]
+fn exported_dumps_read_in_pytorchs_fr_trace_when_it_is_installed() {
+    let has_torch = Command::new("python3")
+        .args(["-c", "import torch.distributed.flight_recorder.fr_trace"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_torch {
+        eprintln!("skipped: python3 with torch (for fr_trace) is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("t.jsonl");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mismatched-bytes.toml");
+    ringside(&[
+        "run",
+        "--trace",
+        trace.to_str().unwrap(),
+        scenario.to_str().unwrap(),
+    ]);
+    let out = dir.path().join("dumps");
+    let e = ringside(&[
+        "export",
+        trace.to_str().unwrap(),
+        "--fr",
+        out.to_str().unwrap(),
+        "--pickle",
+    ]);
+    assert!(e.status.success());
+    let o = Command::new("python3")
+        .args([
+            "-m",
+            "torch.distributed.flight_recorder.fr_trace",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .expect("python3 runs");
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "fr_trace failed:\n{text}");
+}
+
+/// One JSON record: `(group name, seq, profiling name, retired)`.
+fn rec(group: &str, seq: u64, name: &str, retired: bool, p2p: bool) -> serde_json::Value {
+    serde_json::json!({
+        "record_id": seq, "pg_id": 0, "process_group": [group, group],
+        "collective_seq_id": if p2p { 0 } else { seq }, "p2p_seq_id": if p2p { seq } else { 0 },
+        "op_id": seq, "profiling_name": name, "time_created_ns": 1_000 + seq,
+        "input_sizes": [[4]], "output_sizes": [[4]], "input_dtypes": ["Float"],
+        "output_dtypes": ["Float"], "state": if retired { "completed" } else { "scheduled" },
+        "retired": retired, "timeout_ms": 1000, "is_p2p": p2p,
+    })
+}
+
+fn job(dumps: &[serde_json::Value]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (r, d) in dumps.iter().enumerate() {
+        std::fs::write(dir.path().join(format!("rank_{r}.json")), d.to_string()).expect("write");
+    }
+    import_json(&[dir.path()])
+}
+
+#[test]
+fn wait_cycles_across_groups_and_peers_are_deadlocks() {
+    let cfg = serde_json::json!({
+        "a": {"name": "a", "desc": "a", "ranks": "[0, 1]"},
+        "b": {"name": "b", "desc": "b", "ranks": "[0, 1]"},
+    });
+    // two groups called in opposite orders
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:all_reduce", false, false)]}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("b", 1, "nccl:all_reduce", false, false)]}),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["deadlock:0,1"], "{r}");
+    assert_eq!(blocked_ranks(&r), [0, 1]);
+    // two ranks receiving from each other first
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:recv 0<-1", false, true)]}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:recv 1<-0", false, true)]}),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["deadlock:0,1"], "{r}");
+    // a send matched by its receive completes; an unmatched receive waits
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:send 0->1", true, true)]}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [rec("a", 1, "nccl:recv 1<-0", true, true),
+                        rec("a", 2, "nccl:recv 1<-0", false, true)]}),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["undecided"], "{r}");
+    assert_eq!(blocked_ranks(&r), [1]);
+}
+
+#[test]
+fn old_layouts_are_read_by_their_keys_and_mixed_versions_are_noted() {
+    // PyTorch 2.2: a bare list of entries with `seq_id`; 1.4: `pg_config` as {pg_id: [ranks]}
+    let mut old = rec("0", 1, "nccl:all_reduce", true, false);
+    let o = old.as_object_mut().unwrap();
+    o.remove("collective_seq_id");
+    o.insert("seq_id".into(), 1.into());
+    o.remove("process_group");
+    let r = job(&[
+        serde_json::json!([old]),
+        serde_json::json!({"version": "1.4", "pg_config": {"0": [0, 1]},
+            "entries": [{"seq_id": 1, "pg_id": 0, "profiling_name": "nccl:all_reduce",
+                         "input_sizes": [[4]], "output_sizes": [[4]], "state": "completed",
+                         "time_created_ns": 1001}]}),
+    ]);
+    assert_eq!(r["outcome"], "completed", "{r}");
+    assert!(
+        r["notes"].to_string().contains("different versions"),
+        "{}",
+        r["notes"]
+    );
+}
+
+#[test]
+fn a_ring_buffer_that_dropped_old_records_is_not_a_divergence() {
+    let cfg = serde_json::json!({"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2]"}});
+    let full: Vec<serde_json::Value> = (1..=4)
+        .map(|s| rec("0", s, "nccl:all_reduce", true, false))
+        .collect();
+    // rank 2 kept only its last two records
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": full}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": full}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": full[2..]}),
+    ]);
+    assert_eq!(r["outcome"], "completed", "{r}");
+    assert!(r["divergence"].is_null(), "{r}");
+    // and a rank that stopped is still told from one whose records were overwritten: rank 2
+    // has no record of #5, and `pg_status` says it never enqueued it
+    let mut more = full.clone();
+    more.push(rec("0", 5, "nccl:all_reduce", false, false));
+    let status = |n: u64| {
+        serde_json::json!({"0": {"last_enqueued_collective": n,
+        "last_started_collective": -1, "last_completed_collective": 4}})
+    };
+    let r = job(&[
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "pg_status": status(5), "entries": more}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "pg_status": status(5), "entries": more}),
+        serde_json::json!({"version": "2.10", "pg_config": cfg, "pg_status": status(4), "entries": full[2..]}),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["hung:2"], "{r}");
+}

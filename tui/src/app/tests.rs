@@ -1,0 +1,196 @@
+use super::*;
+use crate::state::record;
+use ringside_sim::diagnose::RootCause;
+use ringside_sim::proto::Rank;
+use ringside_sim::scenario;
+use ringside_sim::trace::Event;
+
+fn app_of(toml: &str) -> App {
+    let s = scenario::parse(toml, "test").expect("valid scenario");
+    App::new(Loaded::new(record(&s, s.seed).expect("recorded")))
+}
+
+fn app() -> App {
+    app_of(include_str!(
+        "../../../scenarios/preempt-mid-allreduce.toml"
+    ))
+}
+
+fn typed(a: &mut App, prompt: Prompt, text: &str) {
+    a.update(Action::Edit(prompt));
+    for c in text.chars() {
+        a.update(Action::Char(c));
+    }
+}
+
+#[test]
+fn it_opens_at_the_first_stall_with_the_culprit_selected() {
+    let a = app();
+    assert_eq!(Some(a.pos), a.loaded.markers.first_stall);
+    assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(2))]);
+    assert_eq!(a.selected, 2, "the dead rank is listed first");
+    assert_eq!(a.listed()[0], 2);
+}
+
+#[test]
+fn the_cursor_moves_and_stays_in_the_trace() {
+    let mut a = app();
+    let n = a.loaded.len();
+    a.update(Action::Start);
+    a.update(Action::Step(-1));
+    assert_eq!(a.pos, 0);
+    a.update(Action::Step(5));
+    assert_eq!(a.pos, 5);
+    a.update(Action::Step(10_000));
+    assert_eq!(a.pos, n);
+    a.update(Action::Start);
+    assert_eq!(a.pos, 0);
+    a.update(Action::End);
+    assert_eq!(a.pos, n);
+    assert_eq!(a.fold.t, a.loaded.end_ns());
+}
+
+#[test]
+fn jumps_to_faults_back_and_forth_and_to_the_selected_ranks_events() {
+    let mut a = app();
+    a.update(Action::Start);
+    a.update(Action::Marker(MarkerKind::Fault, 1));
+    assert!(matches!(
+        a.loaded.events()[a.pos - 1].1,
+        Event::Fault { .. }
+    ));
+    let fault = a.pos;
+    a.update(Action::Marker(MarkerKind::Fault, 1));
+    assert!(a.status.is_some(), "there is only one fault");
+    a.update(Action::End);
+    a.update(Action::Marker(MarkerKind::Fault, -1));
+    assert_eq!(a.pos, fault);
+    a.update(Action::Marker(MarkerKind::Watchdog, 1));
+    assert!(matches!(
+        &a.loaded.events()[a.pos - 1].1,
+        Event::Timer { timer, .. } if timer == "watchdog"
+    ));
+    a.update(Action::Select(-5));
+    a.update(Action::ToggleOrder);
+    assert_eq!(a.order, Order::Rank);
+    a.update(Action::Select(-5));
+    assert_eq!(a.selected, 0);
+    a.update(Action::Select(2));
+    assert_eq!(a.selected, 2);
+    a.update(Action::Select(5));
+    assert_eq!(a.selected, 2, "the selection stays on the last rank");
+    a.update(Action::Start);
+    a.update(Action::Match(1));
+    assert!(a.loaded.events()[a.pos - 1].1.involves(2));
+    let first = a.pos;
+    a.update(Action::Match(1));
+    assert!(a.pos > first && a.loaded.events()[a.pos - 1].1.involves(2));
+    a.update(Action::Match(-1));
+    assert_eq!(a.pos, first);
+}
+
+#[test]
+fn the_filter_applies_as_it_is_typed_and_n_walks_its_matches() {
+    let mut a = app();
+    a.update(Action::Start);
+    typed(&mut a, Prompt::Filter, "r1 -senx");
+    assert_eq!(a.mode(), Mode::Editing);
+    assert!(
+        a.status.is_some(),
+        "`senx` is no kind: the last filter stays"
+    );
+    assert_eq!(a.filter.describe(), "r1 -sen", "applied while typing");
+    for _ in 0..5 {
+        a.update(Action::Backspace);
+    }
+    for c in "senx".chars() {
+        a.update(Action::Char(c));
+    }
+    assert!(a.matches.is_empty(), "no event says `senx`");
+    a.update(Action::Backspace);
+    assert_eq!(a.filter.describe(), "r1 sen", "applied while typing");
+    a.update(Action::Char('d'));
+    a.update(Action::Apply);
+    assert_eq!(a.mode(), Mode::Normal);
+    assert_eq!(a.filter.describe(), "r1 send");
+    let matches = a.matches.clone();
+    assert!(matches.len() > 2);
+    a.update(Action::Match(1));
+    assert_eq!(a.pos, matches[0] + 1);
+    a.update(Action::Match(1));
+    assert_eq!(a.pos, matches[1] + 1);
+    a.update(Action::Match(-1));
+    assert_eq!(a.pos, matches[0] + 1);
+    typed(&mut a, Prompt::Filter, "x");
+    a.update(Action::Cancel);
+    assert_eq!(a.filter.describe(), "r1 send", "Esc puts the filter back");
+}
+
+#[test]
+fn commands_go_to_a_rank_a_list_a_time_or_an_event() {
+    let mut a = app();
+    typed(&mut a, Prompt::Command, "1");
+    a.update(Action::Apply);
+    assert_eq!(a.selected, 1);
+    typed(&mut a, Prompt::Command, "0-1");
+    a.update(Action::Apply);
+    assert_eq!(a.listed().len(), 2);
+    typed(&mut a, Prompt::Command, "all");
+    a.update(Action::Apply);
+    assert_eq!(a.listed().len(), 3);
+    typed(&mut a, Prompt::Command, "@12ms");
+    a.update(Action::Apply);
+    assert!(a.fold.t <= 12_000_000);
+    assert!(a.loaded.events()[a.pos].0 > 12_000_000);
+    typed(&mut a, Prompt::Command, "#7");
+    a.update(Action::Apply);
+    assert_eq!(a.pos, 7);
+    typed(&mut a, Prompt::Command, "9");
+    a.update(Action::Apply);
+    assert_eq!(a.mode(), Mode::Editing, "a bad command stays open");
+    assert!(a
+        .status
+        .as_deref()
+        .unwrap_or("")
+        .contains("not in the world"));
+}
+
+#[test]
+fn the_detail_pane_opens_on_the_current_event() {
+    let mut a = app();
+    a.update(Action::Detail);
+    assert_eq!(a.mode(), Mode::Detail);
+    a.update(Action::DetailScroll(3));
+    assert_eq!(a.detail, Some(3));
+    a.update(Action::Detail);
+    assert_eq!(a.mode(), Mode::Normal);
+    a.update(Action::Start);
+    a.update(Action::Detail);
+    assert_eq!(a.mode(), Mode::Normal, "no event before the first");
+}
+
+#[test]
+fn toggles() {
+    let mut a = app();
+    a.update(Action::End);
+    assert!(a.shows_picture());
+    a.update(Action::ToggleGraph);
+    assert!(!a.shows_picture());
+    a.update(Action::ToggleGraph);
+    assert!(a.shows_picture());
+    a.update(Action::ToggleHelp);
+    assert_eq!(a.mode(), Mode::Help);
+    a.update(Action::ToggleHelp);
+    a.update(Action::ToggleCompact);
+    assert!(a.compact);
+    a.update(Action::ToggleStuck);
+    assert!(a.listed().iter().all(|&r| a.shown_of(r).is_stuck()));
+    a.update(Action::FocusNext(1));
+    assert_eq!(a.focus, Focus::Diagnosis);
+    a.update(Action::Move(2));
+    assert_eq!(a.diagnosis_scroll, 2);
+    a.update(Action::FocusNext(-2));
+    assert_eq!(a.focus, Focus::Events);
+    a.update(Action::Quit);
+    assert!(a.quit);
+}

@@ -1,0 +1,396 @@
+//! The diagnosis at the cursor, the chain to the root cause first: each cause in words, the
+//! ranks that wait on it directly (`101 → 100`), then how many wait behind them; the exact
+//! blocked count; then the wait-for graph as a picture (ranks on a circle, arrows from waiter
+//! to awaited) or as a list ordered from the causes outwards. The text wraps and scrolls.
+
+use crate::app::{App, Focus, GraphMode};
+use crate::state::chain::{waiters_in_order, CauseChain};
+use crate::view::style::{self, state_color};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::canvas::{Canvas, Context, Line as CanvasLine};
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame;
+use ringside_sim::diagnose::{fmt_ranks, RankState};
+use ringside_sim::scenario::OpKind;
+use ringside_sim::units::fmt_time;
+use std::f64::consts::PI;
+
+/// Above this many ranks in the picture, only the ends of wait chains are named.
+const LABELS_MAX: usize = 48;
+
+/// `rank 3` or `4 ranks: 0-3`.
+fn counted(r: &[u32]) -> String {
+    match r {
+        [one] => format!("rank {one}"),
+        _ => format!("{} ranks: {}", r.len(), fmt_ranks(r)),
+    }
+}
+
+/// The lines of one cause's chain.
+fn chain_lines(app: &App, c: &CauseChain) -> Vec<Line<'static>> {
+    // ranks rebuilding the group left their wait behind
+    let waiting = |r: &[u32]| -> Vec<u32> {
+        r.iter()
+            .copied()
+            .filter(|&x| app.shown_of(x).rendezvous.is_none())
+            .collect()
+    };
+    let c = &CauseChain {
+        direct: waiting(&c.direct),
+        upstream: waiting(&c.upstream),
+        ..c.clone()
+    };
+    let mut out = Vec::new();
+    let cause = &app.diagnosis.causes[c.cause];
+    out.push(Line::from(vec![
+        Span::styled(format!("{} ", cause.cause), style::bad()),
+        Span::raw(cause.text.clone()),
+    ]));
+    if !c.cycle.is_empty() {
+        let mut s: Vec<String> = c.cycle.iter().map(|r| r.to_string()).collect();
+        s.push(c.cycle[0].to_string());
+        out.push(Line::raw(format!("  cycle: {}", s.join(" → "))));
+    }
+    if !c.direct.is_empty() {
+        // each end named with its culprit glyph when the cause names it
+        let name = |r: u32| match app.shown_of(r).culprit {
+            Some(k) if cause.ranks.contains(&r) => format!("{r} {} {}", k.glyph(), k.name()),
+            _ => r.to_string(),
+        };
+        let ends = |rs: &[u32]| -> (String, bool) {
+            let named = rs.iter().any(|r| cause.ranks.contains(r));
+            if named && rs.len() <= 4 {
+                (
+                    rs.iter().map(|&r| name(r)).collect::<Vec<_>>().join(","),
+                    true,
+                )
+            } else {
+                (fmt_ranks(rs), named)
+            }
+        };
+        let (from, from_named) = ends(&c.direct);
+        let (to, to_named) = ends(&c.culprits);
+        let st = |named: bool| {
+            if named {
+                style::culprit_style()
+            } else {
+                style::bad()
+            }
+        };
+        out.push(Line::from(vec![
+            Span::raw("  "),
+            Span::styled(from, st(from_named)),
+            Span::raw(" → "),
+            Span::styled(to, st(to_named)),
+        ]));
+    }
+    if !c.upstream.is_empty() {
+        let n = c.upstream.len();
+        let text = if c.single_file && n >= 2 {
+            let first = c.direct.first().or(c.cycle.first()).copied().unwrap_or(0);
+            let u = &c.upstream;
+            let head = format!("{} → {first}", u[0]);
+            let tail = if n > 3 {
+                format!(
+                    "{} → {}, … ({} more), {} → {}",
+                    u[1],
+                    u[0],
+                    n - 3,
+                    u[n - 1],
+                    u[n - 2]
+                )
+            } else {
+                (1..n)
+                    .map(|i| format!("{} → {}", u[i], u[i - 1]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            format!("  then {n} ranks in single file: {head}, {tail}")
+        } else {
+            let verb = if n == 1 { "waits" } else { "wait" };
+            format!("  then {} {verb} on them", counted(&sorted(&c.upstream)))
+        };
+        out.push(Line::raw(text));
+    }
+    out
+}
+
+fn sorted(r: &[u32]) -> Vec<u32> {
+    let mut v = r.to_vec();
+    v.sort_unstable();
+    v
+}
+
+/// The text above the graph.
+fn text_lines(app: &App) -> Vec<Line<'static>> {
+    let d = &app.diagnosis;
+    let mut lines: Vec<Line> = Vec::new();
+    for c in &app.chains {
+        lines.extend(chain_lines(app, c));
+    }
+    let blocked = app.blocked();
+    if d.causes.is_empty() {
+        if !blocked.is_empty() {
+            lines.push(Line::styled("root cause: not determined", style::bad()));
+        } else if d.edges.is_empty() {
+            lines.push(Line::styled("no rank waits in a collective", style::dim()));
+        } else {
+            lines.push(Line::styled(
+                "no root cause: the waits are in progress",
+                style::dim(),
+            ));
+        }
+    }
+    if !blocked.is_empty() {
+        lines.push(Line::from(vec![
+            Span::styled("blocked: ", style::bad()),
+            Span::raw(counted(&blocked)),
+        ]));
+    }
+    let rebuilding: Vec<u32> = (0..app.ranks())
+        .filter(|&r| app.shown_of(r).rendezvous.is_some())
+        .collect();
+    if let Some(&r) = rebuilding.first() {
+        let target = app.shown_of(r).rendezvous.unwrap_or(0);
+        let why = app
+            .fold
+            .membership
+            .wait_of(r)
+            .map_or(String::new(), |w| format!(": {}", w.reason));
+        lines.push(Line::from(vec![
+            Span::styled(
+                "rendezvous: ",
+                Style::default()
+                    .fg(Color::Blue)
+                    .add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!(
+                "{} rebuilding the group for generation {target}{why}",
+                counted(&rebuilding)
+            )),
+        ]));
+    }
+    lines
+}
+
+/// Who waits for whom, one waiter per line, from the causes outwards.
+fn list_lines(app: &App) -> Vec<Line<'static>> {
+    let order = waiters_in_order(&app.diagnosis, &app.chains);
+    let mut lines = vec![Line::styled(
+        format!("wait-for graph: {} waiting ranks (g: picture)", order.len()),
+        style::title(),
+    )];
+    for (a, bs) in order {
+        let s = app.shown_of(a);
+        let call = app.fold.ranks[a as usize].call.as_ref();
+        let what = call.map_or(String::new(), |c| match c.peer {
+            // a send or recv: the message's direction, peer and group
+            Some(p) => format!(
+                "  {} #{} {} {p} in {} since {}",
+                c.op.name(),
+                c.seq,
+                if c.op == OpKind::Send { "to" } else { "from" },
+                app.loaded.group_label(c.group, 16),
+                fmt_time(c.since_ns)
+            ),
+            None => format!(
+                "  {} #{} step {}/{} since {}",
+                c.op.name(),
+                c.seq,
+                c.step + 1,
+                c.steps,
+                fmt_time(c.since_ns)
+            ),
+        });
+        lines.push(Line::from(vec![
+            Span::styled(format!("{a:>4}"), style::shown_style(&s)),
+            Span::raw(" waits for "),
+            Span::styled(fmt_ranks(&bs), style::title()),
+            Span::styled(what, style::dim()),
+        ]));
+    }
+    lines
+}
+
+/// Rows the text needs at `width` (the stacked layout sizes the panel by it).
+pub fn wanted_height(app: &App, width: u16) -> u16 {
+    let mut lines = text_lines(app);
+    if !app.diagnosis.edges.is_empty() {
+        // a few rows of the graph below the text
+        lines.extend((0..4).map(|_| Line::raw("")));
+    }
+    wrapped_height(&lines, width)
+}
+
+fn wrapped_height(lines: &[Line], width: u16) -> u16 {
+    let w = width.max(1) as usize;
+    lines
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(w) as u16)
+        .sum()
+}
+
+pub fn render(app: &App, f: &mut Frame, area: Rect, wide: bool) {
+    let frame = crate::view::panel(app, wide, Focus::Diagnosis, Line::raw(""));
+    let inner = frame.inner(area);
+    let mut lines = text_lines(app);
+    let graph = !app.diagnosis.edges.is_empty();
+    // a picture needs room: in a short panel, the list says more
+    let list =
+        graph && (!app.shows_picture() || (app.graph == GraphMode::Auto && inner.height < 10));
+    if list {
+        lines.extend(list_lines(app));
+    }
+    let text_h = if graph && !list {
+        wrapped_height(&lines, inner.width).min(inner.height / 2 + 1)
+    } else {
+        inner.height
+    };
+    let [text_area, graph_area] =
+        Layout::vertical([Constraint::Length(text_h), Constraint::Fill(1)]).areas(inner);
+    // the lines, wrapped, scrolled as asked within what there is; the title says what is
+    // above and below
+    let total = wrapped_height(&lines, text_area.width);
+    let top = app
+        .diagnosis_scroll
+        .min(total.saturating_sub(text_area.height));
+    let below = total.saturating_sub(top + text_area.height);
+    let mut title = vec![Span::styled(
+        format!(" diagnosis at {} ", fmt_time(app.fold.t)),
+        style::title(),
+    )];
+    if top > 0 || below > 0 {
+        title.push(Span::styled(
+            format!("↑{top} ↓{below} lines "),
+            style::notice(),
+        ));
+    }
+    f.render_widget(
+        crate::view::panel(app, wide, Focus::Diagnosis, Line::from(title)),
+        area,
+    );
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((top, 0)),
+        text_area,
+    );
+    if graph && !list && graph_area.height > 0 {
+        render_picture(app, f, graph_area);
+    }
+}
+
+/// Ranks on a circle, clockwise from the top; an arrow from each waiter to each rank it waits
+/// for, red when the waiter is blocked.
+fn render_picture(app: &App, f: &mut Frame, area: Rect) {
+    let d = &app.diagnosis;
+    let nodes: Vec<u32> = if app.fold.ranks.len() <= crate::app::PICTURE_MAX_RANKS {
+        (0..app.ranks()).collect()
+    } else {
+        app.graph_ranks()
+    };
+    let n = nodes.len().max(1) as f64;
+    let mut index = vec![0usize; app.fold.ranks.len()];
+    for (k, &r) in nodes.iter().enumerate() {
+        if let Some(x) = index.get_mut(r as usize) {
+            *x = k;
+        }
+    }
+    // with many ranks, name only the ends of the wait chains (and the selected rank)
+    let crowded = nodes.len() > LABELS_MAX;
+    let waiting: Vec<bool> = {
+        let mut w = vec![false; app.fold.ranks.len()];
+        for &(a, _) in &d.edges {
+            if let Some(x) = w.get_mut(a as usize) {
+                *x = true;
+            }
+        }
+        w
+    };
+    // cells are about twice as tall as wide: stretch the bounds so the circle looks round
+    let aspect = f64::from(area.width.max(1)) / (f64::from(area.height.max(1)) * 2.0);
+    let (xb, yb) = if aspect >= 1.0 {
+        (1.25 * aspect, 1.25)
+    } else {
+        (1.25, 1.25 / aspect)
+    };
+    let pos = |r: u32| -> (f64, f64) {
+        let k = index.get(r as usize).copied().unwrap_or(0) as f64;
+        let a = PI / 2.0 - 2.0 * PI * k / n;
+        (a.cos(), a.sin())
+    };
+    let canvas = Canvas::default()
+        .x_bounds([-xb, xb])
+        .y_bounds([-yb, yb])
+        .paint(|ctx| {
+            for &(a, b) in &d.edges {
+                let color = if app.state_of(a) == RankState::Blocked {
+                    Color::Red
+                } else {
+                    Color::Yellow
+                };
+                arrow(ctx, pos(a), pos(b), color, !crowded);
+            }
+            ctx.layer();
+            for &r in &nodes {
+                if crowded && waiting.get(r as usize) == Some(&true) && r != app.selected {
+                    continue;
+                }
+                let (x, y) = pos(r);
+                let s = app.shown_of(r);
+                let mut st = Style::default()
+                    .fg(state_color(s.state))
+                    .add_modifier(Modifier::BOLD);
+                if s.culprit.is_some() {
+                    st = style::culprit_style();
+                }
+                if r == app.selected {
+                    st = st.add_modifier(Modifier::REVERSED);
+                }
+                let label = match s.culprit {
+                    Some(c) => format!("{r}{}", c.glyph()),
+                    None => r.to_string(),
+                };
+                ctx.print(x, y, Span::styled(label, st));
+            }
+        });
+    f.render_widget(canvas, area);
+}
+
+/// An arrow from `p` to `q`, both ends pulled in so labels stay readable, shifted a little to
+/// its right so that two opposite arrows do not overlap.
+fn arrow(ctx: &mut Context, p: (f64, f64), q: (f64, f64), color: Color, glyph: bool) {
+    let (dx, dy) = (q.0 - p.0, q.1 - p.1);
+    let len = (dx * dx + dy * dy).sqrt();
+    if len < 1e-9 {
+        return;
+    }
+    let (ux, uy) = (dx / len, dy / len);
+    let (nx, ny) = (uy * 0.05, -ux * 0.05);
+    let cut = 0.16_f64.min(len / 3.0);
+    let s = (p.0 + ux * cut + nx, p.1 + uy * cut + ny);
+    let e = (q.0 - ux * cut + nx, q.1 - uy * cut + ny);
+    ctx.draw(&CanvasLine::new(s.0, s.1, e.0, e.1, color));
+    if !glyph {
+        return;
+    }
+    // braille arrowheads are a few dots: a glyph says the direction plainly
+    let (hx, hy) = (q.0 - ux * cut * 1.6 + nx, q.1 - uy * cut * 1.6 + ny);
+    ctx.print(
+        hx,
+        hy,
+        Span::styled(
+            direction_glyph(ux, uy).to_string(),
+            Style::default().fg(color).add_modifier(Modifier::BOLD),
+        ),
+    );
+}
+
+/// The arrow among the eight that is closest to the direction (ux, uy).
+fn direction_glyph(ux: f64, uy: f64) -> char {
+    const ARROWS: [char; 8] = ['→', '↗', '↑', '↖', '←', '↙', '↓', '↘'];
+    let a = uy.atan2(ux).rem_euclid(2.0 * PI);
+    ARROWS[((a / (PI / 4.0)).round() as usize) % 8]
+}

@@ -1,0 +1,113 @@
+//! Colours and short names shared by the panels.
+//!
+//! The palette uses the terminal's own named colours (so its theme decides the exact shade)
+//! and never grey, white or black for text that matters, nor a fixed RGB background: what is
+//! readable on a dark theme stays readable on a light or Solarized one. Less important text is
+//! dimmed, not greyed. Nothing is told by colour alone: states are words, culprits have a
+//! glyph, the cursor is reversed; `NO_COLOR` drops the colours and keeps the rest.
+
+use crate::state::{Culprit, Shown};
+use ratatui::style::{Color, Modifier, Style};
+use ringside_sim::diagnose::RankState;
+
+/// The colour a rank state is drawn in; blocked is red.
+pub fn state_color(s: RankState) -> Color {
+    match s {
+        RankState::Idle | RankState::Done => Color::Reset,
+        RankState::Running => Color::Green,
+        RankState::Computing => Color::Cyan,
+        RankState::Waiting => Color::Yellow,
+        RankState::Blocked => Color::Red,
+        RankState::Paused => Color::Blue,
+        RankState::Dead | RankState::Refused => Color::Magenta,
+    }
+}
+
+pub fn state_style(s: RankState) -> Style {
+    let st = Style::default().fg(state_color(s));
+    match s {
+        RankState::Blocked => st.add_modifier(Modifier::BOLD),
+        RankState::Idle => st.add_modifier(Modifier::DIM),
+        _ => st,
+    }
+}
+
+/// Culprits are magenta and bold, whatever their state.
+pub fn culprit_style() -> Style {
+    Style::default()
+        .fg(Color::Magenta)
+        .add_modifier(Modifier::BOLD)
+}
+
+/// How a rank's state word is drawn.
+pub fn shown_style(s: &Shown) -> Style {
+    if s.culprit.is_some() {
+        culprit_style()
+    } else if s.rendezvous.is_some() {
+        Style::default()
+            .fg(Color::Blue)
+            .add_modifier(Modifier::BOLD)
+    } else {
+        state_style(s.state)
+    }
+}
+
+/// The glyph before a rank: its culprit's, `●` when blocked, else a space.
+pub fn glyph(s: &Shown) -> char {
+    match s.culprit {
+        Some(c) => c.glyph(),
+        None if s.state == RankState::Blocked => '●',
+        None => ' ',
+    }
+}
+
+/// The states in the legend, in the order a run goes through them.
+pub const LEGEND: [RankState; 6] = [
+    RankState::Running,
+    RankState::Computing,
+    RankState::Waiting,
+    RankState::Blocked,
+    RankState::Paused,
+    RankState::Done,
+];
+
+/// The culprits in the legend.
+pub const CULPRITS: [Culprit; 4] = [
+    Culprit::Dead,
+    Culprit::Hung,
+    Culprit::Mismatching,
+    Culprit::Skipping,
+];
+
+pub fn title() -> Style {
+    Style::default().add_modifier(Modifier::BOLD)
+}
+
+pub fn dim() -> Style {
+    Style::default().add_modifier(Modifier::DIM)
+}
+
+/// Warnings and prompts.
+pub fn notice() -> Style {
+    Style::default()
+        .fg(Color::Yellow)
+        .add_modifier(Modifier::BOLD)
+}
+
+pub fn bad() -> Style {
+    Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+}
+
+/// Cuts `s` to `w` characters, marking the cut with `…`; pads it to `w`.
+pub fn pad(s: &str, w: usize) -> String {
+    let len = s.chars().count();
+    if len > w {
+        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
+        if w > 0 {
+            t.push('…');
+        }
+        t
+    } else {
+        format!("{s:<w$}")
+    }
+}
