@@ -120,7 +120,11 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
             }
         }
         match vb.state {
-            RankState::Done if !fold.declared(a) && fold.declared(b) => {
+            RankState::Done
+                if !fold.declared(a)
+                    && fold.declared(b)
+                    && !super::causes::same_collectives(fold, a, b, ca.index) =>
+            {
                 return Class::Root(vec![book.extra(fold, a, slot, b)])
             }
             RankState::Done => return Class::Root(vec![book.skipped(fold, b, slot, a)]),
@@ -140,15 +144,19 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
         // past it (on a mesh the calls of its other groups carry it on; within one group the
         // shifted call would show as a mismatch instead); a message's two ends sit at
         // different places of the program, which `missing_message` compares
-        if slot.pair.is_none()
-            && fold.same_program(a, b)
-            && vb.call.as_ref().is_some_and(|cb| {
-                (cb.iteration, cb.index) > (ca.iteration, ca.index)
-                    && cb.generation == ca.generation
-            })
-            && history_reaches(vb, ca)
-        {
-            return Class::Root(vec![book.skipped(fold, b, slot, a)]);
+        let site_b = if fold.same_program(a, b) {
+            Some(ca.index)
+        } else {
+            // a program that makes the same collective calls (another stage of a pipeline)
+            super::causes::site_in(fold, a, b, ca.index)
+        };
+        if let Some(ib) = site_b.filter(|_| slot.pair.is_none()) {
+            let past = vb.call.as_ref().is_some_and(|cb| {
+                (cb.iteration, cb.index) > (ca.iteration, ib) && cb.generation == ca.generation
+            });
+            if past && history_reaches(vb, (ca.iteration, ib)) {
+                return Class::Root(vec![book.skipped(fold, b, slot, a)]);
+            }
         }
     }
     Class::Waits
@@ -198,11 +206,8 @@ fn idle(fold: &Fold, book: &mut CauseBook, r: u32) -> Vec<RootCause> {
 
 /// Whether `v`'s call history goes back at least to the call site of `c`, so that a call it
 /// issued there would still be in it.
-fn history_reaches(v: &RankView, c: &CallView) -> bool {
-    v.history.len() < CALL_HISTORY
-        || v.history
-            .front()
-            .is_some_and(|p| p.sig.site() <= (c.iteration, c.index))
+fn history_reaches(v: &RankView, site: (u32, u32)) -> bool {
+    v.history.len() < CALL_HISTORY || v.history.front().is_some_and(|p| p.sig.site() <= site)
 }
 
 /// Membership causes (`quorum_lost`): ranks that wait for a generation rather than for a peer
