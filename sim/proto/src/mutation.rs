@@ -67,6 +67,10 @@ pub enum Mutation {
     /// Point-to-point: a receiver never acknowledges a rendezvous send, so the sender waits
     /// for good. Caught by liveness.
     NoRendezvousAck,
+    /// Point-to-point: a send carries data made from another seed than the one of its
+    /// message, as if a buffer were reused before the send read it. Caught by validity (the
+    /// recv's data is not what its sender sent).
+    P2pCorruptPayload,
 }
 
 impl Mutation {

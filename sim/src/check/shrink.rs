@@ -148,22 +148,30 @@ pub fn smaller(s: &Scenario) -> Vec<Scenario> {
                     *root %= p;
                 }
             }
-            // named groups and programs keep the ranks that remain
+            // named groups and programs fold their ranks into the smaller world (r mod p),
+            // each rank once
+            let mut used = std::collections::BTreeSet::new();
+            let fold = |r: &[u32], used: &mut std::collections::BTreeSet<u32>| {
+                r.iter()
+                    .map(|&x| x % p)
+                    .filter(|&x| used.insert(x))
+                    .collect::<Vec<u32>>()
+            };
             for g in &mut c.groups {
+                used.clear();
                 g.ranks = match &g.ranks {
-                    GroupRanks::One(r) => {
-                        GroupRanks::One(r.iter().copied().filter(|&x| x < p).collect())
-                    }
+                    GroupRanks::One(r) => GroupRanks::One(fold(r, &mut used)),
                     GroupRanks::Many(rs) => GroupRanks::Many(
                         rs.iter()
-                            .map(|r| r.iter().copied().filter(|&x| x < p).collect::<Vec<u32>>())
+                            .map(|r| fold(r, &mut used))
                             .filter(|r| !r.is_empty())
                             .collect(),
                     ),
                 };
             }
+            used.clear();
             for prog in &mut c.workload.programs {
-                prog.ranks.retain(|&r| r < p);
+                prog.ranks = fold(&prog.ranks, &mut used);
             }
             c.workload.programs.retain(|prog| !prog.ranks.is_empty());
             push(c);

@@ -182,6 +182,11 @@ impl ProcessGroup {
         );
         if req.op == OpKind::Send {
             let sig = active.sig();
+            let seed = if self.mutations.contains(Mutation::P2pCorruptPayload) {
+                seed ^ 1
+            } else {
+                seed
+            };
             let data = Buffer::message(
                 sig.dtype,
                 sig.elements as usize,
