@@ -98,6 +98,43 @@ fn shipped_pipelines_experts_and_programs_end_as_documented() {
 }
 
 #[test]
+fn sends_and_recvs_in_the_shared_ops_run_on_every_rank_with_a_neighbour() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("chain.toml");
+    std::fs::write(
+        &path,
+        "name = \"chain\"\n[world]\nsize = 4\n[workload]\niterations = 2\n\
+         [[workload.ops]]\nop = \"send\"\npeer = \"next\"\nbytes = \"1KiB\"\nrendezvous = true\n\
+         [[workload.ops]]\nop = \"recv\"\npeer = \"prev\"\nbytes = \"1KiB\"\n\
+         [[workload.ops]]\nop = \"all_to_all\"\nbytes = \"4KiB\"\n",
+    )
+    .expect("write");
+    let o = ringside(&["run", path.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j = json(&o);
+    assert_eq!(j["outcome"], "completed");
+    let ops = j["ops"].as_array().expect("ops");
+    let mut pairs: Vec<(u64, u64)> = ops
+        .iter()
+        .filter(|o| o["op"] == "send")
+        .map(|m| (m["from"].as_u64().unwrap(), m["to"].as_u64().unwrap()))
+        .collect();
+    pairs.sort_unstable();
+    // rank 3 has no next, rank 0 no previous: three links, twice
+    assert_eq!(pairs, [(0, 1), (0, 1), (1, 2), (1, 2), (2, 3), (2, 3)]);
+    assert!(ops.iter().all(|o| o["correct"] == true), "{j}");
+    assert!(ops
+        .iter()
+        .filter(|o| o["op"] == "send")
+        .all(|o| o["algorithm"] == "rendezvous"));
+}
+
+#[test]
 fn a_healthy_pipeline_moves_every_microbatch_both_ways() {
     let o = ringside(&["run", "scenarios/pipeline-1f1b.toml", "--json"]);
     let j = json(&o);
