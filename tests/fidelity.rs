@@ -281,11 +281,15 @@ fn loggp_pairwise_all_to_all_is_p_minus_1_exchanges() {
 /// When each end of the one message of `text` (rank 0 sends to rank 1) completes: (send, recv),
 /// in ns after the call, both ends calling at time 0.
 fn message_times(text: &str) -> (u64, u64) {
+    message_times_with(text, &RunOptions::default())
+}
+
+fn message_times_with(text: &str, options: &RunOptions) -> (u64, u64) {
     use ringside_sim::run::run_events;
     use ringside_sim::trace::{Event, VecRecorder};
     let s = scenario(text);
     let mut rec = VecRecorder::default();
-    let (result, _, _) = run_events(&s, &RunOptions::default(), &mut rec);
+    let (result, _, _) = run_events(&s, options, &mut rec);
     assert_eq!(result.outcome, Outcome::Completed, "{text}");
     let done = |who: u32| {
         rec.events
@@ -367,6 +371,25 @@ fn loggp_send_and_recv_times_are_exact() {
             "rendezvous {text}"
         );
     }
+}
+
+/// The exact send times catch an eager send that reports itself done before its bytes left.
+#[test]
+fn an_eager_send_done_early_misses_its_time() {
+    use ringside_sim::check::Mutation;
+    let text = one_message(
+        "latency = \"5us\"\nbandwidth = \"1GB/s\"\n",
+        1_000_000,
+        false,
+    );
+    assert_eq!(message_times(&text), (1_000_000, 1_005_000));
+    let broken = RunOptions {
+        mutations: Mutation::EagerSendDoneEarly.into(),
+        ..RunOptions::default()
+    };
+    let (sent, received) = message_times_with(&text, &broken);
+    assert_eq!(received, 1_005_000, "the message itself is on time");
+    assert!(sent < 1_000_000, "done at {sent}, before its bytes left");
 }
 
 /// A message's op in the report spans the earliest call to the latest completion: for an

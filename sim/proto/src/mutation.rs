@@ -71,6 +71,10 @@ pub enum Mutation {
     /// message, as if a buffer were reused before the send read it. Caught by validity (the
     /// recv's data is not what its sender sent).
     P2pCorruptPayload,
+    /// Point-to-point: an eager send reports itself done as soon as it is issued, before its
+    /// bytes have left the sender. Caught by the exact send times (`tests/fidelity.rs`): a
+    /// timing contract, which no property of a run's results sees.
+    EagerSendDoneEarly,
 }
 
 impl Mutation {

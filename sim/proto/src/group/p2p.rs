@@ -219,6 +219,12 @@ impl ProcessGroup {
         }
         let ws = active.wait_state();
         self.p2p_state().active = Some(active);
+        if req.op == OpKind::Send
+            && !rendezvous
+            && self.mutations.contains(Mutation::EagerSendDoneEarly)
+        {
+            return self.finish(None, out);
+        }
         if req.op == OpKind::Recv {
             if let Some(k) = self.p2p_match(peer, order) {
                 let (_, msg) = self.p2p_state().early.remove(k);
