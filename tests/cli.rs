@@ -205,7 +205,8 @@ fn trace_has_header_events_footer_and_a_chained_digest() {
     let lines: Vec<&str> = text.lines().collect();
     let header: serde_json::Value = serde_json::from_str(lines[0]).expect("header is JSON");
     assert_eq!(header["format"], "ringside-trace");
-    assert_eq!(header["version"], 1);
+    assert_eq!(header["version"], 2);
+    assert_eq!(header["level"], "full");
     assert_eq!(header["seed"], 1);
     assert_eq!(header["scenario"]["name"], "healthy-allreduce");
     let footer: serde_json::Value =
