@@ -1,6 +1,7 @@
 //! `ringside`: simulate, diagnose, replay and view collective communication under faults.
 
 mod cmd;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use std::fmt;

@@ -205,7 +205,8 @@ fn trace_has_header_events_footer_and_a_chained_digest() {
     let lines: Vec<&str> = text.lines().collect();
     let header: serde_json::Value = serde_json::from_str(lines[0]).expect("header is JSON");
     assert_eq!(header["format"], "ringside-trace");
-    assert_eq!(header["version"], 1);
+    assert_eq!(header["version"], 2);
+    assert_eq!(header["level"], "full");
     assert_eq!(header["seed"], 1);
     assert_eq!(header["scenario"]["name"], "healthy-allreduce");
     let footer: serde_json::Value =
@@ -382,7 +383,7 @@ fn the_readme_example_is_what_run_prints() {
 
 #[test]
 fn check_help_and_the_docs_name_every_property_check_runs() {
-    let o = ringside(&["check", "--cases", "0", "--out", "/nonexistent"]);
+    let o = ringside(&["check", "--cases", "1"]);
     let out = common::stdout(&o);
     // `6 properties checked (agreement, validity, ...)`
     let names: Vec<&str> = out

@@ -8,9 +8,14 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+#[path = "launch/attack.rs"]
+mod attack;
 mod common;
 
+use attack::{authenticate, chunk, claim, hello, with_job, Run, LONG};
 use common::{json, ringside};
+use ringside_sim::driver::tcp::ahead::MAX_HELD_BYTES;
+use ringside_sim::driver::tcp::auth::{Channel, JobKey};
 
 fn scenario(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(format!("{name}.toml"));
@@ -260,6 +265,61 @@ fn completed_calls(r: &serde_json::Value) -> Vec<Completed> {
     v
 }
 
+/// Where a real run of a shipped scenario disagrees with the engine's run `sim` (`None`:
+/// nowhere). A wrong result fails at once: no scheduling excuses it.
+fn disagreement(
+    p: &str,
+    sim: &serde_json::Value,
+    code: Option<i32>,
+    real: &serde_json::Value,
+) -> Option<String> {
+    let (rc, sc) = (completed_calls(real), completed_calls(sim));
+    assert!(
+        rc.iter().all(|c| c.2),
+        "{p}: a wrong result: {rc:?}\n{real:#}"
+    );
+    if code != Some(0) {
+        return Some(format!("exit code {code:?}: {:#}", real["expect"]));
+    }
+    if real["outcome"] != sim["outcome"] {
+        return Some(format!(
+            "outcome {} (the engine: {})",
+            real["outcome"], sim["outcome"]
+        ));
+    }
+    let gens = |r: &serde_json::Value| r["generations"].as_array().map(|g| g.len());
+    if gens(real) != gens(sim) {
+        return Some(format!(
+            "generations {:?} (the engine: {:?})",
+            gens(real),
+            gens(sim)
+        ));
+    }
+    let causes = root_causes(real);
+    if let Some(c) = root_causes(sim).into_iter().find(|c| !causes.contains(c)) {
+        return Some(format!("{c} missing from {causes:?}"));
+    }
+    // where a fault cuts a stalled workload short depends on real timing: then only the
+    // results of the calls both runs completed must agree
+    let both = |a: &[Completed], b: &[Completed]| {
+        a.iter()
+            .filter(|x| b.iter().any(|y| (y.0, y.1) == (x.0, x.1)))
+            .copied()
+            .collect::<Vec<_>>()
+    };
+    let agree = match sim["outcome"] == "stalled" {
+        true => both(&rc, &sc) == both(&sc, &rc),
+        false => rc == sc,
+    };
+    (!agree).then(|| format!("results {rc:?} (the engine: {sc:?})"))
+}
+
+/// The time scales a real run is tried at: wall-clock scheduling on a loaded machine can make
+/// a timing-sensitive scenario (a registry query a few ms after a join) disagree with the
+/// engine; a slower run leaves scheduling noise less room. A real disagreement persists at
+/// every scale, and fails.
+const SCALES: [&str; 3] = ["1", "4", "16"];
+
 #[test]
 fn real_runs_of_the_shipped_scenarios_agree_with_the_engine() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -277,31 +337,211 @@ fn real_runs_of_the_shipped_scenarios_agree_with_the_engine() {
         }
         let p = path.to_str().expect("utf-8");
         let sim = json(&ringside(&["run", p, "--json"]));
-        let (code, real, _) = launch(dir.path(), &path, &[]);
-        assert_eq!(code, Some(0), "{p}: {real:#}");
-        assert_eq!(real["outcome"], sim["outcome"], "{p}: outcome");
-        let gens = |r: &serde_json::Value| r["generations"].as_array().map(|g| g.len());
-        assert_eq!(gens(&real), gens(&sim), "{p}: generations");
-        let causes = root_causes(&real);
-        for c in root_causes(&sim) {
-            assert!(causes.contains(&c), "{p}: {c} missing from {causes:?}");
+        let mut tries = Vec::new();
+        for scale in SCALES {
+            let (code, real, _) = launch(dir.path(), &path, &["--time-scale", scale]);
+            match disagreement(p, &sim, code, &real) {
+                None => break,
+                Some(why) => tries.push(format!("at --time-scale {scale}: {why}")),
+            }
         }
-        let (rc, sc) = (completed_calls(&real), completed_calls(&sim));
-        assert!(rc.iter().all(|c| c.2), "{p}: a wrong result: {rc:?}");
-        if sim["outcome"] == "stalled" {
-            // where a fault cuts the workload short depends on real timing: only the
-            // results of the calls both runs completed must agree
-            let both = |a: &[Completed], b: &[Completed]| {
-                a.iter()
-                    .filter(|x| b.iter().any(|y| (y.0, y.1) == (x.0, x.1)))
-                    .copied()
-                    .collect::<Vec<_>>()
-            };
-            assert_eq!(both(&rc, &sc), both(&sc, &rc), "{p}: results");
-        } else {
-            assert_eq!(rc, sc, "{p}: results");
-        }
+        assert!(
+            tries.len() < SCALES.len(),
+            "{p} disagrees with the engine:\n{}",
+            tries.join("\n")
+        );
         checked += 1;
     }
     assert!(checked >= 8, "only {checked} scenarios cross-checked");
+}
+
+#[test]
+fn forged_hellos_and_chunks_without_the_key_are_refused_and_logged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scenario(dir.path(), "forged", LONG);
+    let run = Run::start(dir.path(), &path, None);
+    let job = run.job();
+    // the old attack: a hello claiming rank 2 of the real job, then a well-formed chunk of
+    // the first allreduce whose values would poison the sum
+    let mut forged = hello(job, 2);
+    forged.extend(chunk(job, 2, 1, 8));
+    let mut s = TcpStream::connect(&run.node0).expect("connect");
+    let _ = s.write_all(&forged);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    // a handshake with a key of its own, claiming rank 2
+    let wrong = JobKey::random().expect("randomness");
+    let (ok, _s2) = authenticate(&run.node0, &wrong, claim(Channel::Data, job, 2), &forged);
+    assert!(!ok, "a wrong key was accepted");
+    let end = run.finish();
+    drop(s);
+    let log = end.log(0);
+    assert!(
+        log.matches("authentication failed").count() >= 2,
+        "both forgeries are logged by rank 0:\n{log}"
+    );
+    assert!(log.contains("does not match this job's key"), "{log}");
+    end.undisturbed(20);
+}
+
+#[test]
+fn control_hijacks_are_refused_and_logged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scenario(dir.path(), "hijack", LONG);
+    let key = JobKey::random().expect("randomness");
+    let run = Run::start(dir.path(), &path, Some(&key));
+    let job = run.job();
+    // the old attack: re-point rank 1 at a port of the attacker's
+    let line =
+        format!("{{\"type\":\"hello\",\"job\":{job},\"rank\":1,\"incarnation\":0,\"port\":9}}\n");
+    let mut s = TcpStream::connect(&run.rendezvous).expect("connect");
+    let _ = s.write_all(line.as_bytes());
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    // the same with a key of the attacker's own
+    let wrong = JobKey::random().expect("randomness");
+    let (ok, _s2) = authenticate(
+        &run.rendezvous,
+        &wrong,
+        claim(Channel::Control, job, 1),
+        line.as_bytes(),
+    );
+    assert!(!ok, "a wrong key was accepted on the control channel");
+    // even with the key, a registered node cannot be re-pointed, and a proof for one node
+    // does not speak for another
+    let (ok, _s3) = authenticate(
+        &run.rendezvous,
+        &key,
+        claim(Channel::Control, job, 1),
+        line.as_bytes(),
+    );
+    assert!(ok, "the job's key is accepted");
+    let (ok, _s4) = authenticate(
+        &run.rendezvous,
+        &key,
+        claim(Channel::Control, job, 3),
+        line.as_bytes(),
+    );
+    assert!(ok);
+    // a data-channel proof is no control proof
+    let (ok, _s5) = authenticate(
+        &run.rendezvous,
+        &key,
+        claim(Channel::Data, job, 1),
+        line.as_bytes(),
+    );
+    assert!(!ok);
+    let end = run.finish();
+    drop(s);
+    let stderr = &end.stderr;
+    assert!(
+        stderr.matches("authentication failed").count() >= 3,
+        "launch logs each refused connection:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("refusing a second control hello for node 1.0"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hello from node 1.0 on a connection proven for 3.0"),
+        "{stderr}"
+    );
+    end.undisturbed(20);
+}
+
+#[test]
+fn chunks_far_ahead_are_capped_per_peer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scenario(dir.path(), "ahead", LONG);
+    let key = JobKey::random().expect("randomness");
+    // a peer that knows the key (a broken worker) floods rank 0 with chunks of calls a
+    // million ahead: 94 frames of about 1 MB each, made before the run starts (the job id
+    // goes in when it is known)
+    let frames: Vec<Vec<u8>> = (0..94)
+        .map(|i| chunk(0, 2, 1_000_000 + i, 250_000))
+        .collect();
+    let run = Run::start(dir.path(), &path, Some(&key));
+    let job = run.job();
+    let mut flood = hello(job, 2);
+    for f in frames {
+        flood.extend(with_job(f, job));
+    }
+    let (ok, s) = authenticate(&run.node0, &key, claim(Channel::Data, job, 2), &flood);
+    assert!(ok);
+    let end = run.finish();
+    drop(s);
+    let log = end.log(0);
+    assert!(
+        log.contains("for a call far ahead of this rank")
+            && log.contains(&format!("at most {MAX_HELD_BYTES}")),
+        "rank 0 logs the capped peer:\n{log}"
+    );
+    end.undisturbed(20);
+}
+
+#[test]
+fn a_sigterm_stops_the_workers_and_removes_the_temporary_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let path = scenario(dir.path(), "terminated", LONG);
+    let run = Run::start_in_temp(&tmp, &path);
+    let workers = run.workers();
+    assert_eq!(workers.len(), 4, "{workers:?}");
+    assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 1);
+    let pid = nix::unistd::Pid::from_raw(run.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal launch");
+    let end = run.finish();
+    assert_eq!(end.code, Some(2), "{}", end.stderr);
+    assert!(end.stderr.contains("stopped by SIGTERM"), "{}", end.stderr);
+    let left: Vec<_> = std::fs::read_dir(&tmp).expect("tmp").collect();
+    assert!(left.is_empty(), "{left:?}");
+    for (w, _) in workers {
+        // launch waited for each worker: none is left, not even as a zombie
+        assert!(
+            !Path::new(&format!("/proc/{w}")).exists(),
+            "worker {w} outlived launch"
+        );
+    }
+}
+
+#[test]
+fn time_scales_deadlines_and_process_counts_out_of_range_are_refused() {
+    let p = "scenarios/brief-pause-recovers.toml";
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["--time-scale", "1e-300"],
+            "--time-scale 1e-300: must be between 0.001 and 1000",
+        ),
+        (
+            &["--time-scale", "1e300"],
+            "--time-scale 1e300: must be between 0.001 and 1000",
+        ),
+        (
+            &["--time-scale", "NaN"],
+            "--time-scale NaN: must be between",
+        ),
+        (
+            &["--deadline", "0s"],
+            "--deadline 0s: the run needs some time",
+        ),
+        (
+            &["--deadline", "1000000h"],
+            "more than 24h of wall-clock time",
+        ),
+        (
+            &["--deadline", "1e300s"],
+            "--deadline: unknown duration unit",
+        ),
+        (
+            &["--nprocs", "1000000"],
+            "--nprocs 1000000: 1000000 processes: a real run starts one OS process per rank",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut a = vec!["launch", p];
+        a.extend_from_slice(args);
+        let o = ringside(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
 }

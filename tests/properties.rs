@@ -329,10 +329,12 @@ fn check_passes_on_the_real_code() {
         "{out}"
     );
     assert!(out.contains("cases/s"), "{out}");
-    // without a terminal the progress is plain lines
-    assert!(
-        out.contains(&format!("check: {cases}/{cases} cases passed")),
-        "{out}"
+    // without a terminal there is no progress: the summary is the only output
+    assert!(!out.contains(&format!("{cases}/{cases}")), "{out}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "",
+        "nothing on stderr without a terminal"
     );
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
 }
@@ -470,4 +472,93 @@ fn check_help_lists_every_property_of_the_registry() {
         assert!(out.contains(&format!("  {} ({})\n", p, p.kind())), "{out}");
         assert!(out.contains(p.statement().split(' ').next().unwrap_or("")));
     }
+}
+
+#[test]
+fn check_writes_junit_and_json_for_ci_with_the_commands_that_replay_a_failure() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out_dir = dir.path().join("regressions");
+    let junit = dir.path().join("check.xml");
+    let o = ringside(&[
+        "check",
+        "scenarios/healthy-allreduce.toml",
+        "scenarios/preempt-mid-allreduce.toml",
+        "--cases",
+        "40",
+        "--seed",
+        "3",
+        "--mutation",
+        "ring-wrong-chunk",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+        "--junit",
+        junit.to_str().expect("utf-8"),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v = common::json(&o);
+    assert_eq!(v["passed"], false);
+    let f = &v["failure"];
+    let property = f["property"].as_str().expect("a property").to_string();
+    let trace = f["trace_file"].as_str().expect("a trace was written");
+    assert!(std::path::Path::new(trace).exists());
+    assert_eq!(
+        f["replay"],
+        format!("ringside replay {trace} --mutation ring-wrong-chunk")
+    );
+    assert!(f["reproduce"]
+        .as_str()
+        .expect("reproduce")
+        .starts_with("ringside check scenarios/healthy-allreduce.toml"));
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit file");
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites"));
+    let names: Vec<&str> = Property::all().map(Property::name).collect();
+    assert!(names.contains(&property.as_str()), "{v}");
+    // a suite per scenario, a case per property in each
+    assert_eq!(xml.matches("<testsuite ").count(), 2, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 2 * names.len(), "{xml}");
+    assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    assert!(xml.contains(&format!(
+        "ringside replay {trace} --mutation ring-wrong-chunk"
+    )));
+    assert!(
+        xml.contains(&format!(
+            r#"<testsuites name="ringside check" tests="{}" failures="1""#,
+            2 * names.len()
+        )),
+        "{xml}"
+    );
+    assert!(xml.contains(&format!(r#"name="{property}">"#)), "{xml}");
+    // the failing case belongs to the scenario it was drawn from
+    let suite = if f["scenario"] == "scenarios/healthy-allreduce.toml" {
+        0
+    } else {
+        1
+    };
+    let failing_suite = xml.split("<testsuite ").nth(suite + 1).expect("the suite");
+    assert!(failing_suite.contains("failures=\"1\""), "{xml}");
+
+    // the real code passes, and says so the same ways
+    let o = ringside(&[
+        "check",
+        "--cases",
+        "8",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+        "--junit",
+        junit.to_str().expect("utf-8"),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = common::json(&o);
+    assert_eq!(v["passed"], true);
+    assert_eq!(v["cases"], 8);
+    assert!(v["failure"].is_null());
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit file");
+    assert!(
+        xml.contains("<testsuite name=\"random scenarios\""),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<failure").count(), 0, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), names.len(), "{xml}");
 }

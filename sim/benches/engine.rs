@@ -50,7 +50,7 @@ fn bench(c: &mut Criterion) {
         let mut w = TraceWriter::new(f, &s, 1).expect("header");
         let mut e = Engine::new(&s, 1, Mutations::NONE, &mut w);
         e.run();
-        w.digest().lines()
+        w.digest().events()
     };
     g.throughput(Throughput::Elements(events));
     g.bench_function("trace_to_file", |b| {

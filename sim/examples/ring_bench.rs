@@ -6,104 +6,27 @@
 //! loop that moves the same messages (a binary heap of (time, seq), one buffer and one step
 //! counter per rank, the same alpha-beta timing, no protocol): wall-clock rates on a shared
 //! machine drift by a factor of two from minute to minute, and the ratio to that loop does not.
+//!
+//! It also times, run for run, the user's path: `ringside run --json` on the same scenario as a
+//! whole process (parsing, the run, its digest, the diagnosis, the report), when the binary is
+//! there (`RINGSIDE_BIN`, else `target/release/ringside`: `cargo build --release` first), with
+//! its peak memory.
 
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::collective::block_bytes;
 use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario;
 use ringside_sim::trace::{NullRecorder, TraceWriter};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+
+#[path = "../benches/common/bare.rs"]
+mod bare;
+use bare::bare_loop;
 
 #[allow(clippy::disallowed_methods)]
 fn seconds<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let start = std::time::Instant::now();
     let r = f();
     (r, start.elapsed().as_secs_f64())
-}
-
-struct Chunk {
-    to: u32,
-    step: u32,
-    value: f32,
-}
-
-/// A binary heap of (time, insertion seq) over a slab of chunks.
-#[derive(Default)]
-struct BareQueue {
-    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
-    slab: Vec<Option<Chunk>>,
-    free: Vec<usize>,
-    seq: u64,
-}
-
-impl BareQueue {
-    fn push(&mut self, t: u64, c: Chunk) {
-        self.seq += 1;
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.slab[i] = Some(c);
-                i
-            }
-            None => {
-                self.slab.push(Some(c));
-                self.slab.len() - 1
-            }
-        };
-        self.heap.push(Reverse((t, self.seq, i)));
-    }
-
-    fn pop(&mut self) -> Option<(u64, Chunk)> {
-        let Reverse((t, _, i)) = self.heap.pop()?;
-        self.free.push(i);
-        self.slab[i].take().map(|c| (t, c))
-    }
-}
-
-/// Ring allreduce of one f32 per chunk on `p` ranks as a bare event loop: the messages it
-/// delivers.
-fn bare_loop(p: u32, latency: u64, ser: u64) -> u64 {
-    let steps = 2 * (p - 1);
-    let mut buf: Vec<Vec<f32>> = (0..p).map(|r| vec![r as f32; p as usize]).collect();
-    let mut step = vec![0u32; p as usize];
-    let mut send_free = vec![0u64; p as usize];
-    let mut queue = BareQueue::default();
-    for r in 0..p {
-        send_free[r as usize] = ser;
-        let value = buf[r as usize][r as usize];
-        let c = Chunk {
-            to: (r + 1) % p,
-            step: 0,
-            value,
-        };
-        queue.push(latency + ser, c);
-    }
-    let mut delivered = 0;
-    while let Some((t, c)) = queue.pop() {
-        delivered += 1;
-        let r = c.to as usize;
-        let s = step[r];
-        assert_eq!(s, c.step);
-        let block = ((c.to + 2 * p - s - 1) % p) as usize;
-        if s < p - 1 {
-            buf[r][block] += c.value;
-        } else {
-            buf[r][block] = c.value;
-        }
-        step[r] = s + 1;
-        if s + 1 < steps {
-            let start = t.max(send_free[r]);
-            send_free[r] = start + ser;
-            let value = buf[r][block];
-            let c = Chunk {
-                to: (c.to + 1) % p,
-                step: s + 1,
-                value,
-            };
-            queue.push(start + latency + ser, c);
-        }
-    }
-    delivered
 }
 
 fn main() {
@@ -122,6 +45,20 @@ fn main() {
     .expect("valid");
     let mut rates = Vec::new();
     let mut ratios = Vec::new();
+    let mut process = Vec::new();
+    let bin = std::env::var_os("RINGSIDE_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/ringside")
+        });
+    let file = std::env::temp_dir().join(format!("ring_bench-{p}-{}.toml", std::process::id()));
+    let bin = bin.exists().then_some(bin);
+    if bin.is_none() {
+        println!("(no ringside binary at target/release/ringside: the user's path is not timed)");
+    } else {
+        let text = toml::to_string(&s).expect("a scenario serializes");
+        std::fs::write(&file, text).expect("write the scenario");
+    }
     for _ in 0..runs {
         let ((stats, events), secs) = seconds(|| match args.get(2) {
             Some(path) => {
@@ -129,7 +66,7 @@ fn main() {
                 let mut w = TraceWriter::new(f, &s, 1).expect("header");
                 let mut e = Engine::new(&s, 1, Mutations::NONE, &mut w);
                 let r = e.run();
-                let n = w.digest().lines();
+                let n = w.digest().events();
                 w.finish(r.outcome).expect("written");
                 (r.stats, n)
             }
@@ -145,6 +82,26 @@ fn main() {
             stats.messages_delivered,
             events as f64 / secs / 1e6
         );
+        if let Some(bin) = &bin {
+            let (out, whole) = seconds(|| {
+                std::process::Command::new(bin)
+                    .args(["run", "--json", "--quiet"])
+                    .arg(&file)
+                    .output()
+                    .expect("ringside runs")
+            });
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let rss = peak_child_rss_mb();
+            print!(
+                "; ringside run {whole:.3}s ({:.2}x the engine, {rss:.0} MB peak)",
+                whole / secs
+            );
+            process.push((whole / secs, whole));
+        }
         if runs > 1 {
             // the scenario's link: its latency, and its serialization time of one chunk
             let chunk = block_bytes(0, 1, p, s.workload.ops[0].bytes.0);
@@ -168,5 +125,25 @@ fn main() {
             "{runs} runs: best {best:.2}, median {median:.2} M msg/s; \
              of the bare loop: best {best_ratio:.2}, median {median_ratio:.2}"
         );
+        if !process.is_empty() {
+            let mut x: Vec<f64> = process.iter().map(|p| p.0).collect();
+            let mut w: Vec<f64> = process.iter().map(|p| p.1).collect();
+            let (worst_x, median_x) = mid(&mut x);
+            let (_, median_w) = mid(&mut w);
+            println!(
+                "ringside run as a process: median {median_w:.3}s, {median_x:.2}x the engine \
+                 (worst {worst_x:.2}x); of the bare loop: {:.2}",
+                median_ratio / median_x
+            );
+        }
     }
+    if bin.is_some() {
+        let _ = std::fs::remove_file(&file);
+    }
+}
+
+/// The peak resident memory of the largest child waited for so far, in MB.
+fn peak_child_rss_mb() -> f64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map_or(0.0, |u| u.max_rss() as f64 / 1024.0)
 }

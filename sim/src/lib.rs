@@ -1,7 +1,8 @@
 //! ringside-sim: a deterministic simulator and debugger for collective communication protocols.
 //!
 //! - [`proto`]: the real protocol code, sans-IO;
-//! - [`engine`]: the discrete-event engine, network model and faults;
+//! - [`engine`]: the discrete-event engine, network model and faults; [`budget`]: the limits
+//!   that keep a run bounded;
 //! - [`observe`]: what every driver makes of its ranks' protocol events (trace events, result
 //!   checks, stop hints); [`verify`]: the reference result of a collective;
 //! - [`scenario`]: the scenario format;
@@ -16,6 +17,7 @@
 //! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them;
 //! - [`fr`]: PyTorch Flight Recorder dumps of a real job: import, diagnosis, export.
 
+pub mod budget;
 pub mod cause;
 pub mod check;
 pub mod cost;

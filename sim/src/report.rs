@@ -3,6 +3,7 @@
 //! Root causes stay [`RootCause`] values in the report; they become strings only as it is
 //! written out (serde, sentences).
 
+use crate::budget::Budget;
 use crate::cause::{listed, RootCause};
 use crate::diagnose::{ranks_phrase, Blocked, Diagnosis, Fold, OpView, QueryView, Straggler};
 use crate::scenario::{Expect, Outcome};
@@ -119,6 +120,9 @@ pub struct RunReport {
     /// Registry queries (none without a registry workload).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub queries: Vec<QueryReport>,
+    /// The budget that ended the run early (`timed_out`), when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
     pub expect: ExpectReport,
 }
 
@@ -402,9 +406,24 @@ impl RunReport {
                     }
                 }
             }
-            crate::scenario::Outcome::TimedOut => s.push_str(&format!(
-                "timed out at {t} (the scenario's time_limit) with {done} completed\n"
-            )),
+            crate::scenario::Outcome::TimedOut => match self.budget {
+                None => s.push_str(&format!(
+                    "timed out at {t} (the scenario's time_limit) with {done} completed\n"
+                )),
+                Some(b) => {
+                    // the run could still have gone on: say where it stood
+                    s.push_str(&format!(
+                        "timed out at {t}: {} with {done} completed\n",
+                        b.describe()
+                    ));
+                    if !self.explanation.is_empty() {
+                        s.push_str("where it stood:\n");
+                        for p in &self.explanation {
+                            s.push_str(&format!("  {p}\n"));
+                        }
+                    }
+                }
+            },
             crate::scenario::Outcome::Stalled => {
                 s.push_str(&format!("stalled at {t}"));
                 if self.explanation.is_empty() {
@@ -534,6 +553,7 @@ pub fn build(
             .iter()
             .map(QueryReport::from_view)
             .collect(),
+        budget: None,
         expect: ExpectReport::default(),
     };
     // in the order the workload issues them; the sub-groups of one call by group number
@@ -584,6 +604,7 @@ mod tests {
             stragglers: Vec::new(),
             generations: Vec::new(),
             queries: Vec::new(),
+            budget: None,
             expect: ExpectReport::default(),
         }
     }

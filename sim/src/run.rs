@@ -1,11 +1,12 @@
 //! Running a scenario end to end: engine, trace, diagnosis, report.
 
+use crate::budget::Limits;
 use crate::diagnose::{diagnose, Diagnosis, Fold};
-use crate::engine::{Engine, RunResult};
+use crate::engine::{Engine, RunResult, StopReason};
 use crate::proto::mutation::Mutations;
 use crate::report::{self, RunReport};
 use crate::scenario::Scenario;
-use crate::trace::{Event, Recorder, TraceWriter};
+use crate::trace::{is_zstd_path, DigestRecorder, Event, Level, Recorder, TraceWriter};
 use crate::units::Nanos;
 use std::fs::File;
 use std::io;
@@ -16,12 +17,27 @@ use std::sync::atomic::{AtomicBool, Ordering};
 struct Tee<'a> {
     outer: &'a mut dyn Recorder,
     fold: &'a mut Fold,
+    progress: Option<Progress<'a>>,
+    events: u64,
 }
 
+/// Told the virtual time reached and the events so far, every [`PROGRESS_EVERY`] events.
+pub type Progress<'a> = &'a (dyn Fn(Nanos, u64) + Sync);
+
+/// How many events pass between two calls of a run's [`Progress`].
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
 impl Recorder for Tee<'_> {
+    #[inline]
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.outer.record(t, ev);
         self.fold.apply(t, ev);
+        self.events += 1;
+        if self.events.is_multiple_of(PROGRESS_EVERY) {
+            if let Some(p) = self.progress {
+                p(t, self.events);
+            }
+        }
     }
 }
 
@@ -30,13 +46,20 @@ impl Recorder for Tee<'_> {
 pub struct RunOptions<'a> {
     /// Overrides the scenario's seed.
     pub seed: Option<u64>,
-    /// Writes the trace there ([`run`]; [`run_events`] hands its events to its recorder).
+    /// Writes the trace there ([`run`]; [`run_events`] hands its events to its recorder),
+    /// zstd-compressed when the name ends in `.zst`.
     pub trace: Option<&'a Path>,
+    /// What the trace holds.
+    pub trace_level: Level,
+    /// Called as the run goes (a progress display).
+    pub progress: Option<Progress<'a>>,
     /// Stops the run early when set (Ctrl-C); the trace is still flushed, without a footer.
     pub interrupt: Option<&'a AtomicBool>,
     /// Bugs planted on purpose, to show that a property catches them: the checker's and tests'
     /// business (empty, the default: the real code).
     pub mutations: Mutations,
+    /// The budgets that end a run early (by default, an event budget only).
+    pub limits: Limits<'a>,
 }
 
 impl RunOptions<'_> {
@@ -62,9 +85,11 @@ pub fn run_events(
         let mut tee = Tee {
             outer: rec,
             fold: &mut fold,
+            progress: opts.progress,
+            events: 0,
         };
         let mut engine = Engine::new(scenario, seed, opts.mutations, &mut tee);
-        engine.run_until_interrupted(opts.interrupt)
+        engine.run_within(&opts.limits, opts.interrupt)
     };
     fold.t = result.end_ns;
     // as a trace's footer tells `explain`
@@ -95,30 +120,41 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> io::Result<RunOutput> {
             let f = File::create(path).map_err(|e| {
                 io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
             })?;
-            run_to(scenario, opts, f)
+            if !is_zstd_path(path) {
+                return run_into(scenario, opts, f).map(|(out, _)| out);
+            }
+            let z = zstd::Encoder::new(f, ZSTD_LEVEL)?;
+            let (out, z) = run_into(scenario, opts, z)?;
+            // an interrupted run's trace is a whole zstd stream too, without the footer
+            z.finish()?;
+            Ok(out)
         }
-        None => run_to(scenario, opts, io::sink()),
+        None => {
+            // no trace: the digest is taken from the events themselves, and no line is formatted
+            let mut rec = DigestRecorder::default();
+            let (result, fold, diagnosis) = run_events(scenario, opts, &mut rec);
+            let seed = opts.seed.unwrap_or(scenario.seed);
+            Ok(output(
+                scenario,
+                seed,
+                result,
+                fold,
+                diagnosis,
+                rec.digest.hex(),
+            ))
+        }
     }
 }
 
-/// Like [`run`], writing the trace into `out` (the checker keeps it in memory).
-#[doc(hidden)]
-pub fn run_to<W: io::Write>(
+fn output(
     scenario: &Scenario,
-    opts: &RunOptions,
-    out: W,
-) -> io::Result<RunOutput> {
-    let seed = opts.seed.unwrap_or(scenario.seed);
-    let mut writer = TraceWriter::new(out, scenario, seed)?;
-    let (result, fold, diagnosis) = run_events(scenario, opts, &mut writer);
-    let interrupted = opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
-    let digest = if interrupted {
-        writer.flush()?;
-        writer.digest().hex()
-    } else {
-        writer.finish(result.outcome)?.hex()
-    };
-    let report = report::build(
+    seed: u64,
+    result: RunResult,
+    fold: Fold,
+    diagnosis: Diagnosis,
+    digest: String,
+) -> RunOutput {
+    let mut report = report::build(
         &scenario.name,
         seed,
         result.outcome,
@@ -128,17 +164,53 @@ pub fn run_to<W: io::Write>(
         digest,
         scenario.expect.as_ref(),
     );
-    Ok(RunOutput {
+    if let StopReason::OutOfBudget(budget) = result.stop {
+        report.budget = Some(budget);
+    }
+    RunOutput {
         report,
         result,
         fold,
         diagnosis,
-    })
+    }
+}
+
+/// The zstd level of compressed traces: fast, and about 10x smaller than the text.
+const ZSTD_LEVEL: i32 = 3;
+
+/// Like [`run`], writing the trace into `out` (the checker keeps it in memory).
+#[doc(hidden)]
+pub fn run_to<W: io::Write>(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    out: W,
+) -> io::Result<RunOutput> {
+    run_into(scenario, opts, out).map(|(out, _)| out)
+}
+
+/// [`run_to`], giving the output back, flushed.
+fn run_into<W: io::Write>(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    out: W,
+) -> io::Result<(RunOutput, W)> {
+    let seed = opts.seed.unwrap_or(scenario.seed);
+    let mut writer = TraceWriter::with_level(out, scenario, seed, opts.trace_level)?;
+    let (result, fold, diagnosis) = run_events(scenario, opts, &mut writer);
+    let interrupted = opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
+    let (digest, out) = if interrupted {
+        let digest = writer.digest().hex();
+        (digest, writer.into_inner()?)
+    } else {
+        let (digest, out) = writer.finish_into(result.outcome)?;
+        (digest.hex(), out)
+    };
+    Ok((output(scenario, seed, result, fold, diagnosis, digest), out))
 }
 
 /// The digest of a run without writing a trace.
 pub fn digest_of(scenario: &Scenario, seed: u64) -> String {
-    let mut writer = TraceWriter::new(io::sink(), scenario, seed).expect("a sink never fails");
-    run_events(scenario, &RunOptions::seeded(seed), &mut writer);
-    writer.digest().hex()
+    let mut rec = DigestRecorder::default();
+    run_events(scenario, &RunOptions::seeded(seed), &mut rec);
+    rec.digest.hex()
 }

@@ -7,14 +7,15 @@
 //! busbw = algbw times [`bus_factor`], where p is the size of the group the op runs on; a
 //! barrier has a time only.
 
+use crate::budget::Limits;
 use crate::cost::bus_factor;
-use crate::engine::Engine;
+use crate::engine::{Engine, RunResult, StopReason};
 use crate::proto::collective::supported;
 use crate::proto::mesh::MeshLayout;
 use crate::proto::mutation::Mutations;
 use crate::scenario::{Algorithm, OpKind, OpSpec, Outcome, Scenario};
 use crate::trace::NullRecorder;
-use crate::units::{Duration, Nanos, Size};
+use crate::units::{fmt_time, Duration, Nanos, Size};
 use serde::Serialize;
 
 /// The sizes to sweep: `min`, 2 `min`, 4 `min`, ... up to `max`.
@@ -45,12 +46,14 @@ pub enum SweepError {
     Empty(String),
     #[error("the scenario has no ops to sweep")]
     NoOps,
-    #[error("{op} with {algorithm} on {bytes} bytes did not complete ({outcome})")]
+    #[error("{op} with {algorithm} on {bytes} bytes did not complete ({outcome}): {why}")]
     Incomplete {
         op: OpKind,
         algorithm: Algorithm,
         bytes: u64,
         outcome: Outcome,
+        /// What ended the run, e.g. the watchdog firing before the collective could finish.
+        why: String,
     },
 }
 
@@ -131,6 +134,20 @@ fn group_size(scenario: &Scenario, spec: &OpSpec) -> u32 {
 }
 
 /// `scenario` reduced to one call of `spec` with `algorithm` on `bytes`, undisturbed.
+/// What ended a sweep's run before its one collective completed.
+fn why_incomplete(s: &Scenario, r: &RunResult) -> String {
+    match &r.stop {
+        StopReason::Watchdog { rank } => format!(
+            "the watchdog fired on rank {rank} at {}: at this size the collective takes longer \
+             than group.timeout ({}); raise it in the scenario",
+            fmt_time(r.end_ns),
+            s.group.timeout
+        ),
+        StopReason::OutOfBudget(b) => format!("{} at {}", b.describe(), fmt_time(r.end_ns)),
+        other => format!("the run stopped at {} ({other:?})", fmt_time(r.end_ns)),
+    }
+}
+
 fn alone(scenario: &Scenario, spec: &OpSpec, algorithm: Algorithm, bytes: u64) -> Scenario {
     let mut s = scenario.clone();
     s.faults.clear();
@@ -151,58 +168,73 @@ fn alone(scenario: &Scenario, spec: &OpSpec, algorithm: Algorithm, bytes: u64) -
 
 /// Runs the sweep: for each op of the scenario, each applicable algorithm and each size. An op
 /// that differs from an earlier one only in its algorithm, size or reduction is not repeated.
-pub fn sweep(scenario: &Scenario, sizes: Sizes) -> Result<Vec<SweepRow>, SweepError> {
+/// `progress` is told the runs done and the runs in all, after each run.
+pub fn sweep(
+    scenario: &Scenario,
+    sizes: Sizes,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<SweepRow>, SweepError> {
     let ops = &scenario.workload.ops;
     if ops.is_empty() {
         return Err(SweepError::NoOps);
     }
     let same = |a: &OpSpec, b: &OpSpec| (a.op, &a.group, a.root) == (b.op, &b.group, b.root);
-    let mut rows = Vec::new();
+    // (op index, bytes, the algorithms to run at that size)
+    let mut plan = Vec::new();
     for (index, spec) in ops.iter().enumerate() {
         if ops[..index].iter().any(|o| same(o, spec)) {
             continue;
         }
-        let op = spec.op;
-        let ranks = group_size(scenario, spec);
-        let each = if op == OpKind::Barrier {
+        let each = if spec.op == OpKind::Barrier {
             vec![0]
         } else {
             sizes.each()
         };
         for bytes in each {
-            let first = rows.len();
-            for algorithm in applicable(op, scenario) {
-                let s = alone(scenario, spec, algorithm, bytes);
-                let mut rec = NullRecorder;
-                let r = Engine::new(&s, s.seed, Mutations::NONE, &mut rec).run();
-                if r.outcome != Outcome::Completed {
-                    return Err(SweepError::Incomplete {
-                        op,
-                        algorithm,
-                        bytes,
-                        outcome: r.outcome,
-                    });
-                }
-                let t = r.end_ns;
-                // bytes per ns is GB/s
-                let algbw = (op != OpKind::Barrier && t > 0).then(|| bytes as f64 / t as f64);
-                rows.push(SweepRow {
-                    index: index as u32,
+            plan.push((index, bytes, applicable(spec.op, scenario)));
+        }
+    }
+    let runs = plan.iter().map(|(_, _, a)| a.len()).sum();
+    let mut rows = Vec::new();
+    for (index, bytes, algorithms) in plan {
+        let spec = &ops[index];
+        let op = spec.op;
+        let ranks = group_size(scenario, spec);
+        let first = rows.len();
+        for algorithm in algorithms {
+            let s = alone(scenario, spec, algorithm, bytes);
+            let mut rec = NullRecorder;
+            let r = Engine::new(&s, s.seed, Mutations::NONE, &mut rec)
+                .run_within(&Limits::default(), None);
+            if r.outcome != Outcome::Completed {
+                return Err(SweepError::Incomplete {
                     op,
-                    group: spec.group.clone(),
-                    ranks,
                     algorithm,
                     bytes,
-                    time_ns: t,
-                    algbw_gbps: algbw,
-                    busbw_gbps: algbw.zip(bus_factor(op, ranks)).map(|(a, f)| a * f),
-                    fastest: false,
+                    outcome: r.outcome,
+                    why: why_incomplete(&s, &r),
                 });
             }
-            let best = rows[first..].iter().map(|r| r.time_ns).min();
-            for r in &mut rows[first..] {
-                r.fastest = Some(r.time_ns) == best;
-            }
+            let t = r.end_ns;
+            // bytes per ns is GB/s
+            let algbw = (op != OpKind::Barrier && t > 0).then(|| bytes as f64 / t as f64);
+            rows.push(SweepRow {
+                index: index as u32,
+                op,
+                group: spec.group.clone(),
+                ranks,
+                algorithm,
+                bytes,
+                time_ns: t,
+                algbw_gbps: algbw,
+                busbw_gbps: algbw.zip(bus_factor(op, ranks)).map(|(a, f)| a * f),
+                fastest: false,
+            });
+            progress(rows.len(), runs);
+        }
+        let best = rows[first..].iter().map(|r| r.time_ns).min();
+        for r in &mut rows[first..] {
+            r.fastest = Some(r.time_ns) == best;
         }
     }
     Ok(rows)
@@ -309,7 +341,7 @@ mod tests {
              [[workload.ops]]\nop = \"barrier\"\n\
              [[workload.ops]]\nop = \"allreduce\"\nbytes = \"2MiB\"\nalgorithm = \"tree\"\n",
         );
-        let rows = sweep(&s, Sizes::parse("1KiB..4KiB").unwrap()).unwrap();
+        let rows = sweep(&s, Sizes::parse("1KiB..4KiB").unwrap(), &mut |_, _| {}).unwrap();
         // allreduce: 5 algorithms x 3 sizes; barrier: 2 algorithms, once
         assert_eq!(rows.len(), 5 * 3 + 2);
         for size in [1024, 2048, 4096] {
@@ -343,7 +375,7 @@ mod tests {
             "m.toml",
         )
         .unwrap();
-        let rows = sweep(&s, Sizes::parse("4KiB..4KiB").unwrap()).unwrap();
+        let rows = sweep(&s, Sizes::parse("4KiB..4KiB").unwrap(), &mut |_, _| {}).unwrap();
         assert_eq!(rows.len(), 3);
         assert!(rows.iter().all(|r| r.ranks == 4));
         let r = &rows[0];

@@ -7,7 +7,7 @@
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
-pub use ringside_proto::time::{fmt_ms, fmt_time, Nanos};
+pub use ringside_proto::time::{fmt_ms, fmt_time, later, Nanos, NEVER};
 
 /// A duration in exact nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -83,6 +83,10 @@ fn scaled(
 
 impl Duration {
     pub const ZERO: Duration = Duration(0);
+    /// The longest duration a scenario or a flag may give: a million hours (about 114 years).
+    /// Virtual time itself reaches about 5.1 million hours, so that a few such durations
+    /// added together still fit; sums beyond that saturate to "never" (see [`later`]).
+    pub const MAX: Duration = Duration(1_000_000 * 3_600_000_000_000);
 
     pub fn parse(s: &str) -> Result<Self, UnitError> {
         let (m, d, unit) = split_number(s)?;
@@ -104,7 +108,13 @@ impl Duration {
                 )))
             }
         };
-        scaled(s, m, d, scale, "nanoseconds").map(Duration)
+        let d = scaled(s, m, d, scale, "nanoseconds").map(Duration)?;
+        if d > Duration::MAX {
+            return Err(UnitError(format!(
+                "`{s}` is longer than the longest duration accepted, 1000000h"
+            )));
+        }
+        Ok(d)
     }
 
     pub fn as_nanos(self) -> Nanos {

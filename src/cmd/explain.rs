@@ -46,12 +46,29 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         fold.t = at;
     }
     let d = diagnose(&fold);
+    // a trace without its footer says nothing of what came after its last line
+    let incomplete = (to_the_end && reader.footer().is_none()).then(|| {
+        let line = reader.torn_line().unwrap_or(reader.line_no());
+        let why = match reader.cut_short() {
+            Some(e) => format!("its compressed stream ends early ({e})"),
+            None => "it ends without its `end` footer: the run was interrupted or the file \
+                     was cut short"
+                .to_string(),
+        };
+        format!(
+            "{}:{line}: incomplete trace: {why}; this is the state after its last whole \
+             line, not how the run ended",
+            reader.file()
+        )
+    });
     if a.json {
         let v = serde_json::json!({
             "trace": a.trace.display().to_string(),
             "scenario": reader.header.scenario.name,
             "seed": reader.header.seed,
             "at_ns": fold.t,
+            "complete": incomplete.is_none(),
+            "trace_level": reader.header.level,
             "blocked": d.blocked.iter().map(BlockedReport::from_blocked).collect::<Vec<_>>(),
             "root_causes": d.root_causes(),
             "causes": d.causes,
@@ -63,6 +80,9 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else if a.dot {
+        if let Some(note) = &incomplete {
+            eprintln!("note: {note}");
+        }
         print!("{}", to_dot(&fold, &d));
     } else {
         let lines = explain(&d);
@@ -94,6 +114,9 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
             for l in st {
                 println!("  {l}");
             }
+        }
+        if let Some(note) = &incomplete {
+            println!("note: {note}");
         }
     }
     Ok(())

@@ -5,7 +5,8 @@ use super::load_scenario;
 use crate::Failure;
 use anyhow::{bail, Context};
 use clap::Args;
-use ringside_sim::driver::tcp::launch::{launch, unemulated, LaunchConfig};
+use ringside_sim::driver::tcp::auth::{random_bytes, JobKey};
+use ringside_sim::driver::tcp::launch::{check_limits, launch, unemulated, LaunchConfig};
 use ringside_sim::driver::tcp::TimeScale;
 use ringside_sim::scenario;
 use ringside_sim::units::Duration;
@@ -28,8 +29,8 @@ pub struct LaunchArgs {
     /// Prints one JSON object instead of sentences.
     #[arg(long)]
     pub json: bool,
-    /// Address the rendezvous and the workers listen on. The wire protocol is
-    /// unauthenticated: anyone who can reach these ports can talk to the workers.
+    /// Address the rendezvous and the workers listen on. Every connection must prove the
+    /// job's random key (see the threat model in README.md).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
     /// Wall-clock seconds per second of scenario time: 0.5 runs compute, timeouts and fault
@@ -53,6 +54,20 @@ pub struct LaunchArgs {
     pub verbose: bool,
 }
 
+/// Names the job's key in launch's environment instead of a random one (64 hexadecimal
+/// digits), for a tool of yours that joins the run as a peer; removed once read.
+pub const KEY_VAR: &str = "RINGSIDE_JOB_KEY";
+
+/// The job's key: [`KEY_VAR`] if set, else fresh random bytes from the operating system.
+fn job_key() -> anyhow::Result<JobKey> {
+    let Some(v) = std::env::var_os(KEY_VAR) else {
+        return Ok(JobKey::random()?);
+    };
+    // the workers must not inherit it: they get the key on their standard input
+    std::env::remove_var(KEY_VAR);
+    JobKey::from_hex(&v.to_string_lossy()).map_err(|e| anyhow::anyhow!("{KEY_VAR}: {e}"))
+}
+
 pub fn main(a: LaunchArgs) -> anyhow::Result<()> {
     let mut sc = load_scenario(&a.scenario)?;
     let file = a.scenario.display();
@@ -61,12 +76,6 @@ pub fn main(a: LaunchArgs) -> anyhow::Result<()> {
         if let Err((key, msg)) = scenario::validate(&sc) {
             bail!("{file}: --nprocs {n}: {key}: {msg}");
         }
-    }
-    if !(a.time_scale > 0.0 && a.time_scale.is_finite()) {
-        bail!(
-            "--time-scale must be a positive number, not {}",
-            a.time_scale
-        );
     }
     let kinds = unemulated(&sc);
     if !kinds.is_empty() {
@@ -84,16 +93,25 @@ pub fn main(a: LaunchArgs) -> anyhow::Result<()> {
         Some(s) => Some(Duration::parse(s).context("--deadline")?.0),
         None => None,
     };
+    if let Err(msg) = check_limits(&sc, a.time_scale, deadline) {
+        match a.nprocs {
+            Some(n) if msg.contains("processes") => bail!("{file}: --nprocs {n}: {msg}"),
+            _ => bail!("{file}: {msg}"),
+        }
+    }
+    let key = job_key()?;
     let (workdir, temporary) = match &a.workdir {
         Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!(
-                "ringside-launch-{}-{}",
-                std::process::id(),
-                ringside_sim::driver::tcp::unix_now_ns()
-            )),
-            true,
-        ),
+        None => {
+            let tag: String = random_bytes::<8>()?
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            (
+                std::env::temp_dir().join(format!("ringside-launch-{tag}")),
+                true,
+            )
+        }
     };
     std::fs::create_dir_all(&workdir)
         .with_context(|| format!("cannot create {}", workdir.display()))?;
@@ -108,6 +126,7 @@ pub fn main(a: LaunchArgs) -> anyhow::Result<()> {
         workdir: workdir.clone(),
         deadline,
         verbose: a.verbose,
+        key,
     };
     let trace = a
         .trace

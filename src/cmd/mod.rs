@@ -42,3 +42,68 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     })
     .clone()
 }
+
+/// The budgets of a run, as flags: memory is checked before it starts, events and wall-clock
+/// time end it as `timed_out`, diagnosed where it stood.
+#[derive(clap::Args, Clone, Debug)]
+pub struct BudgetArgs {
+    /// Refuse to start a run estimated to need more memory than this (ranks x elements x
+    /// dtype size, messages in flight, per-rank state), e.g. "8GB"
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = parse_size)]
+    pub max_memory: u64,
+    /// End a run as timed_out after this many engine events
+    #[arg(long, value_name = "N", default_value_t = ringside_sim::budget::DEFAULT_MAX_EVENTS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_events: u64,
+    /// End a run as timed_out after this much wall-clock time, e.g. "30s" [default: none]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_wall: Option<std::time::Duration>,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    ringside_sim::units::Size::parse(s)
+        .map(|s| s.0)
+        .map_err(|e| e.to_string())
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    match ringside_sim::units::Duration::parse(s) {
+        Ok(d) if d.0 > 0 => Ok(std::time::Duration::from_nanos(d.0)),
+        Ok(_) => Err("must be more than 0s".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl BudgetArgs {
+    /// Refuses `s` (exit 2) when it would need more memory than `--max-memory`.
+    pub fn admit(&self, s: &Scenario, path: &Path) -> Result<(), Failure> {
+        let estimate = ringside_sim::budget::estimate(s);
+        if estimate.total > self.max_memory {
+            return Err(Failure::Input(format!(
+                "{}: {}",
+                path.display(),
+                estimate.refusal(self.max_memory)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The wall-clock flag, raised by a timer thread once `--max-wall` has passed.
+    pub fn wall_clock_flag(&self) -> Option<Arc<AtomicBool>> {
+        let d = self.max_wall?;
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            f.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        Some(flag)
+    }
+
+    pub fn limits<'a>(&self, wall: Option<&'a AtomicBool>) -> ringside_sim::budget::Limits<'a> {
+        ringside_sim::budget::Limits {
+            events: Some(self.max_events),
+            wall_clock: wall,
+        }
+    }
+}

@@ -1,11 +1,15 @@
-//! `ringside run SCENARIO [--seed N] [--trace FILE] [--json]`
+//! `ringside run SCENARIO [--seed N] [--trace FILE] [--trace-level full|calls] [--json] [--quiet]`
 
 use super::{interrupt_flag, load_scenario};
+use crate::progress::Progress;
 use crate::Failure;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use ringside_sim::run::{run, RunOptions};
+use ringside_sim::trace::Level;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use strum::VariantNames;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -14,9 +18,18 @@ pub struct RunArgs {
     /// Overrides the scenario's seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Writes the trace (JSON Lines) to this file.
+    /// Writes the trace (JSON Lines) to this file; zstd-compressed when its name ends in
+    /// `.zst` (e.g. run.jsonl.zst). Every command that reads traces opens both.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// What the trace holds: `full` (every event) or `calls` (calls, steps, waits, faults,
+    /// processes and membership: no line per message, for runs whose message lines would be
+    /// gigabytes; `replay` still checks the digest of every event).
+    #[arg(long, default_value = "full", requires = "trace", value_parser = PossibleValuesParser::new(Level::VARIANTS).try_map(|s| s.parse::<Level>()))]
+    pub trace_level: Level,
+    /// Shows no progress on stderr (it shows only on a terminal, after a second).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Prints one JSON object instead of sentences.
     #[arg(long, conflicts_with = "tui")]
     pub json: bool,
@@ -24,26 +37,37 @@ pub struct RunArgs {
     /// (the trace is kept in memory unless --trace names a file).
     #[arg(long)]
     pub tui: bool,
+    #[command(flatten)]
+    pub budget: super::BudgetArgs,
 }
 
 pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
+    a.budget.admit(&scenario, &a.scenario)?;
     let flag = interrupt_flag();
+    let wall = a.budget.wall_clock_flag();
     if a.tui && a.trace.is_none() {
         // nothing to keep: the trace stays in memory
         let seed = a.seed.unwrap_or(scenario.seed);
         let trace = ringside_tui::state::record(&scenario, seed)?;
         return super::tui::view(ringside_tui::Loaded::new(trace));
     }
+    let progress = Progress::new(a.quiet);
+    let tick = |t, events| progress.run(t, events);
     let out = run(
         &scenario,
         &RunOptions {
             seed: a.seed,
             trace: a.trace.as_deref(),
+            trace_level: a.trace_level,
             interrupt: Some(&flag),
+            progress: Some(&tick),
+            limits: a.budget.limits(wall.as_deref()),
             ..RunOptions::default()
         },
-    )?;
+    );
+    progress.finish();
+    let out = out?;
     if let (true, Some(trace)) = (a.tui, &a.trace) {
         return super::tui::open(trace);
     }

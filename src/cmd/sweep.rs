@@ -1,6 +1,7 @@
 //! `ringside sweep SCENARIO [--bytes A..B] [--json]`
 
 use super::load_scenario;
+use crate::progress::Progress;
 use anyhow::Context;
 use clap::Args;
 use ringside_sim::sweep::{sweep, table, Sizes};
@@ -16,12 +17,20 @@ pub struct SweepArgs {
     /// Prints the rows as a JSON array instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Shows no progress on stderr (it shows only on a terminal, after a second).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 pub fn main(a: SweepArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
     let sizes = Sizes::parse(&a.bytes).context("--bytes")?;
-    let rows = sweep(&scenario, sizes)?;
+    let progress = Progress::new(a.quiet);
+    let rows = sweep(&scenario, sizes, &mut |done, runs| {
+        progress.items(done as u64, runs as u64, "runs")
+    });
+    progress.finish();
+    let rows = rows?;
     if a.json {
         let text = serde_json::to_string_pretty(&rows)?;
         println!("{text}");

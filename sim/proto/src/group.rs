@@ -276,7 +276,7 @@ impl ProcessGroup {
                 group: self.id,
                 seq,
             },
-            now + self.timeout,
+            crate::time::later(now, self.timeout),
         );
         let progress = self.active.as_mut().map(|a| a.coll.start(now, out));
         let progress = match progress {

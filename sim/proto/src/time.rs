@@ -3,6 +3,16 @@
 /// Virtual time and durations, in nanoseconds.
 pub type Nanos = u64;
 
+/// The instant that never comes: a sum of times that would not fit in [`Nanos`] saturates to
+/// it, so that a timer set very far ahead means "never" instead of wrapping to the past.
+pub const NEVER: Nanos = Nanos::MAX;
+
+/// `now + d`, or [`NEVER`] when that is past the last representable instant.
+#[inline]
+pub fn later(now: Nanos, d: Nanos) -> Nanos {
+    now.saturating_add(d)
+}
+
 /// Formats nanoseconds as milliseconds with three decimals, e.g. `25.000ms`.
 pub fn fmt_ms(ns: Nanos) -> String {
     format!("{}.{:03}ms", ns / 1_000_000, (ns / 1_000) % 1_000)

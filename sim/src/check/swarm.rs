@@ -71,6 +71,15 @@ impl std::str::FromStr for Shard {
     }
 }
 
+impl Shard {
+    /// How many of `cases` (across all shards) fall in this one: the i < cases with
+    /// i % count == index.
+    pub fn cases_of(&self, cases: u64) -> u64 {
+        let count = self.count.max(1);
+        cases / count + u64::from(self.index < cases % count)
+    }
+}
+
 impl std::fmt::Display for Shard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
@@ -136,6 +145,8 @@ impl Observer for Quiet {}
 pub struct Files {
     pub scenario: PathBuf,
     pub trace: PathBuf,
+    /// Whether both files were written (why not, when they were not).
+    pub written: Result<(), String>,
     /// Whether `ringside replay` of the trace reproduces it (a determinism failure does not).
     pub replay: Result<(), String>,
 }
@@ -360,7 +371,7 @@ impl Swarm {
         let start = wall_clock();
         let strategies = self.strategies();
         let count = self.shard.count.max(1);
-        let total = (self.cases + count - 1 - self.shard.index.min(count - 1)) / count;
+        let total = self.shard.cases_of(self.cases);
         let mut summary = Summary {
             cases: 0,
             checks: 0,
@@ -505,37 +516,37 @@ fn write_files(dir: &Path, f: &mut Found, trace: &[u8]) -> Files {
         f.failure.name()
     ));
     s.seed = f.shrunk.seed;
-    let files = |replay| Files {
+    let files = |written: Result<(), String>, replay| Files {
         scenario: scenario_path.clone(),
         trace: trace_path.clone(),
-        replay,
+        replay: match &written {
+            Ok(()) => replay,
+            Err(why) => Err(why.clone()),
+        },
+        written,
     };
+    let unwritten = |why: String| files(Err(why), Ok(()));
     if let Err(e) = std::fs::create_dir_all(dir) {
-        return files(Err(format!("cannot create {}: {e}", dir.display())));
+        return unwritten(format!("cannot create {}: {e}", dir.display()));
     }
     let text = match toml::to_string(s) {
         Ok(t) => t,
-        Err(e) => return files(Err(format!("cannot write the scenario as TOML: {e}"))),
+        Err(e) => return unwritten(format!("cannot write the scenario as TOML: {e}")),
     };
     match scenario::parse(&text, &scenario_path.display().to_string()) {
         Ok(back) if back == *s => {}
         Ok(_) => {
-            return files(Err(
-                "the scenario file does not parse back to the same scenario".into(),
-            ))
+            return unwritten("the scenario file does not parse back to the same scenario".into())
         }
-        Err(e) => return files(Err(format!("the scenario file does not parse back: {e}"))),
+        Err(e) => return unwritten(format!("the scenario file does not parse back: {e}")),
     }
     if let Err(e) = std::fs::write(&scenario_path, text) {
-        return files(Err(format!(
-            "cannot write {}: {e}",
-            scenario_path.display()
-        )));
+        return unwritten(format!("cannot write {}: {e}", scenario_path.display()));
     }
     let written =
         renamed(trace, s, f.shrunk.seed).and_then(|trace| std::fs::write(&trace_path, trace));
     if let Err(e) = written {
-        return files(Err(format!("cannot write {}: {e}", trace_path.display())));
+        return unwritten(format!("cannot write {}: {e}", trace_path.display()));
     }
     let replay = match replay(&trace_path, f.shrunk.mutations) {
         Ok(ReplayOutcome::Identical { .. }) => Ok(()),
@@ -544,7 +555,7 @@ fn write_files(dir: &Path, f: &mut Found, trace: &[u8]) -> Files {
         )),
         Err(e) => Err(e.to_string()),
     };
-    files(replay)
+    files(Ok(()), replay)
 }
 
 /// `trace` under the header a trace of `scenario` run with `seed` starts with (the events of

@@ -40,6 +40,15 @@ pub fn fmt_ranks(r: &[u32]) -> String {
     parts.join(",")
 }
 
+/// "member 3" or "members 1,2": ranks of a group that did not answer.
+fn members_phrase(r: &[u32]) -> String {
+    if r.len() == 1 {
+        format!("member {}", r[0])
+    } else {
+        format!("members {}", fmt_ranks(r))
+    }
+}
+
 /// "rank 3" or "ranks 0,1,2".
 pub fn ranks_phrase(r: &[u32]) -> String {
     if r.len() == 1 {
@@ -540,7 +549,7 @@ impl CauseBook {
         }
         keys.extend(self.paused_during(fold, a, window));
         if in_rendezvous && keys.iter().all(|k| !matches!(k, RootCause::Preempted(_))) {
-            keys.extend(self.quorum_lost(fold, a));
+            self.quorum_lost(fold, a, &mut keys);
         }
         if (left_out || in_rendezvous) && keys.is_empty() {
             // its heartbeats, its requests to join or its rendezvous messages were lost or
@@ -619,40 +628,54 @@ impl CauseBook {
     }
 
     /// `a`'s rendezvous cannot reach the quorum it needs, and will not: members of its
-    /// generation are dead, frozen or cut off from it now.
-    fn quorum_lost(&mut self, fold: &Fold, a: u32) -> Option<RootCause> {
+    /// generation are dead, frozen or cut off from it now. Adds `quorum_lost` to `keys`, and
+    /// before it every member's death, freeze or partition that made it so: each is a root
+    /// cause, not only the one a blocked rank happens to wait for.
+    fn quorum_lost(&mut self, fold: &Fold, a: u32, keys: &mut Vec<RootCause>) {
         let m = &fold.membership;
-        let w = m.wait_of(a)?;
+        let Some(w) = m.wait_of(a) else { return };
         let reached = w.reachable.len() as u32;
         if !((w.quorum > 0 && reached < w.quorum) || reached < w.min_size) {
-            return None;
+            return;
         }
         let members = generation_members(fold, m.generation_of.get(&a).copied());
-        let gone = members.iter().any(|&b| {
-            b != a
-                && fold.ranks.get(b as usize).is_some_and(|v| {
-                    matches!(v.state, RankState::Dead | RankState::Refused)
-                        || v.paused
-                        || fold.faults.iter().any(|f| {
-                            f.kind == "partition"
-                                && f.active_at(fold.t)
-                                && (f.cuts(a, b) || f.cuts(b, a))
-                        })
-                })
-        });
-        if !gone {
-            return None;
+        let mut gone = Vec::new();
+        for &b in members.iter().filter(|&&b| b != a) {
+            let Some(v) = fold.ranks.get(b as usize) else {
+                continue;
+            };
+            let cut = fold.faults.iter().position(|f| {
+                f.kind == "partition" && f.active_at(fold.t) && (f.cuts(a, b) || f.cuts(b, a))
+            });
+            let key = if matches!(v.state, RankState::Dead | RankState::Refused) {
+                self.preempted(fold, b)
+            } else if v.paused {
+                self.paused(fold, b)
+            } else if let Some(i) = cut {
+                self.partitioned(fold, i)
+            } else {
+                continue;
+            };
+            gone.push(b);
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        if gone.is_empty() {
+            return;
         }
         self.note(&RootCause::QuorumLost, || {
             (
                 format!(
-                    "the rendezvous for generation {} cannot succeed: {}",
-                    w.target, w.reason
+                    "the rendezvous for generation {} cannot succeed: {}; {} did not answer",
+                    w.target,
+                    w.reason,
+                    members_phrase(&gone)
                 ),
-                Vec::new(),
+                gone.clone(),
             )
         });
-        Some(RootCause::QuorumLost)
+        keys.push(RootCause::QuorumLost);
     }
 
     /// Why the rendezvous store (node `store`) cannot answer rank `a` now.

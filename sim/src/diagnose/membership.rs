@@ -84,7 +84,18 @@ impl MembershipView {
     }
 
     /// Applies one event (every event may be given; the others are ignored).
+    #[inline]
     pub fn apply(&mut self, t: Nanos, ev: &Event) {
+        // the events of every message and step say nothing of membership
+        if !matches!(
+            ev,
+            Event::Send { .. } | Event::Deliver { .. } | Event::Step { .. } | Event::Drop { .. }
+        ) {
+            self.apply_membership(t, ev);
+        }
+    }
+
+    fn apply_membership(&mut self, t: Nanos, ev: &Event) {
         match ev {
             Event::ProcessStart { rank, .. } | Event::ProcessDeath { rank, .. } => {
                 self.waiting.remove(rank);

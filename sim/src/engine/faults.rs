@@ -1,7 +1,7 @@
 //! Which faults are active, and what they do to a link or a rank right now.
 
 use crate::scenario::Fault;
-use crate::units::Nanos;
+use crate::units::{later, Nanos};
 
 use super::rng::Rng;
 
@@ -77,7 +77,7 @@ impl FaultSet {
             } = &self.faults[i]
             {
                 if touches(*rank, *link, from, to) {
-                    extra += e.0 + jitter.map_or(0, |j| rng.up_to(j.0));
+                    extra = later(later(extra, e.0), jitter.map_or(0, |j| rng.up_to(j.0)));
                 }
             }
         }

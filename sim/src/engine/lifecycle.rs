@@ -8,6 +8,7 @@ use super::{Engine, Ev};
 use crate::proto::{Input, Rank, RankProcess};
 use crate::scenario::Fault;
 use crate::trace::{Event, FaultPhase};
+use crate::units::later;
 
 impl Engine<'_> {
     /// A process starts (at time 0; a store node too).
@@ -86,7 +87,7 @@ impl Engine<'_> {
                     if let Some(d) = restart_after {
                         self.slots[rank as usize].restart_pending = true;
                         self.pending_faults += 1;
-                        self.push(self.now + d.0, Ev::Restart(rank));
+                        self.push(later(self.now, d.0), Ev::Restart(rank));
                     }
                 }
             }

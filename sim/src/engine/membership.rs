@@ -20,7 +20,7 @@ use crate::proto::mutation::Mutation;
 use crate::proto::{Generation, ProcConfig, Rank, RankProcess, RankStatus};
 use crate::scenario::RendezvousKind;
 use crate::trace::Event;
-use crate::units::Nanos;
+use crate::units::{later, Nanos};
 use std::collections::BTreeMap;
 
 /// Where a rank stands, for deciding when an elastic run is over.
@@ -197,15 +197,21 @@ impl Engine<'_> {
         }
         if self.pending_faults == 0 {
             if let Some(cfg) = self.elastic.as_ref() {
-                let round = self.cfg.timeout + cfg.rendezvous_timeout() + self.cfg.compute;
+                let round = later(
+                    later(self.cfg.timeout, cfg.rendezvous_timeout()),
+                    self.cfg.compute,
+                );
                 // a rebuilt group redoes at most one iteration's calls before it gets further
-                let redo = self.cfg.compute + self.cfg.max_calls() as u64 * self.cfg.timeout;
-                let window = super::NO_PROGRESS_ROUNDS * round + redo;
+                let redo = later(
+                    self.cfg.compute,
+                    (self.cfg.max_calls() as u64).saturating_mul(self.cfg.timeout),
+                );
+                let window = later(round.saturating_mul(super::NO_PROGRESS_ROUNDS), redo);
                 let idle = self.now - self.progress_ns;
                 // stop at the next abort, while every rank still shows the call it is stuck
                 // in (see `proto_event`); without one for another window, stop anyway
                 self.no_progress = idle > window;
-                if idle > 2 * window {
+                if idle > window.saturating_mul(2) {
                     self.stop = Some(super::StopReason::NoProgress);
                     return;
                 }
@@ -213,7 +219,7 @@ impl Engine<'_> {
         }
         if self.tally.working == 0 && self.pending_faults == 0 && !self.settling {
             if let Some(cfg) = self.elastic.as_ref() {
-                let at = self.now + cfg.rendezvous_timeout();
+                let at = later(self.now, cfg.rendezvous_timeout());
                 self.settling = true;
                 self.push(at, super::Ev::Settle);
             }

@@ -32,6 +32,7 @@ pub use rng::Rng;
 pub use stop::{RunResult, StopReason, NO_PROGRESS_ROUNDS};
 pub use transport::DropReason;
 
+use crate::budget::{Budget, Limits};
 use crate::observe::Observer;
 use crate::proto::elastic::{ElasticConfig, StoreServer};
 use crate::proto::mutation::{Mutation, Mutations};
@@ -41,7 +42,7 @@ use crate::proto::{
 };
 use crate::scenario::{Scenario, TieBreak};
 use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
-use crate::units::{Bandwidth, Nanos};
+use crate::units::{later, Bandwidth, Nanos, NEVER};
 use faults::FaultSet;
 use net::Net;
 use queue::Queue;
@@ -165,6 +166,9 @@ pub struct Engine<'r> {
     /// Elastic: the workload got no further for a whole [`StopReason::NoProgress`] window;
     /// the run stops at the next abort.
     no_progress: bool,
+    /// Events processed so far, and how many may be ([`Limits::events`]).
+    processed: u64,
+    max_events: u64,
     /// Resends in the queue that can never arrive: lost to a partition when no fault is left
     /// to begin or end. When they are all the queue holds, nothing else can happen (the
     /// messages would be sent again forever) and the run is quiescent.
@@ -238,6 +242,8 @@ impl<'r> Engine<'r> {
             progress_ns: 0,
             frontier: None,
             no_progress: false,
+            processed: 0,
+            max_events: u64::MAX,
             doomed: 0,
             registry_only: !cfg.has_calls() && cfg.registry.is_some() && cfg.elastic.is_none(),
         };
@@ -247,7 +253,7 @@ impl<'r> Engine<'r> {
                 e.push(at.0, Ev::FaultBegin(i));
                 if let Some(d) = f.duration() {
                     e.pending_faults += 1;
-                    e.push(at.0 + d.0, Ev::FaultEnd(i));
+                    e.push(later(at.0, d.0), Ev::FaultEnd(i));
                 }
             }
         }
@@ -315,15 +321,24 @@ impl<'r> Engine<'r> {
 
     /// Runs to the end, or until `interrupt` is set (checked every few thousand events).
     pub fn run_until_interrupted(&mut self, interrupt: Option<&AtomicBool>) -> RunResult {
+        self.run_within(&Limits::NONE, interrupt)
+    }
+
+    /// Runs to the end, until `interrupt` is set, or until a budget of `limits` runs out
+    /// (flags are checked every few thousand events).
+    pub fn run_within(&mut self, limits: &Limits, interrupt: Option<&AtomicBool>) -> RunResult {
+        self.max_events = limits.events.unwrap_or(u64::MAX);
         let mut n: u32 = 0;
         while self.stop.is_none() {
             n = n.wrapping_add(1);
             if n.is_multiple_of(4096) {
-                if let Some(flag) = interrupt {
-                    if flag.load(Ordering::Relaxed) {
-                        self.stop = Some(StopReason::Interrupted);
-                        break;
-                    }
+                if interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                    self.stop = Some(StopReason::Interrupted);
+                    break;
+                }
+                if limits.wall_clock.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                    self.stop = Some(StopReason::OutOfBudget(Budget::WallClock));
+                    break;
                 }
             }
             self.step();
@@ -347,6 +362,16 @@ impl<'r> Engine<'r> {
                 return false;
             }
         }
+        if t == NEVER {
+            // a sum of times saturated: whatever comes next cannot be represented
+            self.stop = Some(StopReason::OutOfBudget(Budget::VirtualTime));
+            return false;
+        }
+        if self.processed >= self.max_events {
+            self.stop = Some(StopReason::OutOfBudget(Budget::Events));
+            return false;
+        }
+        self.processed += 1;
         let (t, ev) = self.queue.pop().expect("peeked");
         debug_assert!(t >= self.now, "time never goes back");
         self.now = t;
@@ -565,7 +590,7 @@ impl<'r> Engine<'r> {
                             duration_ns: d,
                         });
                     }
-                    self.push(self.now + d, Ev::ComputeDone { rank, token });
+                    self.push(later(self.now, d), Ev::ComputeDone { rank, token });
                 }
                 Output::Work { bytes } => {
                     if let Some(bw) = self.reduce_bw {
@@ -573,7 +598,7 @@ impl<'r> Engine<'r> {
                         if d > 0 {
                             let rest: Vec<Output> = outs.collect();
                             let slot = &mut self.slots[rank as usize];
-                            let at = self.now.max(slot.cpu_free) + d;
+                            let at = later(self.now.max(slot.cpu_free), d);
                             slot.cpu_free = at;
                             slot.held += 1;
                             let inc = self.incarnations[rank as usize];

@@ -22,7 +22,7 @@
 //! LogGOPSim would let a message that arrives meanwhile take the CPU first.
 
 use crate::scenario::{NetModel, Scenario};
-use crate::units::{Bandwidth, Nanos, PerByte};
+use crate::units::{later, Bandwidth, Nanos, PerByte};
 
 #[derive(Clone, Copy, Debug)]
 struct LinkParams {
@@ -127,11 +127,11 @@ impl Net {
             Some(lg) => {
                 let start = t.max(self.cpu_free[f]).max(self.send_free[f]);
                 let wire = lg.gb.ns_for(bytes.saturating_sub(1));
-                self.cpu_free[f] = start + lg.o;
-                self.send_free[f] = start + lg.g + wire;
+                self.cpu_free[f] = later(start, lg.o);
+                self.send_free[f] = later(later(start, lg.g), wire);
                 Timing {
                     depart: start,
-                    arrive: start + lg.o + lg.l + extra,
+                    arrive: later(later(later(start, lg.o), lg.l), extra),
                 }
             }
             None => {
@@ -139,10 +139,10 @@ impl Net {
                 let ser = link.serialization(bytes);
                 let latency = link.latency;
                 let start = t.max(self.send_free[f]);
-                self.send_free[f] = start + ser;
+                self.send_free[f] = later(start, ser);
                 Timing {
                     depart: start,
-                    arrive: start + latency + ser + extra,
+                    arrive: later(later(later(start, latency), ser), extra),
                 }
             }
         }
@@ -170,16 +170,16 @@ impl Net {
             Some(lg) => {
                 // the CPU pays o and the bytes' (k-1)G; the receive gap g + (k-1)G
                 let wire = lg.gb.ns_for(bytes.saturating_sub(1));
-                let recv_cost = lg.o + wire;
+                let recv_cost = later(lg.o, wire);
                 let start = arrive.max(self.cpu_free[r]).max(self.recv_free[r]);
-                self.cpu_free[r] = start + recv_cost;
-                self.recv_free[r] = start + lg.g + wire;
-                start + recv_cost
+                self.cpu_free[r] = later(start, recv_cost);
+                self.recv_free[r] = later(later(start, lg.g), wire);
+                later(start, recv_cost)
             }
             None => {
                 let recv_cost = self.link(from, to).serialization(bytes);
                 // the bytes stream in during [arrive - cost, arrive] unless the port is busy
-                let done = arrive.max(self.recv_free[r] + recv_cost);
+                let done = arrive.max(later(self.recv_free[r], recv_cost));
                 self.recv_free[r] = done;
                 done
             }

@@ -205,6 +205,23 @@ impl<E> Queue<E> {
         self.slab[slot as usize].take().map(|e| (t, e))
     }
 
+    /// The earliest time of an event that `ignore` does not pass over, by a scan of the whole
+    /// queue (for rare decisions only).
+    pub fn earliest_but(&self, ignore: impl Fn(&E) -> bool) -> Option<Nanos> {
+        let radix = self
+            .radix
+            .now
+            .iter()
+            .chain(self.radix.buckets.iter().flatten())
+            .filter(|(_, e)| !ignore(e))
+            .map(|(t, _)| *t);
+        let heap = self.heap.iter().filter_map(|Reverse((t, _, slot))| {
+            let e = self.slab[*slot as usize].as_ref()?;
+            (!ignore(e)).then_some(*t)
+        });
+        radix.chain(heap).min()
+    }
+
     /// Events in the queue.
     pub fn len(&self) -> usize {
         self.radix.len + self.heap.len()

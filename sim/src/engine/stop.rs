@@ -9,6 +9,7 @@
 
 use super::Engine;
 use super::Stats;
+use crate::budget::Budget;
 use crate::observe::Hint;
 use crate::proto::{ProtoEvent, RankStatus};
 use crate::scenario::Outcome;
@@ -34,6 +35,8 @@ pub enum StopReason {
     NoProgress,
     TimeLimit,
     Interrupted,
+    /// A budget of the run ran out, or virtual time would run past its end.
+    OutOfBudget(Budget),
 }
 
 /// See [`StopReason::NoProgress`].
@@ -133,7 +136,11 @@ impl Engine<'_> {
             })
         };
         let outcome = match stop {
-            StopReason::TimeLimit | StopReason::Interrupted if !all_done => Outcome::TimedOut,
+            StopReason::TimeLimit | StopReason::Interrupted | StopReason::OutOfBudget(_)
+                if !all_done =>
+            {
+                Outcome::TimedOut
+            }
             _ if all_done && self.latest_generation().0 > 0 => Outcome::Rebuilt,
             _ if all_done => Outcome::Completed,
             _ => Outcome::Stalled,

@@ -5,7 +5,7 @@
 use super::{Engine, Ev};
 use crate::proto::{Input, Msg, Rank};
 use crate::trace::Event;
-use crate::units::Nanos;
+use crate::units::{later, Nanos};
 
 /// Why a message was lost; the trace's `drop` events name it (`DropReason::as_str`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +55,11 @@ pub(super) struct Flight {
     doomed: bool,
 }
 
+/// Resends of a message that can never arrive simulated one by one before the rest are skipped.
+const DOOMED_RESENDS_SIMULATED: u64 = 1_000;
+/// Other events in the queue beyond which no skip is looked for (the scan is linear).
+const DOOMED_SCAN_MAX: usize = 4_096;
+
 impl Engine<'_> {
     /// Carries out `rank`'s `Output::Send`; returns when the message departs.
     #[inline(always)]
@@ -98,10 +103,10 @@ impl Engine<'_> {
                     lost = Some(DropReason::Loss);
                 }
             }
-            extra += self.faults.extra_delay(from, to, &mut self.rng);
+            extra = later(extra, self.faults.extra_delay(from, to, &mut self.rng));
         }
         if self.net.jitter > 0 {
-            extra += self.rng.up_to(self.net.jitter);
+            extra = later(extra, self.rng.up_to(self.net.jitter));
         }
         let timing = self.net.send(self.now, from, to, bytes, extra);
         if self.record {
@@ -173,11 +178,45 @@ impl Engine<'_> {
             });
         }
         if f.reliable {
-            let when = at.max(self.now) + self.net.retransmit;
+            let when = later(at.max(self.now), self.net.retransmit);
             f.doomed = reason == DropReason::Partition && self.pending_faults == 0;
             self.doomed += usize::from(f.doomed);
+            let when = if f.doomed {
+                self.skip_doomed(when)
+            } else {
+                when
+            };
             self.push(when, Ev::Resend(f));
         }
+    }
+
+    /// When a resend that can never arrive, due at `when`, next needs to happen: each one only
+    /// drops again, so when nothing else is due for more than [`DOOMED_RESENDS_SIMULATED`]
+    /// retransmit timeouts (a permanent partition under a watchdog of hours), the resends in
+    /// between are skipped, and it is sent again just before the next event that can change
+    /// anything (or the time limit).
+    fn skip_doomed(&self, when: Nanos) -> Nanos {
+        let others = self.queue.len() - (self.doomed - 1);
+        if others > DOOMED_SCAN_MAX {
+            return when;
+        }
+        let next = self
+            .queue
+            .earliest_but(|ev| matches!(ev, Ev::Resend(f) if f.doomed));
+        let Some(next) = [next, self.time_limit.map(|l| l.saturating_add(1))]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
+            return when; // only lost messages are left: the run is over (see `Engine::step`)
+        };
+        let period = self.net.retransmit;
+        let periods = next.saturating_sub(when) / period;
+        if periods <= DOOMED_RESENDS_SIMULATED {
+            return when;
+        }
+        // the last resend before `next`, on the same schedule
+        later(when, (periods - 1).saturating_mul(period))
     }
 
     #[inline(always)]

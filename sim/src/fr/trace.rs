@@ -267,7 +267,8 @@ pub fn write(name: &str, dumps: &[Dump], a: &Analysis, out: &Path) -> Result<(),
             .collect::<Vec<_>>()
             .into(),
     );
-    let mut w = TraceWriter::with_header(f, &sc, 0, extra).map_err(|e| e.to_string())?;
+    let mut w = TraceWriter::with_header(f, &sc, 0, crate::trace::Level::Full, extra)
+        .map_err(|e| e.to_string())?;
     for (t, e) in &evs {
         w.record(*t, e);
     }

@@ -99,7 +99,7 @@ struct Slots {
     restart_after: Option<Duration>,
     sides: Option<Vec<Vec<u32>>>,
     oneway: Option<bool>,
-    link: Option<[u32; 2]>,
+    link: Option<Link>,
     extra: Option<Duration>,
     jitter: Option<Duration>,
     rate: Option<f64>,
@@ -110,6 +110,19 @@ struct Slots {
     bytes: Option<Size>,
     root: Option<u32>,
     dtype: Option<Dtype>,
+}
+
+/// `link = [a, b]`: exactly two ranks (an array of serde's would ignore further entries).
+struct Link([u32; 2]);
+
+impl<'de> Deserialize<'de> for Link {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let ranks = Vec::<u32>::deserialize(d)?;
+        let n = ranks.len();
+        <[u32; 2]>::try_from(ranks)
+            .map(Link)
+            .map_err(|_| de::Error::invalid_length(n, &"a link of two ranks, `[a, b]`"))
+    }
 }
 
 fn fill<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
@@ -228,7 +241,7 @@ fn build(kind: Kind, s: Slots) -> Option<Fault> {
         },
         Kind::Delay => Fault::Delay {
             rank: s.rank,
-            link: s.link,
+            link: s.link.map(|l| l.0),
             at: s.at?,
             duration: s.duration,
             extra: s.extra?,
@@ -236,7 +249,7 @@ fn build(kind: Kind, s: Slots) -> Option<Fault> {
         },
         Kind::Loss => Fault::Loss {
             rank: s.rank,
-            link: s.link,
+            link: s.link.map(|l| l.0),
             at: s.at?,
             duration: s.duration,
             rate: s.rate?,

@@ -196,26 +196,39 @@ impl<'t> Located<'t> {
             .unwrap_or_default()
     }
 
+    /// A `[table]` or `[[array]]` header: brackets on a line of their own (an inline array
+    /// such as `sides = [[0], [1]]` has brackets too, but after a key).
     fn is_header(&self, span: &Range<usize>) -> bool {
+        let line_start = self.text[..span.start.min(self.text.len())]
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
         self.text
-            .get(span.clone())
-            .is_some_and(|s| s.starts_with('[') && s.ends_with(']') && !s.contains('\n'))
+            .get(line_start..span.start)
+            .is_some_and(|before| before.trim().is_empty())
+            && self
+                .text
+                .get(span.clone())
+                .is_some_and(|s| s.starts_with('[') && s.ends_with(']') && !s.contains('\n'))
     }
 
     fn syntax_key(&self, span: &Range<usize>, message: &str) -> KeyPath {
-        if let Some((path, _)) = self.locate(span.start) {
-            return path.clone();
-        }
-        // an error just after a value (an unterminated string) belongs to that value
-        if let Some(e) = self
+        let mut path = if let Some((path, on_key)) = self.locate(span.start) {
+            if on_key || !message.starts_with("duplicate key") {
+                return path.clone();
+            }
+            // a key written twice inside an inline table: the table, then the key
+            path.clone()
+        } else if let Some(e) = self
             .entries
             .iter()
             .filter(|e| e.value.end == span.start)
             .max_by_key(|e| e.path.0.len())
         {
+            // an error just after a value (an unterminated string) belongs to that value
             return e.path.clone();
-        }
-        let mut path = self.enclosing_table(span.start);
+        } else {
+            self.enclosing_table(span.start)
+        };
         if message.starts_with("duplicate key") {
             if let Some(k) = self.text.get(span.clone()) {
                 let k = k.trim_matches(|c| c == '"' || c == '\'');
@@ -262,9 +275,21 @@ impl<'t> Located<'t> {
 
 /// Replaces serde's Rust type names in "expected ..." with the TOML words users write.
 fn plain_types(message: &str) -> String {
+    // an integer beyond i64 reaches serde as an i128: say it is too large, not which type
+    let message = match (message.find(" as i128"), message.find("integer `")) {
+        (Some(i), Some(_)) if message.starts_with("invalid type: integer `") => format!(
+            "invalid value: {} is too large{}",
+            &message["invalid type: ".len()..i],
+            &message[i + " as i128".len()..]
+        ),
+        _ => message.to_string(),
+    };
     let mut out = message
-        .replace("expected u32", "expected an integer >= 0")
-        .replace("expected u64", "expected an integer >= 0")
+        .replace("expected u32", "expected an integer from 0 to 4294967295")
+        .replace(
+            "expected u64",
+            "expected an integer from 0 to 18446744073709551615",
+        )
         .replace("expected f64", "expected a number")
         .replace("expected a sequence", "expected an array")
         .replace("expected a map", "expected a table");

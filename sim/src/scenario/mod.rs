@@ -18,4 +18,7 @@ pub use model::*;
 pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
 pub mod program;
 pub mod resolve;
-pub use validate::{unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_WORLD_SIZE};
+pub use validate::{
+    unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_ITERATIONS, MAX_MESH_DIMS,
+    MAX_WORLD_SIZE,
+};

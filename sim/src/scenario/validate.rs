@@ -24,6 +24,10 @@ fn fail<T>(key: impl Into<String>, message: impl Into<String>) -> Result<T, Inva
 pub const MAX_WORLD_SIZE: u32 = 1_000_000;
 /// Largest real buffer per rank, in elements.
 pub const MAX_ELEMENTS: u32 = 16_777_216;
+/// Most iterations of a workload (each one is remembered in the report).
+pub const MAX_ITERATIONS: u32 = 10_000_000;
+/// Most dimensions of a device mesh.
+pub const MAX_MESH_DIMS: usize = 8;
 
 /// Checks a parsed scenario; on failure returns (key path, message).
 pub fn validate(s: &Scenario) -> Result<(), Invalid> {
@@ -211,6 +215,15 @@ fn mesh(s: &Scenario, m: &Mesh) -> Result<(), Invalid> {
     if m.shape.is_empty() {
         return fail("group.mesh.shape", "a mesh needs at least one dimension");
     }
+    if m.shape.len() > MAX_MESH_DIMS {
+        return fail(
+            "group.mesh.shape",
+            format!(
+                "{} dimensions is more than the {MAX_MESH_DIMS} supported",
+                m.shape.len()
+            ),
+        );
+    }
     if let Some(i) = m.shape.iter().position(|&n| n == 0) {
         return fail(format!("group.mesh.shape[{i}]"), "must be at least 1");
     }
@@ -271,8 +284,11 @@ fn algorithm_of(key: &str, op: OpKind, a: Algorithm) -> Result<(), Invalid> {
 
 fn workload(s: &Scenario) -> Result<(), Invalid> {
     let w = &s.workload;
-    if w.iterations == 0 {
-        return fail("workload.iterations", "must be at least 1");
+    if w.iterations == 0 || w.iterations > MAX_ITERATIONS {
+        return fail(
+            "workload.iterations",
+            format!("must be between 1 and {MAX_ITERATIONS}"),
+        );
     }
     if w.elements == 0 || w.elements > MAX_ELEMENTS {
         return fail(

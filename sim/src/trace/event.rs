@@ -5,6 +5,7 @@ use crate::proto::event::FlightEntry;
 use crate::proto::{Generation, GroupId, SeqNo, TimerKey};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -71,7 +72,8 @@ pub enum Event {
         from: u32,
         to: u32,
         bytes: u64,
-        msg: String,
+        /// The message's kind (`coll`, `heartbeat`...): a static name while a run records.
+        msg: Cow<'static, str>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         seq: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,7 +91,7 @@ pub enum Event {
         id: u64,
         from: u32,
         to: u32,
-        reason: String,
+        reason: Cow<'static, str>,
         retransmit: bool,
     },
     /// A protocol timer fires on `rank`.
@@ -190,8 +192,12 @@ pub enum Event {
     /// The footer.
     End {
         outcome: Outcome,
+        /// Every event of the run, written or not.
         events: u64,
         digest: String,
+        /// The event lines written, in a trace that leaves some out (`calls` level).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lines: Option<u64>,
     },
     /// Elastic: `rank` installed `generation` of `group`: its members in group-rank order
     /// (world ranks), this rank's place among them, and the iteration the workload resumes from.
@@ -402,6 +408,17 @@ impl Event {
             Event::Send { from, .. } => Some(*from),
             Event::Deliver { to, .. } | Event::Drop { to, .. } => Some(*to),
             Event::Fault { .. } | Event::Diagnosis { .. } | Event::End { .. } => None,
+        }
+    }
+
+    /// An event a `calls`-level trace leaves out: a message's send, delivery or loss, or a
+    /// timer other than the watchdog.
+    #[inline]
+    pub fn is_message_detail(&self) -> bool {
+        match self {
+            Event::Send { .. } | Event::Deliver { .. } | Event::Drop { .. } => true,
+            Event::Timer { timer, .. } => timer != "watchdog",
+            _ => false,
         }
     }
 

@@ -130,7 +130,11 @@ pub(super) fn parse(text: &str) -> Option<(Nanos, Event)> {
         let to = c.field_u32(",\"to\":")?;
         let bytes = c.field_u64(",\"bytes\":")?;
         c.lit(",\"msg\":\"")?;
-        let msg = c.plain_str()?.to_string();
+        let msg = match c.plain_str()? {
+            // the commonest kind, without an allocation
+            "coll" => std::borrow::Cow::Borrowed("coll"),
+            other => other.to_string().into(),
+        };
         let seq = if c.has(",\"seq\":") {
             Some(c.u64()?)
         } else {

@@ -6,8 +6,9 @@ use crate::proto::elastic::MemberEvent;
 use crate::proto::registry::RegistryEvent;
 use crate::proto::{GroupId, ProtoEvent, Rank};
 
-fn ranks(v: &[Rank]) -> Vec<u32> {
-    v.iter().map(|r| r.0).collect()
+/// World ranks as numbers, in the same allocation (collected in place).
+fn ranks(v: Vec<Rank>) -> Vec<u32> {
+    v.into_iter().map(|r| r.0).collect()
 }
 
 /// The trace event of a membership event of `rank`.
@@ -21,7 +22,7 @@ pub fn member_event(rank: u32, ev: MemberEvent) -> Event {
             rank,
             group: GroupId(0),
             generation,
-            members: ranks(proposal.ranks()),
+            members: proposal.ranks().iter().map(|r| r.0).collect(),
             group_rank,
             resume_iteration: proposal.resume,
         },
@@ -39,7 +40,7 @@ pub fn member_event(rank: u32, ev: MemberEvent) -> Event {
         } => Event::RendezvousWait {
             rank,
             target,
-            reachable: ranks(&reachable),
+            reachable: ranks(reachable),
             quorum,
             min_size,
             reason,
@@ -64,9 +65,9 @@ pub fn member_event(rank: u32, ev: MemberEvent) -> Event {
             rank,
             version,
             generation,
-            members: ranks(&members),
+            members: ranks(members),
             round,
-            participants: ranks(&participants),
+            participants: ranks(participants),
         },
     }
 }
@@ -84,7 +85,7 @@ pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
             rank,
             scope,
             group,
-            members: ranks(&members),
+            members: ranks(members),
         },
         RegistryEvent::Notify {
             scope,
@@ -95,8 +96,8 @@ pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
             rank,
             scope,
             group,
-            joined: ranks(&joined),
-            left: ranks(&left),
+            joined: ranks(joined),
+            left: ranks(left),
         },
         RegistryEvent::Monitor {
             scope,
@@ -106,7 +107,7 @@ pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
             rank,
             scope,
             group,
-            members: ranks(&members),
+            members: ranks(members),
         },
         RegistryEvent::Broadcast {
             scope,
@@ -118,7 +119,7 @@ pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
             scope,
             group,
             message,
-            to: ranks(&to),
+            to: ranks(to),
         },
         RegistryEvent::Deliver {
             scope,
@@ -144,9 +145,9 @@ pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
             rank,
             scope,
             group,
-            members: ranks(&members),
+            members: ranks(members),
             local,
-            expected: expected.map(|e| ranks(&e)),
+            expected: expected.map(ranks),
         },
         RegistryEvent::NodeDown { node, silent_ns } => Event::RegistryNodeDown {
             rank,
@@ -176,7 +177,7 @@ pub fn proto_event(rank: u32, pe: ProtoEvent, correct: Option<bool>) -> Event {
             seq,
             step,
             steps,
-            waiting_for: ranks(&waiting_for),
+            waiting_for: ranks(waiting_for),
             reason: reason.to_string(),
         },
         ProtoEvent::Call {
@@ -238,7 +239,7 @@ pub fn proto_event(rank: u32, pe: ProtoEvent, correct: Option<bool>) -> Event {
             seq,
             step,
             steps,
-            waiting_for: ranks(&waiting_for),
+            waiting_for: ranks(waiting_for),
         },
         ProtoEvent::FlightRecord { entries } => Event::FlightRecord { rank, entries },
         ProtoEvent::WorkloadDone => Event::WorkloadDone { rank },

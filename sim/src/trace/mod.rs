@@ -1,7 +1,8 @@
 //! Traces (docs/trace-format.md): JSON Lines, a header with the scenario and seed, one event per line in
 //! engine order, a footer with the outcome, the event count and a digest chained over every
-//! event line.
+//! event.
 
+mod digest;
 mod encode;
 mod event;
 mod fast;
@@ -11,15 +12,58 @@ mod reader;
 mod replay;
 mod writer;
 
+pub use digest::Digest;
 pub use encode::encode_line;
 pub use event::{timer_fields, Event, FaultPhase};
 pub use reader::{
     parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent,
 };
 pub use replay::{replay, replay_reader, ReplayOutcome};
-pub use writer::{Digest, NullRecorder, Recorder, TraceWriter, VecRecorder};
+pub use writer::{DigestRecorder, NullRecorder, Recorder, TraceWriter, VecRecorder};
 
 /// The `format` field of every trace header.
 pub const FORMAT: &str = "ringside-trace";
-/// The trace format version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The trace format version this build writes (it reads this one and version 1).
+pub const VERSION: u32 = 2;
+
+/// What a trace holds.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::EnumString,
+    strum::Display,
+    strum::VariantNames,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Level {
+    /// Every event.
+    #[default]
+    Full,
+    /// Calls, steps, waits, faults, processes, membership and the diagnosis: no line per
+    /// message (`send`, `deliver`, `drop`) and no timer other than the watchdog. The footer's
+    /// digest still covers the full stream, which `replay` re-runs and checks.
+    Calls,
+}
+
+impl Level {
+    /// Whether a trace of this level holds `ev`.
+    #[inline]
+    pub fn holds(self, ev: &Event) -> bool {
+        match self {
+            Level::Full => true,
+            Level::Calls => !ev.is_message_detail(),
+        }
+    }
+}
+
+/// Whether `path` names a zstd-compressed trace (its name ends in `.zst`).
+pub fn is_zstd_path(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e == "zst")
+}

@@ -1,7 +1,8 @@
 //! Reading traces back, with errors that name the line.
 
+use super::digest::Digest;
 use super::event::Event;
-use super::writer::Digest;
+use super::Level;
 use crate::scenario::{self, Outcome, Scenario};
 use crate::units::Nanos;
 use serde::Deserialize;
@@ -28,14 +29,42 @@ pub struct Header {
     pub scenario_json: serde_json::Value,
     /// Set by traces of real runs (not replayable bit-for-bit).
     pub real: bool,
+    /// What the trace holds (version 1 traces hold every event).
+    pub level: Level,
+    /// Whether the file is zstd-compressed.
+    pub compressed: bool,
 }
 
 /// The footer, when the trace has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Footer {
     pub outcome: Outcome,
+    /// Every event of the run, written or not.
     pub events: u64,
     pub digest: String,
+    /// The event lines of a trace that leaves some out.
+    pub lines: Option<u64>,
+    /// 1-based line number of the footer.
+    pub line: usize,
+}
+
+impl Footer {
+    /// Checks the digest a reader that deferred it ([`TraceReader::defer_digest`]) computed
+    /// from the events it parsed, in order.
+    pub fn check_digest(&self, file: &str, digest: &Digest) -> Result<(), TraceError> {
+        if self.lines.is_none() && self.digest != digest.hex() {
+            return Err(err(
+                file,
+                self.line,
+                format!(
+                    "digest mismatch: the footer says {}, the events hash to {}",
+                    self.digest,
+                    digest.hex()
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A whole trace in memory.
@@ -132,7 +161,22 @@ pub struct TraceReader<R: BufRead> {
     torn: Option<usize>,
     /// `buf` holds a line read ahead by [`TraceReader::next_if_same`], not yet taken.
     pending: bool,
+    /// Event lines read.
+    lines: u64,
+    /// The digest is left to the caller ([`TraceReader::defer_digest`]).
+    deferred: bool,
+    /// Why a compressed trace ended early, when it did.
+    cut: Option<String>,
 }
+
+/// The first bytes of a zstd frame.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+/// The longest line a reader takes: a header with a large scenario fits many times over.
+pub const MAX_LINE: usize = 64 << 20;
+
+/// A trace file as read: plain or zstd-compressed, told apart by content.
+pub type TraceInput = Box<dyn BufRead + Send>;
 
 fn err(file: &str, line: usize, message: impl Into<String>) -> TraceError {
     TraceError {
@@ -142,21 +186,34 @@ fn err(file: &str, line: usize, message: impl Into<String>) -> TraceError {
     }
 }
 
-impl TraceReader<std::io::BufReader<std::fs::File>> {
+impl TraceReader<TraceInput> {
+    /// Opens a trace file, plain JSON Lines or zstd-compressed (whatever its name).
     pub fn open(path: &Path) -> Result<Self, TraceError> {
         let file = path.display().to_string();
         let f = std::fs::File::open(path)
             .map_err(|e| err(&file, 0, format!("cannot open the trace: {e}")))?;
-        TraceReader::new(std::io::BufReader::with_capacity(1 << 20, f), &file)
+        let mut f = std::io::BufReader::with_capacity(1 << 20, f);
+        let compressed = f
+            .fill_buf()
+            .map_err(|e| err(&file, 0, format!("cannot read the trace: {e}")))?
+            .starts_with(&ZSTD_MAGIC);
+        let input: TraceInput = if compressed {
+            let z = zstd::Decoder::with_buffer(f)
+                .map_err(|e| err(&file, 0, format!("cannot read the compressed trace: {e}")))?;
+            Box::new(std::io::BufReader::with_capacity(1 << 20, z))
+        } else {
+            Box::new(f)
+        };
+        let mut r = TraceReader::new(input, &file)?;
+        r.header.compressed = compressed;
+        Ok(r)
     }
 }
 
 impl<R: BufRead> TraceReader<R> {
     pub fn new(mut input: R, file: &str) -> Result<Self, TraceError> {
         let mut buf = String::new();
-        input
-            .read_line(&mut buf)
-            .map_err(|e| err(file, 1, format!("cannot read: {e}")))?;
+        read_limited(&mut input, &mut buf).map_err(|e| err(file, 1, e))?;
         if buf.trim().is_empty() {
             return Err(err(file, 1, "empty file: not a ringside trace"));
         }
@@ -174,17 +231,31 @@ impl<R: BufRead> TraceReader<R> {
                 ),
             ));
         }
-        let version = v.get("version").and_then(|f| f.as_u64()).unwrap_or(0);
-        if version != u64::from(super::VERSION) {
-            return Err(err(
-                file,
-                1,
-                format!(
-                    "unsupported trace version {version}: this ringside reads version {}",
-                    super::VERSION
-                ),
-            ));
-        }
+        let version = match v.get("version") {
+            Some(serde_json::Value::Number(n)) => n.as_u64(),
+            Some(other) => {
+                return Err(err(
+                    file,
+                    1,
+                    format!("the header's `version` is {other}, not a number"),
+                ))
+            }
+            None => return Err(err(file, 1, "the header has no `version`")),
+        };
+        let version = match version {
+            Some(n @ 1..=2) => n,
+            _ => {
+                return Err(err(
+                    file,
+                    1,
+                    format!(
+                        "unsupported trace version {}: this ringside reads versions 1 and {}",
+                        v.get("version").map(|x| x.to_string()).unwrap_or_default(),
+                        super::VERSION
+                    ),
+                ))
+            }
+        };
         let seed = v
             .get("seed")
             .and_then(|s| s.as_u64())
@@ -200,7 +271,26 @@ impl<R: BufRead> TraceReader<R> {
                 format!("the embedded scenario is invalid: {}: {}", e.key, e.message),
             )
         })?;
+        let level = match v.get("level") {
+            None => Level::Full,
+            Some(serde_json::Value::String(l)) => l.parse().map_err(|_| {
+                err(
+                    file,
+                    1,
+                    format!("the header's `level` is {l:?}, expected \"full\" or \"calls\""),
+                )
+            })?,
+            Some(other) => {
+                return Err(err(
+                    file,
+                    1,
+                    format!("the header's `level` is {other}, not a string"),
+                ))
+            }
+        };
         let header = Header {
+            level,
+            compressed: false,
             version: version as u32,
             ringside: v
                 .get("ringside")
@@ -222,6 +312,9 @@ impl<R: BufRead> TraceReader<R> {
             footer: None,
             torn: None,
             pending: false,
+            lines: 0,
+            deferred: false,
+            cut: None,
         })
     }
 
@@ -245,8 +338,14 @@ impl<R: BufRead> TraceReader<R> {
                     "content after the `end` footer",
                 ));
             }
-            if !parse && time_prefix(text).is_some() {
-                self.digest.update(text.as_bytes());
+            // version 1 digests the line's text: it can be left unparsed; version 2 digests the
+            // parsed event
+            if !parse && (self.header.version == 1 || self.deferred) && time_prefix(text).is_some()
+            {
+                if self.header.version == 1 {
+                    self.digest.update_line(text.as_bytes());
+                }
+                self.lines += 1;
                 return Ok(Some(None));
             }
             let line = parse_line(text)
@@ -255,19 +354,34 @@ impl<R: BufRead> TraceReader<R> {
                 outcome,
                 events,
                 digest,
+                lines,
             } = line.ev
             {
-                if events != self.digest.lines() {
+                let partial = self.header.level != Level::Full;
+                if partial != lines.is_some() {
                     return Err(err(
                         &self.file,
                         self.line_no,
                         format!(
-                            "the footer counts {events} events but the trace has {}",
-                            self.digest.lines()
+                            "the footer {} `lines`, but the header's level is {}",
+                            if lines.is_some() { "has" } else { "lacks" },
+                            self.header.level
                         ),
                     ));
                 }
-                if digest != self.digest.hex() {
+                let (counted, read) = match lines {
+                    Some(n) => (n, self.lines),
+                    None => (events, self.lines),
+                };
+                if counted != read {
+                    return Err(err(
+                        &self.file,
+                        self.line_no,
+                        format!("the footer counts {counted} event lines but the trace has {read}"),
+                    ));
+                }
+                // a trace that leaves events out is checked by `replay`, which re-runs it
+                if !partial && !self.deferred && digest != self.digest.hex() {
                     return Err(err(
                         &self.file,
                         self.line_no,
@@ -281,10 +395,17 @@ impl<R: BufRead> TraceReader<R> {
                     outcome,
                     events,
                     digest,
+                    lines,
+                    line: self.line_no,
                 });
                 continue;
             }
-            self.digest.update(text.as_bytes());
+            self.lines += 1;
+            if self.header.version == 1 {
+                self.digest.update_line(text.as_bytes());
+            } else if !self.deferred {
+                self.digest.update(line.t, &line.ev);
+            }
             return Ok(Some(Some(line)));
         }
     }
@@ -292,10 +413,16 @@ impl<R: BufRead> TraceReader<R> {
     /// Reads the next line into `buf`; false at the end (or at a torn last line).
     fn read_line(&mut self) -> Result<bool, TraceError> {
         self.buf.clear();
-        let n = self
-            .input
-            .read_line(&mut self.buf)
-            .map_err(|e| err(&self.file, self.line_no + 1, format!("cannot read: {e}")))?;
+        let n = match read_limited(&mut self.input, &mut self.buf) {
+            Ok(n) => n,
+            Err(e) if self.header.compressed && !e.starts_with("line longer") => {
+                // a compressed stream cut short: what came before it stands, as for a torn line
+                self.cut = Some(e);
+                self.torn = Some(self.line_no + 1);
+                return Ok(false);
+            }
+            Err(e) => return Err(err(&self.file, self.line_no + 1, e)),
+        };
         if n == 0 {
             return Ok(false);
         }
@@ -308,11 +435,16 @@ impl<R: BufRead> TraceReader<R> {
         Ok(true)
     }
 
-    /// When the next event line is byte for byte `expected` (an encoded event line), takes it
-    /// without parsing it — it is the encoding of a valid event — and returns true. Otherwise
-    /// leaves it for [`TraceReader::next_raw`], which parses it, and returns false. Replay
-    /// compares most lines this way.
-    pub fn next_if_same(&mut self, expected: &[u8]) -> Result<bool, TraceError> {
+    /// When the next event line is byte for byte `expected` (the encoded line of event `ev` at
+    /// `t`), takes it without parsing it — it is the encoding of that event — and returns true.
+    /// Otherwise leaves it for [`TraceReader::next_raw`], which parses it, and returns false.
+    /// Replay compares most lines this way.
+    pub fn next_if_same(
+        &mut self,
+        expected: &[u8],
+        t: Nanos,
+        ev: &Event,
+    ) -> Result<bool, TraceError> {
         if self.pending || self.footer.is_some() {
             return Ok(false);
         }
@@ -325,7 +457,12 @@ impl<R: BufRead> TraceReader<R> {
                 continue;
             }
             if text.as_bytes() == expected {
-                self.digest.update(expected);
+                self.lines += 1;
+                if self.header.version == 1 {
+                    self.digest.update_line(expected);
+                } else {
+                    self.digest.update(t, ev);
+                }
                 return Ok(true);
             }
             self.pending = true;
@@ -377,6 +514,23 @@ impl<R: BufRead> TraceReader<R> {
         self.torn
     }
 
+    /// Why a compressed trace ended before its stream did, if it did.
+    pub fn cut_short(&self) -> Option<&str> {
+        self.cut.as_deref()
+    }
+
+    /// Leaves the digest of a version 2 trace to the caller, who parses the lines
+    /// [`TraceReader::next_unparsed`] gives (on other threads) and checks the footer with
+    /// [`Footer::check_digest`]. The footer's event count is still checked here.
+    pub fn defer_digest(&mut self) {
+        self.deferred = self.header.version >= 2;
+    }
+
+    /// Whether the caller checks the digest ([`TraceReader::defer_digest`]).
+    pub fn digest_deferred(&self) -> bool {
+        self.deferred
+    }
+
     pub fn digest(&self) -> &Digest {
         &self.digest
     }
@@ -384,6 +538,22 @@ impl<R: BufRead> TraceReader<R> {
     pub fn file(&self) -> &str {
         &self.file
     }
+}
+
+/// Reads one line into `buf`, up to [`MAX_LINE`] bytes; the byte count (0 at the end).
+fn read_limited<R: BufRead>(input: &mut R, buf: &mut String) -> Result<usize, String> {
+    use std::io::Read;
+    let n = input
+        .take(MAX_LINE as u64 + 1)
+        .read_line(buf)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if n > MAX_LINE {
+        return Err(format!(
+            "line longer than {} MiB: not a ringside trace line",
+            MAX_LINE >> 20
+        ));
+    }
+    Ok(n)
 }
 
 /// Reads a whole trace into memory.

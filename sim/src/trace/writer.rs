@@ -1,8 +1,9 @@
 //! Streaming trace output and the chained digest.
 
+use super::digest::Digest;
 use super::encode::encode_line;
 use super::event::Event;
-use crate::proto::data::Fnv;
+use super::Level;
 use crate::scenario::{Outcome, Scenario};
 use crate::units::Nanos;
 use std::io::{self, Write};
@@ -38,54 +39,16 @@ impl Recorder for VecRecorder {
     }
 }
 
-/// A hash chained over event lines: each line's bytes are folded, eight at a time, into the
-/// previous line's digest (`d_i = H(d_{i-1}, line_i)`), so the last digest covers every event
-/// in order. The function is fixed here (not taken from a crate) so digests never change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Digest {
-    state: u64,
-    lines: u64,
+/// Digests the events without writing them: a run without a trace formats no text.
+#[derive(Default)]
+pub struct DigestRecorder {
+    pub digest: Digest,
 }
 
-impl Default for Digest {
-    fn default() -> Self {
-        Digest::new()
-    }
-}
-
-impl Digest {
-    pub fn new() -> Digest {
-        Digest {
-            state: Fnv::new().finish(),
-            lines: 0,
-        }
-    }
-
-    /// Adds one event line (without its newline).
-    pub fn update(&mut self, line: &[u8]) {
-        const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut h = self.state;
-        let mut chunks = line.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            h = (h.rotate_left(23) ^ w).wrapping_mul(K);
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            h = (h.rotate_left(23) ^ u64::from_le_bytes(last)).wrapping_mul(K);
-        }
-        self.state = crate::proto::data::mix(h ^ line.len() as u64);
-        self.lines += 1;
-    }
-
-    pub fn lines(&self) -> u64 {
-        self.lines
-    }
-
-    pub fn hex(&self) -> String {
-        format!("{:016x}", self.state)
+impl Recorder for DigestRecorder {
+    #[inline]
+    fn record(&mut self, t: Nanos, ev: &Event) {
+        self.digest.update(t, ev);
     }
 }
 
@@ -95,13 +58,21 @@ pub struct TraceWriter<W: Write> {
     out: io::BufWriter<W>,
     line: Vec<u8>,
     digest: Digest,
+    level: Level,
+    /// Event lines written.
+    lines: u64,
     error: Option<io::Error>,
 }
 
 impl<W: Write> TraceWriter<W> {
     /// Starts a trace of `scenario` run with `seed`.
     pub fn new(out: W, scenario: &Scenario, seed: u64) -> io::Result<Self> {
-        Self::with_header(out, scenario, seed, serde_json::Map::new())
+        Self::with_header(out, scenario, seed, Level::Full, serde_json::Map::new())
+    }
+
+    /// Starts a trace that holds the events of `level`.
+    pub fn with_level(out: W, scenario: &Scenario, seed: u64, level: Level) -> io::Result<Self> {
+        Self::with_header(out, scenario, seed, level, serde_json::Map::new())
     }
 
     /// Starts a trace whose header also holds `extra` fields (a real run's `"real": true`
@@ -110,6 +81,7 @@ impl<W: Write> TraceWriter<W> {
         out: W,
         scenario: &Scenario,
         seed: u64,
+        level: Level,
         extra: serde_json::Map<String, serde_json::Value>,
     ) -> io::Result<Self> {
         let mut out = io::BufWriter::with_capacity(1 << 20, out);
@@ -118,6 +90,7 @@ impl<W: Write> TraceWriter<W> {
             "version": super::VERSION,
             "ringside": env!("CARGO_PKG_VERSION"),
             "seed": seed,
+            "level": level,
             "scenario": scenario,
         });
         if let Some(h) = header.as_object_mut() {
@@ -129,6 +102,8 @@ impl<W: Write> TraceWriter<W> {
             out,
             line: Vec::with_capacity(256),
             digest: Digest::new(),
+            level,
+            lines: 0,
             error: None,
         })
     }
@@ -147,26 +122,45 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Writes the footer and flushes; returns the digest.
-    pub fn finish(mut self, outcome: Outcome) -> io::Result<Digest> {
+    pub fn finish(self, outcome: Outcome) -> io::Result<Digest> {
+        self.finish_into(outcome).map(|(digest, _)| digest)
+    }
+
+    /// Writes the footer and flushes; returns the digest and the output (to finish a
+    /// compressed stream).
+    pub fn finish_into(mut self, outcome: Outcome) -> io::Result<(Digest, W)> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
         let footer = Event::End {
             outcome,
-            events: self.digest.lines(),
+            events: self.digest.events(),
             digest: self.digest.hex(),
+            lines: (self.level != Level::Full).then_some(self.lines),
         };
         serde_json::to_writer(&mut self.out, &footer)?;
         self.out.write_all(b"\n")?;
-        self.out.flush()?;
-        Ok(self.digest)
+        let digest = self.digest;
+        Ok((digest, self.into_inner()?))
+    }
+
+    /// Flushes and gives back the output, without a footer (an interrupted run).
+    pub fn into_inner(self) -> io::Result<W> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.out.into_inner().map_err(|e| e.into_error())
     }
 }
 
 impl<W: Write> Recorder for TraceWriter<W> {
     fn record(&mut self, t: Nanos, ev: &Event) {
+        self.digest.update(t, ev);
+        if !self.level.holds(ev) {
+            return;
+        }
+        self.lines += 1;
         encode_line(&mut self.line, t, ev);
-        self.digest.update(&self.line);
         if self.error.is_none() {
             self.line.push(b'\n');
             if let Err(e) = self.out.write_all(&self.line) {

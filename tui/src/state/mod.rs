@@ -23,7 +23,9 @@ use ringside_sim::proto::mesh::MeshLayout;
 use ringside_sim::proto::{GroupId, Rank};
 use ringside_sim::run::{run_events, RunOptions};
 use ringside_sim::scenario::{groups, Scenario};
-use ringside_sim::trace::{Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent};
+use ringside_sim::trace::{
+    Digest, Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent,
+};
 use ringside_sim::units::Nanos;
 use std::path::Path;
 use std::sync::mpsc;
@@ -86,6 +88,10 @@ impl Loaded {
         const PARSERS: usize = 2;
         type Parsed = Result<Vec<(Nanos, Event)>, TraceError>;
         let mut reader = TraceReader::open(path)?;
+        // the digest of a version 2 trace is taken here, from the parsed events in order
+        reader.defer_digest();
+        let deferred = reader.digest_deferred();
+        let mut digest = Digest::new();
         let header = reader.header.clone();
         let file = reader.file().to_string();
         let interval = history::interval_for(header.scenario.world.size as usize);
@@ -128,22 +134,34 @@ impl Loaded {
             });
             let mut loading = Loading::new(&header.scenario, interval);
             // event lines are about a hundred bytes: reserve once instead of growing
-            let guess = std::fs::metadata(path).map_or(0, |m| m.len() / 96) as usize;
+            let ratio = if header.compressed { 10 } else { 1 };
+            let guess = std::fs::metadata(path).map_or(0, |m| m.len() * ratio / 96) as usize;
             loading.events.reserve(guess.min(1 << 26));
             // batches come back from the parsers in the order they were handed out
             'fold: for k in 0.. {
                 match parsed[k % PARSERS].recv() {
                     Ok(batch) => {
                         for (t, ev) in batch? {
+                            if deferred {
+                                digest.update(t, &ev);
+                            }
                             loading.push(t, ev);
                         }
                     }
                     Err(_) => break 'fold,
                 }
             }
-            let (footer, digest) = match lines.join() {
+            let (footer, read_digest) = match lines.join() {
                 Ok(r) => r?,
                 Err(panic) => std::panic::resume_unwind(panic),
+            };
+            let digest = match (deferred, &footer) {
+                (false, _) => read_digest,
+                (true, Some(f)) => {
+                    f.check_digest(&file, &digest)?;
+                    digest.hex()
+                }
+                (true, None) => digest.hex(),
             };
             Ok(loading.finish(Trace {
                 header,

@@ -71,7 +71,8 @@ impl ElasticConfig {
     /// How long a rendezvous waits for answers: the detector's own timeout, so a member that
     /// has not answered in that time is taken as gone, as a silent one would be.
     pub fn rendezvous_timeout(&self) -> Nanos {
-        self.heartbeat_interval * Nanos::from(self.heartbeat_misses.max(1))
+        self.heartbeat_interval
+            .saturating_mul(Nanos::from(self.heartbeat_misses.max(1)))
     }
 
     /// The strict majority of `n` members.
@@ -205,7 +206,10 @@ impl Elastic {
     }
 
     pub fn start(&mut self, now: Nanos, out: &mut Outbox) -> Decision {
-        out.set_timer(TimerKey::Heartbeat, now + self.cfg.heartbeat_interval);
+        out.set_timer(
+            TimerKey::Heartbeat,
+            crate::time::later(now, self.cfg.heartbeat_interval),
+        );
         match self.phase {
             Phase::Member => {
                 self.detector.watch(now, self.neighbours());
@@ -331,7 +335,10 @@ impl Elastic {
     }
 
     fn on_tick(&mut self, now: Nanos, progress: Progress, out: &mut Outbox) -> Decision {
-        out.set_timer(TimerKey::Heartbeat, now + self.cfg.heartbeat_interval);
+        out.set_timer(
+            TimerKey::Heartbeat,
+            crate::time::later(now, self.cfg.heartbeat_interval),
+        );
         if self.phase != Phase::Joining {
             let hb = ElasticMsg::Heartbeat {
                 generation: self.generation,
@@ -588,7 +595,10 @@ impl Elastic {
 
     fn set_timer(&mut self, now: Nanos, after: Nanos, out: &mut Outbox) {
         self.clear_timer(out);
-        out.set_timer(TimerKey::Rendezvous { round: self.timer }, now + after);
+        out.set_timer(
+            TimerKey::Rendezvous { round: self.timer },
+            crate::time::later(now, after),
+        );
     }
 
     fn clear_timer(&mut self, out: &mut Outbox) {

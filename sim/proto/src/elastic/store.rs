@@ -170,7 +170,7 @@ impl Elastic {
                 }
                 if n >= min && r.last_call.is_none() {
                     let mut r = r.clone();
-                    r.last_call = Some(now + self.cfg.rendezvous_timeout());
+                    r.last_call = Some(crate::time::later(now, self.cfg.rendezvous_timeout()));
                     r
                 } else {
                     if n < min {

@@ -185,7 +185,7 @@ impl Registry {
         self.detector.watch(now, others.iter().copied());
         out.set_timer(
             TimerKey::RegistryHeartbeat,
-            now + self.cfg.heartbeat_interval,
+            crate::time::later(now, self.cfg.heartbeat_interval),
         );
         for r in others {
             self.send_states(r, true, out);
@@ -197,7 +197,7 @@ impl Registry {
             TimerKey::RegistryHeartbeat => {
                 out.set_timer(
                     TimerKey::RegistryHeartbeat,
-                    now + self.cfg.heartbeat_interval,
+                    crate::time::later(now, self.cfg.heartbeat_interval),
                 );
                 let hb = RegistryMsg::Heartbeat {
                     incarnation: self.incarnation,

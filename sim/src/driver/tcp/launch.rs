@@ -8,6 +8,7 @@
 //! come and nothing changing for a while (stalled); or the deadline (`time_limit`, else a bound
 //! from the faults, timeouts and workload) passed.
 
+use super::auth::{random_bytes, JobKey};
 use super::control::{self, Standing, ToWorker};
 use super::merge::{self, Merged};
 use super::rendezvous::{accept, Note};
@@ -44,6 +45,53 @@ pub struct LaunchConfig {
     pub deadline: Option<Nanos>,
     /// Told about each worker's address (for people and tests that want to reach one).
     pub verbose: bool,
+    /// The job's key, handed to each worker on its standard input.
+    pub key: JobKey,
+}
+
+/// The most processes a real run starts (one per node): each is a real OS process with its own
+/// runtime, sockets and trace file.
+pub const MAX_NODES: u32 = 256;
+
+/// The time scales accepted: below, timers of a few nanoseconds of real time; above, a
+/// scenario's second takes longer than a quarter of an hour.
+pub const TIME_SCALES: std::ops::RangeInclusive<f64> = 0.001..=1000.0;
+
+/// The longest wall-clock time a deadline may stand for (its protocol time times the scale).
+pub const MAX_WALL_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+
+/// Checks what a real run is asked to do before any process starts: the number of processes,
+/// the time scale and the deadline. The error is a sentence naming the offending value.
+pub fn check_limits(s: &Scenario, scale: f64, deadline: Option<Nanos>) -> Result<(), String> {
+    let n = super::nodes(s);
+    if n > MAX_NODES {
+        return Err(format!(
+            "{n} processes: a real run starts one OS process per rank (and one for a store), \
+             at most {MAX_NODES}"
+        ));
+    }
+    if !TIME_SCALES.contains(&scale) {
+        return Err(format!(
+            "--time-scale {scale:?}: must be between {} and {} (wall-clock seconds per second of \
+             scenario time)",
+            TIME_SCALES.start(),
+            TIME_SCALES.end()
+        ));
+    }
+    if let Some(d) = deadline {
+        let d_text = crate::units::Duration(d);
+        if d == 0 {
+            return Err("--deadline 0s: the run needs some time; give a positive duration".into());
+        }
+        if TimeScale(scale).wall(d) > MAX_WALL_DEADLINE {
+            return Err(format!(
+                "--deadline {d_text}: at time scale {scale:?} that is more than {}h of wall-clock \
+                 time",
+                MAX_WALL_DEADLINE.as_secs() / 3600
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The faults `launch` cannot apply for real.
@@ -78,6 +126,8 @@ struct Proc {
     restart_pending: bool,
     addr: Option<SocketAddr>,
     ctl: Option<OwnedWriteHalf>,
+    /// The control connection the node registered on: only its lines speak for the node.
+    conn: Option<u64>,
     standing: Option<Standing>,
 }
 
@@ -87,7 +137,8 @@ impl Proc {
     }
 }
 
-/// Runs the scenario for real and writes the merged trace to `trace`.
+/// Runs the scenario for real and writes the merged trace to `trace`. A SIGTERM, SIGINT or
+/// SIGHUP ends the run early: the workers are stopped and the error says which signal came.
 pub fn launch(cfg: &LaunchConfig, trace: &Path) -> io::Result<Merged> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -107,8 +158,43 @@ pub fn launch(cfg: &LaunchConfig, trace: &Path) -> io::Result<Merged> {
     )
 }
 
+/// The signals that end a run early.
+struct Ending {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Ending {
+    fn new() -> io::Result<Ending> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Ending {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The name of the next ending signal.
+    async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+            _ = self.hup.recv() => "SIGHUP",
+        }
+    }
+}
+
+fn interrupted(signal: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Interrupted,
+        format!("stopped by {signal}: the workers were stopped"),
+    )
+}
+
 struct Launch<'a> {
     cfg: &'a LaunchConfig,
+    ending: Ending,
     job: u64,
     listen: SocketAddr,
     procs: Vec<Proc>,
@@ -129,14 +215,19 @@ struct Launch<'a> {
 
 impl<'a> Launch<'a> {
     async fn start(cfg: &'a LaunchConfig) -> io::Result<Launch<'a>> {
+        let ending = Ending::new()?;
         let listener = TcpListener::bind((cfg.bind, 0)).await?;
         let listen = listener.local_addr()?;
-        let job = unix_now_ns() ^ (u64::from(std::process::id()) << 32);
+        if cfg.verbose {
+            eprintln!("launch: rendezvous on {listen}");
+        }
+        let job = u64::from_be_bytes(random_bytes()?);
         let (tx, notes) = mpsc::unbounded_channel();
-        tokio::spawn(accept(listener, tx, job, super::nodes(&cfg.scenario)));
         let n = super::nodes(&cfg.scenario);
+        tokio::spawn(accept(listener, tx, cfg.key.clone(), job, n));
         let mut l = Launch {
             cfg,
+            ending,
             job,
             listen,
             procs: Vec::new(),
@@ -165,6 +256,7 @@ impl<'a> Launch<'a> {
                 restart_pending: false,
                 addr: None,
                 ctl: None,
+                conn: None,
                 standing: None,
             });
         }
@@ -186,12 +278,13 @@ impl<'a> Launch<'a> {
         Ok(l)
     }
 
+    /// Starts a worker, and hands it the job's key on its standard input.
     fn spawn(&mut self, rank: u32, incarnation: u32) -> io::Result<Child> {
         let dir = &self.cfg.workdir;
         let trace = dir.join(format!("rank-{rank}.{incarnation}.jsonl"));
         let log = std::fs::File::create(dir.join(format!("rank-{rank}.{incarnation}.log")))?;
         self.files.push(trace.clone());
-        Command::new(&self.cfg.exe)
+        let mut child = Command::new(&self.cfg.exe)
             .arg("worker")
             .arg("--scenario-json")
             .arg(dir.join("scenario.json"))
@@ -204,7 +297,7 @@ impl<'a> Launch<'a> {
             .arg(&trace)
             .args(["--bind", &self.cfg.bind.to_string()])
             .args(["--time-scale", &self.cfg.scale.0.to_string()])
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -213,7 +306,21 @@ impl<'a> Launch<'a> {
                     e.kind(),
                     format!("cannot start {}: {e}", self.cfg.exe.display()),
                 )
-            })
+            })?;
+        // 65 bytes fit any pipe's buffer: this does not block; the pipe closes when dropped
+        let key = format!("{}\n", self.cfg.key.to_hex());
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write;
+            if let Err(e) = stdin.write_all(key.as_bytes()) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("cannot hand worker {rank} its key: {e}"),
+                ));
+            }
+        }
+        Ok(child)
     }
 
     fn now(&self) -> Nanos {
@@ -231,7 +338,11 @@ impl<'a> Launch<'a> {
         let setup = tokio::time::Instant::now();
         while self.procs.iter().any(|p| p.addr.is_none()) {
             let left = Duration::from_secs(30).saturating_sub(setup.elapsed());
-            match tokio::time::timeout(left, self.notes.recv()).await {
+            let note = tokio::select! {
+                n = tokio::time::timeout(left, self.notes.recv()) => n,
+                s = self.ending.recv() => return Err(interrupted(s)),
+            };
+            match note {
                 Ok(Some(note)) => self.note(note).await,
                 _ => return Err(io::Error::other("the workers did not all register in 30s")),
             }
@@ -266,6 +377,7 @@ impl<'a> Launch<'a> {
             let clock = self.clock.unwrap_or(Clock::new(setup, self.cfg.scale));
             tokio::select! {
                 Some(note) = self.notes.recv() => self.note(note).await,
+                s = self.ending.recv() => return Err(interrupted(s)),
                 _ = tick.tick() => {}
                 _ = tokio::time::sleep_until(clock.instant(next.unwrap_or(0))), if next.is_some() => {}
             }
@@ -306,6 +418,7 @@ impl<'a> Launch<'a> {
     async fn note(&mut self, note: Note) {
         match note {
             Note::Hello {
+                conn,
                 rank,
                 incarnation,
                 addr,
@@ -315,8 +428,17 @@ impl<'a> Launch<'a> {
                 if p.incarnation != incarnation || !p.alive() {
                     return;
                 }
+                if p.ctl.is_some() {
+                    // the node registered already: nobody may re-point it
+                    eprintln!(
+                        "launch: refusing a second control hello for node {rank}.{incarnation} \
+                         (from {addr})"
+                    );
+                    return;
+                }
                 p.addr = Some(addr);
                 p.ctl = Some(ctl);
+                p.conn = Some(conn);
                 if self.clock.is_some() {
                     // a restarted worker joins a running job
                     self.broadcast_table().await;
@@ -331,12 +453,13 @@ impl<'a> Launch<'a> {
                 }
             }
             Note::Status {
+                conn,
                 rank,
                 incarnation,
                 standing,
             } => {
                 let p = &mut self.procs[rank as usize];
-                if p.incarnation == incarnation && p.alive() {
+                if p.incarnation == incarnation && p.alive() && p.conn == Some(conn) {
                     if standing.phase.as_deref() == Some("member") {
                         self.latest = self.latest.max(standing.generation);
                     }
@@ -411,6 +534,7 @@ impl<'a> Launch<'a> {
                     let _ = c.wait();
                     p.addr = None;
                     p.ctl = None;
+                    p.conn = None;
                     p.standing = None;
                     p.paused = false;
                     let incarnation = p.incarnation;

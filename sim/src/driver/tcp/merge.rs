@@ -67,7 +67,13 @@ pub fn merge(
     header.insert("time_scale".into(), cfg.scale.0.into());
     let file = File::create(out)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", out.display())))?;
-    let mut writer = TraceWriter::with_header(file, &cfg.scenario, cfg.seed, header)?;
+    let mut writer = TraceWriter::with_header(
+        file,
+        &cfg.scenario,
+        cfg.seed,
+        crate::trace::Level::Full,
+        header,
+    )?;
     let mut fold = Fold::new(&cfg.scenario);
     for (t, ev) in &all {
         writer.record(*t, ev);

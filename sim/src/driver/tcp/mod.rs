@@ -7,6 +7,9 @@
 //! [`RankProcess`](crate::proto::RankProcess); from then on its inputs are frames from peers
 //! ([`wire`]), real timers and the ends of real compute phases.
 //!
+//! Every connection, data or control, first proves that its opener knows the job's key, a
+//! random secret `launch` hands each worker on its standard input ([`auth`]).
+//!
 //! Time: protocol time (`now`, timer deadlines, the trace's `t`) is wall-clock time since the
 //! job's start divided by the time scale ([`TimeScale`], 1 by default): with `0.5`, a scenario's
 //! `10ms` compute, `2s` timeout and a fault `at = "1s"` take 5ms, 1s and 500ms of real time.
@@ -18,6 +21,8 @@
 //! (latency and bandwidth are loopback's), and the network faults `partition`, `delay` and
 //! `loss`, which `launch` refuses unless told to ignore them.
 
+pub mod ahead;
+pub mod auth;
 pub mod control;
 pub mod launch;
 mod merge;

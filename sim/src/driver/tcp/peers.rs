@@ -1,6 +1,8 @@
 //! A worker's peers: accepting their connections and checking every frame, and one writer
 //! task per peer that owns the connection to it.
 
+use super::ahead::{Ahead, MAX_HELD_BYTES};
+use super::auth::{self, Channel, Claim, JobKey};
 use super::wire::{self, Envelope, Frame};
 use super::worker::WorkerConfig;
 use crate::proto::{Msg, ProcConfig, Rank};
@@ -17,6 +19,8 @@ pub(super) struct Inbound {
     pub(super) from: u32,
     pub(super) id: u64,
     pub(super) msg: Msg,
+    /// Bytes counted against the sender's cap (0: the message was not ahead when read).
+    pub(super) held: usize,
 }
 
 /// Addresses of every node, shared with the writer tasks.
@@ -32,6 +36,7 @@ pub(super) async fn accept(
     tx: mpsc::UnboundedSender<Inbound>,
     cfg: WorkerConfig,
     proc_cfg: Arc<ProcConfig>,
+    ahead: Ahead,
     nodes: u32,
 ) {
     let cfg = Arc::new(cfg);
@@ -40,15 +45,23 @@ pub(super) async fn accept(
             continue;
         };
         let (tx, cfg, proc_cfg) = (tx.clone(), cfg.clone(), proc_cfg.clone());
+        let ahead = ahead.clone();
         tokio::spawn(async move {
-            if let Err(e) = read_peer(stream, &tx, &cfg, &proc_cfg, nodes).await {
+            let reader = Reader {
+                cfg: &cfg,
+                proc_cfg: &proc_cfg,
+                ahead: &ahead,
+                nodes,
+            };
+            if let Err(e) = read_peer(stream, &tx, reader).await {
                 log(&cfg, format!("closing the connection from {peer}: {e}"));
             }
         });
     }
 }
 
-async fn read_frame(stream: &mut TcpStream) -> Result<Option<Frame>, wire::WireError> {
+/// A frame and its size on the wire.
+async fn read_frame(stream: &mut TcpStream) -> Result<Option<(Frame, usize)>, wire::WireError> {
     let mut len = [0u8; 4];
     match stream.read_exact(&mut len).await {
         Ok(_) => {}
@@ -61,49 +74,86 @@ async fn read_frame(stream: &mut TcpStream) -> Result<Option<Frame>, wire::WireE
         .read_exact(&mut body)
         .await
         .map_err(|_| wire::WireError::Truncated)?;
-    wire::decode(&body).map(Some)
+    wire::decode(&body).map(|f| Some((f, 4 + n)))
+}
+
+/// What a reader task checks frames against.
+struct Reader<'a> {
+    cfg: &'a WorkerConfig,
+    proc_cfg: &'a ProcConfig,
+    ahead: &'a Ahead,
+    nodes: u32,
 }
 
 /// Reads one peer's frames: a hello, then messages, each checked (see the wire module).
 async fn read_peer(
     mut stream: TcpStream,
     tx: &mpsc::UnboundedSender<Inbound>,
-    cfg: &WorkerConfig,
-    proc_cfg: &ProcConfig,
-    nodes: u32,
+    r: Reader<'_>,
 ) -> Result<(), wire::WireError> {
+    let (cfg, nodes) = (r.cfg, r.nodes);
     let refused = |m: String| wire::WireError::Refused(m);
-    let hello = tokio::time::timeout(Duration::from_secs(10), read_frame(&mut stream))
+    let opening = async {
+        let claim = auth::verify(&mut stream, &cfg.key, Channel::Data, cfg.job)
+            .await
+            .map_err(|e| refused(e.to_string()))?;
+        Ok::<_, wire::WireError>((claim, read_frame(&mut stream).await?))
+    };
+    let (claim, hello) = tokio::time::timeout(Duration::from_secs(10), opening)
         .await
-        .map_err(|_| refused("no hello within 10s".into()))??;
+        .map_err(|_| refused("no proof of the job's key and hello within 10s".into()))??;
+    if claim.rank >= nodes {
+        return Err(refused(format!(
+            "a proven claim for {}, not a node of the world",
+            claim.rank
+        )));
+    }
+    // the connection belongs to the node it proved it speaks for
     let (rank, incarnation) = match hello {
         None => return Ok(()),
-        Some(Frame::Hello {
-            job,
-            rank,
-            incarnation,
-        }) => {
+        Some((
+            Frame::Hello {
+                job,
+                rank,
+                incarnation,
+            },
+            _,
+        )) => {
             if job != cfg.job {
                 return Err(refused(format!("hello from job {job:#x}, not this job")));
             }
-            if rank >= nodes {
+            if (rank, incarnation) != (claim.rank, claim.incarnation) {
                 return Err(refused(format!(
-                    "hello from {rank}, not a node of the world"
+                    "hello from {rank}.{incarnation} on a connection proven for {}.{}",
+                    claim.rank, claim.incarnation
                 )));
             }
             (rank, incarnation)
         }
-        Some(Frame::Message(_)) => return Err(refused("a message before the hello".into())),
+        Some((Frame::Message(_), _)) => return Err(refused("a message before the hello".into())),
     };
-    while let Some(frame) = read_frame(&mut stream).await? {
+    while let Some((frame, size)) = read_frame(&mut stream).await? {
         let Frame::Message(m) = frame else {
             return Err(refused("a second hello".into()));
         };
-        check_envelope(&m, cfg.job, rank, incarnation, proc_cfg)?;
+        check_envelope(&m, cfg.job, rank, incarnation, r.proc_cfg)?;
+        let held = if r.ahead.is_ahead(&m.msg) {
+            if let Err(already) = r.ahead.hold(rank, size) {
+                return Err(refused(format!(
+                    "{rank} sent a chunk of {size} bytes for a call far ahead of this rank \
+                     while {already} bytes of such chunks wait (at most {MAX_HELD_BYTES}): \
+                     dropped"
+                )));
+            }
+            size
+        } else {
+            0
+        };
         let inbound = Inbound {
             from: m.from,
             id: m.id,
             msg: m.msg,
+            held,
         };
         if tx.send(inbound).is_err() {
             return Ok(());
@@ -156,12 +206,41 @@ fn check_envelope(
     Ok(())
 }
 
+/// How a writer opens a connection: the proof of the job's key for this node, then its hello.
+pub(super) struct Opener {
+    pub(super) key: JobKey,
+    pub(super) claim: Claim,
+    pub(super) hello: Vec<u8>,
+}
+
+/// Opens a connection to `addr`: connects, proves the job's key and says hello. A listener
+/// that cannot prove the key back is not a peer of this job: logged, and nothing is sent.
+async fn open(addr: SocketAddr, opener: &Opener) -> Option<TcpStream> {
+    let connect = tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(addr));
+    let mut s = connect.await.ok()?.ok()?;
+    let _ = s.set_nodelay(true);
+    let proof = auth::prove(&mut s, &opener.key, opener.claim);
+    match tokio::time::timeout(Duration::from_secs(2), proof).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            eprintln!(
+                "worker {}.{}: not sending to {addr}: {e}",
+                opener.claim.rank, opener.claim.incarnation
+            );
+            return None;
+        }
+        Err(_) => return None,
+    }
+    s.write_all(&opener.hello).await.ok()?;
+    Some(s)
+}
+
 /// Sends frames to one peer over the connection it owns, (re)connecting when needed.
 pub(super) async fn write_peer(
     to: u32,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
     table: Table,
-    hello: Vec<u8>,
+    opener: Opener,
 ) {
     let mut conn: Option<(SocketAddr, TcpStream)> = None;
     while let Some(frame) = rx.recv().await {
@@ -171,14 +250,7 @@ pub(super) async fn write_peer(
             continue; // the peer is not up: the message is lost, as to a dead process
         };
         if conn.as_ref().is_none_or(|(a, _)| *a != addr) {
-            conn = None;
-            let connect = tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(addr));
-            if let Ok(Ok(mut s)) = connect.await {
-                let _ = s.set_nodelay(true);
-                if s.write_all(&hello).await.is_ok() {
-                    conn = Some((addr, s));
-                }
-            }
+            conn = open(addr, &opener).await.map(|s| (addr, s));
         }
         if let Some((_, s)) = conn.as_mut() {
             if s.write_all(&frame).await.is_err() {

@@ -1,6 +1,7 @@
 //! `launch`'s side of the control channel: the rendezvous address every worker registers at,
 //! then reports its standing on. Every line is checked; a bad one closes that connection.
 
+use super::auth::{self, Channel, JobKey};
 use super::control::{self, Standing, ToLaunch};
 use std::net::SocketAddr;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
@@ -8,15 +9,17 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-/// What a worker said.
+/// What a worker said, on control connection number `conn`.
 pub(super) enum Note {
     Hello {
+        conn: u64,
         rank: u32,
         incarnation: u32,
         addr: SocketAddr,
         ctl: OwnedWriteHalf,
     },
     Status {
+        conn: u64,
         rank: u32,
         incarnation: u32,
         standing: Standing,
@@ -27,29 +30,55 @@ pub(super) enum Note {
 pub(super) async fn accept(
     listener: TcpListener,
     tx: mpsc::UnboundedSender<Note>,
+    key: JobKey,
     job: u64,
     nodes: u32,
 ) {
-    loop {
+    let key = std::sync::Arc::new(key);
+    for conn in 0.. {
         let Ok((stream, peer)) = listener.accept().await else {
             continue;
         };
-        let tx = tx.clone();
+        let (tx, key) = (tx.clone(), key.clone());
+        let c = Conn {
+            conn,
+            peer,
+            job,
+            nodes,
+        };
         tokio::spawn(async move {
-            if let Err(e) = control_conn(stream, peer, &tx, job, nodes).await {
+            if let Err(e) = control_conn(stream, c, &tx, &key).await {
                 eprintln!("launch: closing the control connection from {peer}: {e}");
             }
         });
     }
 }
 
-async fn control_conn(
-    stream: TcpStream,
+/// One control connection: its number, where it comes from, and the job it must be for.
+struct Conn {
+    conn: u64,
     peer: SocketAddr,
-    tx: &mpsc::UnboundedSender<Note>,
     job: u64,
     nodes: u32,
+}
+
+async fn control_conn(
+    mut stream: TcpStream,
+    c: Conn,
+    tx: &mpsc::UnboundedSender<Note>,
+    key: &JobKey,
 ) -> Result<(), String> {
+    let Conn {
+        conn,
+        peer,
+        job,
+        nodes,
+    } = c;
+    let proof = auth::verify(&mut stream, key, Channel::Control, job);
+    let claim = tokio::time::timeout(std::time::Duration::from_secs(10), proof)
+        .await
+        .map_err(|_| "no proof of the job's key within 10s".to_string())?
+        .map_err(|e| e.to_string())?;
     let (read, write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut buf = String::new();
@@ -64,8 +93,16 @@ async fn control_conn(
             if j != job || rank >= nodes {
                 return Err(format!("hello from node {rank} of job {j:#x}: not ours"));
             }
+            // the connection speaks only for the node it proved
+            if (rank, incarnation) != (claim.rank, claim.incarnation) {
+                return Err(format!(
+                    "hello from node {rank}.{incarnation} on a connection proven for {}.{}",
+                    claim.rank, claim.incarnation
+                ));
+            }
             let addr = SocketAddr::new(peer.ip(), port);
             let _ = tx.send(Note::Hello {
+                conn,
                 rank,
                 incarnation,
                 addr,
@@ -78,6 +115,7 @@ async fn control_conn(
     while let Some(msg) = read_msg(&mut reader, &mut buf).await? {
         if let ToLaunch::Status(standing) = msg {
             let _ = tx.send(Note::Status {
+                conn,
                 rank,
                 incarnation,
                 standing,

@@ -24,8 +24,8 @@
 //! and name a group the sender belongs to. A malformed, oversized or foreign frame closes that
 //! connection, with a logged error; it never stops the process.
 //!
-//! There is no authentication: anyone who can reach a worker's port can talk to it. Workers
-//! listen on 127.0.0.1 unless `--bind` says otherwise.
+//! Before the hello, the connection's opener proves that it knows the job's key (see
+//! [`super::auth`]); the hello must then name the node and incarnation proven.
 
 use crate::proto::elastic::{Ballot, ElasticMsg, Proposal, StoreState};
 use crate::proto::registry::RegistryMsg;

@@ -9,8 +9,10 @@
 //! arrival time: a `send` event's `arrive_ns` is its own time. Message ids are unique across
 //! the job: `rank << 48 | incarnation << 40 | counter`.
 
+use super::ahead::Ahead;
+use super::auth::{self, Channel, Claim, JobKey};
 use super::control::{self, Standing, ToLaunch, ToWorker};
-use super::peers::{accept, log, write_peer, Inbound, Table};
+use super::peers::{accept, log, write_peer, Inbound, Opener, Table};
 use super::wire::{self, Envelope, Frame};
 use super::{Clock, TimeScale};
 use crate::observe::Observer;
@@ -46,6 +48,8 @@ pub struct WorkerConfig {
     pub bind: IpAddr,
     /// The job id every frame must carry.
     pub job: u64,
+    /// The job's key, which every connection proves (see [`super::auth`]).
+    pub key: JobKey,
     /// This process's own trace (event lines only).
     pub trace: PathBuf,
     pub scale: TimeScale,
@@ -73,7 +77,11 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
     let nodes = super::nodes(&cfg.scenario);
     let listener = TcpListener::bind((cfg.bind, 0)).await?;
     let port = listener.local_addr()?.port();
-    let ctl = TcpStream::connect(cfg.rendezvous).await?;
+    let mut ctl = TcpStream::connect(cfg.rendezvous).await?;
+    let claim = cfg.claim(Channel::Control);
+    auth::prove(&mut ctl, &cfg.key, claim)
+        .await
+        .map_err(|e| io::Error::other(format!("the rendezvous {}: {e}", cfg.rendezvous)))?;
     let (ctl_read, mut ctl_write) = ctl.into_split();
     ctl_write
         .write_all(&control::line(&ToLaunch::Hello {
@@ -96,11 +104,13 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
     };
     let clock = Clock::from_unix_epoch(epoch, cfg.scale);
     let (in_tx, in_rx) = mpsc::unbounded_channel();
+    let ahead = Ahead::new(nodes);
     tokio::spawn(accept(
         listener,
         in_tx,
         cfg.clone(),
         proc_cfg.clone(),
+        ahead.clone(),
         nodes,
     ));
     tokio::time::sleep_until(clock.instant(0)).await;
@@ -138,8 +148,23 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
         watchdog: false,
         standing: None,
         ctl: ctl_write,
+        ahead,
+        waiting: Vec::new(),
+        calls_seen: 0,
     };
     w.run(in_rx, ctl_rx).await
+}
+
+impl WorkerConfig {
+    /// What this process's connections prove they speak for.
+    fn claim(&self, channel: Channel) -> Claim {
+        Claim {
+            channel,
+            job: self.job,
+            rank: self.rank,
+            incarnation: self.incarnation,
+        }
+    }
 }
 
 fn set_table(table: &Table, addrs: &[Option<String>]) {
@@ -192,6 +217,12 @@ struct Worker {
     watchdog: bool,
     standing: Option<Standing>,
     ctl: tokio::net::tcp::OwnedWriteHalf,
+    /// This rank's calls, against which chunks from peers count as far ahead.
+    ahead: Ahead,
+    /// Chunks for calls far ahead, in arrival order, until this rank's calls catch up.
+    waiting: Vec<Inbound>,
+    /// How many calls this rank had issued when `waiting` was last looked through.
+    calls_seen: u64,
 }
 
 impl Worker {
@@ -224,17 +255,49 @@ impl Worker {
                     Some(ToWorker::Start { .. }) => {}
                     None => return self.stop(false, 0),
                 },
-                Some(m) = inbound.recv() => {
-                    self.record(self.clock.now(), &Event::Deliver {
-                        id: m.id,
-                        from: m.from,
-                        to: self.cfg.rank,
-                    });
-                    self.input(Input::Message { from: Rank(m.from), msg: m.msg });
-                }
+                Some(m) = inbound.recv() => self.deliver(m),
                 _ = tokio::time::sleep_until(wake), if next.is_some() => self.fire(),
             }
             self.after_input().await;
+        }
+    }
+
+    /// Hands a peer's message to the process, unless it is for a call far ahead of this
+    /// rank: then it waits (see [`super::ahead`]). Every input may let waiting chunks in.
+    fn deliver(&mut self, m: Inbound) {
+        // this rank's calls only move on: what was not ahead when read is not ahead now
+        if m.held > 0 && self.ahead.is_ahead(&m.msg) {
+            self.waiting.push(m);
+            return;
+        }
+        self.ahead.release(m.from, m.held);
+        self.record(
+            self.clock.now(),
+            &Event::Deliver {
+                id: m.id,
+                from: m.from,
+                to: self.cfg.rank,
+            },
+        );
+        self.input(Input::Message {
+            from: Rank(m.from),
+            msg: m.msg,
+        });
+    }
+
+    /// Hands over the waiting chunks whose calls this rank has reached, oldest first.
+    fn catch_up(&mut self) {
+        if self.waiting.is_empty() || self.calls_seen == self.ahead.calls() {
+            return;
+        }
+        self.calls_seen = self.ahead.calls();
+        while let Some(k) = self
+            .waiting
+            .iter()
+            .position(|m| !self.ahead.is_ahead(&m.msg))
+        {
+            let m = self.waiting.remove(k);
+            self.deliver(m);
         }
     }
 
@@ -289,6 +352,7 @@ impl Worker {
     }
 
     async fn after_input(&mut self) {
+        self.catch_up();
         if let Err(e) = self.trace.flush() {
             log(&self.cfg, format!("cannot write the trace: {e}"));
         }
@@ -426,18 +490,25 @@ impl Worker {
         };
         let tx = slot.get_or_insert_with(|| {
             let (tx, rx) = mpsc::unbounded_channel();
-            let hello = wire::encode(&Frame::Hello {
-                job: self.cfg.job,
-                rank: self.cfg.rank,
-                incarnation: self.cfg.incarnation,
-            });
-            tokio::spawn(write_peer(to, rx, self.table.clone(), hello));
+            let opener = Opener {
+                key: self.cfg.key.clone(),
+                claim: self.cfg.claim(Channel::Data),
+                hello: wire::encode(&Frame::Hello {
+                    job: self.cfg.job,
+                    rank: self.cfg.rank,
+                    incarnation: self.cfg.incarnation,
+                }),
+            };
+            tokio::spawn(write_peer(to, rx, self.table.clone(), opener));
             tx
         });
         let _ = tx.send(frame);
     }
 
     fn proto_event(&mut self, now: Nanos, pe: ProtoEvent) {
+        if let ProtoEvent::Call { fp, .. } = &pe {
+            self.ahead.called(fp);
+        }
         let seen = self.observer.observe(self.cfg.rank, now, pe, true);
         self.watchdog |= seen.hint.watchdog();
         if let Some(ev) = seen.event {

@@ -268,7 +268,7 @@ fn bad_inputs() -> Vec<(String, &'static str, usize, &'static str)> {
             format!("{BASE}[[faults]]\nkind = \"pause\"\nrank = -1\nat = \"1ms\"\nduration = \"1ms\"\n"),
             "faults[0].rank",
             8,
-            "invalid value: integer `-1`, expected an integer >= 0",
+            "invalid value: integer `-1`, expected an integer from 0 to 4294967295",
         ),
         (
             format!("{BASE}[[faults]]\nkind = \"delay\"\nlink = [1]\nat = \"1ms\"\nextra = \"1ms\"\n"),

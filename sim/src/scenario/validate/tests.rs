@@ -303,7 +303,11 @@ fn op_group_names_a_mesh_dimension() {
 #[test]
 fn iterations_and_elements() {
     let workload = "[workload]\niterations = 0 # <-";
-    rejects(S { workload, ..BASE }, "workload.iterations", "at least 1");
+    rejects(
+        S { workload, ..BASE },
+        "workload.iterations",
+        "between 1 and 10000000",
+    );
     let workload = "[workload]\nelements = 0 # <-";
     rejects(
         S { workload, ..BASE },

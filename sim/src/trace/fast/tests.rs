@@ -2,6 +2,7 @@
 //! recorded runs.
 
 use super::*;
+use crate::trace::digest::Digest;
 use crate::trace::encode_line;
 use proptest::prelude::*;
 
@@ -56,7 +57,7 @@ fn event() -> impl Strategy<Value = Event> {
                     from,
                     to,
                     bytes,
-                    msg,
+                    msg: msg.into(),
                     seq,
                     step,
                     arrive_ns,
@@ -163,6 +164,14 @@ fn event() -> impl Strategy<Value = Event> {
 }
 
 proptest! {
+    #[test]
+    fn the_digests_fast_path_is_the_general_encoding(t in any::<u64>(), ev in event()) {
+        let (mut fast, mut general) = (Digest::new(), Digest::new());
+        fast.update(t, &ev);
+        general.update_general(t, &ev);
+        prop_assert_eq!(fast, general, "{:?}", ev);
+    }
+
     #[test]
     fn agrees_with_serde_on_written_lines(t in any::<u64>(), ev in event()) {
         let mut buf = Vec::new();
@@ -319,6 +328,18 @@ fn mutated_line() -> impl Strategy<Value = String> {
             }
             line.into_iter().collect()
         })
+}
+
+#[test]
+fn the_digests_fast_path_is_the_general_encoding_on_recorded_runs() {
+    let (mut fast, mut general) = (Digest::new(), Digest::new());
+    for line in recorded_lines() {
+        let (t, ev) = serde_reads(line).expect("a recorded line reads");
+        fast.update(t, &ev);
+        general.update_general(t, &ev);
+        assert_eq!(fast, general, "after {line}");
+    }
+    assert!(fast.events() > 100);
 }
 
 #[test]

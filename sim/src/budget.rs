@@ -1,0 +1,271 @@
+//! What a run may cost: the budgets that end it early, and the memory it is estimated to need.
+//!
+//! A valid scenario can still ask for more than a machine has: a million ranks, a buffer of
+//! sixteen million elements on each of 64 ranks, billions of iterations, heartbeats every
+//! nanosecond. Three limits keep every run bounded:
+//! - memory, checked before the run starts: [`estimate`] sums what the run holds at once
+//!   (every rank's buffers and state, messages in flight, the report's record of every call)
+//!   and the command line refuses a scenario above its limit (`--max-memory`);
+//! - events: the engine stops after [`Limits::events`] events;
+//! - wall-clock time: the engine stops when a flag set by a timer outside it is raised.
+//!
+//! A run stopped by a budget ends as `timed_out`, diagnosed where it stood, and says which
+//! budget ran out ([`Budget`]). So does a run whose next event lies past the last instant
+//! virtual time can represent.
+
+use crate::scenario::resolve::op_call;
+use crate::scenario::Scenario;
+use crate::scenario::{Algorithm, Dtype, OpKind};
+use serde::Serialize;
+use std::fmt;
+use std::sync::atomic::AtomicBool;
+
+/// Which limit ended a run before it could end on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// The engine processed [`Limits::events`] events.
+    Events,
+    /// The wall-clock budget ran out.
+    WallClock,
+    /// The next event lies past the last instant virtual time can represent (about 5.1
+    /// million hours).
+    VirtualTime,
+}
+
+impl Budget {
+    /// What ran out, for a sentence: "the event budget (--max-events) ran out".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Budget::Events => "the event budget (--max-events) ran out",
+            Budget::WallClock => "the wall-clock budget (--max-wall) ran out",
+            Budget::VirtualTime => {
+                "the next event lies past the end of virtual time (about 5124095h)"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Budget::Events => "events",
+            Budget::WallClock => "wall_clock",
+            Budget::VirtualTime => "virtual_time",
+        })
+    }
+}
+
+/// Events a run may process unless told otherwise: seconds to a minute of work. What a run
+/// holds grows with its events (about 200 bytes each when elastic heartbeats dominate), so this
+/// also bounds the memory of a run that goes on and on.
+pub const DEFAULT_MAX_EVENTS: u64 = 20_000_000;
+
+/// Memory a run may be estimated to need unless told otherwise (2 GiB).
+pub const DEFAULT_MAX_MEMORY: u64 = 2 << 30;
+
+/// The budgets of one run.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits<'a> {
+    /// Events the engine may process (None: no limit).
+    pub events: Option<u64>,
+    /// Set from outside when the wall-clock budget has run out (checked every few thousand
+    /// events).
+    pub wall_clock: Option<&'a AtomicBool>,
+}
+
+impl Default for Limits<'_> {
+    fn default() -> Self {
+        Limits {
+            events: Some(DEFAULT_MAX_EVENTS),
+            wall_clock: None,
+        }
+    }
+}
+
+impl Limits<'_> {
+    /// No limit at all (benchmarks, and the engine's own tests).
+    pub const NONE: Limits<'static> = Limits {
+        events: None,
+        wall_clock: None,
+    };
+}
+
+/// Bytes of engine and protocol state per rank, beyond its buffers (measured: about 4 KB).
+const PER_RANK: u64 = 4_096;
+/// Bytes per message in flight, beyond its elements (measured: about 360).
+const PER_MESSAGE: u64 = 400;
+/// Bytes the report keeps per call of the workload (measured: about 1.2 KB).
+const PER_CALL: u64 = 1_300;
+/// The process itself.
+const BASE: u64 = 16 << 20;
+
+/// What a run is estimated to hold in memory at once, by part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    pub ranks: u64,
+    pub elements: u64,
+    pub dtype_bytes: u64,
+    /// Every rank's real buffers: ranks x elements x dtype size (twice when every rank sends
+    /// its whole buffer at once).
+    pub buffers: u64,
+    /// Messages in flight at once, beyond their elements.
+    pub messages: u64,
+    /// Every rank's state.
+    pub state: u64,
+    /// The report's record of every call (iterations x ops).
+    pub calls: u64,
+    pub total: u64,
+}
+
+/// Estimates the memory `s` needs, from its world, buffers, algorithms and iterations.
+pub fn estimate(s: &Scenario) -> MemoryEstimate {
+    let ranks = u64::from(s.world.size);
+    let elements = u64::from(s.workload.elements);
+    let dtype_bytes = match s.workload.dtype {
+        Dtype::F32 => 4,
+        Dtype::F64 | Dtype::I64 => 8,
+    };
+    // algorithms that send to every peer at once hold p - 1 messages per rank, each with its
+    // share of the buffer; the others a few per rank
+    let all_at_once = s.workload.ops.iter().any(|o| {
+        o.op == OpKind::AllToAll
+            || op_call(o, s.group.algorithm, s.workload.dtype, &[]).algorithm == Algorithm::Direct
+    });
+    let fanout = if all_at_once {
+        ranks.saturating_sub(1).max(1)
+    } else {
+        4
+    };
+    let buffer = ranks.saturating_mul(elements).saturating_mul(dtype_bytes);
+    let buffers = if all_at_once {
+        buffer.saturating_mul(2)
+    } else {
+        buffer
+    };
+    let messages = ranks.saturating_mul(fanout).saturating_mul(PER_MESSAGE);
+    let state = ranks.saturating_mul(PER_RANK);
+    let calls = u64::from(s.workload.iterations)
+        .saturating_mul(s.workload.ops.len().max(1) as u64)
+        .saturating_mul(PER_CALL);
+    let total = [buffers, messages, state, calls]
+        .into_iter()
+        .fold(BASE, u64::saturating_add);
+    MemoryEstimate {
+        ranks,
+        elements,
+        dtype_bytes,
+        buffers,
+        messages,
+        state,
+        calls,
+        total,
+    }
+}
+
+/// Bytes for humans, in powers of 1000: `4.3 GB`.
+pub fn fmt_bytes(b: u64) -> String {
+    let units = [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB")];
+    for (scale, unit) in units {
+        if b as f64 >= scale {
+            return format!("{:.1} {unit}", b as f64 / scale);
+        }
+    }
+    format!("{b} B")
+}
+
+impl MemoryEstimate {
+    /// Why a run is refused at `limit` bytes, naming its largest parts.
+    pub fn refusal(&self, limit: u64) -> String {
+        let mut parts = vec![
+            (
+                self.buffers,
+                format!(
+                    "buffers {} ({} ranks x {} elements x {} bytes)",
+                    fmt_bytes(self.buffers),
+                    self.ranks,
+                    self.elements,
+                    self.dtype_bytes
+                ),
+            ),
+            (
+                self.messages,
+                format!("messages in flight {}", fmt_bytes(self.messages)),
+            ),
+            (
+                self.state,
+                format!("per-rank state {}", fmt_bytes(self.state)),
+            ),
+            (
+                self.calls,
+                format!("the record of every call {}", fmt_bytes(self.calls)),
+            ),
+        ];
+        parts.sort_by_key(|p| std::cmp::Reverse(p.0));
+        let parts: Vec<String> = parts.into_iter().filter(|p| p.0 > 0).map(|p| p.1).collect();
+        format!(
+            "this run would need about {} of memory ({}), more than the limit of {}; \
+             raise it with --max-memory (e.g. --max-memory {}) if the machine has it",
+            fmt_bytes(self.total),
+            parts.join(", "),
+            fmt_bytes(limit),
+            suggest(self.total),
+        )
+    }
+}
+
+/// A round `--max-memory` value above `bytes`, e.g. `5GB`.
+fn suggest(bytes: u64) -> String {
+    let gb = bytes.div_ceil(1_000_000_000);
+    if gb >= 1_000_000 {
+        format!("{}TB", gb.div_ceil(1000))
+    } else {
+        format!("{gb}GB")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(world: u32, elements: u32, iterations: u32, algorithm: &str) -> Scenario {
+        crate::scenario::parse(
+            &format!(
+                "name = \"m\"\n[world]\nsize = {world}\n[group]\nalgorithm = \"{algorithm}\"\n\
+                 [workload]\niterations = {iterations}\nelements = {elements}\n\
+                 [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n"
+            ),
+            "m.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_estimate_grows_with_every_part() {
+        let small = estimate(&scenario(3, 64, 1, "ring"));
+        assert!(small.total < DEFAULT_MAX_MEMORY, "{small:?}");
+        let big_buffers = estimate(&scenario(64, 16_777_216, 1, "ring"));
+        assert_eq!(big_buffers.buffers, 64 * 16_777_216 * 4);
+        assert!(big_buffers.total > DEFAULT_MAX_MEMORY);
+        let direct = estimate(&scenario(100_000, 64, 1, "direct"));
+        assert!(direct.messages > 100_000 * 99_999 * 300, "{direct:?}");
+        // beyond what validation accepts, to see the estimate does not wrap
+        let mut s = scenario(3, 64, 1, "ring");
+        s.workload.iterations = u32::MAX;
+        let long = estimate(&s);
+        assert!(long.total > DEFAULT_MAX_MEMORY, "{long:?}");
+        let wide = estimate(&scenario(1_000_000, 64, 1, "ring"));
+        assert!(wide.total > DEFAULT_MAX_MEMORY, "{wide:?}");
+    }
+
+    #[test]
+    fn a_refusal_names_its_largest_part_first_and_how_to_raise_the_limit() {
+        let e = estimate(&scenario(64, 16_777_216, 1, "ring"));
+        let msg = e.refusal(DEFAULT_MAX_MEMORY);
+        assert!(
+            msg.starts_with("this run would need about 4.3 GB of memory (buffers 4.3 GB (64 ranks x 16777216 elements x 4 bytes)"),
+            "{msg}"
+        );
+        assert!(msg.contains("--max-memory 5GB"), "{msg}");
+    }
+}
