@@ -579,3 +579,38 @@ fn an_interrupted_trace_and_an_empty_one() {
     let screen = text(draw(&a, 80, 24).backend().buffer());
     assert!(screen.contains("the trace has no events"), "{screen}");
 }
+
+/// A stage that waits for a message its next stage never sends: the ranks table names its
+/// peer and direction, the group column the named group, and the graph as a list the message
+/// it waits in.
+#[test]
+fn point_to_point_waits_name_peer_group_and_direction() {
+    const STAGES: &str = r#"
+name = "stages"
+[world]
+size = 2
+[group]
+timeout = "20ms"
+[[groups]]
+name = "pp"
+ranks = [1, 0]
+[workload]
+[[workload.programs]]
+ranks = [0, 1]
+[[workload.programs.ops]]
+op = "recv"
+peer = "next"
+group = "pp"
+bytes = "1KiB"
+"#;
+    let mut a = at_end(STAGES);
+    let t = draw(&a, 160, 48);
+    let screen = text(t.backend().buffer());
+    assert!(screen.contains("peer"), "{screen}");
+    assert!(screen.contains("from 0"), "{screen}");
+    assert!(screen.contains("pp "), "{screen}");
+    a.update(Action::ToggleGraph);
+    let t = draw(&a, 160, 48);
+    let screen = text(t.backend().buffer());
+    assert!(screen.contains("recv #1 from 0 in pp"), "{screen}");
+}

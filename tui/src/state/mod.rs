@@ -22,7 +22,7 @@ use ringside_sim::diagnose::{diagnose, Fold};
 use ringside_sim::proto::mesh::MeshLayout;
 use ringside_sim::proto::{GroupId, Rank};
 use ringside_sim::run::{run_events, RunOptions};
-use ringside_sim::scenario::Scenario;
+use ringside_sim::scenario::{groups, Scenario};
 use ringside_sim::trace::{
     Digest, Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent,
 };
@@ -209,7 +209,18 @@ impl Loaded {
 
     /// Whether ranks work in groups other than the world (a device mesh).
     pub fn has_groups(&self) -> bool {
-        self.trace.header.scenario.group.mesh.is_some()
+        let s = &self.trace.header.scenario;
+        s.group.mesh.is_some() || !s.groups.is_empty()
+    }
+
+    /// Whether some rank sends or receives messages (a pipeline, or a send or recv op).
+    pub fn has_point_to_point(&self) -> bool {
+        let w = &self.trace.header.scenario.workload;
+        w.pipeline.is_some()
+            || w.ops
+                .iter()
+                .chain(w.programs.iter().flat_map(|p| &p.ops))
+                .any(|o| o.op.point_to_point())
     }
 
     /// Whether the group rebuilds itself in new generations.
@@ -233,6 +244,14 @@ impl Loaded {
             let dim = &mesh.dims[d];
             let room = width.saturating_sub(dim.chars().count() + 1).max(4);
             Some(format!("{dim} {}", fit_ranks(&ranks, room)))
+        });
+        let named = named.or_else(|| {
+            let (_, e, ranks) = groups::named_subgroups(s)
+                .into_iter()
+                .find(|(g, _, _)| *g == id)?;
+            let name = &s.groups[e].name;
+            let room = width.saturating_sub(name.chars().count() + 1).max(4);
+            Some(format!("{name} {}", fit_ranks(&ranks, room)))
         });
         named.unwrap_or_else(|| format!("group {}", id.0))
     }

@@ -13,6 +13,7 @@ use ratatui::widgets::canvas::{Canvas, Context, Line as CanvasLine};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 use ringside_sim::diagnose::{fmt_ranks, RankState};
+use ringside_sim::scenario::OpKind;
 use ringside_sim::units::fmt_time;
 use std::f64::consts::PI;
 
@@ -184,15 +185,24 @@ fn list_lines(app: &App) -> Vec<Line<'static>> {
     for (a, bs) in order {
         let s = app.shown_of(a);
         let call = app.fold.ranks[a as usize].call.as_ref();
-        let what = call.map_or(String::new(), |c| {
-            format!(
+        let what = call.map_or(String::new(), |c| match c.peer {
+            // a send or recv: the message's direction, peer and group
+            Some(p) => format!(
+                "  {} #{} {} {p} in {} since {}",
+                c.op.name(),
+                c.seq,
+                if c.op == OpKind::Send { "to" } else { "from" },
+                app.loaded.group_label(c.group, 16),
+                fmt_time(c.since_ns)
+            ),
+            None => format!(
                 "  {} #{} step {}/{} since {}",
                 c.op.name(),
                 c.seq,
                 c.step + 1,
                 c.steps,
                 fmt_time(c.since_ns)
-            )
+            ),
         });
         lines.push(Line::from(vec![
             Span::styled(format!("{a:>4}"), style::shown_style(&s)),
