@@ -6,6 +6,7 @@ pub mod describe;
 pub mod filter;
 pub mod history;
 pub mod markers;
+pub mod paths;
 pub mod ranges;
 pub mod ranks;
 

@@ -8,6 +8,7 @@
 mod detail;
 mod diagnosis;
 pub mod events;
+mod graph;
 mod header;
 pub mod ranks;
 pub mod style;
