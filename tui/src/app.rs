@@ -156,6 +156,7 @@ impl App {
             state: RankState::Idle,
             rendezvous: None,
             culprit: None,
+            next_to_cause: false,
         })
     }
 

@@ -219,6 +219,11 @@ fn preemption_of_one_rank_in_256() {
     a.update(Action::End);
     let blocked = a.blocked();
     assert_eq!(blocked.len(), 255);
+    assert_eq!(
+        a.listed()[..3],
+        [100, 101, 0],
+        "the culprit, then who waits on it directly, then the others"
+    );
     for (w, h) in SIZES {
         let t = draw(&a, w, h);
         let b = t.backend().buffer();
