@@ -25,7 +25,7 @@ use ringside_sim::proto::{GroupId, Rank};
 use ringside_sim::run::{run_events, RunOptions};
 use ringside_sim::scenario::Scenario;
 use ringside_sim::trace::{
-    parse_event_line, Digest, Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent,
+    Digest, Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent,
 };
 use ringside_sim::units::Nanos;
 use std::path::Path;
@@ -82,11 +82,8 @@ impl Loaded {
     }
 
     /// Reads a trace file and folds it at the same time. One thread reads lines in order
-    /// (footer; the digest of a version 1 trace), two parse them, batch by batch, and this
-    /// one folds, checkpoints, scans for markers and digests (version 2) as the parsed
-    /// batches come back in order. The parsers hand the lines they parsed back to the reading
-    /// thread to free: a line freed on another thread than the one that allocated it costs
-    /// the allocator a lock, about a tenth of the time to open a million-event trace.
+    /// (digest, footer), two parse them, batch by batch, and this one folds, checkpoints and
+    /// scans for markers as the parsed batches come back in order.
     pub fn open(path: &Path) -> Result<Loaded, TraceError> {
         const BATCH: usize = 2048;
         const PARSERS: usize = 2;
@@ -102,30 +99,24 @@ impl Loaded {
         std::thread::scope(|s| {
             let mut to_parse = Vec::new();
             let mut parsed = Vec::new();
-            let (spent_tx, spent) = mpsc::channel::<Vec<UnparsedEvent>>();
             for _ in 0..PARSERS {
                 let (tx, rx) = mpsc::sync_channel::<Vec<UnparsedEvent>>(4);
                 let (ptx, prx) = mpsc::sync_channel::<Parsed>(4);
                 to_parse.push(tx);
                 parsed.push(prx);
                 let file = file.as_str();
-                let spent_tx = spent_tx.clone();
                 s.spawn(move || {
                     for batch in rx {
-                        let out: Parsed = batch.iter().map(|u| parse_unparsed(u, file)).collect();
-                        let _ = spent_tx.send(batch);
+                        let out: Parsed = batch.into_iter().map(|u| u.parse(file)).collect();
                         if ptx.send(out).is_err() {
                             break;
                         }
                     }
                 });
             }
-            drop(spent_tx);
             let lines = s.spawn(move || {
                 let mut k = 0;
                 loop {
-                    // free what the parsers are done with, here where it was allocated
-                    while spent.try_recv().is_ok() {}
                     let mut batch = Vec::with_capacity(BATCH);
                     while batch.len() < BATCH {
                         match reader.next_unparsed()? {
@@ -266,17 +257,6 @@ impl Loaded {
             .rposition(|(_, ev)| ev.involves(rank))
             .map(|i| i + 1)
     }
-}
-
-/// The event of a line, leaving the line to be freed by its owner.
-fn parse_unparsed(u: &UnparsedEvent, file: &str) -> Result<(Nanos, Event), TraceError> {
-    if !u.text.is_empty() {
-        if let Ok(e) = parse_event_line(&u.text) {
-            return Ok(e);
-        }
-    }
-    // a line read already parsed, or a malformed one: its own parse says what is wrong
-    u.clone().parse(file)
 }
 
 /// Whether the diagnosis of `fold` names a root cause.
