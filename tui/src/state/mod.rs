@@ -6,6 +6,7 @@ pub mod describe;
 pub mod filter;
 pub mod history;
 pub mod markers;
+pub mod paths;
 pub mod ranges;
 pub mod ranks;
 
@@ -422,6 +423,27 @@ at = "100ms"
         assert_eq!(l.trace.digest, plain.digest);
         let m = Loaded::new(plain);
         assert_eq!(l.markers.markers, m.markers.markers);
+    }
+
+    #[test]
+    fn a_compressed_trace_opens_as_the_plain_one() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let s = scenario(STALLS);
+        let plain = write(&s, dir.path());
+        let zst = dir.path().join("t.jsonl.zst");
+        let opts = RunOptions {
+            trace: Some(&zst),
+            ..RunOptions::default()
+        };
+        ringside_sim::run::run(&s, &opts).expect("compressed trace written");
+        assert!(std::fs::metadata(&zst).unwrap().len() < std::fs::metadata(&plain).unwrap().len());
+        let (a, b) = (
+            Loaded::open(&plain).expect("opens"),
+            Loaded::open(&zst).expect("opens"),
+        );
+        assert_eq!(a.trace.events, b.trace.events);
+        assert_eq!(a.trace.digest, b.trace.digest);
+        assert_eq!(a.markers.markers, b.markers.markers);
     }
 
     #[test]

@@ -300,6 +300,19 @@ fn render_table(app: &App, f: &mut Frame, area: Rect, rows: &[u32]) {
     f.render_widget(Paragraph::new(lines), area);
 }
 
+/// Rows the listed ranks need at `width`: a header and a row per rank, or the grid's rows.
+pub fn wanted_height(app: &App, width: u16) -> u16 {
+    let n = app.listed().len();
+    let rows = if app.compact {
+        let (_, per_row) = grid_cells(app, Rect::new(0, 0, width, 1));
+        n.div_ceil(per_row).max(1)
+    } else {
+        // with no rank, a line says why
+        n.max(1) + 1
+    };
+    rows.min(u16::MAX as usize) as u16
+}
+
 /// Width of a grid cell (glyph + rank + space) and cells per row.
 fn grid_cells(app: &App, area: Rect) -> (usize, usize) {
     let cell = app.ranks().saturating_sub(1).to_string().len().max(1) + 2;
