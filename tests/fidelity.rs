@@ -6,13 +6,14 @@
 
 mod common;
 
+use common::scenario;
 use ringside_sim::cost::{hierarchical_allreduce, textbook, Net};
 use ringside_sim::run::{run, RunOptions};
 use ringside_sim::scenario::{Algorithm, OpKind, Outcome};
 
 /// Runs a scenario of one op and returns its time in ns, checking that it completed correctly.
 fn op_time(text: &str) -> u64 {
-    let out = run(&common::scenario(text), &RunOptions::default()).expect("runs");
+    let out = run(&scenario(text), &RunOptions::default()).expect("runs");
     let r = &out.report;
     assert_eq!(r.outcome, Outcome::Completed, "{text}");
     assert_eq!(r.ops.len(), 1, "{text}");
@@ -140,7 +141,8 @@ fn reductions_add_the_papers_gamma_terms() {
 
 #[test]
 fn every_op_and_algorithm_is_correct_through_the_engine() {
-    for op in OpKind::ALL {
+    // send and recv: `messages_carry_their_senders_data_for_p_1_to_17`
+    for op in OpKind::ALL.into_iter().filter(|o| !o.point_to_point()) {
         for &algorithm in op.algorithms() {
             for p in 1..=9u32 {
                 // hierarchical runs on a two-level topology; the others on a flat one
@@ -274,4 +276,203 @@ fn loggp_pairwise_all_to_all_is_p_minus_1_exchanges() {
     let k = n / p;
     let step = 2 * 1_500 + 2_500 + ((k - 1) * 4).div_ceil(100);
     assert_eq!(op_time(&text), (p - 1) * step);
+}
+
+/// When each end of the one message of `text` (rank 0 sends to rank 1) completes: (send, recv),
+/// in ns after the call, both ends calling at time 0.
+fn message_times(text: &str) -> (u64, u64) {
+    message_times_with(text, &RunOptions::default())
+}
+
+fn message_times_with(text: &str, options: &RunOptions) -> (u64, u64) {
+    use ringside_sim::run::run_events;
+    use ringside_sim::trace::{Event, VecRecorder};
+    let s = scenario(text);
+    let mut rec = VecRecorder::default();
+    let (result, _, _) = run_events(&s, options, &mut rec);
+    assert_eq!(result.outcome, Outcome::Completed, "{text}");
+    let done = |who: u32| {
+        rec.events
+            .iter()
+            .find_map(|(t, e)| match e {
+                Event::Complete {
+                    rank,
+                    correct,
+                    result,
+                    ..
+                } if *rank == who => {
+                    assert_eq!(*correct, Some(true), "{text}");
+                    // the receiver holds the sender's data; the sender nothing
+                    assert_eq!(result.is_empty(), who == 0, "{text}");
+                    Some(*t)
+                }
+                _ => None,
+            })
+            .expect("both ends complete")
+    };
+    (done(0), done(1))
+}
+
+/// One message of `n` bytes from rank 0 to rank 1 on `network`.
+fn one_message(network: &str, n: u64, rendezvous: bool) -> String {
+    format!(
+        "name = \"p2p\"\n[world]\nsize = 2\n[network]\n{network}\
+         [workload]\ndtype = \"f64\"\nelements = 5\n\
+         [[workload.ops]]\nop = \"send\"\npeer = 1\nbytes = \"{n}B\"\nrendezvous = {rendezvous}\n\
+         [[workload.programs]]\nranks = [1]\n\
+         [[workload.programs.ops]]\nop = \"recv\"\npeer = 0\nbytes = \"{n}B\"\n"
+    )
+}
+
+/// alpha-beta, a = latency, b = 1/bandwidth, a message of n bytes:
+/// - eager send: done when its bytes have left, n b;
+/// - recv: done when the message arrived, a + n b;
+/// - rendezvous send: done when the receiver's acknowledgement (no bytes) is back, 2a + n b.
+#[test]
+fn alpha_beta_send_and_recv_times_are_exact() {
+    for (a, bw, n) in [
+        (5_000u64, 25_000_000_000u64, 64u64 << 20),
+        (2_000, 1_000_000_000, 1_000_000),
+        (700, 100_000_000_000, 0),
+        (10_000, 4_000_000_000, 12_345),
+    ] {
+        let net = format!("latency = \"{a}ns\"\nbandwidth = \"{bw}B/s\"\n");
+        let nb = (u128::from(n) * 1_000_000_000).div_ceil(u128::from(bw)) as u64;
+        let text = one_message(&net, n, false);
+        assert_eq!(message_times(&text), (nb, a + nb), "eager {text}");
+        let text = one_message(&net, n, true);
+        assert_eq!(
+            message_times(&text),
+            (2 * a + nb, a + nb),
+            "rendezvous {text}"
+        );
+    }
+}
+
+/// LogGP, a message of k bytes:
+/// - eager send: done when the sender paid its overhead and the bytes' gaps, o + (k-1)G;
+/// - recv: done when the receiver took it, 2o + L + (k-1)G;
+/// - rendezvous send: the acknowledgement (no bytes) takes 2o + L more, 4o + 2L + (k-1)G.
+#[test]
+fn loggp_send_and_recv_times_are_exact() {
+    let net = "model = \"loggp\"\nL = \"2500ns\"\no = \"1500ns\"\ng = \"1000ns\"\nG = \"6ns\"\n";
+    for k in [1u64, 1001, 65_536] {
+        let (l, o, gk) = (2_500, 1_500, 6 * (k - 1));
+        let text = one_message(net, k, false);
+        assert_eq!(
+            message_times(&text),
+            (o + gk, 2 * o + l + gk),
+            "eager {text}"
+        );
+        let text = one_message(net, k, true);
+        assert_eq!(
+            message_times(&text),
+            (4 * o + 2 * l + gk, 2 * o + l + gk),
+            "rendezvous {text}"
+        );
+    }
+}
+
+/// The exact send times catch an eager send that reports itself done before its bytes left.
+#[test]
+fn an_eager_send_done_early_misses_its_time() {
+    use ringside_sim::check::Mutation;
+    let text = one_message(
+        "latency = \"5us\"\nbandwidth = \"1GB/s\"\n",
+        1_000_000,
+        false,
+    );
+    assert_eq!(message_times(&text), (1_000_000, 1_005_000));
+    let broken = RunOptions {
+        mutations: Mutation::EagerSendDoneEarly.into(),
+        ..RunOptions::default()
+    };
+    let (sent, received) = message_times_with(&text, &broken);
+    assert_eq!(received, 1_005_000, "the message itself is on time");
+    assert!(sent < 1_000_000, "done at {sent}, before its bytes left");
+}
+
+/// A message's op in the report spans the earliest call to the latest completion: for an
+/// eager send of n bytes, a + n b after both ends called.
+#[test]
+fn a_message_in_the_report_takes_latency_plus_transfer() {
+    let text = one_message(
+        "latency = \"5us\"\nbandwidth = \"25GB/s\"\n",
+        25_000_000,
+        false,
+    );
+    assert_eq!(op_time(&text), 5_000 + 1_000_000);
+    let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
+    let op = &out.report.ops[0];
+    assert_eq!((op.op.as_str(), op.algorithm.as_str()), ("send", "eager"));
+    assert_eq!((op.from, op.to), (Some(0), Some(1)));
+}
+
+/// Every rank sends to the next and receives from the previous (a shift, as a pipeline's
+/// activations move), eager and rendezvous, one way and the other: every recv holds exactly
+/// what its sender sent, for p = 1..17.
+#[test]
+fn messages_carry_their_senders_data_for_p_1_to_17() {
+    for p in 1..=17u32 {
+        for rendezvous in [false, true] {
+            for (to, from) in [("next", "prev"), ("prev", "next")] {
+                for dtype in ["i64", "f32", "f64"] {
+                    let text = format!(
+                        "name = \"shift\"\n[world]\nsize = {p}\n\
+                         [workload]\niterations = 3\ndtype = \"{dtype}\"\nelements = 7\n\
+                         [[workload.ops]]\nop = \"send\"\npeer = \"{to}\"\nbytes = \"1MiB\"\n\
+                         rendezvous = {rendezvous}\n\
+                         [[workload.ops]]\nop = \"recv\"\npeer = \"{from}\"\nbytes = \"1MiB\"\n"
+                    );
+                    let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
+                    let r = &out.report;
+                    assert_eq!(r.outcome, Outcome::Completed, "{text}");
+                    // p - 1 messages per iteration, each with both ends
+                    assert_eq!(r.ops.len() as u32, 3 * (p - 1), "{text}");
+                    for o in &r.ops {
+                        assert!(o.correct, "p={p}: wrong data\n{text}");
+                        assert_eq!((o.ranks_called, o.ranks_completed), (2, 2), "{text}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A GPipe pipeline of S stages and m microbatches, forward f and backward b per microbatch
+/// and stage, n bytes each way, a = latency, b' = 1/bandwidth: each stage's sends are eager, so
+/// a stage computes its next microbatch once the last one's bytes have left (n b'), and
+///   T = (m + S - 1)(f + b) + 2(S - 1) a + 2(m + S - 2) n b'
+/// (every microbatch passes S - 1 links each way; the first and last stage's m sends each way
+/// hold them up once per microbatch but the last).
+#[test]
+fn a_gpipe_pipeline_takes_its_formula() {
+    for (f, b, n, a, bw) in [
+        (
+            1_000_000u64,
+            3_000_000u64,
+            1u64 << 20,
+            10_000u64,
+            10_000_000_000u64,
+        ),
+        (500_000, 500_000, 4 << 20, 2_000, 50_000_000_000),
+        (2_000_000, 4_000_000, 16 << 20, 5_000, 25_000_000_000),
+    ] {
+        for stages in [2u64, 3, 5, 6] {
+            for m in [1u64, 2, 5, 7] {
+                let text = format!(
+                    "name = \"gpipe\"\n[world]\nsize = {stages}\n\
+                     [network]\nlatency = \"{a}ns\"\nbandwidth = \"{bw}B/s\"\n\
+                     [workload]\n[workload.pipeline]\nmicrobatches = {m}\nschedule = \"gpipe\"\n\
+                     forward = \"{f}ns\"\nbackward = \"{b}ns\"\nbytes = \"{n}B\"\n"
+                );
+                let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
+                assert_eq!(out.report.outcome, Outcome::Completed, "{text}");
+                let nb = (u128::from(n) * 1_000_000_000).div_ceil(u128::from(bw)) as u64;
+                let want =
+                    (m + stages - 1) * (f + b) + 2 * (stages - 1) * a + 2 * (m + stages - 2) * nb;
+                assert_eq!(out.result.end_ns, want, "{text}");
+            }
+        }
+    }
 }

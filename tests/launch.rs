@@ -238,19 +238,26 @@ fn real_faults_only(path: &Path) -> bool {
         .all(|f| matches!(f, Fault::Preempt { .. } | Fault::Pause { .. }))
 }
 
-/// Calls that some rank completed, by (iteration, index), with whether every result was right.
-fn completed_calls(r: &serde_json::Value) -> Vec<(u64, u64, bool)> {
-    let mut v: Vec<(u64, u64, bool)> = r["ops"]
+/// A call some rank completed: a collective by its (iteration, index), a message (whose
+/// index differs between its two ends) by its group, sender, receiver and order.
+type Completed = (Option<(u64, u64)>, Option<[u64; 4]>, bool);
+
+/// Calls that some rank completed, with whether every result was right.
+fn completed_calls(r: &serde_json::Value) -> Vec<Completed> {
+    let u = |op: &serde_json::Value, k: &str| op[k].as_u64().expect(k);
+    let mut v: Vec<Completed> = r["ops"]
         .as_array()
         .expect("ops")
         .iter()
         .filter(|op| op["ranks_completed"].as_u64().unwrap_or(0) > 0)
         .map(|op| {
-            (
-                op["iteration"].as_u64().expect("iteration"),
-                op["index"].as_u64().expect("index"),
-                op["correct"] == true,
-            )
+            let correct = op["correct"] == true;
+            if op.get("from").is_some() {
+                let msg = [u(op, "group"), u(op, "from"), u(op, "to"), u(op, "seq")];
+                (None, Some(msg), correct)
+            } else {
+                (Some((u(op, "iteration"), u(op, "index"))), None, correct)
+            }
         })
         .collect();
     v.sort();
@@ -294,7 +301,7 @@ fn disagreement(
     }
     // where a fault cuts a stalled workload short depends on real timing: then only the
     // results of the calls both runs completed must agree
-    let both = |a: &[(u64, u64, bool)], b: &[(u64, u64, bool)]| {
+    let both = |a: &[Completed], b: &[Completed]| {
         a.iter()
             .filter(|x| b.iter().any(|y| (y.0, y.1) == (x.0, x.1)))
             .copied()

@@ -130,7 +130,7 @@ pub fn estimate(s: &Scenario) -> MemoryEstimate {
     // share of the buffer; the others a few per rank
     let all_at_once = s.workload.ops.iter().any(|o| {
         o.op == OpKind::AllToAll
-            || op_call(o, s.group.algorithm, s.workload.dtype).algorithm == Algorithm::Direct
+            || op_call(o, s.group.algorithm, s.workload.dtype, &[]).algorithm == Algorithm::Direct
     });
     let fanout = if all_at_once {
         ranks.saturating_sub(1).max(1)

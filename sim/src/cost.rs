@@ -235,7 +235,7 @@ pub fn bus_factor(op: OpKind, p: u32) -> Option<f64> {
         OpKind::Allreduce => Some(2.0 * frac / p),
         OpKind::Allgather | OpKind::ReduceScatter => Some(frac / p),
         OpKind::AllToAll | OpKind::Gather | OpKind::Scatter => Some(frac / p),
-        OpKind::Broadcast | OpKind::Reduce => Some(1.0),
+        OpKind::Broadcast | OpKind::Reduce | OpKind::Send | OpKind::Recv => Some(1.0),
         OpKind::Barrier => None,
     }
 }

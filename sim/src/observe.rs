@@ -16,9 +16,10 @@
 use crate::proto::collective::Members;
 use crate::proto::elastic::MemberEvent;
 use crate::proto::{Fingerprint, Generation, GroupId, ProcConfig, ProtoEvent, Rank};
+use crate::scenario::OpKind;
 use crate::trace::{from_proto, Event};
 use crate::units::Nanos;
-use crate::verify::{CallKey, References};
+use crate::verify::{self, CallKey, References};
 use std::sync::Arc;
 
 /// What a protocol event means for a driver's rules of when a run is over.
@@ -89,8 +90,8 @@ pub struct GenerationRecord {
 /// What the observer follows of one rank.
 #[derive(Clone, Debug, Default)]
 struct Follow {
-    /// The call the rank is in: (fingerprint, iteration, index).
-    call: Option<(Fingerprint, u32, u32)>,
+    /// The call the rank is in: (fingerprint, iteration, index, peer of a send or recv).
+    call: Option<(Fingerprint, u32, u32, Option<Rank>)>,
     /// The members of the generation the rank installed last (None: the world).
     members: Option<Arc<Members>>,
 }
@@ -151,9 +152,10 @@ impl Observer {
                 iteration,
                 index,
                 fp,
+                peer,
                 ..
             } => {
-                follow.call = Some((*fp, *iteration, *index));
+                follow.call = Some((*fp, *iteration, *index, *peer));
                 Hint::Working
             }
             ProtoEvent::Complete {
@@ -164,7 +166,10 @@ impl Observer {
             } => {
                 let call = follow.call.take();
                 if record {
-                    correct = call.map(|(fp, it, ix)| self.check(rank, fp, it, ix, result));
+                    correct = call.map(|(fp, it, ix, peer)| match peer {
+                        Some(peer) => self.check_message(rank, fp, peer, result),
+                        None => self.check(rank, fp, it, ix, result),
+                    });
                 }
                 Hint::Completed {
                     iteration: *iteration,
@@ -203,6 +208,21 @@ impl Observer {
         }
     }
 
+    /// Whether `rank`'s `result` of send or recv `fp` with `peer` is right: a send holds
+    /// nothing; a recv holds the data its sender sent as that message (by its order).
+    fn check_message(
+        &self,
+        rank: u32,
+        fp: Fingerprint,
+        peer: Rank,
+        result: &crate::proto::Buffer,
+    ) -> bool {
+        match fp.op {
+            OpKind::Recv => result.approx_eq(&verify::message(&fp, self.seed, peer, Rank(rank))),
+            _ => result.is_empty(),
+        }
+    }
+
     /// Whether `rank`'s `result` of call `fp` is right. The call reduces over the members of
     /// the generation the rank called in (they, and only they, contribute), or over the mesh
     /// sub-group the fingerprint names.
@@ -225,11 +245,14 @@ impl Observer {
                 None => return false,
             }
         };
+        let (seed, iteration, index) =
+            self.cfg
+                .input_key(iteration, index, fp.group, fp.generation, fp.seq);
         let key = CallKey {
             fp,
             iteration,
             index,
-            seed: self.seed,
+            seed,
         };
         self.refs.check(key, &members, Rank(rank), result)
     }

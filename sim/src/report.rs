@@ -28,6 +28,12 @@ pub struct OpReport {
     pub ranks_completed: u32,
     pub ranks_called: u32,
     pub correct: bool,
+    /// A message (a send and its recv): its sender and receiver; `seq` is its order between
+    /// them in `group`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -43,6 +49,12 @@ pub struct BlockedReport {
     pub since_ns: Nanos,
     /// The root causes this rank waits on.
     pub root_causes: Vec<RootCause>,
+    /// The group, when it is not the world (always for a send or recv).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<u32>,
+    /// A send or recv: the other end (`op` says the direction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -136,6 +148,8 @@ impl OpReport {
             // agreement: every rank of an allreduce, broadcast or allgather holds the same
             // bits; a reduce-scatter's ranks hold different blocks
             correct: o.correct && (!o.op.same_result_everywhere() || o.results.len() <= 1),
+            from: o.pair.map(|p| p.0),
+            to: o.pair.map(|p| p.1),
         }
     }
 }
@@ -152,6 +166,8 @@ impl BlockedReport {
             waiting_for: b.waiting_for.clone(),
             since_ns: b.since_ns,
             root_causes: b.causes.clone(),
+            group: (b.group != 0 || b.peer.is_some()).then_some(b.group),
+            peer: b.peer,
         }
     }
 }
@@ -204,7 +220,11 @@ fn blocked_clause(bs: &[&Blocked]) -> String {
     let mut calls: Vec<(&Blocked, Vec<&Blocked>)> = Vec::new();
     for b in bs {
         match calls.iter_mut().find(|(k, _)| {
-            k.op == b.op && k.seq == b.seq && k.group == b.group && k.generation == b.generation
+            k.op == b.op
+                && k.seq == b.seq
+                && k.group == b.group
+                && k.generation == b.generation
+                && k.peer == b.peer
         }) {
             Some((_, v)) => v.push(b),
             None => calls.push((b, vec![b])),
@@ -228,13 +248,34 @@ fn blocked_clause(bs: &[&Blocked]) -> String {
                 (0, _) => " are blocked",
                 _ => "",
             };
-            format!(
-                "{}{verb} in {} #{} ({}, {step})",
-                ranks_phrase(&ranks),
-                k.op,
-                k.seq,
-                k.algorithm
-            )
+            match k.peer {
+                // a send or recv has one step: where it goes matters, not the step
+                Some(peer) => format!(
+                    "{}{verb} in {} #{} {} rank {peer}{} ({})",
+                    ranks_phrase(&ranks),
+                    k.op,
+                    k.seq,
+                    if k.op == "send" { "to" } else { "from" },
+                    if k.group == 0 {
+                        String::new()
+                    } else {
+                        format!(" in group {}", k.group)
+                    },
+                    k.algorithm
+                ),
+                None => format!(
+                    "{}{verb} in {} #{}{} ({}, {step})",
+                    ranks_phrase(&ranks),
+                    k.op,
+                    k.seq,
+                    if k.group == 0 {
+                        String::new()
+                    } else {
+                        format!(" in group {}", k.group)
+                    },
+                    k.algorithm
+                ),
+            }
         })
         .collect();
     let mut waits: Vec<String> = bs
@@ -331,9 +372,19 @@ impl RunReport {
         let mut s = String::new();
         let t = fmt_ms(self.virtual_time_ns);
         let done = self.ops.iter().filter(|o| o.end_ns.is_some()).count();
+        let sent = self
+            .ops
+            .iter()
+            .filter(|o| o.end_ns.is_some() && o.from.is_some())
+            .count();
+        // "12 collectives", or "12 collectives and 6 sends" when there are sends
+        let done = match sent {
+            0 => format!("{done} collectives"),
+            n => format!("{} collectives and {n} sends", done - n),
+        };
         match self.outcome {
             crate::scenario::Outcome::Completed => s.push_str(&format!(
-                "completed at {t}: {done} collectives on {} messages, all results {}\n",
+                "completed at {t}: {done} on {} messages, all results {}\n",
                 self.messages,
                 if self.ops.iter().all(|o| o.correct) {
                     "correct"
@@ -343,8 +394,7 @@ impl RunReport {
             )),
             crate::scenario::Outcome::Rebuilt => {
                 s.push_str(&format!(
-                    "rebuilt and completed at {t}: {} generations, {done} collectives on {} \
-                     messages\n",
+                    "rebuilt and completed at {t}: {} generations, {done} on {} messages\n",
                     self.generations.len(),
                     self.messages
                 ));
@@ -358,13 +408,12 @@ impl RunReport {
             }
             crate::scenario::Outcome::TimedOut => match self.budget {
                 None => s.push_str(&format!(
-                    "timed out at {t} (the scenario's time_limit) with {done} collectives \
-                     completed\n"
+                    "timed out at {t} (the scenario's time_limit) with {done} completed\n"
                 )),
                 Some(b) => {
                     // the run could still have gone on: say where it stood
                     s.push_str(&format!(
-                        "timed out at {t}: {} with {done} collectives completed\n",
+                        "timed out at {t}: {} with {done} completed\n",
                         b.describe()
                     ));
                     if !self.explanation.is_empty() {
@@ -429,6 +478,10 @@ impl RunReport {
             } else {
                 format!(" in group {}", o.group)
             };
+            let pair = match (o.from, o.to) {
+                (Some(a), Some(b)) => format!(" {a}->{b}"),
+                _ => String::new(),
+            };
             // sequence numbers start again in every generation
             let generation = if rebuilt {
                 format!(" in generation {}", o.generation)
@@ -436,7 +489,7 @@ impl RunReport {
                 String::new()
             };
             s.push_str(&format!(
-                "  iter {} op {}: {} #{}{group}{generation} ({}, {} bytes) {} — {}/{} ranks{}\n",
+                "  iter {} op {}: {} #{}{pair}{group}{generation} ({}, {} bytes) {} — {}/{} ranks{}\n",
                 o.iteration,
                 o.index,
                 o.op,

@@ -1,5 +1,5 @@
-//! The expected result of a collective, computed directly from the members' inputs, and the
-//! check of a rank's result against it. Every driver checks completed calls this way (through
+//! The expected result of a collective, computed directly from the members' inputs (of a
+//! recv, from its sender's), and the check of a rank's result against it. Every driver checks completed calls this way (through
 //! [`crate::observe::Observer`]); so do the properties.
 
 use crate::proto::collective::{block_elems, input_len, Ctx, Members};
@@ -7,13 +7,28 @@ use crate::proto::{Buffer, Fingerprint, Rank};
 use crate::scenario::OpKind;
 use std::sync::Arc;
 
-/// Everything that determines a call's expected result.
+/// Everything that determines a call's expected result: the fingerprint, and what its inputs
+/// derive from (`WorkloadConfig::input_key`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallKey {
     pub fp: Fingerprint,
     pub iteration: u32,
     pub index: u32,
     pub seed: u64,
+}
+
+/// The data a recv of message `fp` (its `seq` the message's order) from world rank `from`
+/// to `to` must hold: what the sender sends as that message.
+pub fn message(fp: &Fingerprint, seed: u64, from: Rank, to: Rank) -> Buffer {
+    Buffer::message(
+        fp.dtype,
+        fp.elements as usize,
+        seed,
+        fp.group.0,
+        from.0,
+        to.0,
+        fp.seq.0,
+    )
 }
 
 /// The full (unextracted) reference buffer of a call over `members` (in group order).
@@ -39,7 +54,8 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
         )
     };
     match fp.op {
-        OpKind::Barrier => None,
+        // a point-to-point message is checked against its sender's data, not a group result
+        OpKind::Barrier | OpKind::Send | OpKind::Recv => None,
         OpKind::Broadcast | OpKind::Scatter => members.get(root).map(|&r| input(r)),
         // every member's input in turn (all_to_all: each one's p pieces)
         OpKind::Allgather | OpKind::Gather | OpKind::AllToAll => {

@@ -4,7 +4,7 @@
 //! `long`: 3 ranks, 13,000 iterations of allreduce + barrier (many collectives); `wide`: 1,024
 //! ranks, 40 barriers, one rank preempted (many ranks) — writes them to files, then measures:
 //! - `open`: read the file, fold it once with checkpoints and markers (what `ringside tui`
-//!   does before the first frame);
+//!   does before the first frame); `open_zst`: the same from the zstd-compressed trace;
 //! - `fold_at_worst`: build the state just before a checkpoint (the most events to replay)
 //!   from scratch, and diagnose it;
 //! - `step_back_worst`: one event back from there, as the left arrow does;
@@ -13,8 +13,8 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use ringside_sim::diagnose::diagnose;
+use ringside_sim::run::{run, RunOptions};
 use ringside_sim::scenario::{self, Scenario};
-use ringside_sim::trace::{Recorder, TraceWriter};
 use ringside_tui::state::Loaded;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -60,26 +60,32 @@ rank = 700
 at = "30ms"
 "#;
 
-fn write_trace(s: &Scenario) -> PathBuf {
+/// Writes the trace of `s` to a file whose name ends in `ext` (`.zst`: compressed).
+fn write_trace(s: &Scenario, ext: &str) -> PathBuf {
     let path =
-        std::env::temp_dir().join(format!("ringside-{}-{}.jsonl", s.name, std::process::id()));
-    let f = std::fs::File::create(&path).expect("create the bench trace");
-    let mut w = TraceWriter::new(f, s, s.seed).expect("header");
-    let opts = ringside_sim::run::RunOptions::default();
-    let (result, _, _) = ringside_sim::run::run_events(s, &opts, &mut w as &mut dyn Recorder);
-    w.finish(result.outcome).expect("footer");
+        std::env::temp_dir().join(format!("ringside-{}-{}{ext}", s.name, std::process::id()));
+    let opts = RunOptions {
+        trace: Some(&path),
+        ..RunOptions::default()
+    };
+    run(s, &opts).expect("write the bench trace");
     path
 }
 
 fn bench(c: &mut Criterion) {
     for toml in [LONG, WIDE] {
         let s = scenario::parse(toml, "bench").expect("valid bench scenario");
-        let path = write_trace(&s);
+        let path = write_trace(&s, ".jsonl");
+        let zst = write_trace(&s, ".jsonl.zst");
         let mut g = c.benchmark_group(s.name.clone());
         g.sample_size(10);
         g.bench_function("open", |b| {
             b.iter(|| Loaded::open(&path).expect("readable"))
         });
+        g.bench_function("open_zst", |b| {
+            b.iter(|| Loaded::open(&zst).expect("readable"))
+        });
+        let _ = std::fs::remove_file(&zst);
         let loaded = Loaded::open(&path).expect("readable");
         let n = loaded.len();
         let k = loaded.history.interval();

@@ -2,6 +2,7 @@
 
 use crate::input::{Action, Mode};
 use crate::state::chain::{chains, CauseChain};
+use crate::state::paths::{wait_paths, WaitPath};
 use crate::state::ranges::parse_ranks;
 use crate::state::ranks::{listed, shown};
 use crate::state::{EventFilter, Loaded, MarkerKind, Order, Shown};
@@ -155,6 +156,7 @@ impl App {
             state: RankState::Idle,
             rendezvous: None,
             culprit: None,
+            next_to_cause: false,
         })
     }
 
@@ -525,6 +527,16 @@ impl App {
         r.sort_unstable();
         r.dedup();
         r
+    }
+
+    /// The wait-for graph as lines of ranks, the chains to the culprits first.
+    pub fn wait_paths(&self) -> Vec<WaitPath> {
+        let first: Vec<u32> = self
+            .chains
+            .iter()
+            .flat_map(|c| c.culprits.iter().copied())
+            .collect();
+        wait_paths(&self.diagnosis.edges, &first)
     }
 
     /// Whether the wait-for graph is drawn as a picture.

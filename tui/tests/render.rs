@@ -219,6 +219,11 @@ fn preemption_of_one_rank_in_256() {
     a.update(Action::End);
     let blocked = a.blocked();
     assert_eq!(blocked.len(), 255);
+    assert_eq!(
+        a.listed()[..3],
+        [100, 101, 0],
+        "the culprit, then who waits on it directly, then the others"
+    );
     for (w, h) in SIZES {
         let t = draw(&a, w, h);
         let b = t.backend().buffer();
@@ -437,6 +442,65 @@ fn mesh_groups() {
     }
 }
 
+/// The mesh's wait-for graph mid-allreduce: each ring on its own circle at 160x48, and as
+/// lines that name their cycle and group where the panel is short.
+#[test]
+fn mesh_wait_for_graph() {
+    let mut a = app(MESH);
+    let dp = a
+        .loaded
+        .events()
+        .iter()
+        .position(|(_, e)| matches!(e, Event::Call { index: 1, .. }))
+        .expect("a dp call");
+    a.update(Action::SeekTo(dp + 3));
+    let t = draw(&a, 80, 24);
+    let screen = text(t.backend().buffer());
+    assert!(
+        screen.contains("4 → 7 → 6 → 5 → 4  cycle  tp 4-7"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("1 → 0 → 3 → 2 → 6  tp 0-3, dp 2,6"),
+        "{screen}"
+    );
+    let t = draw(&a, 160, 48);
+    let b = t.backend().buffer();
+    // every rank is named in the picture, and the two rings do not overlap: the ranks of
+    // one are all left of the ranks of the other
+    let graph_x = |r: u32| {
+        let xs: Vec<u16> = find(b, &r.to_string())
+            .into_iter()
+            .filter(|&(x, y)| x > 90 && (3..27).contains(&y))
+            .map(|(x, _)| x)
+            .collect();
+        assert_eq!(xs.len(), 1, "rank {r} once in the picture: {}", text(b));
+        xs[0]
+    };
+    let left = [4, 5, 6, 7].map(graph_x);
+    let right = [0, 1, 2, 3].map(graph_x);
+    assert!(left.iter().max() < right.iter().min(), "{left:?} {right:?}");
+    insta::assert_snapshot!("mesh_graph_160x48", t.backend());
+}
+
+/// The picture of a 256-rank graph is its one line of waits, shortened in the middle, the
+/// dead rank at its end: not a ring of 256 dots.
+#[test]
+fn a_large_graph_is_drawn_as_its_chain() {
+    let mut a = app(PREEMPT_256);
+    a.update(Action::End);
+    a.update(Action::ToggleGraph);
+    assert!(a.shows_picture());
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let screen = text(t.backend().buffer());
+        assert!(screen.contains("256 ranks in 1 line of waits"), "{screen}");
+        assert!(screen.contains("99 → … "), "{screen}");
+        assert!(screen.contains("→ 102 → 101 → 100✗"), "{screen}");
+        insta::assert_snapshot!(format!("preempt256_graph_{w}x{h}"), t.backend());
+    }
+}
+
 #[test]
 fn partition() {
     let a = at_end(PARTITION);
@@ -459,7 +523,7 @@ fn graph_as_a_list_and_ranks_as_a_grid() {
     a.update(Action::ToggleCompact);
     let t = draw(&a, 80, 24);
     let screen = text(t.backend().buffer());
-    assert!(screen.contains("0 waits for 2"), "{screen}");
+    assert!(screen.contains("1 → 0 → 2✗"), "{screen}");
     assert!(screen.contains(", grid"), "{screen}");
     insta::assert_snapshot!("preempt_list_grid_80x24", t.backend());
 }
@@ -578,4 +642,39 @@ fn an_interrupted_trace_and_an_empty_one() {
     }
     let screen = text(draw(&a, 80, 24).backend().buffer());
     assert!(screen.contains("the trace has no events"), "{screen}");
+}
+
+/// A stage that waits for a message its next stage never sends: the ranks table names its
+/// peer and direction, the group column the named group, and the graph as a list the message
+/// it waits in.
+#[test]
+fn point_to_point_waits_name_peer_group_and_direction() {
+    const STAGES: &str = r#"
+name = "stages"
+[world]
+size = 2
+[group]
+timeout = "20ms"
+[[groups]]
+name = "pp"
+ranks = [1, 0]
+[workload]
+[[workload.programs]]
+ranks = [0, 1]
+[[workload.programs.ops]]
+op = "recv"
+peer = "next"
+group = "pp"
+bytes = "1KiB"
+"#;
+    let mut a = at_end(STAGES);
+    let t = draw(&a, 160, 48);
+    let screen = text(t.backend().buffer());
+    assert!(screen.contains("peer"), "{screen}");
+    assert!(screen.contains("from 0"), "{screen}");
+    assert!(screen.contains("pp "), "{screen}");
+    a.update(Action::ToggleGraph);
+    let t = draw(&a, 160, 48);
+    let screen = text(t.backend().buffer());
+    assert!(screen.contains("recv #1 from 0 in pp"), "{screen}");
 }

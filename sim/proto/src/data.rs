@@ -225,6 +225,32 @@ impl Buffer {
     }
 }
 
+impl Buffer {
+    /// The data of a point-to-point message: the `order`-th (from 1) from world rank `from` to
+    /// world rank `to` in group `group`, `len` elements. A pure function of its arguments, so a
+    /// receiver's data can be checked against what the sender of that message sends.
+    pub fn message(
+        dtype: Dtype,
+        len: usize,
+        seed: u64,
+        group: u32,
+        from: u32,
+        to: u32,
+        order: u64,
+    ) -> Buffer {
+        let channel = mix(0x7032_705f_6d73_6721 ^ (u64::from(group) << 32 | u64::from(to)));
+        Buffer::input(
+            dtype,
+            ReduceOp::Sum,
+            len,
+            seed ^ channel,
+            from,
+            (order >> 32) as u32,
+            order as u32,
+        )
+    }
+}
+
 fn float_of(v: i64, reduce: ReduceOp) -> f64 {
     match reduce {
         ReduceOp::Prod => 1.0 + v as f64 / 16.0,

@@ -4,7 +4,7 @@ use super::collective::UnsupportedAlgorithm;
 use super::data::Buffer;
 use super::elastic::MemberEvent;
 use super::msg::{Fingerprint, Msg};
-use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
+use super::types::{Generation, GroupId, Rank, SendToken, SeqNo, TimerKey};
 use crate::time::{fmt_time, Nanos};
 use crate::vocab::OpKind;
 use serde::{Deserialize, Serialize};
@@ -28,6 +28,11 @@ pub enum Output {
     },
     CancelTimer {
         key: TimerKey,
+    },
+    /// Hand back `Input::SendDone(token)` once the bytes of the `Send` just before this output
+    /// have left the sender (a send that completes then: an eager send).
+    NotifySent {
+        token: SendToken,
     },
     /// Compute (the model's forward/backward pass) for `duration`, then `Input::ComputeDone`.
     Compute {
@@ -78,6 +83,11 @@ impl Outbox {
             bytes,
             reliable: false,
         });
+    }
+    /// Sends `msg` to `to` and asks to be told when its bytes have left.
+    pub fn send_notify(&mut self, to: Rank, msg: Msg, bytes: u64, token: SendToken) {
+        self.send(to, msg, bytes);
+        self.out.push(Output::NotifySent { token });
     }
     pub fn set_timer(&mut self, key: TimerKey, at: Nanos) {
         self.out.push(Output::SetTimer { key, at });
@@ -143,12 +153,14 @@ pub struct FlightEntry {
 pub enum ProtoEvent {
     /// The workload begins iteration `iteration`.
     Iteration { iteration: u32 },
-    /// The rank issues collective `index` of `iteration`.
+    /// The rank issues call `index` of `iteration`. A send or recv names its `peer` (a world
+    /// rank); its fingerprint's `seq` is the message's order between the two in that direction.
     Call {
         iteration: u32,
         index: u32,
         fp: Fingerprint,
         members: usize,
+        peer: Option<Rank>,
     },
     /// The collective moved to `step` and now waits for `waiting_for`.
     Step {
@@ -211,8 +223,10 @@ pub enum AbortReason {
     OutsideGroup(String),
     /// The call asks for an algorithm its op does not have.
     Unsupported(UnsupportedAlgorithm),
-    /// The call runs along a mesh dimension the mesh does not have.
-    NoMeshDimension(String),
+    /// The call runs along a group layout the configuration does not have.
+    NoGroup(u32),
+    /// A send or recv names a group rank the group does not have.
+    NoPeer(u32),
 }
 
 impl AbortReason {
@@ -251,8 +265,11 @@ impl fmt::Display for AbortReason {
             AbortReason::MembershipChange(cause) => write!(f, "membership change: {cause}"),
             AbortReason::OutsideGroup(why) => f.write_str(why),
             AbortReason::Unsupported(e) => write!(f, "{e}"),
-            AbortReason::NoMeshDimension(dim) => {
-                write!(f, "no mesh dimension `{dim}` to run the call on")
+            AbortReason::NoGroup(layout) => {
+                write!(f, "no group layout {layout} to run the call on")
+            }
+            AbortReason::NoPeer(peer) => {
+                write!(f, "no group rank {peer} to send to or receive from")
             }
         }
     }

@@ -1,5 +1,5 @@
 //! The process group: sequence numbers, matching messages to calls, the watchdog and the
-//! flight recorder.
+//! flight recorder; point-to-point calls in `p2p`.
 //!
 //! Each call gets the next sequence number of its (group, generation). A message is consumed
 //! only by the call whose [`Fingerprint`] it carries exactly; messages for later calls wait in
@@ -19,6 +19,8 @@ use crate::vocab::{Algorithm, Dtype, OpKind, ReduceOp};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+mod p2p;
+
 /// How many recent collectives the flight recorder keeps.
 pub const FLIGHT_RECORDER_CAPACITY: usize = 64;
 
@@ -35,6 +37,8 @@ pub struct CallRequest {
     pub reduce: ReduceOp,
     pub elements: u32,
     pub input: Buffer,
+    /// Send and recv: the other end's group rank.
+    pub peer: Option<u32>,
 }
 
 /// What became of the group's running call.
@@ -79,6 +83,10 @@ pub struct ProcessGroup {
     recorder: VecDeque<FlightEntry>,
     /// Consecutive members per host, for `hierarchical` (1: flat).
     per_host: u32,
+    /// Sends and recvs, once the group has any.
+    p2p: Option<Box<p2p::P2p>>,
+    /// The seed a send's data derives from.
+    seed: u64,
 }
 
 impl ProcessGroup {
@@ -133,7 +141,14 @@ impl ProcessGroup {
             per_host: 1,
             mutations: Mutations::NONE,
             tampered: false,
+            p2p: None,
+            seed: 0,
         }
+    }
+
+    /// The seed the data of this member's sends derives from (see `Buffer::message`).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
     }
 
     /// Tells `hierarchical` that `per_host` consecutive members share a host (see
@@ -161,12 +176,20 @@ impl ProcessGroup {
         self.members.len() as u32
     }
 
+    /// The sequence number the next collective call gets.
+    pub fn next_seq(&self) -> SeqNo {
+        SeqNo(self.next_seq)
+    }
+
     pub fn is_busy(&self) -> bool {
-        self.active.is_some()
+        self.active.is_some() || self.p2p_busy()
     }
 
     pub fn wait_state(&self) -> Option<WaitState> {
-        self.active.as_ref().map(|a| a.coll.wait_state())
+        match &self.active {
+            Some(a) => Some(a.coll.wait_state()),
+            None => self.p2p_wait_state(),
+        }
     }
 
     /// The flight recorder's entries, oldest first.
@@ -183,7 +206,12 @@ impl ProcessGroup {
 
     /// Issues a call. Only one call per group runs at a time.
     pub fn call(&mut self, now: Nanos, req: CallRequest, out: &mut Outbox) -> CallOutcome {
-        debug_assert!(self.active.is_none(), "one call at a time per group");
+        debug_assert!(!self.is_busy(), "one call at a time per group");
+        if req.op.point_to_point() {
+            let peer = req.peer.unwrap_or(u32::MAX);
+            let seed = self.seed;
+            return self.call_p2p(now, req, peer, seed, out);
+        }
         let seq = SeqNo(self.next_seq);
         self.next_seq += 1;
         let p = self.size();
@@ -205,6 +233,7 @@ impl ProcessGroup {
             index: req.index,
             fp,
             members: p as usize,
+            peer: None,
         });
         let sched =
             match mutation::schedule(self.mutations, req.op, req.algorithm, ctx, self.per_host) {
@@ -339,6 +368,9 @@ impl ProcessGroup {
 
     /// Aborts the running call (watchdog, or a membership change).
     pub fn abort(&mut self, now: Nanos, reason: AbortReason, out: &mut Outbox) {
+        if self.p2p_busy() {
+            return self.abort_p2p(reason, out);
+        }
         if let Some(active) = self.active.take() {
             let ws = active.coll.wait_state();
             out.cancel_timer(TimerKey::Watchdog {

@@ -34,7 +34,7 @@ pub mod workload;
 
 pub use data::Buffer;
 pub use event::{Outbox, Output, ProtoEvent};
-pub use msg::{CollMsg, Fingerprint, Msg};
+pub use msg::{CollMsg, Fingerprint, Msg, P2pBody, P2pMsg, P2pSig};
 pub use process::{Input, ProcConfig, RankProcess, RankStatus};
-pub use types::{Generation, GroupId, Rank, SeqNo, TimerKey};
+pub use types::{Generation, GroupId, Rank, SendToken, SeqNo, TimerKey};
 pub use wait::WaitState;

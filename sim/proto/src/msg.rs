@@ -38,10 +38,45 @@ pub struct CollMsg {
     pub data: Buffer,
 }
 
+/// What both ends of a send and recv must agree on; a recv takes only a message whose
+/// parameters equal its own (as a mismatched collective, a mismatched recv waits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct P2pSig {
+    /// Modeled size.
+    pub bytes: u64,
+    pub dtype: Dtype,
+    /// Real elements carried.
+    pub elements: u32,
+}
+
+/// A point-to-point message in `group`: the `order`-th (from 1) from its sender to its
+/// receiver, or the receiver's acknowledgement that it took that message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct P2pMsg {
+    pub group: GroupId,
+    pub generation: Generation,
+    pub order: u64,
+    pub body: P2pBody,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum P2pBody {
+    /// The sender's data; `rendezvous`: the sender waits for an [`P2pBody::Ack`].
+    Data {
+        sig: P2pSig,
+        rendezvous: bool,
+        data: Buffer,
+    },
+    /// The receiver took the message.
+    Ack,
+}
+
 /// Everything one rank can say to another.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Msg {
     Coll(Box<CollMsg>),
+    /// Point-to-point: a send's data, or a rendezvous send's acknowledgement.
+    P2p(Box<P2pMsg>),
     /// Failure detection and rendezvous of an elastic group.
     Elastic(Box<ElasticMsg>),
     /// The `:pg`-style registry.
@@ -53,6 +88,10 @@ impl Msg {
     pub fn kind(&self) -> &'static str {
         match self {
             Msg::Coll(_) => "coll",
+            Msg::P2p(m) => match m.body {
+                P2pBody::Data { .. } => "p2p",
+                P2pBody::Ack => "p2p_ack",
+            },
             Msg::Elastic(m) => m.kind(),
             Msg::Registry(m) => m.kind(),
         }

@@ -59,6 +59,22 @@ pub enum Mutation {
     /// counter instead of by insertion order, so two runs of one scenario and seed differ.
     /// Caught by determinism.
     NondeterministicTies,
+    /// Point-to-point: a recv takes the latest message its peer sent it that is still waiting,
+    /// not the one of its order, so a message lands in the wrong recv when several wait (a
+    /// pipeline stage that runs ahead). Caught by validity (the recv's data is another
+    /// message's).
+    P2pTakeLatest,
+    /// Point-to-point: a receiver never acknowledges a rendezvous send, so the sender waits
+    /// for good. Caught by liveness.
+    NoRendezvousAck,
+    /// Point-to-point: a send carries data made from another seed than the one of its
+    /// message, as if a buffer were reused before the send read it. Caught by validity (the
+    /// recv's data is not what its sender sent).
+    P2pCorruptPayload,
+    /// Point-to-point: an eager send reports itself done as soon as it is issued, before its
+    /// bytes have left the sender. Caught by the exact send times (`tests/fidelity.rs`): a
+    /// timing contract, which no property of a run's results sees.
+    EagerSendDoneEarly,
 }
 
 impl Mutation {

@@ -1,5 +1,6 @@
-//! One rank's process: the workload loop driving its process group, with elastic membership
-//! and the registry when the scenario asks for them (see `process/membership.rs`).
+//! One rank's process: the workload loop running the rank's program on its process groups (the
+//! world, and its sub-group of every group layout it is in), with elastic membership and the
+//! registry when the scenario asks for them (see `process/membership.rs`).
 
 mod membership;
 
@@ -12,9 +13,10 @@ use super::event::{AbortReason, Outbox, ProtoEvent};
 use super::group::{CallOutcome, CallRequest, ProcessGroup};
 use super::msg::Msg;
 use super::registry::Registry;
+use super::types::SendToken;
 use super::types::{Generation, GroupId, Rank, SeqNo, TimerKey};
 use super::wait::WaitState;
-use super::workload::WorkloadConfig;
+use super::workload::{Along, Step, WorkloadConfig};
 use crate::time::Nanos;
 use std::sync::Arc;
 
@@ -32,6 +34,8 @@ pub enum Input {
     Timer(TimerKey),
     /// The compute phase asked for with `Output::Compute` is over.
     ComputeDone,
+    /// The bytes of the send that `Output::NotifySent` named have left this rank.
+    SendDone(SendToken),
 }
 
 /// What a rank is doing, as far as its own code knows.
@@ -57,8 +61,10 @@ pub enum RankStatus {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     NotStarted,
+    /// Computing before step `pc` of the program.
     Computing,
-    InOp(u32),
+    /// In the call of step `pc` of the program.
+    InOp,
     Hung,
     Done,
     Refused,
@@ -78,9 +84,12 @@ pub struct RankProcess {
     iteration: u32,
     me: Rank,
     incarnation: u32,
+    /// The step of the program the rank is at (computing before it, or in its call).
+    pc: u32,
     cfg: Arc<WorkloadConfig>,
-    /// This rank's sub-group along each dimension of the device mesh, in dimension order.
-    subgroups: Vec<ProcessGroup>,
+    /// This rank's sub-group of each group layout (mesh dimensions, named groups), in layout
+    /// order; None for a layout it is in no sub-group of.
+    layouts: Vec<Option<ProcessGroup>>,
     registry: Option<Box<Registry>>,
     /// Elastic: collective messages of a later generation than this rank's, kept until it
     /// installs that generation (its peers may get there first).
@@ -99,7 +108,8 @@ impl RankProcess {
         );
         world.set_step_events(cfg.step_events);
         world.set_per_host(cfg.world_per_host);
-        let subgroups = mesh_groups(&cfg, me);
+        world.set_seed(cfg.seed);
+        let layouts = layout_groups(&cfg, me);
         world.plant(cfg.mutations);
         let elastic = cfg.elastic.as_ref().map(|e| {
             Box::new(Elastic::new(
@@ -119,8 +129,9 @@ impl RankProcess {
             me,
             incarnation,
             world,
-            subgroups,
+            layouts,
             iteration: 0,
+            pc: 0,
             phase: Phase::NotStarted,
             elastic,
             registry,
@@ -138,7 +149,7 @@ impl RankProcess {
             Phase::Computing => RankStatus::Computing {
                 iteration: self.iteration,
             },
-            Phase::InOp(_) => RankStatus::InCollective,
+            Phase::InOp => RankStatus::InCollective,
             Phase::Hung => RankStatus::Hung {
                 iteration: self.iteration,
             },
@@ -159,20 +170,20 @@ impl RankProcess {
         self.world.flight_record()
     }
 
-    /// What the rank is blocked on, if it is inside a collective.
+    /// What the rank is blocked on, if it is inside a call.
     pub fn wait_state(&self) -> Option<WaitState> {
         self.world
             .wait_state()
-            .or_else(|| self.subgroups.iter().find_map(|g| g.wait_state()))
+            .or_else(|| self.layouts.iter().flatten().find_map(|g| g.wait_state()))
     }
 
-    /// The group `id` of this rank: the world or one of its mesh sub-groups.
+    /// The group `id` of this rank: the world or its sub-group of a layout.
     #[inline]
     fn group_mut(&mut self, id: GroupId) -> Option<&mut ProcessGroup> {
         if id == self.world.id {
             return Some(&mut self.world);
         }
-        self.subgroups.iter_mut().find(|g| g.id == id)
+        self.layouts.iter_mut().flatten().find(|g| g.id == id)
     }
 
     #[inline(always)]
@@ -221,11 +232,23 @@ impl RankProcess {
             }
             Input::ComputeDone => {
                 if self.phase == Phase::Computing {
-                    self.next_op(now, 0, out);
+                    self.run(now, self.pc, out);
+                }
+            }
+            Input::SendDone(token) => {
+                if let Some(g) = self.group_mut(token.group) {
+                    let o = g.on_sent(token, out);
+                    self.on_outcome(now, o, out);
                 }
             }
             Input::Message { from, msg } => match msg {
                 Msg::Coll(m) => self.on_chunk(now, from, m, out),
+                Msg::P2p(m) => {
+                    if let Some(g) = self.group_mut(m.group) {
+                        let o = g.on_p2p(from, m, out);
+                        self.on_outcome(now, o, out);
+                    }
+                }
                 Msg::Elastic(m) => self.on_elastic_message(now, from, *m, out),
                 Msg::Registry(m) => {
                     if let Some(r) = self.registry.as_mut() {
@@ -248,6 +271,12 @@ impl RankProcess {
                         self.on_outcome(now, o, out);
                     }
                 }
+                TimerKey::PeerWatchdog { group, peer, order } => {
+                    if let Some(g) = self.group_mut(group) {
+                        let o = g.on_p2p_watchdog(now, peer, order, out);
+                        self.on_outcome(now, o, out);
+                    }
+                }
                 TimerKey::Heartbeat | TimerKey::Rendezvous { .. } => {
                     self.on_elastic_timer(now, key, out)
                 }
@@ -262,6 +291,7 @@ impl RankProcess {
 
     fn begin_iteration(&mut self, now: Nanos, iteration: u32, out: &mut Outbox) {
         self.iteration = iteration;
+        self.pc = 0;
         if iteration >= self.cfg.iterations {
             self.phase = Phase::Done;
             out.event(ProtoEvent::WorkloadDone);
@@ -276,23 +306,79 @@ impl RankProcess {
             self.phase = Phase::Computing;
             out.compute(self.cfg.compute);
         } else {
-            self.next_op(now, 0, out);
+            self.run(now, 0, out);
         }
     }
 
-    /// Issues call `index` of the current iteration, or moves to the next iteration.
-    fn next_op(&mut self, now: Nanos, mut index: u32, out: &mut Outbox) {
+    /// Runs the program from step `pc` of the current iteration until a step has to wait (a
+    /// compute phase, a call in progress), or moves to the next iteration.
+    fn run(&mut self, now: Nanos, mut pc: u32, out: &mut Outbox) {
+        let cfg = self.cfg.clone();
+        let steps = &cfg.program(self.me.0).steps;
         loop {
-            if index as usize >= self.cfg.ops.len() {
+            self.pc = pc;
+            let Some(step) = steps.get(pc as usize) else {
                 return self.begin_iteration(now, self.iteration + 1, out);
-            }
-            if self.cfg.skips(self.me.0, self.iteration, index) {
-                index += 1;
+            };
+            pc += 1;
+            let (index, declared) = match step {
+                Step::Compute(d) => {
+                    self.phase = Phase::Computing;
+                    self.pc = pc;
+                    out.compute(*d);
+                    return;
+                }
+                Step::Call { index, call } => (*index, call),
+            };
+            if cfg.skips(self.me.0, self.iteration, index) {
                 continue;
             }
-            let call = self.cfg.call_for(self.me.0, self.iteration, index);
-            self.phase = Phase::InOp(index);
-            let mut req = CallRequest {
+            let call = cfg.with_bugs(self.me.0, self.iteration, index, declared);
+            let group = match call.along {
+                Along::World => &mut self.world,
+                Along::Layout(l) => match self.layouts.get_mut(l as usize) {
+                    Some(Some(g)) => g,
+                    // not in any sub-group of that group: the op is not for this rank
+                    Some(None) => continue,
+                    None => {
+                        // validated scenarios never get here
+                        out.event(ProtoEvent::Abort {
+                            group: GroupId(0),
+                            generation: Generation(0),
+                            seq: SeqNo(0),
+                            step: 0,
+                            steps: 0,
+                            waiting_for: Vec::new(),
+                            reason: AbortReason::NoGroup(l),
+                        });
+                        return;
+                    }
+                },
+            };
+            let ctx = group.ctx(call.root);
+            let peer = match call.peer {
+                Some(peer) if call.op.point_to_point() => match peer.resolve(ctx.me, ctx.p) {
+                    Some(r) => Some(r),
+                    // no such neighbour (the first or last stage): nothing to send or receive
+                    None => continue,
+                },
+                _ => None,
+            };
+            self.phase = Phase::InOp;
+            let len = collective::input_len(call.op, ctx, cfg.elements);
+            let input = if call.op.point_to_point() {
+                Buffer::empty(call.dtype)
+            } else {
+                let (seed, iteration, at) = cfg.input_key(
+                    self.iteration,
+                    index,
+                    group.id,
+                    group.generation,
+                    group.next_seq(),
+                );
+                Buffer::input(call.dtype, call.reduce, len, seed, self.me.0, iteration, at)
+            };
+            let req = CallRequest {
                 iteration: self.iteration,
                 index,
                 op: call.op,
@@ -301,52 +387,13 @@ impl RankProcess {
                 dtype: call.dtype,
                 root: call.root,
                 reduce: call.reduce,
-                elements: self.cfg.elements,
-                input: Buffer::empty(call.dtype),
+                elements: cfg.elements,
+                input,
+                peer,
             };
-            let group = match &call.group {
-                None => &mut self.world,
-                Some(dim) => {
-                    let d = self
-                        .cfg
-                        .mesh
-                        .as_ref()
-                        .and_then(|m| m.dims.iter().position(|x| x == dim));
-                    match d.and_then(|d| self.subgroups.get_mut(d)) {
-                        Some(g) => g,
-                        None => {
-                            // validated scenarios never get here
-                            out.event(ProtoEvent::Abort {
-                                group: GroupId(0),
-                                generation: Generation(0),
-                                seq: SeqNo(0),
-                                step: 0,
-                                steps: 0,
-                                waiting_for: Vec::new(),
-                                reason: AbortReason::NoMeshDimension(dim.clone()),
-                            });
-                            return;
-                        }
-                    }
-                }
-            };
-            let len = collective::input_len(req.op, group.ctx(req.root), req.elements);
-            req.input = Buffer::input(
-                call.dtype,
-                call.reduce,
-                len,
-                self.cfg.seed,
-                self.me.0,
-                self.iteration,
-                index,
-            );
             match group.call(now, req, out) {
-                CallOutcome::Completed { .. } => index += 1,
-                CallOutcome::Pending => return,
-                CallOutcome::Aborted => {
-                    self.phase = Phase::InOp(index);
-                    return;
-                }
+                CallOutcome::Completed { .. } => {}
+                CallOutcome::Pending | CallOutcome::Aborted => return,
             }
         }
     }
@@ -355,7 +402,7 @@ impl RankProcess {
     fn on_outcome(&mut self, now: Nanos, o: CallOutcome, out: &mut Outbox) {
         match o {
             CallOutcome::Pending => {}
-            CallOutcome::Completed { index, .. } => self.next_op(now, index + 1, out),
+            CallOutcome::Completed { .. } => self.run(now, self.pc + 1, out),
             CallOutcome::Aborted => {
                 // a real job's watchdog tears the process down; the driver decides what follows
             }
@@ -363,20 +410,20 @@ impl RankProcess {
     }
 }
 
-/// This rank's sub-group along each dimension of the configured mesh (none without a mesh).
-fn mesh_groups(cfg: &WorkloadConfig, me: Rank) -> Vec<ProcessGroup> {
-    let Some(mesh) = cfg.mesh_layout() else {
-        return Vec::new();
-    };
-    (0..mesh.dims())
-        .map(|d| {
-            let (id, members) = mesh.group_of(d, me);
-            let per_host = local_size(&members, cfg.ranks_per_host);
-            let mut g = ProcessGroup::new(id, Generation(0), members, me, cfg.timeout);
+/// This rank's sub-group of each group layout of the configuration (None where it is in none).
+fn layout_groups(cfg: &WorkloadConfig, me: Rank) -> Vec<Option<ProcessGroup>> {
+    cfg.layouts
+        .iter()
+        .map(|l| {
+            let sub = l.group_of(me)?;
+            let per_host = local_size(&sub.members.ranks, cfg.ranks_per_host);
+            let mut g =
+                ProcessGroup::shared(sub.id, Generation(0), sub.members.clone(), me, cfg.timeout);
             g.set_step_events(cfg.step_events);
             g.set_per_host(per_host);
+            g.set_seed(cfg.seed);
             g.plant(cfg.mutations);
-            g
+            Some(g)
         })
         .collect()
 }

@@ -53,6 +53,13 @@ pub struct GroupId(pub u32);
 pub enum TimerKey {
     /// The watchdog of collective `seq` in `group`.
     Watchdog { group: GroupId, seq: SeqNo },
+    /// The watchdog of a send or recv in `group`: the `order`-th between this rank and `peer`
+    /// in that direction.
+    PeerWatchdog {
+        group: GroupId,
+        peer: Rank,
+        order: u64,
+    },
     /// Periodic heartbeat of the failure detector.
     Heartbeat,
     /// A rendezvous round's deadline.
@@ -61,4 +68,13 @@ pub enum TimerKey {
     Registry { step: u32 },
     /// Periodic heartbeat of a registry node's failure detector.
     RegistryHeartbeat,
+}
+
+/// Names one send, so that the driver can say when its bytes have left the sender: the
+/// `order`-th message (from 1) to `peer` (a world rank) in `group`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SendToken {
+    pub group: GroupId,
+    pub peer: Rank,
+    pub order: u64,
 }

@@ -1,10 +1,11 @@
 //! The vocabulary the protocols share with the scenario format: ops, algorithms, element types,
-//! reduction operators, rendezvous kinds, device meshes and registry actions. Their serde names are
+//! reduction operators, rendezvous kinds, device meshes, point-to-point peers and registry actions. Their serde names are
 //! the scenario file's words (`"reduce_scatter"`, `"recursive_doubling"`, `"f32"`); the same words
 //! are their `Display`, their `FromStr` and their `name()`, all derived by strum from one
 //! `snake_case` rule (a test holds strum's names to serde's).
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use strum::{Display, EnumString, IntoStaticStr, VariantArray};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +55,10 @@ pub enum OpKind {
     AllToAll,
     Gather,
     Scatter,
+    /// Point-to-point: one message to a peer of the group.
+    Send,
+    /// Point-to-point: one message from a peer of the group.
+    Recv,
 }
 
 impl OpKind {
@@ -68,7 +73,7 @@ impl OpKind {
     ];
 
     /// Every op, in declaration order.
-    pub const ALL: [OpKind; 9] = [
+    pub const ALL: [OpKind; 11] = [
         OpKind::Allreduce,
         OpKind::Broadcast,
         OpKind::Reduce,
@@ -78,6 +83,8 @@ impl OpKind {
         OpKind::AllToAll,
         OpKind::Gather,
         OpKind::Scatter,
+        OpKind::Send,
+        OpKind::Recv,
     ];
 
     pub fn name(self) -> &'static str {
@@ -90,6 +97,12 @@ impl OpKind {
             self,
             OpKind::Broadcast | OpKind::Reduce | OpKind::Gather | OpKind::Scatter
         )
+    }
+
+    /// Whether the op is point-to-point (one message between two members) rather than a
+    /// collective of the whole group.
+    pub fn point_to_point(self) -> bool {
+        matches!(self, OpKind::Send | OpKind::Recv)
     }
 
     /// Whether every member that holds a result holds the same one (not so when each rank
@@ -120,6 +133,7 @@ impl OpKind {
             OpKind::Barrier => Algorithm::Dissemination,
             OpKind::AllToAll => Algorithm::Pairwise,
             OpKind::Gather | OpKind::Scatter => Algorithm::Binomial,
+            OpKind::Send | OpKind::Recv => Algorithm::Eager,
         }
     }
 
@@ -142,6 +156,10 @@ impl OpKind {
             OpKind::Barrier => &[Dissemination, Tree],
             OpKind::AllToAll => &[Pairwise, Direct, Bruck],
             OpKind::Gather | OpKind::Scatter => &[Binomial, Direct],
+            // a send is eager (done once its bytes have left) or rendezvous (done once
+            // received); the receiver takes either
+            OpKind::Send => &[Eager, Rendezvous],
+            OpKind::Recv => &[Eager],
         }
     }
 }
@@ -163,6 +181,8 @@ pub enum Algorithm {
     Hierarchical,
     Pairwise,
     Bruck,
+    Eager,
+    Rendezvous,
 }
 
 impl Algorithm {
@@ -199,6 +219,77 @@ pub enum RegistryAction {
     Broadcast,
     Query,
     Monitor,
+}
+
+/// `peer` of a send or recv: a rank of the op's group, or the next or previous one (no
+/// wrap-around).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Peer {
+    Rank(u32),
+    Step(PeerStep),
+}
+
+impl<'de> Deserialize<'de> for Peer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Peer;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a rank of the group (an integer), or \"next\" or \"prev\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Peer, E> {
+                u32::try_from(v)
+                    .map(Peer::Rank)
+                    .map_err(|_| E::custom(format!("peer {v} is out of range")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Peer, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom(format!("peer {v} is not a rank")))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Peer, E> {
+                match v {
+                    "next" => Ok(Peer::Step(PeerStep::Next)),
+                    "prev" => Ok(Peer::Step(PeerStep::Prev)),
+                    _ => Err(E::custom(format!(
+                        "`{v}` is not a peer: use a rank of the group, \"next\" or \"prev\""
+                    ))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerStep {
+    Next,
+    Prev,
+}
+
+impl Peer {
+    /// The group rank this peer names for group rank `me` of a group of `p`: None when there is
+    /// no such rank (past either end: no wrap-around).
+    pub fn resolve(self, me: u32, p: u32) -> Option<u32> {
+        let r = match self {
+            Peer::Rank(r) => r,
+            Peer::Step(PeerStep::Next) => me.checked_add(1)?,
+            Peer::Step(PeerStep::Prev) => me.checked_sub(1)?,
+        };
+        (r < p).then_some(r)
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Rank(r) => write!(f, "{r}"),
+            Peer::Step(PeerStep::Next) => f.write_str("next"),
+            Peer::Step(PeerStep::Prev) => f.write_str("prev"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@ use crate::time::Nanos;
 use crate::vocab::{Algorithm, OpKind};
 use serde::{Deserialize, Serialize};
 
-/// A rank inside a collective, waiting for messages of its current step.
+/// A rank inside a call, waiting for messages of its current step. A send or recv has one
+/// step: `op` says the direction, `peer` the other end, and `seq` is the message's order
+/// between the two (from 1) in that direction.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WaitState {
     pub group: GroupId,
@@ -20,4 +22,7 @@ pub struct WaitState {
     pub waiting_for: Vec<Rank>,
     /// When the rank started waiting in this step.
     pub since_ns: Nanos,
+    /// Send and recv: the other end (a world rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<Rank>,
 }

@@ -89,11 +89,35 @@ fn step_loads(s: &Scenario, op: &OpSpec) -> Vec<StepLoad> {
 /// An upper bound of the time one call of `op` takes once every rank has issued it, with no
 /// faults: the sum over its steps of latency, jitter, and every byte any rank moves through its
 /// ports and reduces in that step.
+///
+/// A send or recv is charged one message per rank of the world, and a rendezvous send twice
+/// that: a chain of sends to the next rank, each waiting for its receiver, is that long.
 pub fn op_cost(s: &Scenario, op: &OpSpec) -> Nanos {
+    if op.op.point_to_point() {
+        let chain = Nanos::from(s.world.size.max(1)) * if op.rendezvous { 2 } else { 1 };
+        return chain * message_cost(s, op.bytes.0);
+    }
+    loads_cost(s, &step_loads(s, op))
+}
+
+/// An upper bound of one message of `bytes` from issue to arrival, charged as a step that
+/// sends and receives it.
+fn message_cost(s: &Scenario, bytes: u64) -> Nanos {
+    let load = StepLoad {
+        send_bytes: bytes,
+        recv_bytes: bytes,
+        reduce_bytes: 0,
+        sends: 1,
+        recvs: 1,
+    };
+    loads_cost(s, &[load])
+}
+
+fn loads_cost(s: &Scenario, loads: &[StepLoad]) -> Nanos {
     let n = &s.network;
     let reduce = |b: u64| n.reduce_bandwidth.map_or(0, |bw| bw.transfer_ns(b));
     let jitter = n.jitter.0;
-    step_loads(s, op)
+    loads
         .iter()
         .map(|l| match n.model {
             NetModel::AlphaBeta => {
@@ -126,13 +150,46 @@ pub fn op_cost(s: &Scenario, op: &OpSpec) -> Nanos {
 
 /// An upper bound of one iteration with no faults: its compute, then every op in order.
 pub fn iteration_cost(s: &Scenario) -> Nanos {
-    s.workload.compute.0 + s.workload.ops.iter().map(|o| op_cost(s, o)).sum::<Nanos>()
+    let (compute, comm) = steps_cost(s);
+    s.workload.compute.0 + compute + comm
+}
+
+/// Upper bounds of one iteration's compute between calls and of its calls, beyond the
+/// iteration's own compute: every list of ops (the shared one and each program's) one after
+/// the other, as if each rank waited for every other's; and a pipeline's two passes over
+/// its stages and microbatches, each step charged the longer compute and a message.
+fn steps_cost(s: &Scenario) -> (Nanos, Nanos) {
+    let w = &s.workload;
+    let ops = w.ops.iter().chain(w.programs.iter().flat_map(|p| &p.ops));
+    let mut compute: Nanos = ops.clone().map(|o| o.compute.map_or(0, |d| d.0)).sum();
+    let mut comm: Nanos = ops.map(|o| op_cost(s, o)).sum();
+    if let Some(pipe) = &w.pipeline {
+        let stages = pipe
+            .group
+            .as_deref()
+            .and_then(|g| crate::scenario::groups::subgroups(s, g))
+            .map_or(s.world.size, |gs| {
+                gs.iter().map(|g| g.len() as u32).max().unwrap_or(1)
+            });
+        let passes = 2 * Nanos::from(stages + pipe.microbatches);
+        compute += passes * pipe.forward.0.max(pipe.backward.0);
+        comm += passes * message_cost(s, pipe.bytes.0);
+    }
+    (compute, comm)
 }
 
 /// The largest message of the workload on the slowest link, with its latency.
 fn largest_message(s: &Scenario) -> Nanos {
     let n = &s.network;
-    let bytes = s.workload.ops.iter().map(|o| o.bytes.0).max().unwrap_or(0);
+    let w = &s.workload;
+    let bytes = w
+        .ops
+        .iter()
+        .chain(w.programs.iter().flat_map(|p| &p.ops))
+        .map(|o| o.bytes.0)
+        .chain(w.pipeline.as_ref().map(|p| p.bytes.0))
+        .max()
+        .unwrap_or(0);
     match n.model {
         NetModel::AlphaBeta => {
             let bw = match n.intra_host {
@@ -203,8 +260,8 @@ pub fn healing(s: &Scenario) -> Healing {
             _ => 0,
         };
     }
-    let stretched = (compute as f64 * slow).ceil() as Nanos;
-    let ops: Nanos = s.workload.ops.iter().map(|o| op_cost(s, o)).sum();
+    let (between, ops) = steps_cost(s);
+    let stretched = ((compute + between) as f64 * slow).ceil() as Nanos;
     // a call waits for the latest rank to arrive (its compute, and the ops before it) and for
     // its own steps, plus whatever the faults add
     let per_call = stretched + 2 * ops + hold_back;

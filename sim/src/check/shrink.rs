@@ -8,7 +8,7 @@
 //! still fails the same property, until none does. Every proposal is valid.
 
 use crate::engine::SUPPORT;
-use crate::scenario::{unsupported, validate, Fault, Scenario, TieBreak};
+use crate::scenario::{unsupported, validate, Fault, GroupRanks, OpSpec, Scenario, TieBreak};
 use crate::units::Duration;
 
 /// Removes the faults that name a rank outside `p` ranks, an iteration outside `iterations`,
@@ -71,6 +71,30 @@ pub fn smaller(s: &Scenario) -> Vec<Scenario> {
         c.faults.remove(i);
         push(c);
     }
+    // the structure around the shared ops: the pipeline, each program, each op's named group,
+    // each named group no op uses
+    if s.workload.pipeline.is_some() {
+        let mut c = s.clone();
+        c.workload.pipeline = None;
+        push(c);
+    }
+    for i in 0..s.workload.programs.len() {
+        let mut c = s.clone();
+        c.workload.programs.remove(i);
+        push(c);
+    }
+    for i in 0..s.workload.ops.len() {
+        if s.workload.ops[i].group.is_some() {
+            let mut c = s.clone();
+            c.workload.ops[i].group = None;
+            push(c);
+        }
+    }
+    for i in 0..s.groups.len() {
+        let mut c = s.clone();
+        c.groups.remove(i);
+        push(c);
+    }
     for iterations in [1, s.workload.iterations.saturating_sub(1)] {
         if iterations >= 1 && iterations < s.workload.iterations {
             let mut c = s.clone();
@@ -82,6 +106,22 @@ pub fn smaller(s: &Scenario) -> Vec<Scenario> {
         for i in 0..s.workload.ops.len() {
             let mut c = s.clone();
             c.workload.ops.remove(i);
+            // a program that repeats the shared ops loses the same one, so that the shrinking
+            // plants no divergence of its own
+            for p in &mut c.workload.programs {
+                let same = |a: &OpSpec, b: &OpSpec| {
+                    OpSpec {
+                        compute: None,
+                        ..a.clone()
+                    } == OpSpec {
+                        compute: None,
+                        ..b.clone()
+                    }
+                };
+                if p.ops.len() > i && same(&p.ops[i], &s.workload.ops[i]) {
+                    p.ops.remove(i);
+                }
+            }
             // faults on later ops move down with them
             for f in &mut c.faults {
                 if let Fault::Mismatch { op_index, .. } | Fault::Skip { op_index, .. } = f {
@@ -108,6 +148,32 @@ pub fn smaller(s: &Scenario) -> Vec<Scenario> {
                     *root %= p;
                 }
             }
+            // named groups and programs fold their ranks into the smaller world (r mod p),
+            // each rank once
+            let mut used = std::collections::BTreeSet::new();
+            let fold = |r: &[u32], used: &mut std::collections::BTreeSet<u32>| {
+                r.iter()
+                    .map(|&x| x % p)
+                    .filter(|&x| used.insert(x))
+                    .collect::<Vec<u32>>()
+            };
+            for g in &mut c.groups {
+                used.clear();
+                g.ranks = match &g.ranks {
+                    GroupRanks::One(r) => GroupRanks::One(fold(r, &mut used)),
+                    GroupRanks::Many(rs) => GroupRanks::Many(
+                        rs.iter()
+                            .map(|r| fold(r, &mut used))
+                            .filter(|r| !r.is_empty())
+                            .collect(),
+                    ),
+                };
+            }
+            used.clear();
+            for prog in &mut c.workload.programs {
+                prog.ranks = fold(&prog.ranks, &mut used);
+            }
+            c.workload.programs.retain(|prog| !prog.ranks.is_empty());
             push(c);
         }
     }

@@ -5,6 +5,7 @@ use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
 use super::Straggler;
 use crate::cause::RootCause;
 use crate::proto::types::Rank;
+use crate::proto::workload::{Along, OpCall, Step, WorkloadConfig};
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::Direction;
@@ -67,10 +68,12 @@ fn call_name(sig: &CallSig, seq: u64) -> String {
 /// How `got` differs from `want`, e.g. `bytes 1048576 instead of 67108864`.
 fn differences(got: &CallSig, want: &CallSig) -> String {
     let mut d = Vec::new();
-    if got.op != want.op {
+    // the two ends of a message differ in op by nature: only what the message carries counts
+    let message = got.op.point_to_point() && want.op.point_to_point();
+    if got.op != want.op && !message {
         d.push(format!("op {} instead of {}", got.op, want.op));
     }
-    if got.algorithm != want.algorithm && got.op == want.op {
+    if got.algorithm != want.algorithm && got.op == want.op && !message {
         d.push(format!(
             "algorithm {} instead of {}",
             got.algorithm, want.algorithm
@@ -254,8 +257,8 @@ impl CauseBook {
         self.note(&key, || {
             let what = fold.ranks[waiter as usize]
                 .call_at(slot)
-                .map(|c| call_name(&c.sig, slot.2 .0))
-                .unwrap_or_else(|| format!("collective #{}", slot.2));
+                .map(|c| call_name(&c.sig, slot.seq.0))
+                .unwrap_or_else(|| format!("collective #{}", slot.seq));
             let v = &fold.ranks[r as usize];
             let text = match v.call.as_ref().filter(|_| v.state != RankState::Done) {
                 Some(c) => format!(
@@ -269,6 +272,26 @@ impl CauseBook {
                 ),
             };
             (text, vec![r])
+        });
+        key
+    }
+
+    /// Rank `a` waits in `slot`, a call that rank `b`'s program never makes, while `b` runs
+    /// the program the scenario declares and `a` a program of its own: `a`'s call is extra.
+    pub fn extra(&mut self, fold: &Fold, a: u32, slot: Slot, b: u32) -> RootCause {
+        let key = RootCause::Mismatch(Rank(a));
+        self.note(&key, || {
+            let what = fold.ranks[a as usize]
+                .call_at(slot)
+                .map(|c| call_name(&c.sig, slot.seq.0))
+                .unwrap_or_else(|| format!("call #{}", slot.seq));
+            (
+                format!(
+                    "rank {a} issued {what}, which rank {b} never issues: rank {a} runs a \
+                     program of its own with an extra call"
+                ),
+                vec![a],
+            )
         });
         key
     }
@@ -292,14 +315,18 @@ impl CauseBook {
     }
 
     /// Compares every rank's signature of `slot`. Ranks are grouped by the parameters they
-    /// called it with (what their messages carry). The group with the earliest call site is
-    /// right: no fault moves a call earlier in a rank's program, while a skipped call moves the
-    /// rank's later calls up to its number. Among groups at that site the one whose call the
-    /// scenario's program declares is right (however many ranks share a mismatch), then the
-    /// largest, then the group with the lowest rank. Every rank outside it is a culprit: `skipped`
-    /// when it is at a later call of its program (it skipped the one the others are in), else
-    /// `mismatch`. Ranks with the right parameters at another call site consume the same
-    /// messages, so they are no culprit here.
+    /// called it with (what their messages carry). Between ranks of one program, the group
+    /// with the earliest call site is right: no fault moves a call earlier in a rank's program,
+    /// while a skipped call moves the rank's later calls up to its number. Among groups at that
+    /// site (or of different programs) the one that calls what its ranks' programs say there
+    /// is right (however many ranks share a mismatch); then ranks that run the program the
+    /// scenario declares (`[[workload.ops]]`, the pipeline) are right against a
+    /// `[[workload.programs]]` entry, which is the deviation; then the largest group, then the
+    /// group with the lowest rank. Every rank outside it
+    /// is a culprit: `skipped` when it is at a later call of the same program (it skipped the
+    /// one the others are in), else `mismatch`. Ranks with the right parameters at another
+    /// call site consume the same messages, so they are no culprit here. The two ends of a
+    /// message run different programs: there only the declared call and the rank decide.
     fn judge(&mut self, fold: &Fold, slot: Slot) -> SlotVerdict {
         let mut culprits = BTreeMap::new();
         let Some(op) = fold.ops.get(&slot) else {
@@ -309,18 +336,45 @@ impl CauseBook {
         if vs.len() < 2 {
             return SlotVerdict { culprits };
         }
+        let w = fold.workload.as_deref();
+        // the call as the rank's program writes it (a program of its own, or the declared one)
         let declared = |v: &Variant| {
-            fold.workload.as_ref().is_some_and(|w| {
-                w.ops.get(v.sig.index as usize).is_some_and(|o| {
-                    o.op == v.sig.op
-                        && o.algorithm == v.sig.algorithm
-                        && o.bytes == v.sig.bytes
-                        && o.root == v.sig.root
-                        && o.reduce == v.sig.reduce
-                        && o.dtype == v.sig.dtype
-                        && w.elements == v.sig.elements
+            w.is_some_and(|w| {
+                v.ranks.iter().any(|&r| {
+                    let written = (r as usize) < w.program_of.len();
+                    written
+                        .then(|| w.program(r).call(v.sig.index))
+                        .flatten()
+                        .is_some_and(|o| {
+                            o.op == v.sig.op
+                                && o.algorithm == v.sig.algorithm
+                                && o.bytes == v.sig.bytes
+                                && o.root == v.sig.root
+                                && o.reduce == v.sig.reduce
+                                && o.dtype == v.sig.dtype
+                                && w.elements == v.sig.elements
+                        })
                 })
             })
+        };
+        let callers = || vs.iter().flat_map(|v| v.ranks.iter().copied());
+        // call sites compare within one program, or between programs that make the same
+        // collective calls along the slot's group (the stages of a pipeline): there by the
+        // place of the call among those
+        let along: Vec<Option<(Vec<&OpCall>, u32)>> = vs
+            .iter()
+            .map(|v| w.and_then(|w| along_site(w, v.ranks.first().copied()?, v.sig.index)))
+            .collect();
+        let same_calls = along.iter().all(|a| {
+            a.as_ref()
+                .zip(along[0].as_ref())
+                .is_some_and(|(a, b)| a.0 == b.0)
+        });
+        let comparable = slot.pair.is_none()
+            && (same_calls || callers().all(|r| callers().all(|q| fold.same_program(r, q))));
+        let site_of = |k: usize| match (&along[k], same_calls) {
+            (Some((_, at)), true) => (vs[k].sig.iteration, *at),
+            _ => vs[k].sig.site(),
         };
         // groups of variants with equal parameters, by the index of their first variant
         let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -333,13 +387,25 @@ impl CauseBook {
         let rank_key = |g: &Vec<usize>| {
             let count: u32 = g.iter().map(|&k| vs[k].count).sum();
             let decl = g.iter().any(|&k| declared(&vs[k]));
-            let site = g.iter().map(|&k| vs[k].sig.site()).min().unwrap_or((0, 0));
+            let conforming = g
+                .iter()
+                .any(|&k| vs[k].ranks.iter().any(|&r| fold.declared(r)));
+            let site = match comparable {
+                true => g.iter().map(|&k| site_of(k)).min().unwrap_or((0, 0)),
+                false => (0, 0),
+            };
             let low = g
                 .iter()
                 .flat_map(|&k| vs[k].ranks.iter().copied())
                 .min()
                 .unwrap_or(u32::MAX);
-            (std::cmp::Reverse(site), decl, count, std::cmp::Reverse(low))
+            (
+                std::cmp::Reverse(site),
+                decl,
+                conforming,
+                count,
+                std::cmp::Reverse(low),
+            )
         };
         let Some(best) = groups.iter().max_by_key(|g| rank_key(g)) else {
             return SlotVerdict { culprits };
@@ -349,13 +415,17 @@ impl CauseBook {
             return SlotVerdict { culprits };
         };
         let want = vs[main].sig;
+        let want_site = site_of(main);
         let majority: Vec<u32> = best
             .iter()
             .flat_map(|&k| vs[k].ranks.iter().copied())
             .collect();
-        let seq = slot.2 .0;
-        for v in vs.iter().filter(|v| !v.sig.same_params(&want)) {
-            let skipped = v.sig.site() > want.site();
+        let seq = slot.seq.0;
+        for (k, v) in vs.iter().enumerate() {
+            if v.sig.same_params(&want) {
+                continue;
+            }
+            let skipped = comparable && site_of(k) > want_site;
             for &r in &v.ranks {
                 let key = if skipped {
                     RootCause::Skipped(Rank(r))
@@ -822,4 +892,63 @@ pub(super) fn stragglers(fold: &Fold) -> Vec<Straggler> {
             }
         })
         .collect()
+}
+
+/// The collective calls `rank`'s program (as written) makes along the group of its call
+/// `index`, and the place of that call among them.
+pub(super) fn along_site(w: &WorkloadConfig, rank: u32, index: u32) -> Option<(Vec<&OpCall>, u32)> {
+    if rank as usize >= w.program_of.len() {
+        return None;
+    }
+    let along = w.program(rank).call(index)?.along;
+    let calls = collectives_along(w, rank, along);
+    let at = calls.iter().position(|c| c.0 == index)? as u32;
+    Some((calls.into_iter().map(|c| c.1).collect(), at))
+}
+
+/// The collective calls of `rank`'s program (as written) along `along`, with their indices.
+fn collectives_along(w: &WorkloadConfig, rank: u32, along: Along) -> Vec<(u32, &OpCall)> {
+    if rank as usize >= w.program_of.len() {
+        return Vec::new();
+    }
+    w.program(rank)
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Call { index, call } if call.along == along && !call.op.point_to_point() => {
+                Some((*index, call))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether ranks `a` and `b` make the same collective calls (as their programs write them)
+/// along the group of `a`'s call `index`: then neither's call there is extra.
+pub(super) fn same_collectives(fold: &Fold, a: u32, b: u32, index: u32) -> bool {
+    let Some(w) = fold.workload.as_deref() else {
+        return false;
+    };
+    let Some((mine, _)) = along_site(w, a, index) else {
+        return false;
+    };
+    let along = mine.first().map_or(Along::World, |c| c.along);
+    let theirs: Vec<&OpCall> = collectives_along(w, b, along)
+        .into_iter()
+        .map(|c| c.1)
+        .collect();
+    mine == theirs
+}
+
+/// Where rank `b`'s program (as written) makes the collective call that is rank `a`'s call
+/// `index`, when the two make the same collective calls along its group (the stages of a
+/// pipeline): the index of the call at the same place among those.
+pub(super) fn site_in(fold: &Fold, a: u32, b: u32, index: u32) -> Option<u32> {
+    if !same_collectives(fold, a, b, index) {
+        return None;
+    }
+    let w = fold.workload.as_deref()?;
+    let (mine, at) = along_site(w, a, index)?;
+    let along = mine.first()?.along;
+    collectives_along(w, b, along).get(at as usize).map(|c| c.0)
 }

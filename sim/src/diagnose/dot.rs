@@ -2,6 +2,7 @@
 
 use super::{Diagnosis, EdgeKind, Fold, RankState};
 use crate::cause::listed;
+use crate::scenario::OpKind;
 use crate::units::fmt_ms;
 use std::fmt::Write;
 
@@ -17,6 +18,19 @@ pub fn to_dot(fold: &Fold, d: &Diagnosis) -> String {
         let v = fold.ranks.get(r as usize)?;
         let mut lines = vec![format!("rank {r}")];
         match &v.call {
+            Some(c) if v.state != RankState::Dead && c.peer.is_some() => {
+                // a send or recv: its peer and group instead of a step
+                let dir = if c.op == OpKind::Send { "to" } else { "from" };
+                let peer = c.peer.unwrap_or_default();
+                lines.push(format!(
+                    "{} #{} {dir} rank {peer} ({})",
+                    c.op, c.seq, c.algorithm
+                ));
+                lines.push(format!("group {}", c.group.0));
+                if c.aborted.is_some() {
+                    lines.push("watchdog fired".into());
+                }
+            }
             Some(c) if v.state != RankState::Dead => {
                 lines.push(format!("{} #{} ({})", c.op, c.seq, c.algorithm));
                 lines.push(format!("step {}/{}", c.step + 1, c.steps));
@@ -81,7 +95,11 @@ pub fn to_dot_with(d: &Diagnosis, label: impl Fn(u32) -> Option<Vec<String>>) ->
                 esc(&listed(&e.causes))
             ),
             EdgeKind::InFlight => " [style=dashed, color=grey50, label=\"in flight\"]".into(),
-            EdgeKind::Waits => String::new(),
+            EdgeKind::Waits => match e.message {
+                // which end of which message
+                Some(m) => format!(" [label=\"{} #{}\"]", m.op, m.seq),
+                None => String::new(),
+            },
         };
         let _ = writeln!(out, "  r{} -> r{}{attrs};", e.from, e.to);
     }

@@ -5,8 +5,8 @@
 
 use super::membership::MembershipView;
 use crate::cause::RootCause;
-use crate::proto::workload::WorkloadConfig;
-use crate::proto::{Generation, GroupId, SeqNo};
+use crate::proto::workload::{Along, Step, WorkloadConfig};
+use crate::proto::{Generation, GroupId, Rank, SeqNo};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKind, Scenario};
 use crate::trace::{Event, FaultPhase};
 use crate::units::Nanos;
@@ -34,7 +34,11 @@ pub struct CallSig {
 
 impl CallSig {
     /// Same parameters (the message fingerprint, without the slot), wherever in the program.
+    /// The two ends of a send and recv agree when their messages do: size, dtype, elements.
     pub fn same_params(&self, o: &CallSig) -> bool {
+        if self.op.point_to_point() && o.op.point_to_point() {
+            return (self.bytes, self.dtype, self.elements) == (o.bytes, o.dtype, o.elements);
+        }
         (
             self.op,
             self.algorithm,
@@ -60,8 +64,38 @@ impl CallSig {
     }
 }
 
-/// The identity of a collective: (group, generation, seq).
-pub type Slot = (GroupId, Generation, SeqNo);
+/// The identity of a call across ranks: a collective's (group, generation, seq), or a message
+/// between two members, `pair` = (sender, receiver) world ranks and `seq` its order between
+/// them in that direction (from 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Slot {
+    pub group: GroupId,
+    pub generation: Generation,
+    pub seq: SeqNo,
+    pub pair: Option<(u32, u32)>,
+}
+
+impl Slot {
+    /// A collective's slot.
+    pub fn collective(group: GroupId, generation: Generation, seq: SeqNo) -> Slot {
+        Slot {
+            group,
+            generation,
+            seq,
+            pair: None,
+        }
+    }
+}
+
+/// The (sender, receiver) of a send or recv that `rank` issued with `peer`.
+pub fn pair_of(op: OpKind, rank: u32, peer: Option<u32>) -> Option<(u32, u32)> {
+    let peer = peer.filter(|_| op.point_to_point())?;
+    Some(if op == OpKind::Send {
+        (rank, peer)
+    } else {
+        (peer, rank)
+    })
+}
 
 /// One of a rank's recent calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -128,12 +162,21 @@ impl RankState {
     }
 }
 
-/// The latest chunk `from` sent to one receiver in `group`: (generation, seq, step).
+/// The latest chunk `from` sent to one receiver in `group`: (generation, seq, step). For
+/// point-to-point messages (`p2p`: data, or acknowledgements) the seq is the message's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SentMark {
     pub from: u32,
     pub group: GroupId,
+    pub p2p: Option<P2pKind>,
     pub at: (Generation, u64, u32),
+}
+
+/// What a point-to-point message carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum P2pKind {
+    Data,
+    Ack,
 }
 
 /// A rank's current (or watchdog-aborted) collective.
@@ -154,6 +197,8 @@ pub struct CallView {
     pub step: u32,
     pub steps: u32,
     pub waiting_for: Vec<u32>,
+    /// Send and recv: the other end.
+    pub peer: Option<u32>,
     /// When the rank started waiting in the current step.
     pub since_ns: Nanos,
     pub called_ns: Nanos,
@@ -197,7 +242,20 @@ impl RankView {
     }
 }
 
-/// Aggregate of one collective across ranks, keyed by (group, generation, seq).
+impl CallView {
+    /// The call's identity across ranks.
+    pub fn slot(&self, rank: u32) -> Slot {
+        Slot {
+            group: self.group,
+            generation: self.generation,
+            seq: self.seq,
+            pair: pair_of(self.op, rank, self.peer),
+        }
+    }
+}
+
+/// Aggregate of one call across ranks, keyed by its [`Slot`]. A message's two ends are one
+/// op, named `send` (with the sender's algorithm once the sender called it).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OpView {
     pub iteration: u32,
@@ -220,6 +278,8 @@ pub struct OpView {
     pub members: u32,
     /// The distinct signatures the ranks called this collective with, first seen first.
     pub variants: Vec<Variant>,
+    /// A message: (sender, receiver).
+    pub pair: Option<(u32, u32)>,
 }
 
 /// A fault as the trace shows it.
@@ -288,7 +348,7 @@ pub struct Fold {
     pub t: Nanos,
     pub events: u64,
     pub ranks: Vec<RankView>,
-    pub ops: BTreeMap<(GroupId, Generation, SeqNo), OpView>,
+    pub ops: BTreeMap<Slot, OpView>,
     pub faults: Vec<FaultView>,
     pub messages_sent: u64,
     pub messages_delivered: u64,
@@ -467,26 +527,34 @@ impl Fold {
                 from,
                 to,
                 seq: Some(seq),
-                step: Some(step),
+                step,
+                msg,
                 ..
-            } => {
+            } if step.is_some() || msg == "p2p" || msg == "p2p_ack" => {
                 self.messages_sent += 1;
-                // a chunk belongs to the sender's running call: its group and generation
+                let p2p = match (step, &**msg) {
+                    (Some(_), _) => None,
+                    (None, "p2p") => Some(P2pKind::Data),
+                    _ => Some(P2pKind::Ack),
+                };
+                // a chunk belongs to the sender's running call: its group and generation (an
+                // acknowledgement, to the recv that took the message)
                 let (group, generation) = self
                     .ranks
                     .get(*from as usize)
                     .and_then(|v| v.call.as_ref())
-                    .filter(|c| c.seq.0 == *seq)
+                    .filter(|c| c.seq.0 == *seq && (p2p.is_none() || c.peer == Some(*to)))
                     .map_or((GroupId(0), Generation(0)), |c| (c.group, c.generation));
                 let mark = SentMark {
                     from: *from,
                     group,
-                    at: (generation, *seq, *step),
+                    p2p,
+                    at: (generation, *seq, step.unwrap_or(0)),
                 };
                 if let Some(list) = self.sent.get_mut(*to as usize) {
                     match list
                         .iter_mut()
-                        .find(|e| e.from == *from && e.group == group)
+                        .find(|e| e.from == *from && e.group == group && e.p2p == p2p)
                     {
                         Some(e) => {
                             if mark.at > e.at {
@@ -530,8 +598,10 @@ impl Fold {
                 reduce,
                 elements,
                 members,
+                peer,
             } => {
                 self.close_wait(*rank, t);
+                let pair = pair_of(*op, *rank, *peer);
                 if let Some(v) = self.rank(*rank) {
                     v.calls += 1;
                     v.last_call = Some((*iteration, *index));
@@ -552,6 +622,7 @@ impl Fold {
                         step: 0,
                         steps: 0,
                         waiting_for: Vec::new(),
+                        peer: *peer,
                         since_ns: t,
                         called_ns: t,
                         aborted: None,
@@ -570,7 +641,12 @@ impl Fold {
                     reduce: *reduce,
                     elements: *elements,
                 };
-                let slot = (*group, *generation, *seq);
+                let slot = Slot {
+                    group: *group,
+                    generation: *generation,
+                    seq: *seq,
+                    pair,
+                };
                 if let Some(v) = self.rank(*rank) {
                     if v.history.len() == CALL_HISTORY {
                         v.history.pop_front();
@@ -582,10 +658,11 @@ impl Fold {
                         completed: false,
                     });
                 }
+                let op_kind = op;
                 let op = self.ops.entry(slot).or_insert_with(|| OpView {
                     iteration: *iteration,
                     index: *index,
-                    op: *op,
+                    op: if pair.is_some() { OpKind::Send } else { *op },
                     algorithm: *algorithm,
                     group: *group,
                     generation: *generation,
@@ -597,9 +674,16 @@ impl Fold {
                     ranks_completed: 0,
                     correct: true,
                     results: Vec::new(),
-                    members: *members,
+                    // a message has two ends
+                    members: if pair.is_some() { 2 } else { *members },
                     variants: Vec::new(),
+                    pair,
                 });
+                if pair.is_some_and(|(from, _)| from == *rank) {
+                    // the message is named after its send
+                    op.op = *op_kind;
+                    op.algorithm = *algorithm;
+                }
                 op.ranks_called += 1;
                 match op.variants.iter_mut().find(|v| v.sig == sig) {
                     Some(v) => {
@@ -641,8 +725,11 @@ impl Fold {
                 ..
             } => {
                 self.close_wait(*rank, t);
-                let slot = (*group, *generation, *seq);
+                let mut slot = Slot::collective(*group, *generation, *seq);
                 if let Some(v) = self.rank(*rank) {
+                    if let Some(c) = v.call.as_ref().filter(|c| c.seq == *seq) {
+                        slot = c.slot(*rank);
+                    }
                     v.call = None;
                     if let Some(c) = v.history.iter_mut().rev().find(|c| c.slot == slot) {
                         c.completed = true;
@@ -787,13 +874,72 @@ impl Fold {
     }
 
     /// Whether `from` has sent `to` its chunk of call `call` at its current step (or a later
-    /// chunk of the same group).
+    /// chunk of the same group). For a recv, the message of its order; for a rendezvous send,
+    /// the acknowledgement of it.
     pub fn has_sent(&self, from: u32, to: u32, call: &CallView) -> bool {
         let want = (call.generation, call.seq.0, call.step);
+        let p2p = match call.op {
+            OpKind::Recv => Some(P2pKind::Data),
+            OpKind::Send => Some(P2pKind::Ack),
+            _ => None,
+        };
         self.sent.get(to as usize).is_some_and(|list| {
             list.iter()
-                .any(|e| e.from == from && e.group == call.group && e.at >= want)
+                .any(|e| e.from == from && e.group == call.group && e.p2p == p2p && e.at >= want)
         })
+    }
+
+    /// Whether ranks `a` and `b` run the same program, so that their call sites compare
+    /// (true when the fold does not know the workload).
+    pub fn same_program(&self, a: u32, b: u32) -> bool {
+        self.workload
+            .as_ref()
+            .is_none_or(|w| w.program_of.get(a as usize) == w.program_of.get(b as usize))
+    }
+
+    /// Whether the scenario declares `rank`'s calls (`[[workload.ops]]`, the pipeline) rather
+    /// than give it a program of its own (true when the fold does not know the workload).
+    pub fn declared(&self, rank: u32) -> bool {
+        self.workload
+            .as_ref()
+            .is_none_or(|w| (rank as usize) < w.program_of.len() && w.program(rank).declared)
+    }
+
+    /// Where `rank`'s program (as written, without application bugs) issues its end of the
+    /// message `slot`, as (iteration, call index); None when it never does.
+    pub fn message_site(&self, rank: u32, slot: &Slot) -> Option<(u32, u32)> {
+        let w = self.workload.as_ref()?;
+        let (from, to) = slot.pair?;
+        let (op, peer) = if rank == from {
+            (OpKind::Send, to)
+        } else {
+            (OpKind::Recv, from)
+        };
+        let sites: Vec<u32> = w
+            .program(rank)
+            .steps
+            .iter()
+            .filter_map(|st| match st {
+                Step::Call { index, call } if call.op == op => {
+                    let g = match call.along {
+                        Along::World => Some((GroupId(0), w.world_members.clone())),
+                        Along::Layout(l) => w
+                            .layouts
+                            .get(l as usize)?
+                            .group_of(Rank(rank))
+                            .map(|g| (g.id, g.members.clone())),
+                    }?;
+                    let me = g.1.index(Rank(rank))?;
+                    let other = call.peer?.resolve(me, g.1.len() as u32)?;
+                    (g.0 == slot.group && g.1.ranks[other as usize].0 == peer).then_some(*index)
+                }
+                _ => None,
+            })
+            .collect();
+        let k = slot.seq.0.checked_sub(1)?;
+        let n = sites.len() as u64;
+        let iteration = k.checked_div(n)?;
+        (iteration < u64::from(w.iterations)).then(|| (iteration as u32, sites[(k % n) as usize]))
     }
 
     /// Faults active at the fold's time.

@@ -2,7 +2,7 @@
 
 use super::causes::CauseBook;
 use super::fold::{CallView, Fold, RankState, RankView, Slot, CALL_HISTORY};
-use super::{Blocked, Cause, Diagnosis, EdgeKind, WaitEdge};
+use super::{Blocked, Cause, Diagnosis, EdgeKind, MessageWait, WaitEdge};
 use crate::cause::RootCause;
 use crate::scenario::Outcome;
 use petgraph::algo::tarjan_scc;
@@ -29,8 +29,8 @@ fn waiting_call(v: &RankView) -> Option<&CallView> {
     v.call.as_ref().filter(|c| !c.waiting_for.is_empty())
 }
 
-fn slot_of(c: &CallView) -> Slot {
-    (c.group, c.generation, c.seq)
+fn slot_of(rank: u32, c: &CallView) -> Slot {
+    c.slot(rank)
 }
 
 /// Classifies the edge `a -> b` of waiter `a` in call `ca`. A waiter left outside the group
@@ -72,7 +72,7 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
     {
         return Class::Root(vec![book.partitioned(fold, i)]);
     }
-    let slot = slot_of(ca);
+    let slot = slot_of(a, ca);
     let issued = vb.call_at(slot);
     if let Some(pc) = issued {
         // only the parameters (the message fingerprint) decide what a rank consumes: a call
@@ -114,7 +114,19 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
         return Class::Waits;
     }
     if issued.is_none() && !moved_on {
+        if slot.pair.is_some() {
+            if let Some(k) = missing_message(fold, book, a, b, slot) {
+                return Class::Root(vec![k]);
+            }
+        }
         match vb.state {
+            RankState::Done
+                if !fold.declared(a)
+                    && fold.declared(b)
+                    && !super::causes::same_collectives(fold, a, b, ca.index) =>
+            {
+                return Class::Root(vec![book.extra(fold, a, slot, b)])
+            }
             RankState::Done => return Class::Root(vec![book.skipped(fold, b, slot, a)]),
             // alive, not computing and in no collective for some time (between two events of
             // one instant, a rank that just finished computing has not called yet)
@@ -128,17 +140,51 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
             }
             _ => {}
         }
-        // in a call further on in its program without ever issuing this one: it went past it
-        // (on a mesh the calls of its other groups carry it on; within one group the shifted
-        // call would show as a mismatch instead)
-        if vb.call.as_ref().is_some_and(|cb| {
-            (cb.iteration, cb.index) > (ca.iteration, ca.index) && cb.generation == ca.generation
-        }) && history_reaches(vb, ca)
-        {
-            return Class::Root(vec![book.skipped(fold, b, slot, a)]);
+        // in a call further on in its program without ever issuing this collective: it went
+        // past it (on a mesh the calls of its other groups carry it on; within one group the
+        // shifted call would show as a mismatch instead); a message's two ends sit at
+        // different places of the program, which `missing_message` compares
+        let site_b = if fold.same_program(a, b) {
+            Some(ca.index)
+        } else {
+            // a program that makes the same collective calls (another stage of a pipeline)
+            super::causes::site_in(fold, a, b, ca.index)
+        };
+        if let Some(ib) = site_b.filter(|_| slot.pair.is_none()) {
+            let past = vb.call.as_ref().is_some_and(|cb| {
+                (cb.iteration, cb.index) > (ca.iteration, ib) && cb.generation == ca.generation
+            });
+            if past && history_reaches(vb, (ca.iteration, ib)) {
+                return Class::Root(vec![book.skipped(fold, b, slot, a)]);
+            }
         }
     }
     Class::Waits
+}
+
+/// Rank `a` waits for its end of message `slot` from rank `b`, which has not issued it: when
+/// `b`'s program never issues it, the call of whichever of the two deviates from what the
+/// scenario declares is at fault (`a`'s extra call, or `b`'s missing one); when `b` went past
+/// the place in its program where it should have, `b` skipped it.
+fn missing_message(
+    fold: &Fold,
+    book: &mut CauseBook,
+    a: u32,
+    b: u32,
+    slot: Slot,
+) -> Option<RootCause> {
+    fold.workload.as_ref()?;
+    let vb = &fold.ranks[b as usize];
+    match fold.message_site(b, &slot) {
+        None if !fold.declared(a) && fold.declared(b) => Some(book.extra(fold, a, slot, b)),
+        None => Some(book.skipped(fold, b, slot, a)),
+        Some(site) => {
+            let past = vb.state == RankState::Done
+                || vb.call.as_ref().map(|c| (c.iteration, c.index)) > Some(site)
+                || vb.last_call > Some(site);
+            past.then(|| book.skipped(fold, b, slot, a))
+        }
+    }
 }
 
 /// Why live rank `r` issues no call in a run that stalled with nobody waiting in a collective:
@@ -160,11 +206,8 @@ fn idle(fold: &Fold, book: &mut CauseBook, r: u32) -> Vec<RootCause> {
 
 /// Whether `v`'s call history goes back at least to the call site of `c`, so that a call it
 /// issued there would still be in it.
-fn history_reaches(v: &RankView, c: &CallView) -> bool {
-    v.history.len() < CALL_HISTORY
-        || v.history
-            .front()
-            .is_some_and(|p| p.sig.site() <= (c.iteration, c.index))
+fn history_reaches(v: &RankView, site: (u32, u32)) -> bool {
+    v.history.len() < CALL_HISTORY || v.history.front().is_some_and(|p| p.sig.site() <= site)
 }
 
 /// Membership causes (`quorum_lost`): ranks that wait for a generation rather than for a peer
@@ -219,6 +262,11 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
                 to: b,
                 kind,
                 causes,
+                message: c.peer.map(|_| MessageWait {
+                    op: c.op,
+                    group: c.group.0,
+                    seq: c.seq.0,
+                }),
             });
         }
     }
@@ -337,6 +385,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             waiting_for: c.waiting_for.clone(),
             since_ns: c.since_ns,
             causes: keys,
+            peer: c.peer,
         });
     }
     // a run that stalled with nobody waiting in a collective: a rank that stopped issuing

@@ -4,8 +4,9 @@
 //! the same diagnosis serves a finished run, `explain` on a recorded trace at any time, and
 //! the TUI.
 //!
-//! The wait-for graph has an edge `a -> b` when rank `a` is inside a collective (running, or
-//! aborted by its watchdog) and still waits for a chunk of its current step from `b`. Each
+//! The wait-for graph has an edge `a -> b` when rank `a` is inside a call (running, or aborted
+//! by its watchdog) and still waits for a chunk of its current step from `b`: a collective's
+//! chunk, the message a recv waits for, or the acknowledgement a rendezvous send waits for. Each
 //! edge is classified ([`EdgeKind`]):
 //! - `root_cause`: the far end explains the wait by itself: `b` is dead or paused, a partition
 //!   cuts `b -> a`, `b` issued this collective with another signature (mismatch, skip), `b`
@@ -62,6 +63,9 @@ pub struct Blocked {
     pub since_ns: Nanos,
     /// The root causes this rank waits on.
     pub causes: Vec<RootCause>,
+    /// A send or recv: the other end (the op says the direction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<u32>,
 }
 
 /// A root cause with its explanation.
@@ -108,6 +112,18 @@ pub struct WaitEdge {
     /// For root-cause edges, the causes the edge shows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<RootCause>,
+    /// A send or recv's wait: which end `from` is of the message (`recv`: it waits for the
+    /// message of `to`; `send`: for `to` to take it), its group and its order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<MessageWait>,
+}
+
+/// The message a send or recv waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct MessageWait {
+    pub op: crate::scenario::OpKind,
+    pub group: u32,
+    pub seq: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

@@ -22,6 +22,7 @@ fn call(rank: u32, seq: u64, bytes: u64) -> Event {
         reduce: ReduceOp::Sum,
         elements: 4,
         members: 3,
+        peer: None,
     }
 }
 

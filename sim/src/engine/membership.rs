@@ -204,7 +204,7 @@ impl Engine<'_> {
                 // a rebuilt group redoes at most one iteration's calls before it gets further
                 let redo = later(
                     self.cfg.compute,
-                    (self.cfg.ops.len() as u64).saturating_mul(self.cfg.timeout),
+                    (self.cfg.max_calls() as u64).saturating_mul(self.cfg.timeout),
                 );
                 let window = later(round.saturating_mul(super::NO_PROGRESS_ROUNDS), redo);
                 let idle = self.now - self.progress_ns;

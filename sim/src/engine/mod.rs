@@ -37,7 +37,8 @@ use crate::observe::Observer;
 use crate::proto::elastic::{ElasticConfig, StoreServer};
 use crate::proto::mutation::{Mutation, Mutations};
 use crate::proto::{
-    Input, Outbox, Output, ProcConfig, Rank, RankProcess, RankStatus, TimerKey, WaitState,
+    Input, Outbox, Output, ProcConfig, Rank, RankProcess, RankStatus, SendToken, TimerKey,
+    WaitState,
 };
 use crate::scenario::{Scenario, TieBreak};
 use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
@@ -67,6 +68,12 @@ enum Ev {
     ComputeDone {
         rank: u32,
         token: u64,
+    },
+    /// The bytes of a send the rank asked about (`Output::NotifySent`) have left it.
+    SendDone {
+        rank: u32,
+        inc: u32,
+        token: SendToken,
     },
     /// Outputs held back until the local reduction work before them is done.
     Outputs {
@@ -238,7 +245,7 @@ impl<'r> Engine<'r> {
             processed: 0,
             max_events: u64::MAX,
             doomed: 0,
-            registry_only: cfg.ops.is_empty() && cfg.registry.is_some() && cfg.elastic.is_none(),
+            registry_only: !cfg.has_calls() && cfg.registry.is_some() && cfg.elastic.is_none(),
         };
         for (i, f) in scenario.faults.iter().enumerate() {
             if let Some(at) = f.at() {
@@ -444,6 +451,18 @@ impl<'r> Engine<'r> {
                 }
                 self.input(rank, Input::ComputeDone);
             }
+            Ev::SendDone { rank, inc, token } => {
+                let live = self.incarnations[rank as usize] == inc;
+                let slot = &self.slots[rank as usize];
+                if !live || slot.proc.is_none() {
+                    return;
+                }
+                if slot.paused || self.now < slot.cpu_free || slot.held > 0 {
+                    self.defer(rank, Ev::SendDone { rank, inc, token });
+                    return;
+                }
+                self.input(rank, Input::SendDone(token));
+            }
             Ev::Outputs { rank, inc, outs } => {
                 let live = self.incarnations[rank as usize] == inc;
                 let slot = &mut self.slots[rank as usize];
@@ -505,7 +524,9 @@ impl<'r> Engine<'r> {
                     msg,
                     bytes,
                     reliable,
-                }) => self.send(rank, to, msg, bytes, reliable),
+                }) => {
+                    self.send(rank, to, msg, bytes, reliable);
+                }
                 o => self.apply(rank, o.into_iter()),
             }
         } else {
@@ -521,6 +542,8 @@ impl<'r> Engine<'r> {
 
     #[inline]
     fn apply(&mut self, rank: u32, mut outs: impl Iterator<Item = Output>) {
+        // the last send carried out: (to, bytes, when it departed), for `NotifySent`
+        let mut last = (0, 0, 0);
         while let Some(o) = outs.next() {
             match o {
                 Output::Send {
@@ -528,7 +551,13 @@ impl<'r> Engine<'r> {
                     msg,
                     bytes,
                     reliable,
-                } => self.send(rank, to, msg, bytes, reliable),
+                } => last = (to.0, bytes, self.send(rank, to, msg, bytes, reliable)),
+                Output::NotifySent { token } => {
+                    let (to, bytes, depart) = last;
+                    let at = self.net.sent_at(depart, rank, to, bytes);
+                    let inc = self.incarnations[rank as usize];
+                    self.push(at.max(self.now), Ev::SendDone { rank, inc, token });
+                }
                 Output::SetTimer { key, at } => {
                     let token = self.next_token;
                     self.next_token += 1;

@@ -148,6 +148,17 @@ impl Net {
         }
     }
 
+    /// When the bytes of a message of `bytes` from `from` to `to` that departed at `depart`
+    /// have left the sender (an eager send completes then): alpha-beta, once its serialization
+    /// time n / bandwidth has passed on the send port; LogGP, once the sender paid its
+    /// overhead o and the bytes' (k-1)G.
+    pub fn sent_at(&mut self, depart: Nanos, from: u32, to: u32, bytes: u64) -> Nanos {
+        match self.loggp {
+            Some(lg) => depart + lg.o + lg.gb.ns_for(bytes.saturating_sub(1)),
+            None => depart + self.link(from, to).serialization(bytes),
+        }
+    }
+
     /// When a message of `bytes` from `from` that reached `to` at `arrive` is handed to the
     /// process, given what else the receive side is doing; reserves the receive side until
     /// then. Taking it in costs, alpha-beta: its serialization time on the receive port;

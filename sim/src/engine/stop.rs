@@ -125,7 +125,7 @@ impl Engine<'_> {
     pub fn result(&self) -> RunResult {
         let stop = self.stop.clone().unwrap_or(StopReason::Quiescent);
         // without collectives (a registry workload), a dead node's workload just stops
-        let dead_ok = self.cfg.ops.is_empty();
+        let dead_ok = !self.cfg.has_calls();
         let all_done = if self.elastic.is_some() {
             self.elastic_finished()
         } else {

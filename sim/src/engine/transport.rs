@@ -61,15 +61,22 @@ const DOOMED_RESENDS_SIMULATED: u64 = 1_000;
 const DOOMED_SCAN_MAX: usize = 4_096;
 
 impl Engine<'_> {
-    /// Carries out `rank`'s `Output::Send`.
+    /// Carries out `rank`'s `Output::Send`; returns when the message departs.
     #[inline(always)]
-    pub(super) fn send(&mut self, rank: u32, to: Rank, msg: Msg, bytes: u64, reliable: bool) {
+    pub(super) fn send(
+        &mut self,
+        rank: u32,
+        to: Rank,
+        msg: Msg,
+        bytes: u64,
+        reliable: bool,
+    ) -> Nanos {
         let id = self.next_msg;
         self.next_msg += 1;
         let from_inc = self.incarnations[rank as usize];
         let to_inc = self.incarnations.get(to.idx()).copied().unwrap_or(0);
         self.stats.messages_sent += 1;
-        self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc);
+        self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -84,7 +91,7 @@ impl Engine<'_> {
         reliable: bool,
         from_inc: u32,
         to_inc: u32,
-    ) {
+    ) -> Nanos {
         let mut extra = 0;
         let mut lost = None;
         if self.faults.has_active_net() {
@@ -105,6 +112,7 @@ impl Engine<'_> {
         if self.record {
             let (seq, step) = match &msg {
                 Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),
+                Msg::P2p(m) => (Some(m.order), None),
                 Msg::Elastic(_) | Msg::Registry(_) => (None, None),
             };
             self.emit(Event::Send {
@@ -134,6 +142,7 @@ impl Engine<'_> {
             None => self.push_with(timing.arrive, || Ev::Deliver(flight())),
             Some(reason) => self.lose(flight(), reason, timing.depart),
         }
+        timing.depart
     }
 
     /// A lost reliable message is sent again (unless its sender died meanwhile).

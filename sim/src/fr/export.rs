@@ -27,6 +27,8 @@ struct Rec {
     t: u64,
     done: Option<u64>,
     aborted: bool,
+    /// A send's or recv's other end, a world rank.
+    peer: Option<u32>,
 }
 
 struct RankState {
@@ -46,6 +48,8 @@ fn op_name(op: OpKind) -> &'static str {
         OpKind::AllToAll => "all_to_all",
         OpKind::Gather => "gather",
         OpKind::Scatter => "scatter",
+        OpKind::Send => "send",
+        OpKind::Recv => "recv",
     }
 }
 
@@ -172,6 +176,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                 bytes,
                 dtype,
                 members: m,
+                peer,
                 ..
             } => {
                 members.entry(group.0).or_default().insert(rank);
@@ -187,6 +192,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                         t,
                         done: None,
                         aborted: false,
+                        peer,
                     });
                 }
             }
@@ -197,7 +203,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                     r.recs
                         .iter_mut()
                         .rev()
-                        .find(|x| x.group == group.0 && x.seq == seq.0)
+                        .find(|x| x.group == group.0 && x.seq == seq.0 && x.done.is_none())
                 }) {
                     rec.done = Some(t);
                 }
@@ -282,7 +288,10 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
             groups
                 .iter()
                 .map(|&g| {
-                    let mine = st.recs.iter().filter(|r| r.group == g);
+                    let mine = st
+                        .recs
+                        .iter()
+                        .filter(|r| r.group == g && !r.op.point_to_point());
                     let enq = mine.clone().map(|r| r.seq as i64).max().unwrap_or(-1);
                     let done = mine
                         .filter(|r| r.done.is_some())
@@ -301,11 +310,35 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                 })
                 .collect(),
         );
+        // a send's or recv's number among this rank's messages in its group
+        let mut p2p_seq: BTreeMap<u32, i64> = BTreeMap::new();
         let entries: Vec<V> = st
             .recs
             .iter()
             .enumerate()
             .map(|(i, r)| {
+                // group ranks in the order pg_config lists the members
+                let group_rank = |w: u32| {
+                    members
+                        .get(&r.group)
+                        .and_then(|m| m.iter().position(|&x| x == w))
+                        .map_or(w, |i| i as u32)
+                };
+                let p2p = match (r.op, r.peer) {
+                    (OpKind::Send | OpKind::Recv, Some(peer)) => {
+                        let n = p2p_seq.entry(r.group).or_insert(0);
+                        *n += 1;
+                        let arrow = if r.op == OpKind::Send { "->" } else { "<-" };
+                        let me = if r.group == 0 { rank } else { group_rank(rank) };
+                        let peer = if r.group == 0 { peer } else { group_rank(peer) };
+                        Some((*n, format!("{me}{arrow}{peer}")))
+                    }
+                    _ => None,
+                };
+                let profiling = match &p2p {
+                    Some((_, pair)) => format!("nccl:{} {pair}", op_name(r.op)),
+                    None => format!("nccl:{}", op_name(r.op)),
+                };
                 let (name, desc) = group_desc(r.group);
                 let (inp, outp) = sizes(r);
                 let (dt, _) = dtype_name(r.dtype);
@@ -319,13 +352,16 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                     ("record_id".into(), V::Int(i as i64)),
                     ("pg_id".into(), V::Int(i64::from(r.group))),
                     ("process_group".into(), V::Tuple(vec![s(&name), s(&desc)])),
-                    ("collective_seq_id".into(), V::Int(r.seq as i64)),
-                    ("p2p_seq_id".into(), V::Int(0)),
-                    ("op_id".into(), V::Int(r.seq as i64)),
                     (
-                        "profiling_name".into(),
-                        s(&format!("nccl:{}", op_name(r.op))),
+                        "collective_seq_id".into(),
+                        V::Int(if p2p.is_some() { 0 } else { r.seq as i64 }),
                     ),
+                    (
+                        "p2p_seq_id".into(),
+                        V::Int(p2p.as_ref().map_or(0, |(n, _)| *n)),
+                    ),
+                    ("op_id".into(), V::Int(r.seq as i64)),
+                    ("profiling_name".into(), s(&profiling)),
                     ("time_created_ns".into(), V::Int(r.t as i64)),
                     ("input_sizes".into(), sizes_v(&inp)),
                     ("input_dtypes".into(), dts.clone()),
@@ -346,7 +382,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                     ),
                     ("retired".into(), V::Bool(r.done.is_some() || r.aborted)),
                     ("timeout_ms".into(), V::Int(timeout_ms)),
-                    ("is_p2p".into(), V::Bool(false)),
+                    ("is_p2p".into(), V::Bool(p2p.is_some())),
                     ("thread_id".into(), s("0")),
                     ("thread_name".into(), s("ringside")),
                 ];

@@ -188,6 +188,8 @@ pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
                 ranks_completed: row.left,
                 ranks_called: row.called,
                 correct: !diverged,
+                from: None,
+                to: None,
             });
         }
     }

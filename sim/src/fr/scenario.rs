@@ -72,6 +72,9 @@ fn op_spec(dumps: &[Dump], c: &Call) -> Option<OpSpec> {
         algorithm: None,
         root: None,
         group: None,
+        peer: None,
+        rendezvous: false,
+        compute: None,
     })
 }
 
@@ -206,8 +209,11 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis) -> Replay {
             dtype: wdtype,
             elements: 16,
             ops: body,
+            programs: Vec::new(),
+            pipeline: None,
             registry: Vec::new(),
         },
+        groups: Vec::new(),
         faults: Vec::new(),
         expect: None,
     };

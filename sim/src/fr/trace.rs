@@ -105,6 +105,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                         reduce: ReduceOp::Sum,
                         elements: replay.scenario.workload.elements,
                         members: g.members.len() as u32,
+                        peer: None,
                     },
                 );
                 let stuck = super::analyze::of_rank(&a.stuck, m)
@@ -248,6 +249,9 @@ pub fn write(name: &str, dumps: &[Dump], a: &Analysis, out: &Path) -> Result<(),
             algorithm: None,
             root: None,
             group: None,
+            peer: None,
+            rendezvous: false,
+            compute: None,
         });
     }
     let f = std::fs::File::create(out).map_err(|e| format!("cannot create: {e}"))?;

@@ -7,6 +7,7 @@
 #[cfg(test)]
 mod examples;
 mod fault_de;
+pub mod groups;
 mod locate;
 mod model;
 mod parse;
@@ -15,6 +16,7 @@ mod validate;
 pub use crate::cause::{RootCause, RootCauseError};
 pub use model::*;
 pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
+pub mod program;
 pub mod resolve;
 pub use validate::{
     unsupported, validate, Invalid, Support, MAX_ELEMENTS, MAX_ITERATIONS, MAX_MESH_DIMS,

@@ -5,7 +5,7 @@
 use crate::cause::RootCause;
 use crate::units::{Bandwidth, Duration, PerByte, Size};
 pub use ringside_proto::vocab::{
-    Algorithm, Dtype, Mesh, OpKind, ReduceOp, RegistryAction, RendezvousKind,
+    Algorithm, Dtype, Mesh, OpKind, Peer, PeerStep, ReduceOp, RegistryAction, RendezvousKind,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -28,6 +28,9 @@ pub struct Scenario {
     pub engine: EngineConfig,
     #[serde(default)]
     pub group: GroupConfig,
+    /// Named groups (`[[groups]]`), like `torch.distributed.new_group` or a DeviceMesh slice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<NamedGroup>,
     pub workload: Workload,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
@@ -223,8 +226,125 @@ pub struct Workload {
     pub elements: u32,
     #[serde(default)]
     pub ops: Vec<OpSpec>,
+    /// Ranks that run their own ops instead of `ops` (divergent control flow).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<Program>,
+    /// A generated pipeline-parallel schedule of send/recv and compute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<Pipeline>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub registry: Vec<RegistryStep>,
+}
+
+/// `[[groups]]`: a named group, as one list of ranks or as disjoint sub-groups (one per list).
+/// A member's rank in its (sub-)group is its position in the list as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedGroup {
+    pub name: String,
+    pub ranks: GroupRanks,
+}
+
+/// The ranks of a named group: one list, or a list of disjoint lists.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum GroupRanks {
+    One(Vec<u32>),
+    Many(Vec<Vec<u32>>),
+}
+
+impl<'de> Deserialize<'de> for GroupRanks {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = GroupRanks;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a list of ranks, e.g. [0, 1, 2], or a list of lists, e.g. [[0, 2], [1, 3]]",
+                )
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<GroupRanks, A::Error> {
+                #[derive(Deserialize)]
+                #[serde(untagged)]
+                enum Item {
+                    Rank(u32),
+                    List(Vec<u32>),
+                }
+                let mut one = Vec::new();
+                let mut many = Vec::new();
+                while let Some(item) = seq.next_element::<Item>().map_err(|_| {
+                    serde::de::Error::custom(
+                        "expected ranks (integers), or lists of ranks; not both in one list",
+                    )
+                })? {
+                    match item {
+                        Item::Rank(r) => one.push(r),
+                        Item::List(l) => many.push(l),
+                    }
+                }
+                match (one.is_empty(), many.is_empty()) {
+                    (_, true) => Ok(GroupRanks::One(one)),
+                    (true, false) => Ok(GroupRanks::Many(many)),
+                    (false, false) => Err(serde::de::Error::custom(
+                        "mixes ranks and lists of ranks: write one list, or a list of lists",
+                    )),
+                }
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+impl GroupRanks {
+    /// The sub-groups, each in group-rank order.
+    pub fn subgroups(&self) -> Vec<&[u32]> {
+        match self {
+            GroupRanks::One(r) => vec![r.as_slice()],
+            GroupRanks::Many(rs) => rs.iter().map(Vec::as_slice).collect(),
+        }
+    }
+}
+
+/// `[[workload.programs]]`: these ranks run these ops instead of `[[workload.ops]]` (and
+/// instead of the pipeline's steps).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Program {
+    pub ranks: Vec<u32>,
+    #[serde(default)]
+    pub ops: Vec<OpSpec>,
+}
+
+/// `[workload.pipeline]`: each sub-group of `group` is one pipeline, its stages in list order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pipeline {
+    /// A named group or mesh dimension (default: the world, one pipeline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    pub microbatches: u32,
+    #[serde(default)]
+    pub schedule: PipeSchedule,
+    /// Compute per microbatch per stage, forward and backward.
+    pub forward: Duration,
+    pub backward: Duration,
+    /// Activations sent forward, gradients backward, per microbatch.
+    pub bytes: Size,
+}
+
+/// The order in which a stage runs its microbatches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipeSchedule {
+    /// All forwards, then all backwards (GPipe).
+    Gpipe,
+    /// One forward, one backward in the steady state (PipeDream-flush / Megatron's 1F1B).
+    #[default]
+    #[serde(rename = "1f1b")]
+    OneFOneB,
 }
 
 fn default_dtype() -> Dtype {
@@ -247,9 +367,36 @@ pub struct OpSpec {
     pub algorithm: Option<Algorithm>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<u32>,
-    /// A mesh dimension name: the op runs on every sub-group along that dimension.
+    /// A mesh dimension or a `[[groups]]` name: the op runs on every sub-group of it (a rank in
+    /// none of them does not issue it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// send / recv: the other member (a group rank, or "next" / "prev").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<Peer>,
+    /// send: done only once received, not once its bytes have left.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rendezvous: bool,
+    /// Time spent computing before the call is issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<Duration>,
+}
+
+impl OpSpec {
+    /// A call of `op` with every optional key left out.
+    pub fn of(op: OpKind) -> OpSpec {
+        OpSpec {
+            op,
+            bytes: Size(0),
+            reduce: ReduceOp::Sum,
+            algorithm: None,
+            root: None,
+            group: None,
+            peer: None,
+            rendezvous: false,
+            compute: None,
+        }
+    }
 }
 
 /// One step of a `:pg`-style registry workload (see scenarios/README.md).

@@ -1,15 +1,19 @@
 //! From a scenario to the configurations the protocol code is built from. The protocol crate
 //! knows nothing of the scenario file; this is the one place that translates it.
 
-use super::{Algorithm, Dtype, Fault, OpKind, OpSpec, Scenario};
+use super::program::{self, Step};
+use super::{groups, Algorithm, Dtype, Fault, OpKind, OpSpec, Scenario};
 use ringside_proto::collective::hierarchical::local_size;
 use ringside_proto::collective::Members;
 use ringside_proto::elastic::ElasticConfig;
+use ringside_proto::mesh::MeshLayout;
 use ringside_proto::mutation::Mutations;
-use ringside_proto::registry::{RegistryConfig, Step, DEFAULT_SCOPE};
-use ringside_proto::workload::{AppBug, OpCall, WorkloadConfig};
-use ringside_proto::Rank;
-use std::collections::BTreeSet;
+use ringside_proto::registry::{self, RegistryConfig, DEFAULT_SCOPE};
+use ringside_proto::workload::{
+    self as wl, Along, AppBug, Inputs, Layout, OpCall, Program, WorkloadConfig,
+};
+use ringside_proto::{GroupId, Rank};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The configuration every rank's protocol code is built from, for `s` run with `seed`, with
@@ -61,6 +65,12 @@ pub fn workload(s: &Scenario, seed: u64, mutations: Mutations) -> WorkloadConfig
         .collect();
     let world_members = Members::new((0..s.world.size).map(Rank).collect());
     let world_per_host = local_size(&world_members.ranks, s.world.ranks_per_host);
+    let layouts = layouts(s);
+    let (programs, program_of) = programs(s, &layouts);
+    let inputs = match programs.len() {
+        1 => Inputs::BySite,
+        _ => Inputs::BySlot,
+    };
     WorkloadConfig {
         world_size: s.world.size,
         seed,
@@ -69,17 +79,15 @@ pub fn workload(s: &Scenario, seed: u64, mutations: Mutations) -> WorkloadConfig
         compute: w.compute.0,
         dtype: w.dtype,
         elements: w.elements,
-        ops: w
-            .ops
-            .iter()
-            .map(|o| op_call(o, s.group.algorithm, w.dtype))
-            .collect(),
+        programs,
+        program_of,
+        inputs,
         bugs,
         step_events: true,
         ranks_per_host: s.world.ranks_per_host.max(1),
         world_members,
         world_per_host,
-        mesh: s.group.mesh.clone(),
+        layouts,
         mutations,
         elastic: s.group.elastic.as_ref().map(|e| {
             Arc::new(ElasticConfig {
@@ -95,13 +103,29 @@ pub fn workload(s: &Scenario, seed: u64, mutations: Mutations) -> WorkloadConfig
     }
 }
 
-/// One call of `[[workload.ops]]` with every default filled in: the algorithm from the op, then
-/// `[group] algorithm` (allreduce only), then the op's own default.
-pub fn op_call(spec: &OpSpec, default_allreduce: Option<Algorithm>, dtype: Dtype) -> OpCall {
-    let algorithm = spec.algorithm.unwrap_or(match spec.op {
-        OpKind::Allreduce => default_allreduce.unwrap_or(Algorithm::Ring),
-        op => op.default_algorithm(),
-    });
+/// One call with every default filled in: the algorithm from the op (a send's `rendezvous`),
+/// then `[group] algorithm` (allreduce only), then the op's own default; the group it names
+/// as one of `layouts`.
+pub fn op_call(
+    spec: &OpSpec,
+    default_allreduce: Option<Algorithm>,
+    dtype: Dtype,
+    layouts: &[Layout],
+) -> OpCall {
+    let algorithm = match spec.op {
+        OpKind::Send if spec.rendezvous => Algorithm::Rendezvous,
+        op => spec.algorithm.unwrap_or(match op {
+            OpKind::Allreduce => default_allreduce.unwrap_or(Algorithm::Ring),
+            op => op.default_algorithm(),
+        }),
+    };
+    let along = match &spec.group {
+        None => Along::World,
+        Some(name) => layouts
+            .iter()
+            .position(|l| l.name == *name)
+            .map_or(Along::Layout(u32::MAX), |i| Along::Layout(i as u32)),
+    };
     OpCall {
         op: spec.op,
         algorithm,
@@ -109,7 +133,113 @@ pub fn op_call(spec: &OpSpec, default_allreduce: Option<Algorithm>, dtype: Dtype
         reduce: spec.reduce,
         root: spec.root.unwrap_or(0),
         dtype,
-        group: spec.group.clone(),
+        along,
+        peer: spec.peer,
+    }
+}
+
+/// The group layouts of `s`: the mesh's dimensions, then the `[[groups]]` entries, their
+/// sub-groups numbered as `groups` says.
+pub fn layouts(s: &Scenario) -> Vec<Layout> {
+    let world = s.world.size;
+    let mut out = Vec::new();
+    let mut next = 1u32;
+    if let Some(mesh) = &s.group.mesh {
+        if let Some(m) = MeshLayout::new(mesh, world) {
+            for (d, name) in mesh.dims.iter().enumerate() {
+                let count = world / mesh.shape[d];
+                let groups = (next..next + count)
+                    .map(|id| m.members(GroupId(id)).unwrap_or_default())
+                    .collect();
+                out.push(Layout::new(name, GroupId(next), groups, world));
+                next += count;
+            }
+        }
+    }
+    let named = groups::named_subgroups(s);
+    for (e, g) in s.groups.iter().enumerate() {
+        let mine: Vec<_> = named.iter().filter(|(_, x, _)| *x == e).collect();
+        let first = mine.first().map_or(GroupId(next), |(id, _, _)| *id);
+        let groups = mine
+            .iter()
+            .map(|(_, _, m)| m.iter().copied().map(Rank).collect())
+            .collect();
+        out.push(Layout::new(&g.name, first, groups, world));
+    }
+    out
+}
+
+/// Each rank's program (`program::steps`), the distinct ones once: (programs, index of each
+/// rank's).
+fn programs(s: &Scenario, layouts: &[Layout]) -> (Vec<Program>, Vec<u32>) {
+    let world = s.world.size;
+    // each rank's pipeline stage, found once per pipeline
+    let mut stage: Vec<Option<(u32, u32)>> = vec![None; world as usize];
+    if let Some(pipe) = &s.workload.pipeline {
+        let lines = match &pipe.group {
+            None => vec![(0..world).collect()],
+            Some(name) => groups::subgroups(s, name).unwrap_or_default(),
+        };
+        for line in lines {
+            for (k, &r) in line.iter().enumerate() {
+                if let Some(x) = stage.get_mut(r as usize) {
+                    *x = Some((k as u32, line.len() as u32));
+                }
+            }
+        }
+    }
+    let mut owner: Vec<Option<usize>> = vec![None; world as usize];
+    for (p, prog) in s.workload.programs.iter().enumerate() {
+        for &r in &prog.ranks {
+            if let Some(x) = owner.get_mut(r as usize) {
+                x.get_or_insert(p);
+            }
+        }
+    }
+    let mut programs = Vec::new();
+    // (programs entry, or pipeline stage and stages) -> index in `programs`
+    type Key = (Option<usize>, Option<(u32, u32)>);
+    let mut seen: BTreeMap<Key, u32> = BTreeMap::new();
+    let program_of = (0..world as usize)
+        .map(|r| {
+            let key = match owner[r] {
+                Some(p) => (Some(p), None),
+                None => (None, stage[r]),
+            };
+            *seen.entry(key).or_insert_with(|| {
+                programs.push(program(s, key.0, key.1, layouts));
+                programs.len() as u32 - 1
+            })
+        })
+        .collect();
+    (programs, program_of)
+}
+
+/// The program of `[[workload.programs]]` entry `entry`, or else of pipeline stage `stage`.
+fn program(
+    s: &Scenario,
+    entry: Option<usize>,
+    stage: Option<(u32, u32)>,
+    layouts: &[Layout],
+) -> Program {
+    let mut index = 0;
+    let steps = program::steps_of(s, entry, stage)
+        .into_iter()
+        .map(|st| match st {
+            Step::Compute(ns) => wl::Step::Compute(ns),
+            Step::Call(spec, _) => {
+                let call = op_call(&spec, s.group.algorithm, s.workload.dtype, layouts);
+                index += 1;
+                wl::Step::Call {
+                    index: index - 1,
+                    call,
+                }
+            }
+        })
+        .collect();
+    Program {
+        steps,
+        declared: entry.is_none(),
     }
 }
 
@@ -134,7 +264,7 @@ pub fn registry(s: &Scenario) -> Option<Arc<RegistryConfig>> {
     let steps = steps
         .iter()
         .enumerate()
-        .map(|(i, st)| Step {
+        .map(|(i, st)| registry::Step {
             index: i as u32,
             at: st.at.0,
             rank: Rank(st.rank),

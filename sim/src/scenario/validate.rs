@@ -5,8 +5,11 @@
 //! sections are usually written, so the first error reported is the first one a reader meets.
 
 use super::model::*;
+use super::{groups, program};
 use crate::units::Duration;
+use programs::{named_groups, pipeline, point_to_point};
 
+mod programs;
 mod support;
 pub use support::{unsupported, Support};
 
@@ -32,6 +35,7 @@ pub fn validate(s: &Scenario) -> Result<(), Invalid> {
     world(&s.world)?;
     network(s)?;
     group(s)?;
+    named_groups(s)?;
     workload(s)?;
     for (i, f) in s.faults.iter().enumerate() {
         fault(s, &format!("faults[{i}]"), f)?;
@@ -295,6 +299,10 @@ fn workload(s: &Scenario) -> Result<(), Invalid> {
     for (i, op) in w.ops.iter().enumerate() {
         op_spec(s, &format!("workload.ops[{i}]"), op)?;
     }
+    programs::programs(s)?;
+    if let Some(p) = &w.pipeline {
+        pipeline(s, p)?;
+    }
     for (i, step) in w.registry.iter().enumerate() {
         registry_step(s, &format!("workload.registry[{i}]"), step)?;
     }
@@ -303,7 +311,7 @@ fn workload(s: &Scenario) -> Result<(), Invalid> {
 
 fn op_spec(s: &Scenario, k: &str, op: &OpSpec) -> Result<(), Invalid> {
     let kind = op.op;
-    if op.bytes.0 == 0 && kind != OpKind::Barrier {
+    if op.bytes.0 == 0 && kind != OpKind::Barrier && !kind.point_to_point() {
         return fail(
             format!("{k}.bytes"),
             format!("a {kind} needs a size > 0, e.g. bytes = \"64MiB\""),
@@ -330,28 +338,29 @@ fn op_spec(s: &Scenario, k: &str, op: &OpSpec) -> Result<(), Invalid> {
         if !kind.rooted() {
             return fail(
                 format!("{k}.root"),
-                format!("a {kind} has no root: only broadcast and reduce do"),
+                format!("a {kind} has no root: only broadcast, reduce, gather and scatter do"),
             );
         }
         rank_in_world(s, &format!("{k}.root"), root)?;
     }
     if let Some(g) = &op.group {
-        let Some(mesh) = &s.group.mesh else {
+        if !groups::exists(s, g) {
+            let mut names: Vec<&str> = s.groups.iter().map(|g| g.name.as_str()).collect();
+            if let Some(m) = &s.group.mesh {
+                names.extend(m.dims.iter().map(String::as_str));
+            }
+            let hint = if names.is_empty() {
+                "there is no [group.mesh] and no [[groups]]".to_string()
+            } else {
+                format!("use one of {}", names.join(", "))
+            };
             return fail(
                 format!("{k}.group"),
-                "names a mesh dimension, but there is no [group.mesh]",
-            );
-        };
-        if !mesh.dims.contains(g) {
-            return fail(
-                format!("{k}.group"),
-                format!(
-                    "`{g}` is not a mesh dimension: use one of {}",
-                    mesh.dims.join(", ")
-                ),
+                format!("`{g}` is not a group: {hint}"),
             );
         }
     }
+    point_to_point(s, k, op)?;
     Ok(())
 }
 
@@ -396,22 +405,44 @@ fn iteration_in_workload(s: &Scenario, k: &str, iteration: u32) -> Result<(), In
     Ok(())
 }
 
-/// `op_index` (default 0) must name one of `workload.ops`.
-fn op_in_workload(s: &Scenario, k: &str, op_index: Option<u32>) -> Result<usize, Invalid> {
+/// `op_index` (default 0) must name one of the calls `rank` makes in an iteration: its
+/// program's, or the pipeline's and `workload.ops`.
+fn op_in_workload(
+    s: &Scenario,
+    k: &str,
+    rank: u32,
+    op_index: Option<u32>,
+) -> Result<(usize, OpSpec, program::Source), Invalid> {
     let index = op_index.unwrap_or(0) as usize;
-    let ops = s.workload.ops.len();
+    let calls = program::calls(s, rank);
+    let ops = calls.len();
     if index >= ops {
+        let whose = match program::program_of(s, rank) {
+            Some(p) => format!("rank {rank} runs workload.programs[{p}], which"),
+            None if s.workload.pipeline.is_some() => format!("rank {rank}'s iteration"),
+            None => "the workload".to_string(),
+        };
         let which = if ops == 0 {
-            "the workload has no ops".to_string()
+            format!("{whose} has no ops")
         } else {
-            format!("the workload has {ops} ops, so op_index is 0..={}", ops - 1)
+            format!("{whose} has {ops} ops, so op_index is 0..={}", ops - 1)
         };
         return fail(
             format!("{k}.op_index"),
             format!("op {index} does not exist: {which}"),
         );
     }
-    Ok(index)
+    let (op, source) = calls[index].clone();
+    Ok((index, op, source))
+}
+
+/// Where a call was declared, as the scenario file names it.
+fn declared(source: program::Source) -> String {
+    match source {
+        program::Source::Shared(i) => format!("workload.ops[{i}]"),
+        program::Source::Program(p, i) => format!("workload.programs[{p}].ops[{i}]"),
+        program::Source::Pipeline(i) => format!("call {i} of the pipeline stage"),
+    }
 }
 
 /// `delay` and `loss` act on exactly one of a rank's links or one link.
@@ -525,11 +556,22 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
         } => {
             rank_in_world(s, &rank_key, *rank)?;
             iteration_in_workload(s, k, *iteration)?;
-            let index = op_in_workload(s, k, *op_index)?;
+            let (_, target, source) = op_in_workload(s, k, *rank, *op_index)?;
             if let Some(r) = root {
                 rank_in_world(s, &format!("{k}.root"), *r)?;
             }
-            let target = &s.workload.ops[index];
+            if let Some(o) = op {
+                if o.point_to_point() != target.op.point_to_point() {
+                    return fail(
+                        format!("{k}.op"),
+                        format!(
+                            "a {} cannot turn into a {o}: a mismatch keeps collectives \
+                             collective and point-to-point point-to-point",
+                            target.op
+                        ),
+                    );
+                }
+            }
             let changes = op.is_some_and(|o| o != target.op)
                 || bytes.is_some_and(|b| b != target.bytes)
                 || root.is_some_and(|r| r != target.root.unwrap_or(0))
@@ -539,7 +581,8 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
                     k,
                     format!(
                         "this mismatch changes nothing: give at least one of `op`, `bytes`, \
-                         `root` or `dtype` that differs from workload.ops[{index}]"
+                         `root` or `dtype` that differs from {}",
+                        declared(source)
                     ),
                 );
             }
@@ -552,7 +595,7 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
         } => {
             rank_in_world(s, &rank_key, *rank)?;
             iteration_in_workload(s, k, *iteration)?;
-            op_in_workload(s, k, *op_index).map(drop)
+            op_in_workload(s, k, *rank, *op_index).map(drop)
         }
         Fault::Hang { rank, iteration } => {
             rank_in_world(s, &rank_key, *rank)?;

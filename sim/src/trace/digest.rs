@@ -365,49 +365,28 @@ impl ser::Serializer for &mut Words {
     }
 }
 
-impl ser::SerializeSeq for &mut Words {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> R {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> R {
-        Ok(())
-    }
+/// The compound serializers: each element or field is encoded in turn (a map's keys too).
+macro_rules! elements {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for &mut Words {
+            type Ok = ();
+            type Error = Never;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> R {
+                value.serialize(&mut **self)
+            }
+            fn end(self) -> R {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for &mut Words {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> R {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> R {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for &mut Words {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> R {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> R {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for &mut Words {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> R {
-        value.serialize(&mut **self)
-    }
-    fn end(self) -> R {
-        Ok(())
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for &mut Words {
     type Ok = ();
@@ -423,32 +402,24 @@ impl ser::SerializeMap for &mut Words {
     }
 }
 
-impl ser::SerializeStruct for &mut Words {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, _: &'static str, value: &T) -> R {
-        value.serialize(&mut **self)
-    }
-    fn skip_field(&mut self, _: &'static str) -> R {
-        self.word(0);
-        Ok(())
-    }
-    fn end(self) -> R {
-        Ok(())
-    }
+/// The fields of a struct, or of an enum's struct variant: a field left out encodes as 0.
+macro_rules! fields {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for &mut Words {
+            type Ok = ();
+            type Error = Never;
+            fn serialize_field<T: ?Sized + Serialize>(&mut self, _: &'static str, value: &T) -> R {
+                value.serialize(&mut **self)
+            }
+            fn skip_field(&mut self, _: &'static str) -> R {
+                self.word(0);
+                Ok(())
+            }
+            fn end(self) -> R {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for &mut Words {
-    type Ok = ();
-    type Error = Never;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, _: &'static str, value: &T) -> R {
-        value.serialize(&mut **self)
-    }
-    fn skip_field(&mut self, _: &'static str) -> R {
-        self.word(0);
-        Ok(())
-    }
-    fn end(self) -> R {
-        Ok(())
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);

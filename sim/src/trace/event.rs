@@ -18,6 +18,9 @@ pub enum FaultPhase {
 pub fn timer_fields(key: &TimerKey) -> (&'static str, Option<GroupId>, Option<SeqNo>) {
     match key {
         TimerKey::Watchdog { group, seq } => ("watchdog", Some(*group), Some(*seq)),
+        TimerKey::PeerWatchdog { group, order, .. } => {
+            ("watchdog", Some(*group), Some(SeqNo(*order)))
+        }
         TimerKey::Heartbeat => ("heartbeat", None, None),
         TimerKey::Rendezvous { .. } => ("rendezvous", None, None),
         TimerKey::Registry { .. } => ("registry", None, None),
@@ -113,7 +116,8 @@ pub enum Event {
         rank: u32,
         iteration: u32,
     },
-    /// A rank issues a collective.
+    /// A rank issues a call: a collective, or a send or recv to or from `peer` (a world rank),
+    /// whose `seq` is the message's order between the two in that direction (from 1).
     Call {
         rank: u32,
         iteration: u32,
@@ -129,8 +133,10 @@ pub enum Event {
         reduce: ReduceOp,
         elements: u32,
         members: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        peer: Option<u32>,
     },
-    /// A rank's collective enters `step` and waits for `waiting_for`.
+    /// A rank's call enters `step` and waits for `waiting_for`.
     Step {
         rank: u32,
         group: GroupId,

@@ -190,6 +190,11 @@ pub(super) fn parse(text: &str) -> Option<(Nanos, Event)> {
             reduce: c.name(",\"reduce\":")?,
             elements: c.field_u32(",\"elements\":")?,
             members: c.field_u32(",\"members\":")?,
+            peer: if c.has(",\"peer\":") {
+                Some(c.u32()?)
+            } else {
+                None
+            },
         }
     } else if c.has("complete\"") {
         let rank = c.field_u32(",\"rank\":")?;

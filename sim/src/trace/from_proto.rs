@@ -185,6 +185,7 @@ pub fn proto_event(rank: u32, pe: ProtoEvent, correct: Option<bool>) -> Event {
             index,
             fp,
             members,
+            peer,
         } => Event::Call {
             rank,
             iteration,
@@ -200,6 +201,7 @@ pub fn proto_event(rank: u32, pe: ProtoEvent, correct: Option<bool>) -> Event {
             reduce: fp.reduce,
             elements: fp.elements,
             members: members as u32,
+            peer: peer.map(|p| p.0),
         },
         ProtoEvent::Complete {
             group,

@@ -59,6 +59,8 @@ struct Exporter<W: Write> {
     work: Vec<Vec<Open>>,
     paused: Vec<bool>,
     dead: Vec<bool>,
+    /// The send or recv each rank is in: its op and peer.
+    message: Vec<Option<(&'static str, u32)>>,
     /// Message id -> (flow id, attempt) of the send in flight.
     in_flight: BTreeMap<u64, u64>,
     attempts: BTreeMap<u64, u64>,
@@ -117,6 +119,7 @@ impl<W: Write> Exporter<W> {
         self.work.push(Vec::new());
         self.paused.push(false);
         self.dead.push(false);
+        self.message.push(None);
         self.meta(rank)?;
         Ok(slot)
     }
@@ -351,15 +354,32 @@ impl<W: Write> Exporter<W> {
                 op,
                 algorithm,
                 bytes,
+                peer,
                 ..
-            } => self.begin(
-                t,
-                *rank,
-                Open::Collective,
-                format!("{} #{}", op.name(), seq.0),
-                json!({"algorithm": algorithm.name(), "bytes": bytes, "iteration": iteration,
-                    "index": index, "group": group, "generation": generation, "seq": seq}),
-            ),
+            } => {
+                let slot = self.ensure(*rank)?;
+                self.message[slot] = peer.map(|p| (op.name(), p));
+                let (name, args) = match peer {
+                    // a send or recv: where its message goes, or comes from
+                    Some(p) => {
+                        let dir = if op.name() == "send" { "to" } else { "from" };
+                        (
+                            format!("{} #{} {dir} rank {p}", op.name(), seq.0),
+                            json!({"algorithm": algorithm.name(), "bytes": bytes,
+                                "iteration": iteration, "index": index, "group": group,
+                                "generation": generation, "seq": seq, "peer": p,
+                                "direction": op.name()}),
+                        )
+                    }
+                    None => (
+                        format!("{} #{}", op.name(), seq.0),
+                        json!({"algorithm": algorithm.name(), "bytes": bytes,
+                            "iteration": iteration, "index": index, "group": group,
+                            "generation": generation, "seq": seq}),
+                    ),
+                };
+                self.begin(t, *rank, Open::Collective, name, args)
+            }
             Event::Step {
                 rank,
                 step,
@@ -371,11 +391,19 @@ impl<W: Write> Exporter<W> {
                 if self.work[slot].last() == Some(&Open::Step) {
                     self.close(t, *rank, Some(Open::Step))?;
                 }
+                let name = match self.message[slot] {
+                    Some(("recv", p)) => format!("waits for the message of rank {p}"),
+                    Some((_, p)) if !waiting_for.is_empty() => {
+                        format!("waits for rank {p} to take it")
+                    }
+                    Some(_) => "sending".into(),
+                    None => format!("step {}/{steps}", step + 1),
+                };
                 self.begin(
                     t,
                     *rank,
                     Open::Step,
-                    format!("step {}/{steps}", step + 1),
+                    name,
                     json!({"waiting_for": waiting_for}),
                 )
             }
@@ -468,6 +496,7 @@ pub fn export_chrome<R: BufRead, W: Write>(
         work: Vec::new(),
         paused: Vec::new(),
         dead: Vec::new(),
+        message: Vec::new(),
         in_flight: BTreeMap::new(),
         attempts: BTreeMap::new(),
     };

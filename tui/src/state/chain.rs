@@ -156,6 +156,7 @@ mod tests {
             waiting_for: vec![],
             since_ns: 0,
             causes: vec![],
+            peer: None,
         }
     }
 
@@ -176,6 +177,7 @@ mod tests {
                     EdgeKind::Waits
                 },
                 causes: if root { vec![cause.clone()] } else { vec![] },
+                message: None,
             });
             d.blocked.push(blocked(a));
         }

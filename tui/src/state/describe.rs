@@ -96,13 +96,25 @@ pub fn describe(ev: &Event) -> String {
             op,
             algorithm,
             bytes,
+            peer,
+            group,
             ..
-        } => format!(
-            "rank {rank} {} #{seq} {} {}",
-            op.name(),
-            algorithm.name(),
-            fmt_bytes(*bytes)
-        ),
+        } => match peer {
+            Some(p) => format!(
+                "rank {rank} {} #{seq} {} {p} in group {} {} {}",
+                op.name(),
+                if op.name() == "send" { "to" } else { "from" },
+                group.0,
+                algorithm.name(),
+                fmt_bytes(*bytes)
+            ),
+            None => format!(
+                "rank {rank} {} #{seq} {} {}",
+                op.name(),
+                algorithm.name(),
+                fmt_bytes(*bytes)
+            ),
+        },
         Event::Step {
             rank,
             seq,

@@ -1,6 +1,6 @@
 //! Which events the log shows: by rank and by kind.
 //!
-//! Written as space-separated words: a number (or `r3`, `rank=3`) keeps events that involve
+//! Written as space-separated words: a number (or `r3`, `rank=3`, `rank 3`) keeps events that involve
 //! that rank; a word keeps the kinds it starts (`send`, `fault`, `comp` for compute and
 //! complete); `-word` hides those kinds; any other word keeps events whose description holds
 //! it (`wrong`, `watchdog`, `1mib`), ignoring case. Several ranks or kinds mean any of them;
@@ -61,8 +61,17 @@ fn known_prefix(word: &str) -> Result<String, FilterError> {
 impl EventFilter {
     pub fn parse(text: &str) -> Result<EventFilter, FilterError> {
         let mut f = EventFilter::default();
-        for word in text.split_whitespace() {
-            let word = word.to_ascii_lowercase();
+        let words: Vec<String> = text
+            .split_whitespace()
+            .map(|w| w.to_ascii_lowercase())
+            .collect();
+        for (i, word) in words.iter().enumerate() {
+            // `rank 3` as people say it: the number that follows says which
+            let says_rank = |w: Option<&String>| w.is_some_and(|w| w.parse::<u32>().is_ok());
+            if word == "rank" && says_rank(words.get(i + 1)) {
+                continue;
+            }
+            let word = word.clone();
             let rank = word
                 .strip_prefix("rank=")
                 .or_else(|| word.strip_prefix('r'))
@@ -149,6 +158,10 @@ mod tests {
         assert!(!f.matches(&send(1, 0)));
         assert!(f.matches(&Event::ComputeDone { rank: 3 }));
         assert_eq!(f.describe(), "r1 r3 -send");
+        // as people say it; `rank` alone is a word to look for
+        let f = EventFilter::parse("Rank 100 send").unwrap();
+        assert_eq!((f.ranks.as_slice(), f.text.len()), (&[100][..], 0));
+        assert_eq!(EventFilter::parse("rank").unwrap().text, ["rank"]);
     }
 
     #[test]

@@ -20,14 +20,14 @@
 //! around a trace with tens of thousands of collectives stays cheap.
 
 use ringside_sim::diagnose::{Fold, OpView};
-use ringside_sim::proto::{Generation, GroupId, SeqNo};
+
 use ringside_sim::scenario::Scenario;
 use ringside_sim::trace::Event;
 use ringside_sim::units::Nanos;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The identity of a collective in [`Fold::ops`].
-pub type OpKey = (GroupId, Generation, SeqNo);
+pub type OpKey = ringside_sim::diagnose::Slot;
 
 /// The smallest distance between checkpoints.
 pub const MIN_INTERVAL: usize = 1024;
@@ -65,9 +65,20 @@ pub fn op_key(ev: &Event) -> Option<OpKey> {
             generation,
             seq,
             ..
-        } => Some((*group, *generation, *seq)),
+        } => Some(OpKey::collective(*group, *generation, *seq)),
         _ => None,
     }
+}
+
+/// Every key in `ops` with the (group, generation, seq) of `k`: a send's or recv's events
+/// after its call name no peer, so they stand for every message of that order in the group.
+fn keys_like<'a, V>(ops: &'a BTreeMap<OpKey, V>, k: &OpKey) -> impl Iterator<Item = OpKey> + 'a {
+    let last = OpKey {
+        pair: Some((u32::MAX, u32::MAX)),
+        ..*k
+    };
+    ops.range(OpKey { pair: None, ..*k }..=last)
+        .map(|(k, _)| *k)
 }
 
 /// Checkpoints over one trace's events.
@@ -117,7 +128,7 @@ impl Builder {
         }
         self.fold.apply(t, ev);
         if let Some(k) = op_key(ev) {
-            self.dirty.insert(k);
+            self.dirty.extend(keys_like(&self.fold.ops, &k));
         }
         self.applied += 1;
     }
@@ -196,7 +207,14 @@ impl History {
         let j = self.checkpoint_of(to);
         let at = j * self.interval;
         let (a, b) = (from.min(at), from.max(at));
-        let touched: BTreeSet<OpKey> = events[a..b].iter().filter_map(|(_, e)| op_key(e)).collect();
+        let touched: BTreeSet<OpKey> = events[a..b]
+            .iter()
+            .filter_map(|(_, e)| op_key(e))
+            .flat_map(|k| {
+                let now: Vec<OpKey> = keys_like(&fold.ops, &k).collect();
+                now.into_iter().chain(keys_like(&self.ops, &k))
+            })
+            .collect();
         if touched.len() > fold.ops.len() / 2 {
             return self.fold_at(events, to);
         }

@@ -395,6 +395,7 @@ mod tests {
             reduce: ReduceOp::Sum,
             elements: 0,
             members: 2,
+            peer: None,
         }
     }
 

@@ -6,6 +6,7 @@ pub mod describe;
 pub mod filter;
 pub mod history;
 pub mod markers;
+pub mod paths;
 pub mod ranges;
 pub mod ranks;
 
@@ -22,7 +23,7 @@ use ringside_sim::diagnose::{diagnose, Fold};
 use ringside_sim::proto::mesh::MeshLayout;
 use ringside_sim::proto::{GroupId, Rank};
 use ringside_sim::run::{run_events, RunOptions};
-use ringside_sim::scenario::Scenario;
+use ringside_sim::scenario::{groups, Scenario};
 use ringside_sim::trace::{
     Digest, Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent,
 };
@@ -215,7 +216,18 @@ impl Loaded {
 
     /// Whether ranks work in groups other than the world (a device mesh).
     pub fn has_groups(&self) -> bool {
-        self.trace.header.scenario.group.mesh.is_some()
+        let s = &self.trace.header.scenario;
+        s.group.mesh.is_some() || !s.groups.is_empty()
+    }
+
+    /// Whether some rank sends or receives messages (a pipeline, or a send or recv op).
+    pub fn has_point_to_point(&self) -> bool {
+        let w = &self.trace.header.scenario.workload;
+        w.pipeline.is_some()
+            || w.ops
+                .iter()
+                .chain(w.programs.iter().flat_map(|p| &p.ops))
+                .any(|o| o.op.point_to_point())
     }
 
     /// Whether the group rebuilds itself in new generations.
@@ -239,6 +251,14 @@ impl Loaded {
             let dim = &mesh.dims[d];
             let room = width.saturating_sub(dim.chars().count() + 1).max(4);
             Some(format!("{dim} {}", fit_ranks(&ranks, room)))
+        });
+        let named = named.or_else(|| {
+            let (_, e, ranks) = groups::named_subgroups(s)
+                .into_iter()
+                .find(|(g, _, _)| *g == id)?;
+            let name = &s.groups[e].name;
+            let room = width.saturating_sub(name.chars().count() + 1).max(4);
+            Some(format!("{name} {}", fit_ranks(&ranks, room)))
         });
         named.unwrap_or_else(|| format!("group {}", id.0))
     }
@@ -409,6 +429,27 @@ at = "100ms"
         assert_eq!(l.trace.digest, plain.digest);
         let m = Loaded::new(plain);
         assert_eq!(l.markers.markers, m.markers.markers);
+    }
+
+    #[test]
+    fn a_compressed_trace_opens_as_the_plain_one() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let s = scenario(STALLS);
+        let plain = write(&s, dir.path());
+        let zst = dir.path().join("t.jsonl.zst");
+        let opts = RunOptions {
+            trace: Some(&zst),
+            ..RunOptions::default()
+        };
+        ringside_sim::run::run(&s, &opts).expect("compressed trace written");
+        assert!(std::fs::metadata(&zst).unwrap().len() < std::fs::metadata(&plain).unwrap().len());
+        let (a, b) = (
+            Loaded::open(&plain).expect("opens"),
+            Loaded::open(&zst).expect("opens"),
+        );
+        assert_eq!(a.trace.events, b.trace.events);
+        assert_eq!(a.trace.digest, b.trace.digest);
+        assert_eq!(a.markers.markers, b.markers.markers);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! that a root cause names — or that is dead, frozen or left out of the newest generation —
 //! is a culprit, drawn with a glyph as well as a colour so that it stands out without colour.
 
-use ringside_sim::diagnose::{Diagnosis, Fold, RankState, RootCause};
+use ringside_sim::diagnose::{Diagnosis, EdgeKind, Fold, RankState, RootCause};
 
 /// The part a rank plays in a stall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -83,6 +83,8 @@ pub struct Shown {
     /// The generation it is rebuilding the group for, while in a rendezvous.
     pub rendezvous: Option<u32>,
     pub culprit: Option<Culprit>,
+    /// It waits on a culprit directly (`101` in `101 → 100`), not through other ranks.
+    pub next_to_cause: bool,
 }
 
 impl Shown {
@@ -100,20 +102,25 @@ impl Shown {
         self.culprit.is_some() || self.state == RankState::Blocked || self.rendezvous.is_some()
     }
 
-    /// Where the state order puts it: culprits, blocked, rendezvous, waiting, then the rest.
+    /// Where the state order puts it: culprits, the ranks that wait on them directly, the
+    /// other blocked ranks, rendezvous, waiting, then the rest.
     pub fn rank_in_order(&self) -> u8 {
         if self.culprit.is_some() {
             0
         } else if self.state == RankState::Blocked {
-            1
+            if self.next_to_cause {
+                1
+            } else {
+                2
+            }
         } else if self.rendezvous.is_some() {
-            2
+            3
         } else {
             match self.state {
-                RankState::Waiting => 3,
-                RankState::Paused => 4,
-                RankState::Running | RankState::Computing => 5,
-                _ => 6,
+                RankState::Waiting => 4,
+                RankState::Paused => 5,
+                RankState::Running | RankState::Computing => 6,
+                _ => 7,
             }
         }
     }
@@ -137,6 +144,12 @@ pub fn shown(fold: &Fold, d: &Diagnosis) -> Vec<Shown> {
             if let Some(slot) = named.get_mut(r as usize) {
                 *slot = slot.or(culprit);
             }
+        }
+    }
+    let mut next_to_cause = vec![false; n];
+    for w in d.waits.iter().filter(|w| w.kind == EdgeKind::RootCause) {
+        if let Some(x) = next_to_cause.get_mut(w.from as usize) {
+            *x = true;
         }
     }
     let m = &fold.membership;
@@ -178,6 +191,7 @@ pub fn shown(fold: &Fold, d: &Diagnosis) -> Vec<Shown> {
                 state,
                 rendezvous,
                 culprit,
+                next_to_cause: next_to_cause[r],
             }
         })
         .collect()
@@ -187,8 +201,8 @@ pub fn shown(fold: &Fold, d: &Diagnosis) -> Vec<Shown> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
     Rank,
-    /// Culprits, then blocked ranks, ranks in a rendezvous, waiting ranks, the rest; by rank
-    /// within each.
+    /// Culprits, then blocked ranks (those next to a culprit first), ranks in a rendezvous,
+    /// waiting ranks, the rest; by rank within each.
     State,
 }
 

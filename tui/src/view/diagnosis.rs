@@ -5,19 +5,16 @@
 
 use crate::app::{App, Focus, GraphMode};
 use crate::state::chain::{waiters_in_order, CauseChain};
-use crate::view::style::{self, state_color};
+use crate::view::graph;
+use crate::view::style;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::canvas::{Canvas, Context, Line as CanvasLine};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
-use ringside_sim::diagnose::{fmt_ranks, RankState};
+use ringside_sim::diagnose::fmt_ranks;
+use ringside_sim::scenario::OpKind;
 use ringside_sim::units::fmt_time;
-use std::f64::consts::PI;
-
-/// Above this many ranks in the picture, only the ends of wait chains are named.
-const LABELS_MAX: usize = 48;
 
 /// `rank 3` or `4 ranks: 0-3`.
 fn counted(r: &[u32]) -> String {
@@ -174,25 +171,45 @@ fn text_lines(app: &App) -> Vec<Line<'static>> {
     lines
 }
 
-/// Who waits for whom, one waiter per line, from the causes outwards.
-fn list_lines(app: &App) -> Vec<Line<'static>> {
+/// The graph's lines, then who waits for whom, one waiter per line, from the causes outwards.
+fn list_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     let order = waiters_in_order(&app.diagnosis, &app.chains);
+    let paths = app.wait_paths();
     let mut lines = vec![Line::styled(
-        format!("wait-for graph: {} waiting ranks (g: picture)", order.len()),
+        format!(
+            "wait-for graph: {} waiting ranks, {} {} (g: picture)",
+            order.len(),
+            paths.len(),
+            if paths.len() == 1 { "line" } else { "lines" }
+        ),
         style::title(),
     )];
+    lines.extend(
+        paths
+            .iter()
+            .map(|p| graph::path_line(app, p, width as usize)),
+    );
     for (a, bs) in order {
         let s = app.shown_of(a);
         let call = app.fold.ranks[a as usize].call.as_ref();
-        let what = call.map_or(String::new(), |c| {
-            format!(
+        let what = call.map_or(String::new(), |c| match c.peer {
+            // a send or recv: the message's direction, peer and group
+            Some(p) => format!(
+                "  {} #{} {} {p} in {} since {}",
+                c.op.name(),
+                c.seq,
+                if c.op == OpKind::Send { "to" } else { "from" },
+                app.loaded.group_label(c.group, 16),
+                fmt_time(c.since_ns)
+            ),
+            None => format!(
                 "  {} #{} step {}/{} since {}",
                 c.op.name(),
                 c.seq,
                 c.step + 1,
                 c.steps,
                 fmt_time(c.since_ns)
-            )
+            ),
         });
         lines.push(Line::from(vec![
             Span::styled(format!("{a:>4}"), style::shown_style(&s)),
@@ -231,7 +248,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect, wide: bool) {
     let list =
         graph && (!app.shows_picture() || (app.graph == GraphMode::Auto && inner.height < 10));
     if list {
-        lines.extend(list_lines(app));
+        lines.extend(list_lines(app, inner.width));
     }
     let text_h = if graph && !list {
         wrapped_height(&lines, inner.width).min(inner.height / 2 + 1)
@@ -268,119 +285,6 @@ pub fn render(app: &App, f: &mut Frame, area: Rect, wide: bool) {
         text_area,
     );
     if graph && !list && graph_area.height > 0 {
-        render_picture(app, f, graph_area);
+        graph::render(app, f, graph_area);
     }
-}
-
-/// Ranks on a circle, clockwise from the top; an arrow from each waiter to each rank it waits
-/// for, red when the waiter is blocked.
-fn render_picture(app: &App, f: &mut Frame, area: Rect) {
-    let d = &app.diagnosis;
-    let nodes: Vec<u32> = if app.fold.ranks.len() <= crate::app::PICTURE_MAX_RANKS {
-        (0..app.ranks()).collect()
-    } else {
-        app.graph_ranks()
-    };
-    let n = nodes.len().max(1) as f64;
-    let mut index = vec![0usize; app.fold.ranks.len()];
-    for (k, &r) in nodes.iter().enumerate() {
-        if let Some(x) = index.get_mut(r as usize) {
-            *x = k;
-        }
-    }
-    // with many ranks, name only the ends of the wait chains (and the selected rank)
-    let crowded = nodes.len() > LABELS_MAX;
-    let waiting: Vec<bool> = {
-        let mut w = vec![false; app.fold.ranks.len()];
-        for &(a, _) in &d.edges {
-            if let Some(x) = w.get_mut(a as usize) {
-                *x = true;
-            }
-        }
-        w
-    };
-    // cells are about twice as tall as wide: stretch the bounds so the circle looks round
-    let aspect = f64::from(area.width.max(1)) / (f64::from(area.height.max(1)) * 2.0);
-    let (xb, yb) = if aspect >= 1.0 {
-        (1.25 * aspect, 1.25)
-    } else {
-        (1.25, 1.25 / aspect)
-    };
-    let pos = |r: u32| -> (f64, f64) {
-        let k = index.get(r as usize).copied().unwrap_or(0) as f64;
-        let a = PI / 2.0 - 2.0 * PI * k / n;
-        (a.cos(), a.sin())
-    };
-    let canvas = Canvas::default()
-        .x_bounds([-xb, xb])
-        .y_bounds([-yb, yb])
-        .paint(|ctx| {
-            for &(a, b) in &d.edges {
-                let color = if app.state_of(a) == RankState::Blocked {
-                    Color::Red
-                } else {
-                    Color::Yellow
-                };
-                arrow(ctx, pos(a), pos(b), color, !crowded);
-            }
-            ctx.layer();
-            for &r in &nodes {
-                if crowded && waiting.get(r as usize) == Some(&true) && r != app.selected {
-                    continue;
-                }
-                let (x, y) = pos(r);
-                let s = app.shown_of(r);
-                let mut st = Style::default()
-                    .fg(state_color(s.state))
-                    .add_modifier(Modifier::BOLD);
-                if s.culprit.is_some() {
-                    st = style::culprit_style();
-                }
-                if r == app.selected {
-                    st = st.add_modifier(Modifier::REVERSED);
-                }
-                let label = match s.culprit {
-                    Some(c) => format!("{r}{}", c.glyph()),
-                    None => r.to_string(),
-                };
-                ctx.print(x, y, Span::styled(label, st));
-            }
-        });
-    f.render_widget(canvas, area);
-}
-
-/// An arrow from `p` to `q`, both ends pulled in so labels stay readable, shifted a little to
-/// its right so that two opposite arrows do not overlap.
-fn arrow(ctx: &mut Context, p: (f64, f64), q: (f64, f64), color: Color, glyph: bool) {
-    let (dx, dy) = (q.0 - p.0, q.1 - p.1);
-    let len = (dx * dx + dy * dy).sqrt();
-    if len < 1e-9 {
-        return;
-    }
-    let (ux, uy) = (dx / len, dy / len);
-    let (nx, ny) = (uy * 0.05, -ux * 0.05);
-    let cut = 0.16_f64.min(len / 3.0);
-    let s = (p.0 + ux * cut + nx, p.1 + uy * cut + ny);
-    let e = (q.0 - ux * cut + nx, q.1 - uy * cut + ny);
-    ctx.draw(&CanvasLine::new(s.0, s.1, e.0, e.1, color));
-    if !glyph {
-        return;
-    }
-    // braille arrowheads are a few dots: a glyph says the direction plainly
-    let (hx, hy) = (q.0 - ux * cut * 1.6 + nx, q.1 - uy * cut * 1.6 + ny);
-    ctx.print(
-        hx,
-        hy,
-        Span::styled(
-            direction_glyph(ux, uy).to_string(),
-            Style::default().fg(color).add_modifier(Modifier::BOLD),
-        ),
-    );
-}
-
-/// The arrow among the eight that is closest to the direction (ux, uy).
-fn direction_glyph(ux: f64, uy: f64) -> char {
-    const ARROWS: [char; 8] = ['→', '↗', '↑', '↖', '←', '↙', '↓', '↘'];
-    let a = uy.atan2(ux).rem_euclid(2.0 * PI);
-    ARROWS[((a / (PI / 4.0)).round() as usize) % 8]
 }

@@ -8,6 +8,7 @@
 mod detail;
 mod diagnosis;
 pub mod events;
+mod graph;
 mod header;
 pub mod ranks;
 pub mod style;
@@ -67,7 +68,8 @@ pub fn layout(app: &App, area: Rect) -> Option<Areas> {
         // the ranks as tall as they need, up to about a third; the diagnosis as tall as its
         // text, up to about a third; the log the rest
         let h = body.height;
-        let ranks_h = (app.listed().len() as u16 + 2).clamp(4, (h * 2 / 5).max(4));
+        let ranks_h =
+            (ranks::wanted_height(app, area.width).saturating_add(1)).clamp(2, (h * 2 / 5).max(4));
         let want = diagnosis::wanted_height(app, area.width) + 1;
         let diag_h = want.clamp(3, (h.saturating_sub(ranks_h) / 2).max(3));
         let [r, d, e] = Layout::vertical([

@@ -11,6 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use ringside_sim::diagnose::RankState;
+use ringside_sim::scenario::OpKind;
 use ringside_sim::units::fmt_time;
 
 /// First row to show so that `selected` stays in a window of `height` rows out of `n`.
@@ -36,8 +37,7 @@ pub enum Column {
     Step,
     /// The ranks it waits for in its collective (or reaches in its rendezvous).
     WaitsFor,
-    /// The peer of a point-to-point op (send/recv). The trace format has no such op yet; when
-    /// it has, its rows fill this column and [`columns`] turns it on.
+    /// The peer of a point-to-point op: `to 3` for a send, `from 3` for a recv.
     Peer,
     Since,
 }
@@ -81,6 +81,10 @@ pub fn columns(app: &App, w: usize) -> Vec<(Column, usize)> {
     cols.push((Column::Collective, 0));
     cols.push((Column::Step, step_w));
     cols.push((Column::WaitsFor, 9));
+    if app.loaded.has_point_to_point() {
+        let peer_w = n.saturating_sub(1).to_string().len() + 5;
+        cols.push((Column::Peer, peer_w));
+    }
     cols.push((Column::Since, since_w));
     let fixed: usize = cols.iter().map(|c| c.1 + 1).sum();
     let spare = w.saturating_sub(fixed);
@@ -231,7 +235,13 @@ fn cells(app: &App, r: u32, cols: &[(Column, usize)]) -> Vec<(String, Style)> {
                     };
                     (text, base)
                 }
-                Column::Peer => ("-".into(), base),
+                Column::Peer => match call.and_then(|c| c.peer.map(|p| (c.op, p))) {
+                    Some((op, p)) if s.state != RankState::Dead => {
+                        let dir = if op == OpKind::Send { "to" } else { "from" };
+                        (format!("{dir} {p}"), base)
+                    }
+                    _ => ("-".into(), base),
+                },
                 Column::Since => {
                     let t = match s.state {
                         RankState::Dead => v.dead_since.unwrap_or(v.since_ns),
@@ -288,6 +298,19 @@ fn render_table(app: &App, f: &mut Frame, area: Rect, rows: &[u32]) {
         ));
     }
     f.render_widget(Paragraph::new(lines), area);
+}
+
+/// Rows the listed ranks need at `width`: a header and a row per rank, or the grid's rows.
+pub fn wanted_height(app: &App, width: u16) -> u16 {
+    let n = app.listed().len();
+    let rows = if app.compact {
+        let (_, per_row) = grid_cells(app, Rect::new(0, 0, width, 1));
+        n.div_ceil(per_row).max(1)
+    } else {
+        // with no rank, a line says why
+        n.max(1) + 1
+    };
+    rows.min(u16::MAX as usize) as u16
 }
 
 /// Width of a grid cell (glyph + rank + space) and cells per row.

@@ -28,9 +28,9 @@ pub struct Direct {
 }
 
 impl Direct {
-    /// The direct algorithm of `op`; barriers have none.
+    /// The direct algorithm of `op`; barriers and point-to-point ops have none.
     pub fn new(op: OpKind, ctx: Ctx) -> Option<Self> {
-        (op != OpKind::Barrier).then_some(Direct { ctx, op })
+        (op != OpKind::Barrier && !op.point_to_point()).then_some(Direct { ctx, op })
     }
 
     /// Block i to rank i, reduce the pieces of my block.
@@ -111,7 +111,7 @@ impl Schedule for Direct {
             OpKind::ReduceScatter => self.scatter_reduce(plan),
             OpKind::Allreduce if step == 0 => self.scatter_reduce(plan),
             OpKind::Allreduce => self.gather(plan),
-            OpKind::Barrier => {}
+            OpKind::Barrier | OpKind::Send | OpKind::Recv => {}
             OpKind::AllToAll => self.all_to_all(plan),
             OpKind::Gather if rel(ctx) == 0 => (1..p).for_each(|r| {
                 let from = abs(ctx, r);

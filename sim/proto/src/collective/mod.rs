@@ -487,6 +487,7 @@ impl Collective {
             steps: self.steps,
             waiting_for: self.waiting_for(),
             since_ns: self.step_since_ns,
+            peer: None,
         }
     }
 

@@ -132,6 +132,7 @@ impl RankProcess {
                     self.cfg.timeout,
                 );
                 g.set_step_events(self.cfg.step_events);
+                g.set_seed(self.cfg.seed);
                 g.plant(self.cfg.mutations);
                 self.world = g;
                 // what peers that got here first already sent

@@ -3,7 +3,7 @@
 use super::Gen;
 use crate::check::bound;
 use crate::proto::data::mix;
-use crate::scenario::{Dtype, Fault, OpKind, OpSpec, Scenario};
+use crate::scenario::{program, Dtype, Fault, OpKind, OpSpec, Scenario};
 use crate::units::{Duration, Nanos, Size};
 use proptest::prelude::*;
 
@@ -57,22 +57,34 @@ pub(super) fn fault_draws(kinds: usize) -> impl Strategy<Value = FaultDraw> {
 }
 
 /// What a fault is laid on: the scenario's shape.
-pub(super) struct Frame<'a> {
+pub(super) struct Frame {
     p: u32,
     iterations: u32,
-    ops: &'a [OpSpec],
+    /// The calls of each rank's iteration (its program's, or the pipeline's and the shared
+    /// ones it issues).
+    ops: Vec<Vec<OpSpec>>,
     dtype: Dtype,
     timeout: Nanos,
     /// Fault-free run length (an upper bound).
     horizon: Nanos,
 }
 
-impl<'a> Frame<'a> {
-    pub(super) fn of(s: &'a Scenario) -> Frame<'a> {
+impl Frame {
+    pub(super) fn of(s: &Scenario) -> Frame {
+        let w = &s.workload;
+        let shared = w.programs.is_empty() && w.pipeline.is_none() && s.groups.is_empty();
+        let ops = if shared {
+            // every rank issues every shared op
+            vec![w.ops.clone()]
+        } else {
+            (0..s.world.size)
+                .map(|r| program::calls(s, r).into_iter().map(|c| c.0).collect())
+                .collect()
+        };
         Frame {
             p: s.world.size,
             iterations: s.workload.iterations,
-            ops: &s.workload.ops,
+            ops,
             dtype: s.workload.dtype,
             timeout: s.group.timeout.0,
             horizon: Nanos::from(s.workload.iterations) * bound::iteration_cost(s),
@@ -108,7 +120,8 @@ impl FaultDraw {
             _ => (Some(rank), None),
         };
         let iteration = self.iteration % f.iterations.max(1);
-        let op_index = (!f.ops.is_empty()).then(|| self.op_index % f.ops.len() as u32);
+        let ops = &f.ops[(rank as usize).min(f.ops.len() - 1)];
+        let op_index = (!ops.is_empty()).then(|| self.op_index % ops.len() as u32);
         Some(match kind {
             "preempt" => Fault::Preempt {
                 rank,
@@ -177,9 +190,13 @@ impl FaultDraw {
             },
             "mismatch" => {
                 let index = op_index?;
-                let target = &f.ops[index as usize];
+                let target = &ops[index as usize];
                 let mut m = (None, None, None, None);
                 match self.magnitude % 4 {
+                    // a send or recv of other bytes: it has no root, and stays point-to-point
+                    0 | 1 | 3 if target.op.point_to_point() => {
+                        m.1 = Some(Size(target.bytes.0 + 1 + u64::from(self.other)))
+                    }
                     0 => m.1 = Some(Size(target.bytes.0 + 1 + u64::from(self.other))),
                     1 => {
                         let i = OpKind::CLASSIC

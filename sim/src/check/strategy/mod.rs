@@ -21,6 +21,7 @@
 pub mod bugs;
 mod faults;
 pub mod membership;
+mod shape;
 
 pub use faults::fault_schedules;
 
@@ -28,14 +29,15 @@ use super::bound;
 use super::Case;
 use crate::proto::collective::supported;
 use crate::scenario::{
-    Algorithm, Dtype, EngineConfig, Fault, GroupConfig, Link, Network, OpKind, OpSpec, ReduceOp,
-    Scenario, TieBreak, Workload, World,
+    Algorithm, Dtype, EngineConfig, Fault, GroupConfig, Link, NamedGroup, Network, OpKind, OpSpec,
+    Peer, PeerStep, ReduceOp, Scenario, TieBreak, Workload, World,
 };
 use crate::units::{Bandwidth, Duration, Size};
 use faults::{fault_draws, faults_on, Frame};
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{Config, RngSeed};
+use shape::{shape_draws, ShapeDraw, SPLIT};
 use std::ops::RangeInclusive;
 
 /// A CI-sized proptest configuration: 32 cases unless `PROPTEST_CASES` says otherwise; a fixed
@@ -153,6 +155,13 @@ struct OpDraw {
     bytes: u64,
     reduce: ReduceOp,
     root: u32,
+    /// On the sub-groups of `g`, when the workload has it.
+    on_split: bool,
+    /// A send: to the previous rank rather than the next, and rendezvous.
+    backwards: bool,
+    rendezvous: bool,
+    /// Compute before the call, in microseconds.
+    compute_us: Option<u64>,
 }
 
 fn supported_algorithms(op: OpKind) -> Vec<Algorithm> {
@@ -164,6 +173,43 @@ fn supported_algorithms(op: OpKind) -> Vec<Algorithm> {
 }
 
 impl OpDraw {
+    /// The op's calls on `p` ranks whose group `g` is `split`: one collective, or a send and
+    /// the recv that takes it (along a chain of the group's ranks, without wrap-around).
+    fn specs(&self, p: u32, split: Option<&[Vec<u32>]>) -> Vec<OpSpec> {
+        let group = split.filter(|_| self.on_split).map(|subs| {
+            let smallest = subs.iter().map(|g| g.len() as u32).min().unwrap_or(1);
+            (SPLIT.to_string(), smallest)
+        });
+        let members = group.as_ref().map_or(p, |g| g.1);
+        let compute = self.compute_us.map(|us| Duration(us * 1_000));
+        if self.op.point_to_point() {
+            let (to, from) = if self.backwards {
+                (PeerStep::Prev, PeerStep::Next)
+            } else {
+                (PeerStep::Next, PeerStep::Prev)
+            };
+            let bytes = Size(self.bytes % (self.bytes.min(1 << 20) + 1));
+            let message = |op: OpKind, peer: PeerStep| OpSpec {
+                bytes,
+                group: group.as_ref().map(|g| g.0.clone()),
+                peer: Some(Peer::Step(peer)),
+                ..OpSpec::of(op)
+            };
+            return vec![
+                OpSpec {
+                    rendezvous: self.rendezvous,
+                    compute,
+                    ..message(OpKind::Send, to)
+                },
+                message(OpKind::Recv, from),
+            ];
+        }
+        let mut spec = self.spec(members);
+        spec.group = group.map(|g| g.0);
+        spec.compute = compute;
+        vec![spec]
+    }
+
     fn spec(&self, p: u32) -> OpSpec {
         let algs = supported_algorithms(self.op);
         let algorithm = match self.algorithm {
@@ -185,14 +231,23 @@ impl OpDraw {
             },
             algorithm,
             root: self.op.rooted().then_some(self.root % p.max(1)),
-            group: None,
+            ..OpSpec::of(self.op)
         }
     }
 }
 
+/// The ops drawn: every collective, and a send (which comes with its recv).
+fn drawn_ops() -> Vec<OpKind> {
+    OpKind::ALL
+        .iter()
+        .copied()
+        .filter(|o| *o != OpKind::Recv)
+        .collect()
+}
+
 fn op_draws(gen: &Gen) -> impl Strategy<Value = OpDraw> {
     (
-        select(OpKind::CLASSIC.to_vec()),
+        prop_oneof![3 => select(OpKind::CLASSIC.to_vec()), 2 => select(drawn_ops())],
         0u8..=5,
         1..=gen.max_bytes.max(1),
         select(vec![
@@ -202,14 +257,35 @@ fn op_draws(gen: &Gen) -> impl Strategy<Value = OpDraw> {
             ReduceOp::Prod,
         ]),
         0u32..1024,
+        (
+            any::<bool>(),
+            any::<bool>(),
+            prop::bool::weighted(0.3),
+            prop::option::weighted(0.2, 0u64..=500),
+        ),
     )
-        .prop_map(|(op, algorithm, bytes, reduce, root)| OpDraw {
-            op,
-            algorithm,
-            bytes,
-            reduce,
-            root,
-        })
+        .prop_map(
+            |(
+                op,
+                algorithm,
+                bytes,
+                reduce,
+                root,
+                (on_split, backwards, rendezvous, compute_us),
+            )| {
+                OpDraw {
+                    op,
+                    algorithm,
+                    bytes,
+                    reduce,
+                    root,
+                    on_split,
+                    backwards,
+                    rendezvous,
+                    compute_us,
+                }
+            },
+        )
 }
 
 /// Draws of a workload, reduced into range for a world by [`WorkloadDraw::workload`].
@@ -220,18 +296,30 @@ struct WorkloadDraw {
     dtype: Dtype,
     elements: u32,
     ops: Vec<OpDraw>,
+    shape: ShapeDraw,
 }
 
 impl WorkloadDraw {
-    fn workload(&self, p: u32) -> Workload {
-        Workload {
+    /// The workload on `p` ranks, with the named groups it runs on.
+    fn workload(&self, p: u32) -> (Workload, Vec<NamedGroup>) {
+        let split = self.shape.subgroups(p);
+        let mut w = Workload {
             iterations: self.iterations,
             compute: Duration(self.compute_us * 1_000),
             dtype: self.dtype,
             elements: self.elements,
-            ops: self.ops.iter().map(|o| o.spec(p)).collect(),
+            ops: self
+                .ops
+                .iter()
+                .flat_map(|o| o.specs(p, split.as_deref()))
+                .collect(),
+            programs: Vec::new(),
+            pipeline: None,
             registry: Vec::new(),
-        }
+        };
+        let mut groups = Vec::new();
+        self.shape.apply(p, &mut w, &mut groups);
+        (w, groups)
     }
 }
 
@@ -242,21 +330,25 @@ fn workload_draws(gen: &Gen) -> impl Strategy<Value = WorkloadDraw> {
         select(vec![Dtype::F32, Dtype::F64, Dtype::I64]),
         1..=gen.max_elements.max(1),
         prop::collection::vec(op_draws(gen), 1..=gen.max_ops.max(1)),
+        shape_draws(),
     )
         .prop_map(
-            |(iterations, compute_us, dtype, elements, ops)| WorkloadDraw {
+            |(iterations, compute_us, dtype, elements, ops, shape)| WorkloadDraw {
                 iterations,
                 compute_us,
                 dtype,
                 elements,
                 ops,
+                shape,
             },
         )
 }
 
 /// Workloads for a world of `p` ranks: 1 to `gen.max_iterations` iterations of up to
-/// `gen.max_ops` ops of every kind, each with the default or any supported algorithm.
-pub fn workloads_for(p: u32, gen: &Gen) -> impl Strategy<Value = Workload> {
+/// `gen.max_ops` ops of every kind, each with the default or any supported algorithm, on the
+/// world, with the named groups they run on (sub-groups of the world, the ranks of a program
+/// of their own), sometimes with a pipeline.
+pub fn workloads_for(p: u32, gen: &Gen) -> impl Strategy<Value = (Workload, Vec<NamedGroup>)> {
     workload_draws(gen).prop_map(move |w| w.workload(p))
 }
 
@@ -298,12 +390,14 @@ pub fn scenarios(gen: &Gen) -> impl Strategy<Value = Scenario> {
                 }
                 let p = world.size;
                 let allreduce_algs = supported_algorithms(OpKind::Allreduce);
+                let (workload, groups) = w.workload(p);
                 let mut s = Scenario {
                     name: "generated".into(),
                     description: None,
                     seed,
                     time_limit: None,
                     world,
+                    groups,
                     network,
                     engine: EngineConfig {
                         tie_break: if shuffle {
@@ -318,7 +412,7 @@ pub fn scenarios(gen: &Gen) -> impl Strategy<Value = Scenario> {
                             .map(|k| allreduce_algs[k as usize % allreduce_algs.len()]),
                         ..GroupConfig::default()
                     },
-                    workload: w.workload(p),
+                    workload,
                     faults: Vec::new(),
                     expect: None,
                 };
@@ -396,12 +490,22 @@ mod tests {
         let strategy = scenarios(&Gen::default());
         let mut kinds = std::collections::BTreeSet::new();
         let mut ops = std::collections::BTreeSet::new();
+        let mut shapes = [false; 5];
         for _ in 0..512 {
             let s = strategy.new_tree(&mut runner).unwrap().current();
             kinds.extend(s.faults.iter().map(|f| f.kind()));
             ops.extend(s.workload.ops.iter().map(|o| o.op));
+            shapes[0] |= !s.groups.is_empty();
+            shapes[1] |= !s.workload.programs.is_empty();
+            shapes[2] |= s.workload.pipeline.is_some();
+            shapes[3] |= s.workload.ops.iter().any(|o| o.rendezvous);
+            shapes[4] |= s.workload.ops.iter().any(|o| o.compute.is_some());
         }
         assert_eq!(kinds.len(), Fault::KINDS.len(), "{kinds:?}");
-        assert_eq!(ops.len(), OpKind::CLASSIC.len(), "{ops:?}");
+        assert_eq!(ops.len(), OpKind::ALL.len(), "{ops:?}");
+        assert_eq!(
+            shapes, [true; 5],
+            "groups, programs, pipelines, rendezvous, compute"
+        );
     }
 }

@@ -12,11 +12,11 @@
 //!   who can still do what, so "stuck" is "quiet for longer than any timeout");
 //! - the time limit passed.
 
+use crate::diagnose::fold::pair_of;
+use crate::diagnose::Slot;
 use crate::engine::membership::{standing, Standing};
 use crate::observe::Observer;
-use crate::proto::{
-    Fingerprint, Generation, GroupId, ProcConfig, ProtoEvent, RankProcess, RankStatus, SeqNo,
-};
+use crate::proto::{Fingerprint, Generation, ProcConfig, ProtoEvent, RankProcess, RankStatus};
 use crate::scenario::{OpKind, Outcome};
 use crate::trace::Event;
 use crate::units::Nanos;
@@ -42,6 +42,8 @@ pub struct MadsimOp {
     /// The distinct calls the ranks made in this slot, first seen first (more than one: the
     /// ranks disagree on the call, an application bug).
     pub calls: Vec<MadsimCall>,
+    /// A message: (sender, receiver); `seq` is its order between them.
+    pub pair: Option<(u32, u32)>,
 }
 
 /// How one rank called a collective.
@@ -97,6 +99,8 @@ struct RankView {
     paused: bool,
     /// The rank's last collective has not completed.
     pending: bool,
+    /// The slot of the rank's last call.
+    slot: Option<Slot>,
 }
 
 pub(super) struct Judge {
@@ -106,7 +110,7 @@ pub(super) struct Judge {
     /// Ranks of the world, then the store when there is one.
     ranks: Vec<RankView>,
     world: usize,
-    ops: BTreeMap<(GroupId, Generation, SeqNo), MadsimOp>,
+    ops: BTreeMap<Slot, MadsimOp>,
     stop: Option<(MadsimStop, Nanos)>,
     last_progress: Nanos,
     messages: u64,
@@ -187,25 +191,34 @@ impl Judge {
                 iteration,
                 index,
                 fp,
+                peer,
                 ..
-            } => Some(MadsimCall {
-                iteration: *iteration,
-                index: *index,
-                fp: *fp,
-            }),
+            } => Some((
+                MadsimCall {
+                    iteration: *iteration,
+                    index: *index,
+                    fp: *fp,
+                },
+                pair_of(fp.op, r as u32, peer.map(|p| p.0)),
+            )),
             _ => None,
         };
         let seen = self.observer.observe(r as u32, now, pe, true);
         if seen.hint.progress() {
             self.last_progress = now;
         }
-        if let Some(call) = call {
-            self.ranks[r].pending = true;
+        if let Some((call, pair)) = call {
             let fp = call.fp;
-            let op = self.ops.entry(fp.slot()).or_insert_with(|| MadsimOp {
+            let slot = Slot {
+                pair,
+                ..Slot::collective(fp.group, fp.generation, fp.seq)
+            };
+            self.ranks[r].pending = true;
+            self.ranks[r].slot = Some(slot);
+            let op = self.ops.entry(slot).or_insert_with(|| MadsimOp {
                 iteration: call.iteration,
                 index: call.index,
-                op: fp.op,
+                op: if pair.is_some() { OpKind::Send } else { fp.op },
                 group: fp.group.0,
                 generation: fp.generation.0,
                 seq: fp.seq.0,
@@ -214,6 +227,7 @@ impl Judge {
                 correct: true,
                 results: Vec::new(),
                 calls: Vec::new(),
+                pair,
             });
             op.ranks_called += 1;
             if !op.calls.contains(&call) {
@@ -230,7 +244,11 @@ impl Judge {
         }) = seen.event
         {
             self.ranks[r].pending = false;
-            if let Some(op) = self.ops.get_mut(&(group, generation, seq)) {
+            let slot = self.ranks[r]
+                .slot
+                .filter(|s| s.seq == seq)
+                .unwrap_or(Slot::collective(group, generation, seq));
+            if let Some(op) = self.ops.get_mut(&slot) {
                 op.ranks_completed += 1;
                 op.correct &= correct == Some(true);
                 // the trace's hash of the result bits; empty when the rank holds none
@@ -273,7 +291,7 @@ impl Judge {
         if self.cfg.elastic.is_some() {
             return self.elastic_finished();
         }
-        let dead_ok = self.cfg.ops.is_empty();
+        let dead_ok = !self.cfg.has_calls();
         self.ranks[..self.world].iter().all(|v| {
             if v.alive {
                 v.status == Some(RankStatus::Done)

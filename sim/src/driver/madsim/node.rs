@@ -23,7 +23,9 @@ use crate::engine::faults::FaultSet;
 use crate::engine::net::Net;
 use crate::engine::Rng;
 use crate::proto::elastic::StoreServer;
-use crate::proto::{Input, Msg, Outbox, Output, ProcConfig, Rank, RankProcess, TimerKey};
+use crate::proto::{
+    Input, Msg, Outbox, Output, ProcConfig, Rank, RankProcess, SendToken, TimerKey,
+};
 use crate::scenario::{Fault, Scenario};
 use crate::units::{Bandwidth, Nanos};
 use ::madsim::net::{Endpoint, Receiver, Sender};
@@ -105,6 +107,7 @@ enum Local {
     Message { from: Rank, msg: Msg },
     Timer { key: TimerKey, token: u64 },
     ComputeDone { token: u64 },
+    SendDone { token: SendToken },
 }
 
 enum Proc {
@@ -200,6 +203,7 @@ impl Node {
                 self.compute = None;
                 Input::ComputeDone
             }
+            Local::SendDone { token } => Input::SendDone(token),
         };
         self.input(input).await;
     }
@@ -216,8 +220,28 @@ impl Node {
             (Proc::Store(s), Input::Message { from, msg }) => s.handle(from, msg, &mut out),
             (Proc::Store(_), _) => return,
         }
+        // the last send carried out: (to, bytes, when it departed), for `NotifySent`
+        let mut last = (0, 0, 0);
         for o in out.drain() {
-            self.apply(o).await;
+            match o {
+                Output::Send {
+                    to,
+                    msg,
+                    bytes,
+                    reliable,
+                } => last = (to.0, bytes, self.send(to, msg, bytes, reliable)),
+                Output::NotifySent { token } => {
+                    let (to, bytes, depart) = last;
+                    let at = self.net.sent_at(depart, self.me as u32, to, bytes);
+                    let when = self.shared.at(at);
+                    let inbox = self.inbox.clone();
+                    spawn(async move {
+                        hold_until(when).await;
+                        let _ = inbox.send(Local::SendDone { token });
+                    });
+                }
+                o => self.apply(o).await,
+            }
         }
         if let Proc::Rank(p) = &self.proc {
             let now = self.shared.now();
@@ -252,7 +276,11 @@ impl Node {
                 msg,
                 bytes,
                 reliable,
-            } => self.send(to, msg, bytes, reliable),
+            } => {
+                self.send(to, msg, bytes, reliable);
+            }
+            // carried out in `input`, which knows the send before it
+            Output::NotifySent { .. } => {}
             Output::SetTimer { key, at } => {
                 let token = self.token();
                 self.timers.insert(key, token);
@@ -298,8 +326,9 @@ impl Node {
         }
     }
 
-    /// Plans a send with the engine's network model and queues it on the peer's link.
-    fn send(&mut self, to: Rank, msg: Msg, bytes: u64, reliable: bool) {
+    /// Plans a send with the engine's network model and queues it on the peer's link; returns
+    /// when it departs.
+    fn send(&mut self, to: Rank, msg: Msg, bytes: u64, reliable: bool) -> Nanos {
         let now = self.shared.now();
         let from = self.me as u32;
         self.sync_faults(now);
@@ -311,7 +340,7 @@ impl Node {
         if rate > 0.0 {
             if !reliable {
                 if self.rng.unit() < rate {
-                    return;
+                    return now;
                 }
             } else {
                 // each loss costs a retransmit timeout (bounded, should every attempt fail)
@@ -324,7 +353,7 @@ impl Node {
             }
         }
         let Some(link) = self.links.get_mut(to.idx()) else {
-            return;
+            return now;
         };
         let timing = self.net.send(now, from, to.0, bytes, extra);
         let at = self.shared.at(timing.arrive);
@@ -339,6 +368,7 @@ impl Node {
             reliable,
         });
         self.shared.judge().sent(1);
+        timing.depart
     }
 }
 

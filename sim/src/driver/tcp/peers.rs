@@ -187,14 +187,19 @@ fn check_envelope(
             m.generation
         ));
     }
-    if let Msg::Coll(c) = &m.msg {
+    let group = match &m.msg {
+        Msg::Coll(c) => Some((c.fp.group, "collective")),
+        Msg::P2p(p) => Some((p.group, "point-to-point")),
+        Msg::Elastic(_) | Msg::Registry(_) => None,
+    };
+    if let Some((group, what)) = group {
         let member = cfg
-            .group_members(c.fp.group)
+            .group_members(group)
             .is_some_and(|g| g.index(Rank(rank)).is_some());
         if !member {
             return refused(format!(
-                "collective message of group {} from {rank}, not one of its members",
-                c.fp.group.0
+                "{what} message of group {} from {rank}, not one of its members",
+                group.0
             ));
         }
     }

@@ -14,7 +14,9 @@
 //!
 //! Integers are big endian. `msg` is the protocol message ([`Msg`]) in a compact binary
 //! encoding (a tag byte per variant, then its fields; a collective's fingerprint as JSON;
-//! buffers as a dtype tag, a count and the raw little-endian values).
+//! buffers as a dtype tag, a count and the raw little-endian values; a point-to-point message
+//! as group:u32 generation:u32 order:u64, then 0 bytes:u64 dtype:u8 elements:u32
+//! rendezvous:u8 buffer for data, or 1 for an acknowledgement).
 //!
 //! The receiver checks every frame: the version, the size, the job (the group of processes a
 //! `launch` started), that the sender is a node of the world and is the one that said hello on
@@ -27,7 +29,8 @@
 
 use crate::proto::elastic::{Ballot, ElasticMsg, Proposal, StoreState};
 use crate::proto::registry::RegistryMsg;
-use crate::proto::{Buffer, Msg, Rank};
+use crate::proto::{Buffer, Msg, P2pBody, Rank};
+use crate::scenario::Dtype;
 
 /// The version byte of every frame.
 pub const VERSION: u8 = 1;
@@ -82,7 +85,17 @@ pub struct Envelope {
 pub fn generation_of(msg: &Msg) -> u32 {
     match msg {
         Msg::Coll(m) => m.fp.generation.0,
+        Msg::P2p(m) => m.generation.0,
         Msg::Elastic(_) | Msg::Registry(_) => 0,
+    }
+}
+
+/// A dtype's tag, as buffers carry it.
+fn dtype_tag(d: Dtype) -> u8 {
+    match d {
+        Dtype::F32 => 0,
+        Dtype::F64 => 1,
+        Dtype::I64 => 2,
     }
 }
 
@@ -261,6 +274,27 @@ impl Enc {
             Msg::Elastic(e) => {
                 self.u8(1);
                 self.elastic(e);
+            }
+            Msg::P2p(p) => {
+                self.u8(3);
+                self.u32(p.group.0);
+                self.u32(p.generation.0);
+                self.u64(p.order);
+                match &p.body {
+                    P2pBody::Data {
+                        sig,
+                        rendezvous,
+                        data,
+                    } => {
+                        self.u8(0);
+                        self.u64(sig.bytes);
+                        self.u8(dtype_tag(sig.dtype));
+                        self.u32(sig.elements);
+                        self.u8(u8::from(*rendezvous));
+                        self.buffer(data);
+                    }
+                    P2pBody::Ack => self.u8(1),
+                }
             }
             Msg::Registry(r) => {
                 self.u8(2);

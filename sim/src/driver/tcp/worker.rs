@@ -19,7 +19,7 @@ use crate::observe::Observer;
 use crate::proto::elastic::{Phase, StoreServer};
 use crate::proto::mutation::Mutations;
 use crate::proto::{
-    Input, Msg, Outbox, Output, ProtoEvent, Rank, RankProcess, RankStatus, TimerKey,
+    Input, Msg, Outbox, Output, ProtoEvent, Rank, RankProcess, RankStatus, SendToken, TimerKey,
 };
 use crate::scenario::{Fault, Scenario};
 use crate::trace::{encode_line, timer_fields, Event};
@@ -143,6 +143,7 @@ async fn main(cfg: WorkerConfig) -> io::Result<()> {
         line: Vec::new(),
         timers: BTreeMap::new(),
         compute_until: None,
+        sent: Vec::new(),
         next_id: 0,
         watchdog: false,
         standing: None,
@@ -206,6 +207,9 @@ struct Worker {
     line: Vec<u8>,
     timers: BTreeMap<TimerKey, Nanos>,
     compute_until: Option<Nanos>,
+    /// Sends whose process asked to be told their bytes left: they have, once their frame is
+    /// handed to the connection's writer.
+    sent: Vec<SendToken>,
     next_id: u64,
     /// Trace events, result checks and the watchdog, as the engine sees them.
     observer: Observer,
@@ -400,6 +404,9 @@ impl Worker {
         for o in out.drain() {
             self.output(now, o);
         }
+        for token in std::mem::take(&mut self.sent) {
+            self.input(Input::SendDone(token));
+        }
     }
 
     fn output(&mut self, now: Nanos, o: Output) {
@@ -416,6 +423,7 @@ impl Worker {
                 self.next_id += 1;
                 let (seq, step) = match &msg {
                     Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),
+                    Msg::P2p(m) => (Some(m.order), None),
                     Msg::Elastic(_) | Msg::Registry(_) => (None, None),
                 };
                 self.record(
@@ -443,6 +451,7 @@ impl Worker {
                 }));
                 self.send(to.0, frame);
             }
+            Output::NotifySent { token } => self.sent.push(token),
             Output::SetTimer { key, at } => {
                 self.timers.insert(key, at);
             }

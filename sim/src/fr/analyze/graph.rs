@@ -87,6 +87,7 @@ pub fn solve(n: usize, waiter: &[bool], edges: &[Edge]) -> Solved {
                 EdgeKind::RootCause
             },
             causes: e.causes.clone(),
+            message: None,
         })
         .collect();
     Solved { blocked_by, waits }

@@ -501,6 +501,7 @@ fn blocked_entry(
         waiting_for: s.waiting_for.clone(),
         since_ns: s.call.time_ns.saturating_sub(t0),
         causes: causes.to_vec(),
+        peer: None,
     }
 }
 

@@ -425,6 +425,11 @@ fn the_readme_examples_parse() {
     let readme = std::fs::read_to_string(path).unwrap();
     let base = "name = \"readme\"\n[world]\nsize = 8\nranks_per_host = 2\n[workload]\n\
                 iterations = 3\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n";
+    // the named groups an example of ops may name, when it declares none of its own
+    let groups = "[[groups]]\nname = \"pp\"\nranks = [[0, 1, 2, 3], [4, 5, 6, 7]]\n\
+                  [[groups]]\nname = \"dp\"\nranks = [[0, 4], [1, 5], [2, 6], [3, 7]]\n\
+                  [[groups]]\nname = \"ep\"\nranks = [[0, 1, 2, 3], [4, 5, 6, 7]]\n\
+                  [[groups]]\nname = \"tp\"\nranks = [[0, 1], [2, 3], [4, 5], [6, 7]]\n";
     let blocks: Vec<&str> = readme
         .split("```toml\n")
         .skip(1)
@@ -432,10 +437,16 @@ fn the_readme_examples_parse() {
         .collect();
     assert!(blocks.len() >= 10, "found {} examples", blocks.len());
     for block in blocks {
-        let text = if block.contains("name = ") {
+        let text = if block.lines().any(|l| l.starts_with("name = ")) && block.contains("[world]") {
             block.to_string()
         } else {
             let mut t: toml::Table = toml::from_str(base).unwrap();
+            if block.contains("group = \"")
+                && !block.contains("[[groups]]")
+                && !block.contains("[group.mesh]")
+            {
+                merge(&mut t, toml::from_str(groups).unwrap());
+            }
             merge(&mut t, toml::from_str(block).unwrap());
             toml::to_string(&t).unwrap()
         };

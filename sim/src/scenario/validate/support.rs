@@ -136,14 +136,34 @@ pub fn unsupported(s: &Scenario, supported: &Support) -> Result<(), Invalid> {
             return not_yet("group.algorithm", &format!("allreduce `{a}`; {why}"));
         }
     }
-    for (i, op) in s.workload.ops.iter().enumerate() {
+    let programs = s
+        .workload
+        .programs
+        .iter()
+        .enumerate()
+        .flat_map(|(p, prog)| {
+            let at = format!("workload.programs[{p}].ops");
+            prog.ops
+                .iter()
+                .enumerate()
+                .map(move |(i, op)| (format!("{at}[{i}]"), op))
+        });
+    let shared = s.workload.ops.iter().enumerate();
+    let all = shared
+        .map(|(i, op)| (format!("workload.ops[{i}]"), op))
+        .chain(programs);
+    for (at, op) in all {
+        // a send or recv is one message, which every driver carries: no schedule to support
+        if op.op.point_to_point() {
+            continue;
+        }
         let a = effective_algorithm(s, op.op, op.algorithm);
         if !(sup.algorithm)(op.op, a) {
             let why = supported_algorithms(op.op, sup);
             let key = if op.algorithm.is_some() {
-                format!("workload.ops[{i}].algorithm")
+                format!("{at}.algorithm")
             } else {
-                format!("workload.ops[{i}].op")
+                format!("{at}.op")
             };
             return not_yet(key, &format!("{} `{a}`; {why}", op.op));
         }

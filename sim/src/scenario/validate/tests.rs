@@ -659,3 +659,5 @@ fn a_bad_root_cause_is_named_with_its_file_line_and_key() {
         "deadlock:2,0,1, partitioned:3|2,0,1"
     );
 }
+
+mod programs;

@@ -157,6 +157,7 @@ fn event() -> impl Strategy<Value = Event> {
                     reduce: reduces[reduce],
                     elements: b.3,
                     members: b.4,
+                    peer: (b.4 % 3 == 0).then_some(a.0 ^ b.4),
                 }
             }),
     ]

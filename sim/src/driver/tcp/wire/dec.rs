@@ -5,7 +5,10 @@ use super::WireError;
 use crate::proto::collective::Members;
 use crate::proto::elastic::{Ballot, ElasticMsg, Proposal, StoreRound, StoreState};
 use crate::proto::registry::RegistryMsg;
-use crate::proto::{Buffer, CollMsg, Fingerprint, Generation, Msg, Rank};
+use crate::proto::{
+    Buffer, CollMsg, Fingerprint, Generation, GroupId, Msg, P2pBody, P2pMsg, P2pSig, Rank,
+};
+use crate::scenario::Dtype;
 use std::sync::Arc;
 
 pub(super) struct Dec<'a>(pub(super) &'a [u8]);
@@ -154,6 +157,40 @@ impl<'a> Dec<'a> {
                 Msg::Coll(Box::new(CollMsg { fp, step, data }))
             }
             1 => Msg::Elastic(Box::new(self.elastic()?)),
+            3 => {
+                let group = GroupId(self.u32()?);
+                let generation = Generation(self.u32()?);
+                let order = self.u64()?;
+                let body = match self.u8()? {
+                    0 => {
+                        let bytes = self.u64()?;
+                        let dtype = match self.u8()? {
+                            0 => Dtype::F32,
+                            1 => Dtype::F64,
+                            2 => Dtype::I64,
+                            t => return Err(WireError::Malformed(format!("dtype tag {t}"))),
+                        };
+                        let sig = P2pSig {
+                            bytes,
+                            dtype,
+                            elements: self.u32()?,
+                        };
+                        P2pBody::Data {
+                            sig,
+                            rendezvous: self.bool()?,
+                            data: self.buffer()?,
+                        }
+                    }
+                    1 => P2pBody::Ack,
+                    t => return Err(WireError::Malformed(format!("point-to-point tag {t}"))),
+                };
+                Msg::P2p(Box::new(P2pMsg {
+                    group,
+                    generation,
+                    order,
+                    body,
+                }))
+            }
             2 => Msg::Registry(Box::new(match self.u8()? {
                 0 => RegistryMsg::Heartbeat {
                     incarnation: self.u32()?,
