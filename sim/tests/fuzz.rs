@@ -1,5 +1,6 @@
-//! Fuzzing the readers that take bytes from outside: the wire frame decoder of real runs and
-//! the Flight Recorder dump reader (pickle and JSON).
+//! Fuzzing the readers that take bytes from outside: the wire frame decoder of real runs, the
+//! Flight Recorder dump reader (pickle and JSON) and the trace reader (JSON Lines, with the
+//! Perfetto export streamed from it).
 //!
 //! Two halves. A committed corpus of hostile inputs (`tests/hostile/`, written by its
 //! `make.py`), each its own test with the error it must give. And proptest harnesses that
@@ -14,6 +15,8 @@
 use proptest::prelude::*;
 use ringside_sim::driver::tcp::wire::{self, Frame, WireError};
 use ringside_sim::fr::read::read_bytes;
+use ringside_sim::trace::perfetto::export_chrome;
+use ringside_sim::trace::TraceReader;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -105,6 +108,30 @@ fn fr_outcome(bytes: &[u8]) -> Result<String, String> {
         bytes.len()
     );
     r.map(|d| format!("{} records", d.records.len()))
+}
+
+/// Reads `bytes` as a trace to its end, and exports it to Perfetto (into nothing), within the
+/// allocation budget; the outcome as text.
+fn trace_outcome(bytes: &[u8]) -> Result<String, String> {
+    let (r, peak) = peak_of(|| {
+        let mut reader = TraceReader::new(bytes, "trace").map_err(|e| e.to_string())?;
+        let mut n = 0u64;
+        while reader.next_event().map_err(|e| e.to_string())?.is_some() {
+            n += 1;
+        }
+        let mut again = TraceReader::new(bytes, "trace").map_err(|e| e.to_string())?;
+        export_chrome(&mut again, std::io::sink()).map_err(|e| e.to_string())?;
+        Ok(format!(
+            "{n} events, complete: {}",
+            again.incomplete().is_none()
+        ))
+    });
+    assert!(
+        peak <= budget(bytes.len()),
+        "{peak} bytes held for a trace of {}",
+        bytes.len()
+    );
+    r
 }
 
 fn hostile(path: &str) -> Vec<u8> {
@@ -328,6 +355,24 @@ proptest! {
     }
 
     #[test]
+    fn random_bytes_are_never_a_panic_in_the_trace_reader(
+        body in proptest::collection::vec(any::<u8>(), 0..512),
+    ) {
+        let _ = trace_outcome(&body);
+        // past a valid header, where the events start
+        let mut b = trace_header();
+        b.extend_from_slice(&body);
+        let _ = trace_outcome(&b);
+    }
+
+    #[test]
+    fn mutated_traces_are_never_a_panic_in_the_trace_reader(
+        bytes in mutated(seeds(&["../tests/data/hostile-traces", "../tests/data/traces"])),
+    ) {
+        let _ = trace_outcome(&bytes);
+    }
+
+    #[test]
     fn random_bytes_are_never_a_panic_in_the_dump_reader(
         body in proptest::collection::vec(any::<u8>(), 0..512),
         first in prop_oneof![Just(vec![0x80u8, 2]), Just(vec![0x80u8, 4]), Just(b"{".to_vec())],
@@ -348,6 +393,27 @@ proptest! {
     ) {
         let _ = fr_outcome(&bytes);
     }
+}
+
+/// The header line of a real trace.
+fn trace_header() -> Vec<u8> {
+    let t = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/hostile-traces/footer-count-mismatch.jsonl"),
+    )
+    .expect("a corpus trace");
+    t[..=t.iter().position(|&b| b == b'\n').expect("a header")].to_vec()
+}
+
+#[test]
+fn hostile_traces_read_within_their_budget() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/hostile-traces");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).expect("the corpus") {
+        let _ = trace_outcome(&std::fs::read(e.expect("an entry").path()).expect("a trace"));
+        n += 1;
+    }
+    assert!(n >= 10, "{n} traces");
 }
 
 #[test]

@@ -47,19 +47,8 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
     }
     let d = diagnose(&fold);
     // a trace without its footer says nothing of what came after its last line
-    let incomplete = (to_the_end && reader.footer().is_none()).then(|| {
-        let line = reader.torn_line().unwrap_or(reader.line_no());
-        let why = match reader.cut_short() {
-            Some(e) => format!("its compressed stream ends early ({e})"),
-            None => "it ends without its `end` footer: the run was interrupted or the file \
-                     was cut short"
-                .to_string(),
-        };
-        format!(
-            "{}:{line}: incomplete trace: {why}; this is the state after its last whole \
-             line, not how the run ended",
-            reader.file()
-        )
+    let incomplete = reader.incomplete().filter(|_| to_the_end).map(|note| {
+        format!("{note}; this is the state after its last whole line, not how the run ended")
     });
     if a.json {
         let v = serde_json::json!({

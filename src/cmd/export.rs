@@ -42,6 +42,9 @@ pub fn main(a: ExportArgs) -> anyhow::Result<()> {
                 )
             }
         );
+        if let Some(note) = &out.incomplete {
+            eprintln!("note: {note}; {NOTE}");
+        }
         return Ok(());
     }
     let Some(perfetto) = a.perfetto else {
@@ -52,6 +55,7 @@ pub fn main(a: ExportArgs) -> anyhow::Result<()> {
     let fail = |e: ExportError| anyhow::Error::msg(e.to_string());
     if perfetto.as_os_str() == "-" {
         export_chrome(&mut reader, std::io::stdout().lock()).map_err(fail)?;
+        incomplete(&reader);
         return Ok(());
     }
     let out = std::fs::File::create(&perfetto)
@@ -63,5 +67,16 @@ pub fn main(a: ExportArgs) -> anyhow::Result<()> {
         stats.trace_events,
         stats.flows
     );
+    incomplete(&reader);
     Ok(())
+}
+
+/// What an export of a trace without its footer holds.
+const NOTE: &str = "the export ends at its last whole line, not where the run ended";
+
+/// Says on standard error when the trace read has no footer.
+fn incomplete<R: std::io::BufRead>(reader: &TraceReader<R>) {
+    if let Some(note) = reader.incomplete() {
+        eprintln!("note: {note}; {NOTE}");
+    }
 }

@@ -60,7 +60,7 @@ pub struct BudgetArgs {
     pub max_wall: Option<std::time::Duration>,
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     ringside_sim::units::Size::parse(s)
         .map(|s| s.0)
         .map_err(|e| e.to_string())

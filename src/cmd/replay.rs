@@ -4,7 +4,7 @@ use super::mutation_names;
 use crate::Failure;
 use clap::Args;
 use ringside_sim::proto::mutation::Mutation;
-use ringside_sim::trace::{replay, ReplayOutcome};
+use ringside_sim::trace::{replay_reader, ReplayOutcome, TraceReader};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -15,13 +15,27 @@ pub struct ReplayArgs {
     /// number of them).
     #[arg(long = "mutation", value_name = "NAME", value_parser = mutation_names())]
     pub mutations: Vec<Mutation>,
+    /// Refuse to re-run a scenario estimated to need more memory than this, as `run` does
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = super::parse_size)]
+    pub max_memory: u64,
 }
 
 /// Exit 0 when the re-run is identical; 1 and the first diverging line when it is not; 2 when
 /// the trace is malformed or incomplete (the line is named).
 pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
     let mutations = a.mutations.iter().copied().collect();
-    match replay(&a.trace, mutations)? {
+    let reader = TraceReader::open(&a.trace)?;
+    // the header's scenario is re-run: a tiny trace may claim a world no machine can hold
+    let estimate = ringside_sim::budget::estimate(&reader.header.scenario);
+    if estimate.total > a.max_memory {
+        return Err(Failure::Input(format!(
+            "{}:1: the embedded scenario is not re-run: {}",
+            a.trace.display(),
+            estimate.refusal(a.max_memory)
+        ))
+        .into());
+    }
+    match replay_reader(reader, mutations)? {
         ReplayOutcome::Identical { events, digest } => {
             println!(
                 "{}: identical: {events} events replayed, digest {digest}",

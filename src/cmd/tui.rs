@@ -1,6 +1,6 @@
 //! `ringside tui TRACE`: the time-travel debugger.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 use ringside_tui::Loaded;
 use std::io::IsTerminal;
@@ -21,10 +21,21 @@ pub fn open(trace: &Path) -> anyhow::Result<()> {
     view(Loaded::open(trace)?)
 }
 
-/// Opens the viewer on a loaded trace.
+/// Opens the viewer on a loaded trace. A trace without its footer is said to be incomplete on
+/// standard error, where it stays once the viewer has closed.
 pub fn view(loaded: Loaded) -> anyhow::Result<()> {
-    if !std::io::stdout().is_terminal() {
-        bail!("the viewer needs a terminal: standard output is not one");
+    let note = loaded.trace.incomplete.clone().map(|n| {
+        format!("note: {n}; the viewer shows it up to its last whole line, not how the run ended")
+    });
+    let shown = if !std::io::stdout().is_terminal() {
+        Err(anyhow::anyhow!(
+            "the viewer needs a terminal: standard output is not one"
+        ))
+    } else {
+        ringside_tui::view(loaded).context("terminal")
+    };
+    if let Some(note) = note {
+        eprintln!("{note}");
     }
-    ringside_tui::view(loaded).context("terminal")
+    shown
 }

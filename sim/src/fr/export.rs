@@ -145,6 +145,8 @@ pub struct Exported {
     pub files: Vec<PathBuf>,
     /// Ranks that wrote no dump (dead or frozen at the end).
     pub silent: Vec<u32>,
+    /// `FILE:LINE: incomplete trace: ...` when the trace has no footer.
+    pub incomplete: Option<String>,
 }
 
 /// Writes one dump per rank of the trace at `trace` into `dir` (created if needed).
@@ -152,15 +154,18 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
     let mut reader = TraceReader::open(trace).map_err(|e| e.to_string())?;
     let scenario = reader.header.scenario.clone();
     let world = scenario.world.size;
-    let mut ranks: Vec<RankState> = (0..world)
-        .map(|_| RankState {
-            recs: Vec::new(),
-            dead: false,
-            paused: false,
-        })
-        .collect();
+    // one dump per rank the trace shows, not per rank its header claims: a header is no
+    // reason to write a million files
+    let mut ranks: BTreeMap<u32, RankState> = BTreeMap::new();
     let mut members: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     while let Some((t, ev)) = reader.next_event().map_err(|e| e.to_string())? {
+        if let Some(rank) = ev.rank().filter(|&r| r < world) {
+            ranks.entry(rank).or_insert_with(|| RankState {
+                recs: Vec::new(),
+                dead: false,
+                paused: false,
+            });
+        }
         match ev {
             Event::Call {
                 rank,
@@ -175,7 +180,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                 ..
             } => {
                 members.entry(group.0).or_default().insert(rank);
-                if let Some(r) = ranks.get_mut(rank as usize) {
+                if let Some(r) = ranks.get_mut(&rank) {
                     r.recs.push(Rec {
                         group: group.0,
                         seq: seq.0,
@@ -194,7 +199,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
             Event::Complete {
                 rank, group, seq, ..
             } => {
-                if let Some(rec) = ranks.get_mut(rank as usize).and_then(|r| {
+                if let Some(rec) = ranks.get_mut(&rank).and_then(|r| {
                     r.recs
                         .iter_mut()
                         .rev()
@@ -206,7 +211,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
             Event::Abort {
                 rank, group, seq, ..
             } => {
-                if let Some(rec) = ranks.get_mut(rank as usize).and_then(|r| {
+                if let Some(rec) = ranks.get_mut(&rank).and_then(|r| {
                     r.recs
                         .iter_mut()
                         .rev()
@@ -216,22 +221,22 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                 }
             }
             Event::ProcessDeath { rank, .. } => {
-                if let Some(r) = ranks.get_mut(rank as usize) {
+                if let Some(r) = ranks.get_mut(&rank) {
                     r.dead = true;
                 }
             }
             Event::ProcessStart { rank, .. } => {
-                if let Some(r) = ranks.get_mut(rank as usize) {
+                if let Some(r) = ranks.get_mut(&rank) {
                     r.dead = false;
                 }
             }
             Event::ProcessPause { rank } => {
-                if let Some(r) = ranks.get_mut(rank as usize) {
+                if let Some(r) = ranks.get_mut(&rank) {
                     r.paused = true;
                 }
             }
             Event::ProcessResume { rank } => {
-                if let Some(r) = ranks.get_mut(rank as usize) {
+                if let Some(r) = ranks.get_mut(&rank) {
                     r.paused = false;
                 }
             }
@@ -244,9 +249,10 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
     let mut out = Exported {
         files: Vec::new(),
         silent: Vec::new(),
+        incomplete: reader.incomplete(),
     };
-    for (rank, st) in ranks.iter().enumerate() {
-        let rank = rank as u32;
+    let world_ranks: Vec<u32> = ranks.keys().copied().collect();
+    for (&rank, st) in &ranks {
         if st.dead || st.paused {
             out.silent.push(rank);
             continue;
@@ -259,7 +265,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                 .map(|&g| {
                     let (name, desc) = group_desc(g);
                     let ranks: Vec<u32> = if g == 0 {
-                        (0..world).collect()
+                        world_ranks.clone()
                     } else {
                         members
                             .get(&g)

@@ -38,6 +38,19 @@ pub struct Scenario {
     pub expect: Option<Expect>,
 }
 
+impl Scenario {
+    /// How many nodes a run of the scenario has: its ranks, and the store of a store
+    /// rendezvous (node `world.size`).
+    pub fn nodes(&self) -> u32 {
+        let store = self
+            .group
+            .elastic
+            .as_ref()
+            .is_some_and(|e| e.rendezvous == RendezvousKind::Store);
+        self.world.size.saturating_add(u32::from(store))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct World {

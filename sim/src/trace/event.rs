@@ -411,6 +411,55 @@ impl Event {
         }
     }
 
+    /// The first rank the event names that is not below `nodes` (the world's ranks, and the
+    /// store's node when there is one), with the field that names it.
+    pub fn rank_beyond(&self, nodes: u32) -> Option<(&'static str, u32)> {
+        let one = |field: &'static str, r: u32| (r >= nodes).then_some((field, r));
+        let list =
+            |field: &'static str, rs: &[u32]| rs.iter().find(|&&r| r >= nodes).map(|&r| (field, r));
+        let own = self.rank().and_then(|r| {
+            let field = match self {
+                Event::Send { .. } => "from",
+                Event::Deliver { .. } | Event::Drop { .. } => "to",
+                _ => "rank",
+            };
+            one(field, r)
+        });
+        own.or_else(|| match self {
+            Event::Send { to, .. } => one("to", *to),
+            Event::Deliver { from, .. } | Event::Drop { from, .. } => one("from", *from),
+            Event::Fault { ranks, sides, .. } => list("ranks", ranks)
+                .or_else(|| sides.iter().flatten().find_map(|side| list("sides", side))),
+            Event::Step { waiting_for, .. } | Event::Abort { waiting_for, .. } => {
+                list("waiting_for", waiting_for)
+            }
+            Event::Diagnosis { blocked, .. } => list("blocked", blocked),
+            Event::GenerationFormed { members, .. }
+            | Event::RegistryView { members, .. }
+            | Event::RegistryMonitor { members, .. } => list("members", members),
+            Event::RegistryQuery {
+                members, expected, ..
+            } => list("members", members)
+                .or_else(|| expected.as_deref().and_then(|e| list("expected", e))),
+            Event::RendezvousWait { reachable, .. } => list("reachable", reachable),
+            Event::Suspect { peer, .. } => one("peer", *peer),
+            Event::StoreUpdate {
+                members,
+                participants,
+                ..
+            } => list("members", members).or_else(|| list("participants", participants)),
+            Event::RegistryNotify { joined, left, .. } => {
+                list("joined", joined).or_else(|| list("left", left))
+            }
+            Event::RegistryBroadcast { to, .. } => list("to", to),
+            Event::RegistryDeliver { from, .. } => one("from", *from),
+            Event::RegistryNodeDown { node, .. } | Event::RegistryNodeUp { node, .. } => {
+                one("node", *node)
+            }
+            _ => None,
+        })
+    }
+
     /// An event a `calls`-level trace leaves out: a message's send, delivery or loss, or a
     /// timer other than the watchdog.
     #[inline]

@@ -52,7 +52,10 @@ enum Open {
 struct Exporter<W: Write> {
     out: W,
     stats: ExportStats,
-    /// Open slices on each rank's work track, innermost last.
+    /// The slot of each rank the trace has shown so far: per-rank state and process
+    /// metadata are written for the ranks a trace names, whatever world its header claims.
+    slots: BTreeMap<u32, usize>,
+    /// Open slices on each slot's work track, innermost last.
     work: Vec<Vec<Open>>,
     paused: Vec<bool>,
     dead: Vec<bool>,
@@ -82,8 +85,8 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    fn meta(&mut self, ranks: u32) -> io::Result<()> {
-        for r in 0..ranks {
+    fn meta(&mut self, r: u32) -> io::Result<()> {
+        {
             self.emit(
                 json!({"ph": "M", "name": "process_name", "pid": pid(r), "tid": 0,
                 "args": {"name": format!("rank {r}")}}),
@@ -106,16 +109,20 @@ impl<W: Write> Exporter<W> {
         Ok(())
     }
 
-    fn ensure(&mut self, rank: u32) {
-        let n = rank as usize + 1;
-        if self.work.len() < n {
-            self.work.resize(n, Vec::new());
-            self.paused.resize(n, false);
-            self.dead.resize(n, false);
-            self.message.resize(n, None);
+    /// The slot of `rank`, given one (and its process named) when it first appears.
+    fn ensure(&mut self, rank: u32) -> io::Result<usize> {
+        if let Some(&slot) = self.slots.get(&rank) {
+            return Ok(slot);
         }
+        let slot = self.work.len();
+        self.slots.insert(rank, slot);
+        self.work.push(Vec::new());
+        self.paused.push(false);
+        self.dead.push(false);
+        self.message.push(None);
+        self.meta(rank)?;
+        Ok(slot)
     }
-
     fn begin(
         &mut self,
         t: Nanos,
@@ -124,8 +131,8 @@ impl<W: Write> Exporter<W> {
         name: String,
         args: Value,
     ) -> io::Result<()> {
-        self.ensure(rank);
-        self.work[rank as usize].push(open);
+        let slot = self.ensure(rank)?;
+        self.work[slot].push(open);
         let cat = match open {
             Open::Compute => "compute",
             Open::Collective => "collective",
@@ -140,15 +147,15 @@ impl<W: Write> Exporter<W> {
     /// Closes slices on `rank`'s work track down to and including the innermost `until`
     /// (everything when `until` is None or not open).
     fn close(&mut self, t: Nanos, rank: u32, until: Option<Open>) -> io::Result<()> {
-        self.ensure(rank);
-        let stack = &self.work[rank as usize];
+        let slot = self.ensure(rank)?;
+        let stack = &self.work[slot];
         let keep = match until.and_then(|u| stack.iter().rposition(|o| *o == u)) {
             Some(i) => i,
             None if until.is_some() => return Ok(()),
             None => 0,
         };
-        while self.work[rank as usize].len() > keep {
-            self.work[rank as usize].pop();
+        while self.work[slot].len() > keep {
+            self.work[slot].pop();
             self.emit(json!({"ph": "E", "pid": pid(rank), "tid": WORK, "ts": ts(t)}))?;
         }
         Ok(())
@@ -173,11 +180,11 @@ impl<W: Write> Exporter<W> {
     }
 
     fn process_slice(&mut self, t: Nanos, rank: u32, name: &str, begin: bool) -> io::Result<()> {
-        self.ensure(rank);
+        let slot = self.ensure(rank)?;
         let flag = if name == "paused" {
-            &mut self.paused[rank as usize]
+            &mut self.paused[slot]
         } else {
-            &mut self.dead[rank as usize]
+            &mut self.dead[slot]
         };
         if *flag == begin {
             return Ok(());
@@ -194,6 +201,16 @@ impl<W: Write> Exporter<W> {
     }
 
     fn event(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
+        // every rank with a track of its own is named before its first slice
+        if let Some(r) = ev.rank() {
+            self.ensure(r)?;
+        }
+        if let Event::Send { to: other, .. }
+        | Event::Deliver { from: other, .. }
+        | Event::Drop { from: other, .. } = ev
+        {
+            self.ensure(*other)?;
+        }
         match ev {
             Event::Fault {
                 index,
@@ -211,7 +228,10 @@ impl<W: Write> Exporter<W> {
                 let args =
                     json!({"index": index, "detail": detail, "ranks": ranks, "sides": sides});
                 match ranks.as_slice() {
-                    [r] => self.instant(t, Some(*r), WORK, name, args),
+                    [r] => {
+                        self.ensure(*r)?;
+                        self.instant(t, Some(*r), WORK, name, args)
+                    }
                     _ => self.instant(t, None, 0, name, args),
                 }
             }
@@ -337,8 +357,8 @@ impl<W: Write> Exporter<W> {
                 peer,
                 ..
             } => {
-                self.ensure(*rank);
-                self.message[*rank as usize] = peer.map(|p| (op.name(), p));
+                let slot = self.ensure(*rank)?;
+                self.message[slot] = peer.map(|p| (op.name(), p));
                 let (name, args) = match peer {
                     // a send or recv: where its message goes, or comes from
                     Some(p) => {
@@ -367,11 +387,11 @@ impl<W: Write> Exporter<W> {
                 waiting_for,
                 ..
             } => {
-                self.ensure(*rank);
-                if self.work[*rank as usize].last() == Some(&Open::Step) {
+                let slot = self.ensure(*rank)?;
+                if self.work[slot].last() == Some(&Open::Step) {
                     self.close(t, *rank, Some(Open::Step))?;
                 }
-                let name = match self.message[*rank as usize] {
+                let name = match self.message[slot] {
                     Some(("recv", p)) => format!("waits for the message of rank {p}"),
                     Some((_, p)) if !waiting_for.is_empty() => {
                         format!("waits for rank {p} to take it")
@@ -441,9 +461,6 @@ impl<W: Write> Exporter<W> {
             // membership, registry and any other kind: an instant on the rank's track (or the
             // global one), the event itself as its args
             _ => {
-                if let Some(r) = ev.rank() {
-                    self.ensure(r);
-                }
                 let args = serde_json::to_value(ev).unwrap_or(Value::Null);
                 self.instant(t, ev.rank(), WORK, ev.kind().replace('_', " "), args)
             }
@@ -451,7 +468,8 @@ impl<W: Write> Exporter<W> {
     }
 
     fn finish(&mut self, t: Nanos) -> io::Result<()> {
-        for r in 0..self.work.len() as u32 {
+        let ranks: Vec<u32> = self.slots.keys().copied().collect();
+        for r in ranks {
             self.close(t, r, None)?;
             self.process_slice(t, r, "paused", false)?;
             self.process_slice(t, r, "dead", false)?;
@@ -466,7 +484,6 @@ pub fn export_chrome<R: BufRead, W: Write>(
     out: W,
 ) -> Result<ExportStats, ExportError> {
     let header = &reader.header;
-    let ranks = header.scenario.world.size;
     let other = json!({
         "scenario": header.scenario.name,
         "seed": header.seed,
@@ -475,6 +492,7 @@ pub fn export_chrome<R: BufRead, W: Write>(
     let mut x = Exporter {
         out: io::BufWriter::new(out),
         stats: ExportStats::default(),
+        slots: BTreeMap::new(),
         work: Vec::new(),
         paused: Vec::new(),
         dead: Vec::new(),
@@ -486,8 +504,6 @@ pub fn export_chrome<R: BufRead, W: Write>(
         .write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
     serde_json::to_writer(&mut x.out, &other).map_err(io::Error::from)?;
     x.out.write_all(b",\"traceEvents\":[\n")?;
-    x.meta(ranks)?;
-    x.ensure(ranks.saturating_sub(1));
     let mut last = 0;
     while let Some((t, ev)) = reader.next_event()? {
         x.event(t, &ev)?;

@@ -75,6 +75,9 @@ pub struct Trace {
     pub footer: Option<Footer>,
     /// The chained digest of the event lines as read.
     pub digest: String,
+    /// `FILE:LINE: incomplete trace: ...` when the trace has no footer
+    /// ([`TraceReader::incomplete`]).
+    pub incomplete: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -131,6 +134,9 @@ pub struct UnparsedEvent {
     pub text: String,
     /// Already parsed (a line not in the writer's spelling).
     parsed: Option<(Nanos, Event)>,
+    /// The world size of the header's scenario and its nodes (with the store's): every rank
+    /// an event names is below the latter.
+    nodes: Nodes,
 }
 
 impl UnparsedEvent {
@@ -139,10 +145,13 @@ impl UnparsedEvent {
         if let Some(p) = self.parsed {
             return Ok(p);
         }
-        let line = parse_line(&self.text)
-            .map_err(|e| err(file, self.line, format!("malformed event: {e}")))?;
+        let line =
+            parse_line(&self.text).map_err(|e| err(file, self.line, malformed(&self.text, e)))?;
         if matches!(line.ev, Event::End { .. }) {
             return Err(err(file, self.line, "a footer with a time `t`"));
+        }
+        if let Some(m) = rank_beyond(&line.ev, self.nodes) {
+            return Err(err(file, self.line, m));
         }
         Ok((line.t, line.ev))
     }
@@ -167,6 +176,13 @@ pub struct TraceReader<R: BufRead> {
     deferred: bool,
     /// Why a compressed trace ended early, when it did.
     cut: Option<String>,
+    /// The NUL bytes of the torn last line (a crash leaves zeros where data never landed).
+    torn_nul: usize,
+    /// The world size of the header's scenario and its nodes (with the store's): every rank
+    /// an event names is below the latter.
+    nodes: Nodes,
+    /// The time of the last event read: time never decreases.
+    last_t: Nanos,
 }
 
 /// The first bytes of a zstd frame.
@@ -217,8 +233,10 @@ impl<R: BufRead> TraceReader<R> {
         if buf.trim().is_empty() {
             return Err(err(file, 1, "empty file: not a ringside trace"));
         }
-        let v: serde_json::Value = serde_json::from_str(buf.trim_end())
-            .map_err(|e| err(file, 1, format!("the header is not JSON: {e}")))?;
+        let v: serde_json::Value = serde_json::from_str(buf.trim_end()).map_err(|e| {
+            let why = nul_bytes(&buf, "the header").unwrap_or_else(|| e.to_string());
+            err(file, 1, format!("the header is not JSON: {why}"))
+        })?;
         let format = v.get("format").and_then(|f| f.as_str()).unwrap_or("");
         if format != super::FORMAT {
             return Err(err(
@@ -237,7 +255,7 @@ impl<R: BufRead> TraceReader<R> {
                 return Err(err(
                     file,
                     1,
-                    format!("the header's `version` is {other}, not a number"),
+                    format!("the header's `version` must be a number, not {other}"),
                 ))
             }
             None => return Err(err(file, 1, "the header has no `version`")),
@@ -302,7 +320,14 @@ impl<R: BufRead> TraceReader<R> {
             scenario_json,
             real: v.get("real").and_then(|r| r.as_bool()).unwrap_or(false),
         };
+        let nodes = Nodes {
+            world: header.scenario.world.size,
+            all: header.scenario.nodes(),
+        };
         Ok(TraceReader {
+            nodes,
+            last_t: 0,
+            torn_nul: 0,
             file: file.to_string(),
             input,
             line_no: 1,
@@ -340,16 +365,22 @@ impl<R: BufRead> TraceReader<R> {
             }
             // version 1 digests the line's text: it can be left unparsed; version 2 digests the
             // parsed event
-            if !parse && (self.header.version == 1 || self.deferred) && time_prefix(text).is_some()
+            let prefix = time_prefix(text);
+            if let (false, true, Some(t)) =
+                (parse, self.header.version == 1 || self.deferred, prefix)
             {
+                if t < self.last_t {
+                    return Err(err(&self.file, self.line_no, backwards(t, self.last_t)));
+                }
+                self.last_t = t;
                 if self.header.version == 1 {
                     self.digest.update_line(text.as_bytes());
                 }
                 self.lines += 1;
                 return Ok(Some(None));
             }
-            let line = parse_line(text)
-                .map_err(|e| err(&self.file, self.line_no, format!("malformed event: {e}")))?;
+            let line =
+                parse_line(text).map_err(|e| err(&self.file, self.line_no, malformed(text, e)))?;
             if let Event::End {
                 outcome,
                 events,
@@ -400,6 +431,17 @@ impl<R: BufRead> TraceReader<R> {
                 });
                 continue;
             }
+            if line.t < self.last_t {
+                return Err(err(
+                    &self.file,
+                    self.line_no,
+                    backwards(line.t, self.last_t),
+                ));
+            }
+            if let Some(m) = rank_beyond(&line.ev, self.nodes) {
+                return Err(err(&self.file, self.line_no, m));
+            }
+            self.last_t = line.t;
             self.lines += 1;
             if self.header.version == 1 {
                 self.digest.update_line(text.as_bytes());
@@ -430,6 +472,7 @@ impl<R: BufRead> TraceReader<R> {
         if !self.buf.ends_with('\n') {
             // torn last line of an interrupted run
             self.torn = Some(self.line_no);
+            self.torn_nul = self.buf.bytes().filter(|&b| b == 0).count();
             return Ok(false);
         }
         Ok(true)
@@ -457,6 +500,7 @@ impl<R: BufRead> TraceReader<R> {
                 continue;
             }
             if text.as_bytes() == expected {
+                self.last_t = t;
                 self.lines += 1;
                 if self.header.version == 1 {
                     self.digest.update_line(expected);
@@ -493,6 +537,7 @@ impl<R: BufRead> TraceReader<R> {
                 self.buf.trim_end().to_string()
             },
             parsed: parsed.map(|l| (l.t, l.ev)),
+            nodes: self.nodes,
         }))
     }
 
@@ -519,6 +564,28 @@ impl<R: BufRead> TraceReader<R> {
         self.cut.as_deref()
     }
 
+    /// Once the trace is read to its end: `FILE:LINE: incomplete trace: WHY` when it has no
+    /// footer, naming the line where it stops and why (a torn line, NUL bytes left by a
+    /// crash, a compressed stream cut short, or no footer after whole lines).
+    pub fn incomplete(&self) -> Option<String> {
+        if self.footer.is_some() {
+            return None;
+        }
+        let line = self.torn.unwrap_or(self.line_no);
+        let why = match (&self.cut, self.torn) {
+            (Some(e), _) => format!("its compressed stream ends early ({e})"),
+            (None, Some(_)) if self.torn_nul > 0 => format!(
+                "it ends in {} NUL bytes where its next line should be, as a crash leaves a \
+                 file whose last writes never reached the disk",
+                self.torn_nul
+            ),
+            (None, _) => "it ends without its `end` footer: the run was interrupted or the \
+                          file was cut short"
+                .to_string(),
+        };
+        Some(format!("{}:{line}: incomplete trace: {why}", self.file))
+    }
+
     /// Leaves the digest of a version 2 trace to the caller, who parses the lines
     /// [`TraceReader::next_unparsed`] gives (on other threads) and checks the footer with
     /// [`Footer::check_digest`]. The footer's event count is still checked here.
@@ -538,6 +605,53 @@ impl<R: BufRead> TraceReader<R> {
     pub fn file(&self) -> &str {
         &self.file
     }
+}
+
+/// Why a line could not be read as an event: NUL bytes, or what the JSON parser says.
+fn malformed(text: &str, e: serde_json::Error) -> String {
+    nul_bytes(text, "an event").unwrap_or_else(|| format!("malformed event: {e}"))
+}
+
+/// A line holding NUL bytes: what a crash leaves where data never reached the disk.
+fn nul_bytes(text: &str, what: &str) -> Option<String> {
+    let n = text.bytes().filter(|&b| b == 0).count();
+    (n > 0).then(|| {
+        format!(
+            "{n} NUL bytes where {what} should be: the file was damaged, as a crash leaves a \
+             file whose writes never reached the disk"
+        )
+    })
+}
+
+/// An event earlier than the one before it.
+fn backwards(t: Nanos, last: Nanos) -> String {
+    format!("time goes backwards: this event is at t = {t} ns, after an event at t = {last} ns")
+}
+
+/// The ranks a trace's events may name: the world's, and the store's node when there is one.
+#[derive(Clone, Copy, Debug)]
+struct Nodes {
+    world: u32,
+    all: u32,
+}
+
+/// An event naming a rank the header's scenario does not have.
+fn rank_beyond(ev: &Event, nodes: Nodes) -> Option<String> {
+    let (field, r) = ev.rank_beyond(nodes.all)?;
+    let ranks = match nodes.world {
+        0 => "no ranks".to_string(),
+        1 => "1 rank (0)".to_string(),
+        n => format!("{n} ranks (0 to {})", n - 1),
+    };
+    let store = if nodes.all > nodes.world {
+        format!(" and the store (node {})", nodes.world)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "a `{}` event whose `{field}` is {r}, but the header's scenario has {ranks}{store}",
+        ev.kind()
+    ))
 }
 
 /// Reads one line into `buf`, up to [`MAX_LINE`] bytes; the byte count (0 at the end).
@@ -568,6 +682,7 @@ pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
         events,
         footer: r.footer.clone(),
         digest: r.digest.hex(),
+        incomplete: r.incomplete(),
     })
 }
 
@@ -615,6 +730,7 @@ mod tests {
             line: 9,
             text: r#"{"t":1,"kind":"nope"}"#.into(),
             parsed: None,
+            nodes: Nodes { world: 2, all: 2 },
         };
         assert_eq!(bad.parse("f").unwrap_err().line, 9);
     }

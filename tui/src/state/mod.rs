@@ -54,6 +54,7 @@ pub fn record(scenario: &Scenario, seed: u64) -> Result<Trace, TraceError> {
         events,
         footer: reader.footer().cloned(),
         digest: reader.digest().hex(),
+        incomplete: reader.incomplete(),
     })
 }
 
@@ -131,7 +132,11 @@ impl Loaded {
                     }
                     k += 1;
                 }
-                Ok::<_, TraceError>((reader.footer().cloned(), reader.digest().hex()))
+                Ok::<_, TraceError>((
+                    reader.footer().cloned(),
+                    reader.digest().hex(),
+                    reader.incomplete(),
+                ))
             });
             let mut loading = Loading::new(&header.scenario, interval);
             // event lines are about a hundred bytes: reserve once instead of growing
@@ -152,7 +157,7 @@ impl Loaded {
                     Err(_) => break 'fold,
                 }
             }
-            let (footer, read_digest) = match lines.join() {
+            let (footer, read_digest, incomplete) = match lines.join() {
                 Ok(r) => r?,
                 Err(panic) => std::panic::resume_unwind(panic),
             };
@@ -169,6 +174,7 @@ impl Loaded {
                 events: Vec::new(),
                 footer,
                 digest,
+                incomplete,
             }))
         })
     }

@@ -101,10 +101,5 @@ pub fn unix_now_ns() -> u64 {
 
 /// How many processes a run of `s` has: its ranks, and the store of a store rendezvous.
 pub fn nodes(s: &Scenario) -> u32 {
-    let store = s
-        .group
-        .elastic
-        .as_ref()
-        .is_some_and(|e| e.rendezvous == crate::scenario::RendezvousKind::Store);
-    s.world.size + u32::from(store)
+    s.nodes()
 }
