@@ -229,7 +229,7 @@ impl TraceReader<TraceInput> {
 impl<R: BufRead> TraceReader<R> {
     pub fn new(mut input: R, file: &str) -> Result<Self, TraceError> {
         let mut buf = String::new();
-        read_limited(&mut input, &mut buf).map_err(|e| err(file, 1, e))?;
+        read_limited(&mut input, &mut buf).map_err(|e| err(file, 1, String::from(e)))?;
         if buf.trim().is_empty() {
             return Err(err(file, 1, "empty file: not a ringside trace"));
         }
@@ -457,13 +457,13 @@ impl<R: BufRead> TraceReader<R> {
         self.buf.clear();
         let n = match read_limited(&mut self.input, &mut self.buf) {
             Ok(n) => n,
-            Err(e) if self.header.compressed && !e.starts_with("line longer") => {
+            Err(LineError::Read(e)) if self.header.compressed => {
                 // a compressed stream cut short: what came before it stands, as for a torn line
                 self.cut = Some(e);
                 self.torn = Some(self.line_no + 1);
                 return Ok(false);
             }
-            Err(e) => return Err(err(&self.file, self.line_no + 1, e)),
+            Err(e) => return Err(err(&self.file, self.line_no + 1, String::from(e))),
         };
         if n == 0 {
             return Ok(false);
@@ -655,19 +655,36 @@ fn rank_beyond(ev: &Event, nodes: Nodes) -> Option<String> {
 }
 
 /// Reads one line into `buf`, up to [`MAX_LINE`] bytes; the byte count (0 at the end).
-fn read_limited<R: BufRead>(input: &mut R, buf: &mut String) -> Result<usize, String> {
+fn read_limited<R: BufRead>(input: &mut R, buf: &mut String) -> Result<usize, LineError> {
     use std::io::Read;
     let n = input
         .take(MAX_LINE as u64 + 1)
         .read_line(buf)
-        .map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(|e| LineError::Read(format!("cannot read: {e}")))?;
     if n > MAX_LINE {
-        return Err(format!(
-            "line longer than {} MiB: not a ringside trace line",
-            MAX_LINE >> 20
-        ));
+        return Err(LineError::TooLong);
     }
     Ok(n)
+}
+
+/// Why a line could not be read.
+enum LineError {
+    /// The input failed (a compressed stream cut short fails this way).
+    Read(String),
+    /// Longer than [`MAX_LINE`].
+    TooLong,
+}
+
+impl From<LineError> for String {
+    fn from(e: LineError) -> String {
+        match e {
+            LineError::Read(why) => why,
+            LineError::TooLong => format!(
+                "line longer than {} MiB: not a ringside trace line",
+                MAX_LINE >> 20
+            ),
+        }
+    }
 }
 
 /// Reads a whole trace into memory.
