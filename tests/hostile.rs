@@ -187,6 +187,8 @@ fn check_refuses_to_check_nothing() {
 
 #[test]
 fn check_counts_a_huge_shard_without_wrapping_and_stops_on_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
     let args = [
         "check",
         "--cases",
@@ -195,6 +197,8 @@ fn check_counts_a_huge_shard_without_wrapping_and_stops_on_time() {
         "0/2",
         "--time",
         "1s",
+        "--out",
+        &out,
     ];
     let o = ringside(&args);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -4,7 +4,7 @@
 //! new kind exits 2 naming file, line and key.
 
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{parse, Outcome, RootCause};
+use ringside_sim::scenario::{parse, program, OpKind, Outcome, Peer, PeerStep, RootCause};
 use std::process::{Command, Output};
 
 fn ringside(args: &[&str]) -> Output {
@@ -287,6 +287,38 @@ fn a_send_a_stage_skips_is_named_skipped() {
             blocked.contains(&2),
             "{schedule}: stage 2 waits: {blocked:?}"
         );
+    }
+}
+
+#[test]
+fn a_recv_a_stage_skips_is_its_skip_even_when_later_messages_differ_in_size() {
+    // after the pipeline, each stage sends a small message back and receives one from the
+    // next stage: a stage that skips a recv of gradients takes the next gradient as its
+    // number, and at the end meets a message of another size. The skipping stage is the
+    // culprit, not the sender whose message no longer fits.
+    let rest = "[[workload.ops]]\nop = \"send\"\npeer = \"prev\"\nbytes = \"1KiB\"\n\
+                [[workload.ops]]\nop = \"recv\"\npeer = \"next\"\nbytes = \"1KiB\"\n";
+    for schedule in ["gpipe", "1f1b"] {
+        for stage in 0..3 {
+            // the first recv of gradients in the stage's program
+            let s = parse(&pipeline(schedule, rest), "w.toml").expect("parses");
+            let index = program::calls(&s, stage)
+                .iter()
+                .position(|(op, _)| {
+                    op.op == OpKind::Recv && op.peer == Some(Peer::Step(PeerStep::Next))
+                })
+                .expect("a recv from the next stage");
+            let fault = format!(
+                "{rest}[[faults]]\nkind = \"skip\"\nrank = {stage}\niteration = 0\nop_index = {index}\n"
+            );
+            let (outcome, blocked, causes) = diagnosed(&pipeline(schedule, &fault));
+            assert_eq!(outcome, Outcome::Stalled, "{schedule} stage {stage}");
+            assert_eq!(
+                causes,
+                [format!("skipped:{stage}")],
+                "{schedule} stage {stage}: blocked {blocked:?}"
+            );
+        }
     }
 }
 

@@ -308,6 +308,18 @@ fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
 
 /// Whether `case` still fails the way named `name` (a panic counts for [`NO_PANIC`]): the
 /// failure and the trace, if it does.
+/// Whether the workload of `case` runs to completion on the real code once its faults are
+/// taken away.
+fn healthy_workload(case: &Case) -> bool {
+    let scenario = Scenario {
+        faults: Vec::new(),
+        ..case.scenario.clone()
+    };
+    let opts = crate::run::RunOptions::seeded(case.seed);
+    crate::run::run_to(&scenario, &opts, std::io::sink())
+        .is_ok_and(|out| out.result.outcome == scenario::Outcome::Completed)
+}
+
 fn still_fails(case: &Case, name: &str, properties: &[Property]) -> Option<(Failure, Vec<u8>)> {
     if invalid(&case.scenario).is_some() {
         return None;
@@ -425,6 +437,16 @@ impl Swarm {
     ) -> Found {
         let original = failing.0.clone();
         let name = failing.1.name();
+        // A smaller workload may be broken by itself (a recv whose send was removed): when the
+        // case's own workload runs to completion without its faults, so must every smaller
+        // one's, or the shrinking would trade the failure found for one it planted.
+        let healthy = healthy_workload(&original);
+        let fails = |case: &Case| {
+            if healthy && !healthy_workload(case) {
+                return None;
+            }
+            still_fails(case, name, &self.properties)
+        };
         let mut best = failing;
         let mut steps = 0;
         if tree.simplify() {
@@ -432,7 +454,7 @@ impl Swarm {
                 steps += 1;
                 obs.shrink_step(steps);
                 let case = tree.current().with_mutations(self.mutations);
-                let more = match still_fails(&case, name, &self.properties) {
+                let more = match fails(&case) {
                     Some((failure, trace)) => {
                         best = (case, failure, trace);
                         tree.simplify()
@@ -455,7 +477,7 @@ impl Swarm {
                 steps += 1;
                 obs.shrink_step(steps);
                 let case = Case::new(candidate).with_mutations(self.mutations);
-                if let Some((failure, trace)) = still_fails(&case, name, &self.properties) {
+                if let Some((failure, trace)) = fails(&case) {
                     best = (case, failure, trace);
                     improved = true;
                     break;
