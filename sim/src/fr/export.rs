@@ -243,6 +243,14 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
             _ => {}
         }
     }
+    // a group's members as the scenario lays them out, in group-rank order (a rank that never
+    // called into its group is a member all the same); the ranks seen calling otherwise
+    let mut laid_out: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for layout in crate::scenario::resolve::layouts(&scenario) {
+        for g in &layout.groups {
+            laid_out.insert(g.id.0, g.members.ranks.iter().map(|r| r.0).collect());
+        }
+    }
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let timeout_ms = (scenario.group.timeout.0 / 1_000_000) as i64;
     let site = format!("{}.toml", scenario.name);
@@ -266,6 +274,8 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                     let (name, desc) = group_desc(g);
                     let ranks: Vec<u32> = if g == 0 {
                         world_ranks.clone()
+                    } else if let Some(m) = laid_out.get(&g) {
+                        m.clone()
                     } else {
                         members
                             .get(&g)
@@ -319,10 +329,13 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
             .map(|(i, r)| {
                 // group ranks in the order pg_config lists the members
                 let group_rank = |w: u32| {
-                    members
-                        .get(&r.group)
-                        .and_then(|m| m.iter().position(|&x| x == w))
-                        .map_or(w, |i| i as u32)
+                    match laid_out.get(&r.group) {
+                        Some(m) => m.iter().position(|&x| x == w),
+                        None => members
+                            .get(&r.group)
+                            .and_then(|m| m.iter().position(|&x| x == w)),
+                    }
+                    .map_or(w, |i| i as u32)
                 };
                 let p2p = match (r.op, r.peer) {
                     (OpKind::Send | OpKind::Recv, Some(peer)) => {

@@ -1,37 +1,50 @@
 //! A scenario that reproduces an imported job in the simulator (`import --scenario`).
 //!
-//! The job is first described as a [`Replay`]: the world, the program every rank runs (one
-//! iteration's calls, found as the shortest period of the calls the agreeing ranks recorded,
-//! with modeled bytes from sizes times dtype and the compute between iterations from the
-//! wall-clock gaps), and the faults the diagnosis found: a rank without a dump is preempted
-//! after its last call, a stopped rank hangs, a rank that called with other parameters or
-//! skipped a call gets a `mismatch` or `skip` fault. What the scenario language cannot say
-//! yet — groups other than the world, point-to-point calls and all_to_all, a rank's own extra
-//! calls (per-rank programs) — is collected in [`Replay::needs`], and the scenario is written
-//! only when nothing is needed. `[expect]` states the import's verdict, so `ringside run` on
-//! the file checks the replay itself.
+//! The job is written whole: the world, every other group the dumps show as a `[[groups]]`
+//! entry (its members as the import inferred them, so a member's index is its group rank), and
+//! each rank's program from the calls it recorded, in the order it issued them: collectives of
+//! every group, sends and recvs with the recorded peer, modeled bytes from sizes times dtype,
+//! and the compute before each call from the wall-clock gap since the rank's previous call,
+//! rounded. The program most ranks run (a rank outside an op's group does not issue it) is
+//! `[[workload.ops]]`; ranks whose calls differ (extra, skipped or reordered calls, other sizes,
+//! other groups) run `[[workload.programs]]` of their own. A rank without a dump runs the calls
+//! its peers made with it; when the import blames it, it is preempted in the compute before the
+//! call it never issued. A rank that stopped after its last call (`hung:R`) hangs at the start
+//! of a second iteration that nobody else runs.
+//!
+//! `[expect]` states the import's verdict, and the scenario is run once before it is written:
+//! a job whose replay tells another story (other blocked ranks or root causes) is refused with
+//! the reason, never written.
 
 use super::analyze::lanes::{self, Call};
-use super::analyze::{Analysis, DivergenceKind};
-use super::model::{Dump, OpKind as FrOp};
-use super::report::call_bytes;
+use super::analyze::Analysis;
+use super::groups::Group;
+use super::model::{numel, Dump, OpKind as FrOp};
+use super::report::dtype_bytes;
+use crate::proto::vocab::Peer;
 use crate::scenario::{
-    Dtype, Expect, Fault, GroupConfig, OpKind, OpSpec, Outcome, RootCause, Scenario, Workload,
-    World,
+    Dtype, Expect, Fault, GroupConfig, GroupRanks, NamedGroup, OpKind, OpSpec, Outcome, Program,
+    RootCause, Scenario, Workload, World,
 };
-use crate::trace::{Event, VecRecorder};
+use crate::trace::{Event, NullRecorder, VecRecorder};
 use crate::units::{Duration, Size};
+use std::collections::BTreeMap;
 
-/// A job as the simulator would run it, and what it needs that the scenario language lacks.
+/// A job as the simulator would run it.
 #[derive(Clone, Debug)]
 pub struct Replay {
     pub scenario: Scenario,
-    /// The first seq of the world group the program starts at (earlier calls were overwritten).
-    pub first_seq: u64,
-    /// Ops per iteration.
-    pub period: usize,
-    /// Constructs the job needs that the scenario language does not have, one sentence each.
-    pub needs: Vec<String>,
+    /// For each dump, the index in its rank's program of each call, by the call's first record.
+    pub index: Vec<BTreeMap<u32, u32>>,
+    /// Why the job cannot be replayed as the import tells it, one sentence each.
+    pub problems: Vec<String>,
+}
+
+impl Replay {
+    /// The index in its rank's program of call `c`.
+    pub fn index_of(&self, c: &Call) -> Option<u32> {
+        self.index.get(c.dump as usize)?.get(&c.first).copied()
+    }
 }
 
 /// The ringside op of a Flight Recorder op, when there is one.
@@ -43,7 +56,12 @@ pub fn op_kind(k: FrOp) -> Option<OpKind> {
         FrOp::AllGather => OpKind::Allgather,
         FrOp::ReduceScatter => OpKind::ReduceScatter,
         FrOp::Barrier => OpKind::Barrier,
-        _ => return None,
+        FrOp::AllToAll => OpKind::AllToAll,
+        FrOp::Gather => OpKind::Gather,
+        FrOp::Scatter => OpKind::Scatter,
+        FrOp::Send => OpKind::Send,
+        FrOp::Recv => OpKind::Recv,
+        FrOp::Coalesced | FrOp::Other => return None,
     })
 }
 
@@ -56,26 +74,22 @@ pub fn dtype(name: &str) -> Dtype {
     }
 }
 
-/// One call as an op of the scenario.
-fn op_spec(dumps: &[Dump], c: &Call) -> Option<OpSpec> {
-    let r = lanes::head(dumps, c);
-    let op = op_kind(r.kind)?;
-    let bytes = if op == OpKind::Barrier {
-        0
-    } else {
-        call_bytes(dumps, c).max(1)
-    };
-    Some(OpSpec {
-        op,
-        bytes: Size(bytes),
-        reduce: Default::default(),
-        algorithm: None,
-        root: None,
-        group: None,
-        peer: None,
-        rendezvous: false,
-        compute: None,
-    })
+/// Modeled bytes of call `c` of a group of `p` members, as the op's `bytes` counts them:
+/// gather and scatter the root's whole buffer, every other op its larger side.
+fn modeled_bytes(dumps: &[Dump], c: &Call, p: u64) -> u64 {
+    let d = &dumps[c.dump as usize];
+    lanes::parts(dumps, c)
+        .map(|r| {
+            let t = dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
+            let (i, o) = (numel(d.shapes(r.input)), numel(d.shapes(r.output)));
+            let n = match r.kind {
+                FrOp::Gather => i.saturating_mul(p),
+                FrOp::Scatter => o.saturating_mul(p),
+                _ => i.max(o),
+            };
+            n.saturating_mul(t)
+        })
+        .fold(0u64, |a, b| a.saturating_add(b))
 }
 
 /// Two significant digits, so that compute reads as a round number.
@@ -87,288 +101,627 @@ fn round2(ns: u64) -> u64 {
     (ns + scale / 2) / scale * scale
 }
 
-/// The smallest period of `ops` (at most 64 ops per iteration).
-fn period(ops: &[OpSpec]) -> usize {
-    (1..=ops.len().clamp(1, 64))
-        .find(|&p| (p..ops.len()).all(|i| ops[i] == ops[i % p]))
-        .unwrap_or(ops.len().max(1))
+/// What a call of a rank's list stands for: its own record, or (for a rank without a dump) a
+/// group's collective or the other end of a peer's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    Own { dump: u32, first: u32 },
+    Collective { group: u32, seq: u64 },
+    Mirror { dump: u32, first: u32 },
 }
 
-/// Plans the replay of the job.
-pub fn plan(name: &str, dumps: &[Dump], a: &Analysis) -> Replay {
-    let mut needs: Vec<String> = Vec::new();
+/// One call of a rank's list.
+#[derive(Clone, Debug)]
+struct Item {
+    op: OpSpec,
+    /// Wall-clock start, and when the rank left the call (0: unknown).
+    t: u64,
+    done: u64,
+    source: Source,
+    /// (group, p2p batch) of a send or recv, to issue a batch's sends first.
+    batch: Option<(u32, u64)>,
+}
+
+/// The names of the groups in the scenario (None: the world).
+fn group_names(a: &Analysis) -> Vec<Option<String>> {
     let world = a.groups.world_size;
-    let wg = a
-        .groups
+    let mut used: Vec<String> = Vec::new();
+    a.groups
         .list
         .iter()
-        .find(|g| g.members.len() as u32 == world && g.members.first() == Some(&0));
+        .map(|g| {
+            if g.members.len() as u32 == world && g.members.iter().copied().eq(0..world) {
+                return None;
+            }
+            let clean = |s: &str| -> String {
+                s.chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect()
+            };
+            let mut name = clean(&g.desc);
+            if name.is_empty() || name == "default_pg" || name.chars().all(|c| c == '_') {
+                name = format!("pg{}", clean(&g.name));
+            }
+            if used.contains(&name) {
+                name = format!("{name}_{}", g.id);
+            }
+            used.push(name.clone());
+            Some(name)
+        })
+        .collect()
+}
+
+/// The op of call `c` in group `g`; `mirror`: the other end of a send or recv.
+fn op_of(
+    dumps: &[Dump],
+    g: &Group,
+    name: &Option<String>,
+    c: &Call,
+    mirror: bool,
+) -> Result<OpSpec, String> {
+    let d = &dumps[c.dump as usize];
+    let rec = lanes::head(dumps, c);
+    let unsupported = || {
+        format!(
+            "rank {}'s call {} in {} has no op in the scenario language",
+            d.rank,
+            d.profiling_name(rec),
+            g.label()
+        )
+    };
+    let mut op = op_kind(rec.kind).ok_or_else(unsupported)?;
+    let p = g.members.len() as u64;
+    let bytes = match op {
+        OpKind::Barrier => 0,
+        OpKind::Send | OpKind::Recv => modeled_bytes(dumps, c, p),
+        _ => modeled_bytes(dumps, c, p).max(1),
+    };
+    let peer = if op.point_to_point() {
+        let Some(peer) = rec.peer.and_then(|x| x.peer.map(|y| (x.me, y))) else {
+            return Err(format!(
+                "rank {}'s call {} in {} receives from any source: the scenario language names \
+                 the peer of every recv",
+                d.rank,
+                d.profiling_name(rec),
+                g.label()
+            ));
+        };
+        if mirror {
+            op = if op == OpKind::Send {
+                OpKind::Recv
+            } else {
+                OpKind::Send
+            };
+            Some(Peer::Rank(g.local(d.rank).unwrap_or(peer.0)))
+        } else {
+            Some(Peer::Rank(peer.1))
+        }
+    } else {
+        None
+    };
+    Ok(OpSpec {
+        op,
+        bytes: Size(bytes),
+        reduce: Default::default(),
+        algorithm: None,
+        root: None,
+        group: name.clone(),
+        peer,
+        rendezvous: false,
+        compute: None,
+    })
+}
+
+/// The first seq of each group that every dumped member still has (older calls of some were
+/// overwritten in their ring buffers).
+fn windows(a: &Analysis) -> Vec<u64> {
+    a.groups
+        .list
+        .iter()
+        .map(|g| {
+            g.members
+                .iter()
+                .filter_map(|&m| a.lane(m, g.id).and_then(|l| l.calls.first()).map(|c| c.seq))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// The calls of dumped rank `d`, in the order it issued them.
+fn own_list(
+    dumps: &[Dump],
+    a: &Analysis,
+    names: &[Option<String>],
+    window: &[u64],
+    di: usize,
+) -> Result<Vec<Item>, String> {
+    let d = &dumps[di];
+    let mut calls: Vec<(u32, Call, bool)> = Vec::new();
     for g in &a.groups.list {
-        if Some(g.id) != wg.map(|w| w.id) {
-            needs.push(format!(
-                "{} (ranks {}): the scenario language has the world and mesh slices, not named \
-                 groups yet",
-                g.label(),
-                crate::diagnose::fmt_ranks(&g.members)
-            ));
-        }
+        let lane = &a.lanes[di][g.id as usize];
+        calls.extend(
+            lane.calls
+                .iter()
+                .filter(|c| c.seq >= window[g.id as usize])
+                .map(|c| (g.id, *c, false)),
+        );
+        calls.extend(lane.p2p.iter().map(|c| (g.id, *c, true)));
     }
-    for d in dumps {
-        if let Some(r) = d.records.iter().find(|r| r.kind.is_p2p() || r.is_p2p) {
-            needs.push(format!(
-                "point-to-point calls ({} on rank {}): not in the scenario language yet",
-                d.profiling_name(r),
-                d.rank
-            ));
-            break;
-        }
-    }
-    let mut ops: Vec<OpSpec> = Vec::new();
-    let mut starts: Vec<u64> = Vec::new();
-    let mut first_seq = 0;
-    let mut timeout = None;
-    let mut dtypes: Vec<Dtype> = Vec::new();
-    if let Some(wg) = wg {
-        let div = a.scans[wg.id as usize].divergence.as_ref();
-        let culprits: Vec<u32> = div.map(|d| d.culprits.clone()).unwrap_or_default();
-        // the program: the calls of the agreeing rank with the most of them
-        let reference = wg
-            .members
-            .iter()
-            .copied()
-            .filter(|m| !culprits.contains(m))
-            .filter_map(|m| a.lane(m, wg.id).map(|l| (m, l)))
-            .max_by_key(|(m, l)| (l.calls.len(), std::cmp::Reverse(*m)));
-        // the window every dumped member has
-        first_seq = wg
-            .members
-            .iter()
-            .filter_map(|&m| {
-                a.lane(m, wg.id)
-                    .and_then(|l| l.calls.first())
-                    .map(|c| c.seq)
+    calls.sort_by_key(|(_, c, _)| c.first);
+    calls
+        .into_iter()
+        .map(|(g, c, p2p)| {
+            let group = &a.groups.list[g as usize];
+            let rec = lanes::head(dumps, &c);
+            let last = &d.records[c.last as usize];
+            Ok(Item {
+                op: op_of(dumps, group, &names[g as usize], &c, false)?,
+                t: c.time_ns,
+                done: last.completed_ns,
+                source: Source::Own {
+                    dump: di as u32,
+                    first: c.first,
+                },
+                batch: p2p.then(|| (g, rec.p2p_seq.unwrap_or(0))),
             })
-            .max()
-            .unwrap_or(1);
-        if let Some((_, lane)) = reference {
-            for c in lane.calls.iter().filter(|c| c.seq >= first_seq) {
-                let r = lanes::head(dumps, c);
-                match op_spec(dumps, c) {
-                    Some(o) => ops.push(o),
-                    None => {
-                        needs.push(format!(
-                            "{} (#{} of {}): not in the scenario language yet",
-                            dumps[c.dump as usize].profiling_name(r),
-                            c.seq,
-                            wg.label()
-                        ));
-                        break;
-                    }
+        })
+        .collect()
+}
+
+/// The calls of rank `m`, which left no dump, as its peers made them with it: each group's
+/// collectives as its dumped member with the most of them recorded them, and the other end of
+/// every message a dumped peer sent to or received from it; in the order of their times.
+fn missing_list(
+    dumps: &[Dump],
+    a: &Analysis,
+    names: &[Option<String>],
+    window: &[u64],
+    m: u32,
+) -> Result<Vec<Item>, String> {
+    let mut items: Vec<Item> = Vec::new();
+    for g in a.groups.list.iter().filter(|g| g.members.contains(&m)) {
+        let reference = g
+            .members
+            .iter()
+            .filter_map(|&o| a.lane(o, g.id))
+            .max_by_key(|l| l.calls.len());
+        if let Some(lane) = reference {
+            for c in lane.calls.iter().filter(|c| c.seq >= window[g.id as usize]) {
+                items.push(Item {
+                    op: op_of(dumps, g, &names[g.id as usize], c, false)?,
+                    t: c.time_ns,
+                    done: 0,
+                    source: Source::Collective {
+                        group: g.id,
+                        seq: c.seq,
+                    },
+                    batch: None,
+                });
+            }
+        }
+        let Some(me) = g.local(m) else { continue };
+        for &o in &g.members {
+            let Some(lane) = a.lane(o, g.id) else {
+                continue;
+            };
+            for c in &lane.p2p {
+                let rec = lanes::head(dumps, c);
+                if rec.peer.and_then(|p| p.peer) != Some(me) {
+                    continue;
                 }
-                starts.push(c.time_ns);
-                timeout = timeout.or(r.timeout_ms);
-                dtypes.push(dtype(dumps[c.dump as usize].str(r.in_dtypes)));
+                items.push(Item {
+                    op: op_of(dumps, g, &names[g.id as usize], c, true)?,
+                    t: c.time_ns,
+                    done: 0,
+                    source: Source::Mirror {
+                        dump: c.dump,
+                        first: c.first,
+                    },
+                    batch: Some((g.id, u64::MAX)),
+                });
             }
         }
     }
-    let p = period(&ops);
-    let iterations = ops.len().div_ceil(p).max(1) as u32;
-    let body: Vec<OpSpec> = ops.iter().take(p).cloned().collect();
-    // compute: the typical gap between the starts of two iterations, less nothing (the calls
-    // themselves are short next to it on a CPU job; the simulator adds their modeled time)
-    let mut gaps: Vec<u64> = starts
-        .chunks(p)
-        .map(|c| c[0])
-        .collect::<Vec<_>>()
-        .windows(2)
-        .map(|w| w[1].saturating_sub(w[0]))
+    items.sort_by_key(|i| i.t);
+    Ok(items)
+}
+
+/// Issues the sends of a batch of sends and recvs (`batch_isend_irecv`) before its recvs: they
+/// are posted together, and an eager send does not wait for its recv.
+fn sends_first(items: &mut [Item]) {
+    let mut i = 0;
+    while i < items.len() {
+        let Some(b) = items[i].batch else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        while j < items.len() && items[j].batch == Some(b) {
+            j += 1;
+        }
+        items[i..j].sort_by_key(|x| x.op.op != OpKind::Send);
+        i = j;
+    }
+}
+
+/// Whether world rank `r` issues `op` (it is in the op's group).
+fn issues(op: &OpSpec, r: u32, members: &BTreeMap<String, Vec<u32>>) -> bool {
+    match &op.group {
+        None => true,
+        Some(n) => members.get(n).is_some_and(|m| m.contains(&r)),
+    }
+}
+
+/// Positions in `program` of the calls of `list` when `program` is the program of rank `r`:
+/// None when the calls rank `r` would issue from it are not exactly `list`.
+fn covers(
+    program: &[OpSpec],
+    list: &[Item],
+    r: u32,
+    members: &BTreeMap<String, Vec<u32>>,
+) -> Option<Vec<u32>> {
+    let mut pos = Vec::with_capacity(list.len());
+    let mut it = list.iter();
+    for (i, op) in program.iter().enumerate() {
+        if !issues(op, r, members) {
+            continue;
+        }
+        if it.next()?.op != *op {
+            return None;
+        }
+        pos.push(i as u32);
+    }
+    it.next().is_none().then_some(pos)
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// The compute before each call of `list`: the gap since the rank's previous call ended (or
+/// since the job's first record, for its first call).
+fn gaps(list: &[Item], t0: u64) -> Vec<u64> {
+    let mut prev = t0;
+    list.iter()
+        .map(|i| {
+            let g = i.t.saturating_sub(prev);
+            prev = i.t.max(i.done);
+            g
+        })
+        .collect()
+}
+
+/// Plans the replay of the job; `place` places the preemptions of ranks without a dump in time
+/// (by a run of the scenario without them), else they are left out.
+pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
+    let mut problems: Vec<String> = Vec::new();
+    let world = a.groups.world_size.max(1);
+    let names = group_names(a);
+    let window = windows(a);
+    let members: BTreeMap<String, Vec<u32>> = a
+        .groups
+        .list
+        .iter()
+        .zip(&names)
+        .filter_map(|(g, n)| n.clone().map(|n| (n, g.members.clone())))
         .collect();
-    gaps.sort_unstable();
-    let compute = round2(gaps.get(gaps.len() / 2).copied().unwrap_or(0));
-    let mut dt = dtypes.clone();
-    dt.sort_by_key(|d| d.name());
-    let wdtype = dt.get(dt.len() / 2).copied().unwrap_or(Dtype::F32);
+    // every rank's calls
+    let mut lists: Vec<Vec<Item>> = Vec::with_capacity(world as usize);
+    for r in 0..world {
+        let list = match a.dump_of.get(r as usize).copied().flatten() {
+            Some(di) => own_list(dumps, a, &names, &window, di as usize),
+            None => missing_list(dumps, a, &names, &window, r),
+        };
+        match list {
+            Ok(mut l) => {
+                sends_first(&mut l);
+                lists.push(l);
+            }
+            Err(e) => {
+                problems.push(e);
+                lists.push(Vec::new());
+            }
+        }
+    }
+    // the program most ranks run, among the distinct lists
+    let mut distinct: Vec<(Vec<OpSpec>, u32)> = Vec::new();
+    for (r, l) in lists.iter().enumerate() {
+        let ops: Vec<OpSpec> = l.iter().map(|i| i.op.clone()).collect();
+        if !distinct.iter().any(|(d, _)| *d == ops) {
+            distinct.push((ops, r as u32));
+        }
+    }
+    let mut best: Option<(usize, Vec<Option<Vec<u32>>>)> = None;
+    for (k, (ops, _)) in distinct.iter().enumerate() {
+        let cov: Vec<Option<Vec<u32>>> = (0..world)
+            .map(|r| covers(ops, &lists[r as usize], r, &members))
+            .collect();
+        let n = cov.iter().filter(|c| c.is_some()).count();
+        if best
+            .as_ref()
+            .is_none_or(|(_, b)| n > b.iter().filter(|c| c.is_some()).count())
+        {
+            best = Some((k, cov));
+        }
+    }
+    let (declared, covered) = match best {
+        Some((k, cov)) => (distinct[k].0.clone(), cov),
+        None => (Vec::new(), vec![None; world as usize]),
+    };
+    // programs: the declared one, then one per distinct list of the ranks it does not cover;
+    // each rank's positions in its program
+    let mut programs: Vec<(Vec<OpSpec>, Vec<u32>)> = vec![(declared, Vec::new())];
+    let mut pos: Vec<(usize, Vec<u32>)> = Vec::with_capacity(world as usize);
+    for r in 0..world {
+        match &covered[r as usize] {
+            Some(p) => {
+                programs[0].1.push(r);
+                pos.push((0, p.clone()));
+            }
+            None => {
+                let ops: Vec<OpSpec> = lists[r as usize].iter().map(|i| i.op.clone()).collect();
+                let k = match programs.iter().skip(1).position(|(o, _)| *o == ops) {
+                    Some(k) => k + 1,
+                    None => {
+                        programs.push((ops, Vec::new()));
+                        programs.len() - 1
+                    }
+                };
+                programs[k].1.push(r);
+                pos.push((k, (0..lists[r as usize].len() as u32).collect()));
+            }
+        }
+    }
+    // compute: the median over a program's ranks of their gap before each call, rounded
+    let mut per_op: Vec<Vec<Vec<u64>>> = programs
+        .iter()
+        .map(|(ops, _)| vec![Vec::new(); ops.len()])
+        .collect();
+    for r in 0..world as usize {
+        let (k, p) = &pos[r];
+        for (g, &i) in gaps(&lists[r], a.t0_ns).into_iter().zip(p) {
+            per_op[*k][i as usize].push(g);
+        }
+    }
+    for ((ops, _), gs) in programs.iter_mut().zip(per_op) {
+        for (op, g) in ops.iter_mut().zip(gs) {
+            let c = round2(median(g));
+            op.compute = (c > 0).then_some(Duration(c));
+        }
+    }
+    // the index of each dumped call in its rank's program
+    let mut index: Vec<BTreeMap<u32, u32>> = vec![BTreeMap::new(); dumps.len()];
+    for r in 0..world as usize {
+        for (item, &i) in lists[r].iter().zip(&pos[r].1) {
+            if let Source::Own { dump, first } = item.source {
+                index[dump as usize].insert(first, i);
+            }
+        }
+    }
+    let timeout = dumps
+        .iter()
+        .flat_map(|d| d.records.iter().filter_map(|r| r.timeout_ms))
+        .max();
+    let mut dts: Vec<Dtype> = dumps
+        .iter()
+        .flat_map(|d| d.records.iter().map(|r| dtype(d.str(r.in_dtypes))))
+        .take(10_000)
+        .collect();
+    dts.sort_by_key(|d| d.name());
+    let causes = a.root_causes();
+    let hung: Vec<u32> = causes
+        .iter()
+        .filter_map(|c| match c {
+            RootCause::Hung(r) => Some(r.0),
+            _ => None,
+        })
+        .collect();
+    let mut declared = programs.remove(0);
+    if declared.1.is_empty() {
+        declared.0.clear();
+    }
     let mut scenario = Scenario {
         name: name.to_string(),
         description: None,
         seed: 0,
         time_limit: None,
         world: World {
-            size: world.max(1),
+            size: world,
             ranks_per_host: 1,
         },
         network: Default::default(),
         engine: Default::default(),
         group: GroupConfig {
-            timeout: Duration(timeout.map_or(30_000_000_000, |t| t.saturating_mul(1_000_000))),
+            timeout: Duration(
+                timeout.map_or(30_000_000_000, |t| t.max(1).saturating_mul(1_000_000)),
+            ),
             ..GroupConfig::default()
         },
         workload: Workload {
-            iterations,
-            compute: Duration(compute),
-            dtype: wdtype,
+            iterations: if hung.is_empty() { 1 } else { 2 },
+            compute: Duration(0),
+            dtype: dts.get(dts.len() / 2).copied().unwrap_or(Dtype::F32),
             elements: 16,
-            ops: body,
-            programs: Vec::new(),
+            ops: declared.0,
+            programs: programs
+                .into_iter()
+                .map(|(ops, ranks)| Program { ranks, ops })
+                .collect(),
             pipeline: None,
             registry: Vec::new(),
         },
-        groups: Vec::new(),
+        groups: a
+            .groups
+            .list
+            .iter()
+            .zip(&names)
+            .filter_map(|(g, n)| {
+                n.clone().map(|name| NamedGroup {
+                    name,
+                    ranks: GroupRanks::One(g.members.clone()),
+                })
+            })
+            .collect(),
         faults: Vec::new(),
         expect: None,
     };
-    // the faults
-    let site = |seq: u64| {
-        let i = seq.saturating_sub(first_seq) as usize;
-        (i / p, i % p)
-    };
-    let mut preempts: Vec<(u32, usize)> = Vec::new();
-    let mut causes: Vec<RootCause> = Vec::new();
-    for c in &a.diagnosis.causes {
-        let cause = c.cause.clone();
-        let div = a
-            .divergences
-            .iter()
-            .find(|d| d.causes.contains(&cause) && Some(d.group) == wg.map(|g| g.id));
-        match (&cause, div) {
-            (RootCause::Missing(m), Some(d)) => {
-                let (it, ix) = site(d.seq);
-                if ix != 0 {
-                    needs.push(format!(
-                        "rank {} left no dump and stopped inside an iteration (before op {ix}): a \
-                         preemption between two calls of one iteration has no time to land in",
-                        m.0
-                    ));
-                }
-                preempts.push((m.0, it));
-                causes.push(RootCause::Preempted(*m));
-            }
-            (RootCause::Hung(m), Some(d)) => {
-                let (it, ix) = site(d.seq);
-                if ix != 0 {
-                    needs.push(format!(
-                        "rank {} stopped inside an iteration (before op {ix}): `hang` stops a rank \
-                         at the start of an iteration",
-                        m.0
-                    ));
-                }
-                scenario.faults.push(Fault::Hang {
-                    rank: m.0,
-                    iteration: it as u32,
-                });
-                causes.push(cause.clone());
-            }
-            (RootCause::Mismatch(m), Some(d)) if d.kind == DivergenceKind::Parameters => {
-                let (it, ix) = site(d.seq);
-                let theirs = a
-                    .lane(m.0, d.group)
-                    .and_then(|l| l.calls.iter().find(|x| x.seq == d.seq).copied());
-                match theirs.and_then(|x| op_spec(dumps, &x).map(|o| (x, o))) {
-                    Some((x, o)) => {
-                        let mine = &scenario.workload.ops[ix];
-                        let dt =
-                            dtype(dumps[x.dump as usize].str(lanes::head(dumps, &x).in_dtypes));
-                        scenario.faults.push(Fault::Mismatch {
-                            rank: m.0,
-                            iteration: it as u32,
-                            op_index: Some(ix as u32),
-                            op: (o.op != mine.op).then_some(o.op),
-                            bytes: (o.bytes != mine.bytes).then_some(o.bytes),
-                            root: None,
-                            dtype: (dt != scenario.workload.dtype).then_some(dt),
-                        });
-                    }
-                    None => needs.push(format!(
-                        "rank {}'s call #{} is not in the scenario language",
-                        m.0, d.seq
-                    )),
-                }
-                causes.push(cause.clone());
-            }
-            (RootCause::Skipped(m), Some(d)) if d.kind == DivergenceKind::SkippedCall => {
-                let (it, ix) = site(d.seq);
-                scenario.faults.push(Fault::Skip {
-                    rank: m.0,
-                    iteration: it as u32,
-                    op_index: Some(ix as u32),
-                });
-                causes.push(cause.clone());
-            }
-            (RootCause::Mismatch(m), Some(d)) if d.kind == DivergenceKind::ExtraCall => {
-                needs.push(format!(
-                    "rank {} issued an extra call (#{} of group {}): a rank's own calls need \
-                     per-rank programs",
-                    m.0, d.seq, d.group
-                ));
-            }
-            (RootCause::Undecided, _) => needs.push(
-                "the dumps do not decide who is wrong (undecided): a scenario needs a fault".into(),
-            ),
-            (RootCause::Deadlock(_), _) => needs.push(
-                "a deadlock across groups or peers needs named groups or per-rank programs".into(),
-            ),
-            _ => needs.push(format!(
-                "the root cause {} has no fault to replay it",
-                c.cause
-            )),
-        }
-    }
-    // a rank without a dump that a divergence explains died too (gloo aborts the receiver of a
-    // mismatched message); the replay keeps it alive: its blocked set may include it
+    // a stopped rank hangs at the start of the second iteration; ranks that finished their
+    // calls skip every call of it
+    let blocked: Vec<u32> = a.diagnosis.blocked.iter().map(|b| b.rank).collect();
     let victims: Vec<u32> = a
         .divergences
         .iter()
-        .flat_map(|d| d.victims.clone())
+        .flat_map(|d| d.victims.iter().copied())
         .collect();
-    if !preempts.is_empty() && scenario.workload.compute.0 == 0 {
-        scenario.workload.compute = Duration(100_000);
+    let dead: Vec<u32> = causes
+        .iter()
+        .filter_map(|c| match c {
+            RootCause::Missing(r) => Some(r.0),
+            _ => None,
+        })
+        .filter(|r| !victims.contains(r))
+        .collect();
+    if !hung.is_empty() {
+        for r in 0..world {
+            if hung.contains(&r) {
+                scenario.faults.push(Fault::Hang {
+                    rank: r,
+                    iteration: 1,
+                });
+            } else if !blocked.contains(&r) && !dead.contains(&r) && !victims.contains(&r) {
+                for &i in &pos[r as usize].1 {
+                    scenario.faults.push(Fault::Skip {
+                        rank: r,
+                        iteration: 1,
+                        op_index: Some(i),
+                    });
+                }
+            }
+        }
     }
-    if !preempts.is_empty() && needs.is_empty() {
-        // when each rank computes, in the run without the preemptions
+    // a rank without a dump that the import blames dies in the compute before the first call
+    // its peers wait for it in
+    let mut preempts: Vec<(u32, u32)> = Vec::new();
+    for &m in &dead {
+        let list = &lists[m as usize];
+        let waited = |s: &super::analyze::Stuck| match list.iter().position(|i| match i.source {
+            Source::Collective { group, seq } => !s.p2p && s.group == group && s.call.seq == seq,
+            Source::Mirror { dump, first } => s.p2p && s.call.dump == dump && s.call.first == first,
+            Source::Own { .. } => false,
+        }) {
+            Some(k) => Some(k),
+            None => None,
+        };
+        let k = a
+            .stuck
+            .iter()
+            .filter(|s| s.waiting_for.contains(&m))
+            .filter_map(waited)
+            .min();
+        match k {
+            Some(k) => preempts.push((m, pos[m as usize].1[k])),
+            None => problems.push(format!(
+                "rank {m} left no dump, and no call its peers wait for it in can be placed in \
+                 its program"
+            )),
+        }
+    }
+    if place && !preempts.is_empty() && problems.is_empty() {
+        // the compute before the call it never issued lasts at least 100us, to die in
+        for &(m, i) in &preempts {
+            let (k, _) = pos[m as usize];
+            let op = if k == 0 {
+                &mut scenario.workload.ops[i as usize]
+            } else {
+                &mut scenario.workload.programs[k - 1].ops[i as usize]
+            };
+            op.compute = Some(Duration(op.compute.map_or(0, |c| c.0).max(100_000)));
+        }
+        // when each rank issues that call, in the run without the preemptions
         let mut rec = VecRecorder::default();
         let _ = crate::run::run_events(&scenario, &crate::run::RunOptions::default(), &mut rec);
-        for (m, it) in preempts {
+        for &(m, i) in &preempts {
             let t = rec.events.iter().find_map(|(t, e)| match e {
-                Event::Compute {
-                    rank, iteration, ..
-                } if *rank == m && *iteration as usize == it => Some(*t),
+                Event::Call {
+                    rank,
+                    iteration: 0,
+                    index,
+                    ..
+                } if *rank == m && *index == i => Some(*t),
                 _ => None,
             });
+            let (k, _) = pos[m as usize];
+            let before = if k == 0 {
+                &scenario.workload.ops[i as usize]
+            } else {
+                &scenario.workload.programs[k - 1].ops[i as usize]
+            }
+            .compute
+            .map_or(0, |c| c.0);
             match t {
                 Some(t) => scenario.faults.push(Fault::Preempt {
                     rank: m,
                     // mid-compute, on a whole microsecond
-                    at: Duration((t + scenario.workload.compute.0 / 2) / 1000 * 1000),
+                    at: Duration(t.saturating_sub(before / 2) / 1000 * 1000),
                     restart_after: None,
                 }),
-                None => needs.push(format!(
-                    "rank {m} left no dump, and its last iteration cannot be placed in time"
+                None => problems.push(format!(
+                    "rank {m} left no dump, and the replay never brings it to the call its peers \
+                     wait for it in"
                 )),
             }
         }
     }
-    causes.sort();
-    causes.dedup();
-    let mut blocked: Vec<u32> = a.diagnosis.blocked.iter().map(|b| b.rank).collect();
-    blocked.sort_unstable();
+    if causes.contains(&RootCause::Undecided) {
+        problems.push(format!(
+            "the dumps do not decide who is wrong (undecided: {}), and a replay always does",
+            a.undecided_reason.as_deref().unwrap_or("no reason given")
+        ));
+    }
+    let mut want_causes: Vec<RootCause> = causes
+        .iter()
+        .map(|c| match c {
+            RootCause::Missing(r) => RootCause::Preempted(*r),
+            other => other.clone(),
+        })
+        .collect();
+    want_causes.sort();
+    want_causes.dedup();
+    let mut want_blocked = blocked.clone();
+    want_blocked.extend(&victims);
+    want_blocked.sort_unstable();
+    want_blocked.dedup();
     scenario.expect = Some(Expect {
         outcome: Some(if a.outcome == Outcome::Completed {
             Outcome::Completed
         } else {
             Outcome::Stalled
         }),
-        blocked: victims.is_empty().then_some(blocked),
-        root_causes: Some(causes),
+        blocked: Some(want_blocked),
+        root_causes: Some(want_causes),
         correct: None,
         generations: None,
     });
-    let causes_text = crate::cause::listed(&a.root_causes());
+    let causes_text = crate::cause::listed(&causes);
     scenario.description = Some(format!(
-        "Imported from {} Flight Recorder dumps ({} call{} per iteration from #{first_seq} of the \
-         world group){}{}",
+        "Imported from {} Flight Recorder dumps: {} group{}, {} program{}{}{}",
         dumps.len(),
-        p,
-        if p == 1 { "" } else { "s" },
+        scenario.groups.len() + 1,
+        if scenario.groups.is_empty() { "" } else { "s" },
+        scenario.workload.programs.len() + 1,
+        if scenario.workload.programs.is_empty() {
+            ""
+        } else {
+            "s"
+        },
         if causes_text.is_empty() {
             String::new()
         } else {
@@ -385,25 +738,61 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis) -> Replay {
     ));
     Replay {
         scenario,
-        first_seq,
-        period: p,
-        needs,
+        index,
+        problems,
     }
 }
 
-/// The scenario as TOML, or why the job cannot be written as one yet.
+/// How a run of the replay ended, as its `[expect]` states it.
+fn verdict(outcome: Outcome, blocked: &[u32], causes: &[RootCause]) -> String {
+    let mut b = blocked.to_vec();
+    b.sort_unstable();
+    let mut c = causes.to_vec();
+    c.sort();
+    format!(
+        "{}, blocked [{}], root causes [{}]",
+        outcome.name(),
+        crate::diagnose::fmt_ranks(&b),
+        crate::cause::listed(&c)
+    )
+}
+
+/// The scenario as TOML, or why the job cannot be replayed as the import tells it.
 pub fn write(name: &str, dumps: &[Dump], a: &Analysis) -> Result<String, String> {
-    let r = plan(name, dumps, a);
-    if !r.needs.is_empty() {
+    let r = plan(name, dumps, a, true);
+    if !r.problems.is_empty() {
         return Err(format!(
-            "this job needs what the scenario language does not have yet: {}",
-            r.needs.join("; ")
+            "this job cannot be replayed as a scenario: {}",
+            r.problems.join("; ")
         ));
     }
     let text = toml::to_string(&r.scenario).map_err(|e| e.to_string())?;
-    // the file must read back as written
-    crate::scenario::parse(&text, "the written scenario")
+    // the file must read back as written, and replay to the import's story
+    let sc = crate::scenario::parse(&text, "the written scenario")
         .map_err(|e| format!("the scenario written does not validate: {e}"))?;
+    let (result, _, diagnosis) =
+        crate::run::run_events(&sc, &crate::run::RunOptions::default(), &mut NullRecorder);
+    let want = sc.expect.clone().unwrap_or_default();
+    let got_outcome = if result.outcome == Outcome::Completed {
+        Outcome::Completed
+    } else {
+        Outcome::Stalled
+    };
+    let mut got_blocked = diagnosis.blocked_ranks();
+    got_blocked.sort_unstable();
+    let mut got_causes = diagnosis.root_causes();
+    got_causes.sort();
+    let want_outcome = want.outcome.unwrap_or(Outcome::Completed);
+    let want_blocked = want.blocked.unwrap_or_default();
+    let want_causes = want.root_causes.unwrap_or_default();
+    if got_outcome != want_outcome || got_blocked != want_blocked || got_causes != want_causes {
+        return Err(format!(
+            "this job cannot be replayed as a scenario: its replay would end {} where the import \
+             found {}",
+            verdict(got_outcome, &got_blocked, &got_causes),
+            verdict(want_outcome, &want_blocked, &want_causes)
+        ));
+    }
     Ok(format!(
         "# Written by `ringside import` from Flight Recorder dumps. `ringside run` on it checks\n\
          # [expect]: the import's blocked ranks and root causes (a rank without a dump is\n\

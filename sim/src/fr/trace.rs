@@ -44,10 +44,9 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
         );
     }
     let mut end = a.span_ns;
-    // calls of the world group are placed in the program as the scenario places them
-    let replay = plan("trace", dumps, a);
+    // calls are placed in their ranks' programs as the scenario places them
+    let replay = plan("trace", dumps, a, false);
     for (gi, g) in a.groups.list.iter().enumerate() {
-        let world_group = g.members.len() as u32 == world;
         // the calls of each seq, by member
         let mut by_seq: std::collections::BTreeMap<u64, Vec<(u32, Call)>> = Default::default();
         for &m in &g.members {
@@ -78,15 +77,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                 })?;
                 let bytes = call_bytes(dumps, &c);
                 let t = rel(c.time_ns);
-                let (iteration, index) = if world_group && *seq >= replay.first_seq {
-                    let i = (*seq - replay.first_seq) as usize;
-                    ((i / replay.period) as u32, (i % replay.period) as u32)
-                } else {
-                    let at = a.lane(m, gi as u32).map_or(0, |l| {
-                        l.calls.iter().position(|x| x.seq == *seq).unwrap_or(0)
-                    });
-                    (0, at as u32)
-                };
+                let (iteration, index) = (0, replay.index_of(&c).unwrap_or(0));
                 push(
                     &mut evs,
                     t,
@@ -238,7 +229,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
 /// Writes the trace of the job to `out`; `name` names its scenario.
 pub fn write(name: &str, dumps: &[Dump], a: &Analysis, out: &Path) -> Result<(), String> {
     let (evs, outcome) = events(dumps, a)?;
-    let mut sc = plan(name, dumps, a).scenario;
+    let mut sc = plan(name, dumps, a, false).scenario;
     sc.faults.clear();
     sc.expect = None;
     if sc.workload.ops.is_empty() {
