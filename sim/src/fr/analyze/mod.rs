@@ -32,6 +32,9 @@ pub struct Stuck {
     pub failed: bool,
     /// A point-to-point call.
     pub p2p: bool,
+    /// A send and its recv that move different sizes: the root cause (the end whose size the
+    /// group's other messages do not have, or `undecided`) and what happened.
+    pub mismatch: Option<(RootCause, String)>,
 }
 
 /// Everything the dumps tell.
@@ -159,6 +162,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
                         waiting_for: waiting_for.clone(),
                         failed: c.left,
                         p2p: false,
+                        mismatch: None,
                     });
                 }
             }
@@ -185,7 +189,12 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
                 && of_rank(&stuck, m)
                     .iter()
                     .any(|o| o.group != s.group || s.p2p);
-            let causes = if elsewhere {
+            let causes = if let Some((c, text)) = &s.mismatch {
+                if *c == RootCause::Undecided && !undecided_reasons.contains(text) {
+                    undecided_reasons.push(text.clone());
+                }
+                vec![c.clone()]
+            } else if elsewhere {
                 Vec::new()
             } else if let Some(d) = div.filter(|d| !d.causes.is_empty()) {
                 d.causes.clone()
@@ -479,13 +488,7 @@ fn blocked_entry(
     let rec = &d.records[s.call.first as usize];
     Blocked {
         rank: s.rank,
-        op: if s.p2p {
-            d.profiling_name(rec)
-                .split_once(':')
-                .map_or_else(|| d.profiling_name(rec), |(_, x)| x.to_string())
-        } else {
-            d.str(rec.op).to_string()
-        },
+        op: d.str(rec.op).to_string(),
         algorithm: d.str(rec.backend).to_string(),
         group: groups.list[s.group as usize].id,
         generation: 0,
@@ -501,7 +504,12 @@ fn blocked_entry(
         waiting_for: s.waiting_for.clone(),
         since_ns: s.call.time_ns.saturating_sub(t0),
         causes: causes.to_vec(),
-        peer: None,
+        // a send or recv waits for its other end
+        peer: if s.p2p {
+            s.waiting_for.first().copied()
+        } else {
+            None
+        },
     }
 }
 
@@ -554,6 +562,12 @@ fn describe(
                 .iter()
                 .find(|d| d.causes.contains(c))
                 .map(|d| d.text.clone())
+                .or_else(|| {
+                    stuck
+                        .iter()
+                        .find_map(|s| s.mismatch.as_ref().filter(|(x, _)| x == c))
+                        .map(|(_, t)| t.clone())
+                })
                 .unwrap_or_else(|| match c {
                     RootCause::Missing(m) => format!("rank {} left no dump", m.0),
                     other => other.to_string(),

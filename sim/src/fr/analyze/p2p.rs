@@ -6,6 +6,8 @@ use super::lanes::{self, Lane};
 use super::Stuck;
 use crate::fr::groups::Groups;
 use crate::fr::model::{numel, Dump, OpKind};
+use crate::proto::Rank;
+use crate::scenario::RootCause;
 use std::collections::BTreeMap;
 
 /// Point-to-point calls that have not completed and lack their counterpart (or whose
@@ -40,15 +42,63 @@ pub fn stuck(
                 }
             }
         }
+        // how many of the group's messages move each size, to judge a send and a recv that
+        // disagree: the end whose size the others do not move is wrong
+        let size = |c: &lanes::Call| {
+            let d = &dumps[c.dump as usize];
+            let r = &d.records[c.first as usize];
+            let t =
+                crate::fr::report::dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
+            numel(d.shapes(r.input)).saturating_mul(t)
+        };
+        let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();
+        for (s, r) in pairs.values() {
+            for c in s.iter().chain(r) {
+                *sizes.entry(size(c)).or_default() += 1;
+            }
+        }
         for ((from, to), (sends, recvs)) in pairs {
             let n = sends.len().max(recvs.len());
             for k in 0..n {
                 let (s, r) = (sends.get(k), recvs.get(k));
-                let size = |c: &lanes::Call| {
-                    let d = &dumps[c.dump as usize];
-                    numel(d.shapes(d.records[c.first as usize].input))
+                let mismatch = match (s, r) {
+                    (Some(a), Some(b)) if size(a) != size(b) => {
+                        let (na, nb) = (sizes[&size(a)], sizes[&size(b)]);
+                        let d = &dumps[b.dump as usize];
+                        let what = format!(
+                            "rank {to}'s {} (message {} from rank {from} in {}) takes {} B where rank \
+                             {from} sends {} B",
+                            d.profiling_name(&d.records[b.first as usize]),
+                            k + 1,
+                            g.label(),
+                            size(b),
+                            size(a)
+                        );
+                        Some(if na == nb {
+                            (
+                                RootCause::Undecided,
+                                format!(
+                                    "{what}: as many of the group's messages move either size, \
+                                     so the dumps cannot tell which end is wrong"
+                                ),
+                            )
+                        } else {
+                            let (culprit, right) = if na > nb {
+                                (to, size(a))
+                            } else {
+                                (from, size(b))
+                            };
+                            (
+                                RootCause::Mismatch(Rank(culprit)),
+                                format!(
+                                    "{what}: rank {culprit} is wrong, the group's other messages \
+                                     move {right} B"
+                                ),
+                            )
+                        })
+                    }
+                    _ => None,
                 };
-                let mismatch = matches!((s, r), (Some(a), Some(b)) if size(a) != size(b));
                 for (c, me, peer) in [(s, from, to), (r, to, from)] {
                     let Some(c) = c else { continue };
                     let lonely = if c.dump == s.map_or(u32::MAX, |x| x.dump) {
@@ -56,7 +106,7 @@ pub fn stuck(
                     } else {
                         s.is_none()
                     };
-                    if (!c.left && lonely) || mismatch {
+                    if (!c.left && lonely) || mismatch.is_some() {
                         out.push(Stuck {
                             rank: me,
                             group: g.id,
@@ -64,6 +114,7 @@ pub fn stuck(
                             waiting_for: vec![peer],
                             failed: c.left,
                             p2p: true,
+                            mismatch: mismatch.clone(),
                         });
                     }
                 }
