@@ -182,8 +182,85 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
             }
         }
     }
-    // ranks without a dump die where the others wait for them
-    for (i, &m) in a.missing.iter().enumerate() {
+    // ranks that left their last call with nobody waiting for them to make another finished
+    // their work; a rank the import finds stopped did not
+    let causes = a.root_causes();
+    let blocked = a.diagnosis.blocked_ranks();
+    for r in 0..world {
+        if a.dump_of.get(r as usize).copied().flatten().is_none() {
+            continue;
+        }
+        if blocked.contains(&r)
+            || causes.contains(&crate::scenario::RootCause::Hung(crate::proto::Rank(r)))
+        {
+            continue;
+        }
+        push(&mut evs, end, Event::WorkloadDone { rank: r });
+    }
+    // ranks without a dump die where the others wait for them (a victim of a divergence died
+    // of it: it is left alive here, as the replay leaves it)
+    let victims: Vec<u32> = a
+        .divergences
+        .iter()
+        .flat_map(|d| d.victims.iter().copied())
+        .collect();
+    for d in &a.divergences {
+        // the victim waits in the call the ranks that agree made
+        let g = &a.groups.list[d.group as usize];
+        let Some((c, index)) = d.agree.iter().find_map(|&o| {
+            let c = *a.lane(o, d.group)?.calls.iter().find(|c| c.seq == d.seq)?;
+            Some((c, replay.index_of(&c).unwrap_or(0)))
+        }) else {
+            continue;
+        };
+        let rec = lanes::head(dumps, &c);
+        let Some(op) = op_kind(rec.kind) else {
+            continue;
+        };
+        for &m in &d.victims {
+            let t = rel(c.time_ns);
+            push(
+                &mut evs,
+                t,
+                Event::Call {
+                    rank: m,
+                    iteration: 0,
+                    index,
+                    group: GroupId(g.id),
+                    generation: Generation(0),
+                    seq: SeqNo(d.seq),
+                    op,
+                    algorithm: op.default_algorithm(),
+                    bytes: call_bytes(dumps, &c),
+                    dtype: dtype(dumps[c.dump as usize].str(rec.in_dtypes)),
+                    root: 0,
+                    reduce: ReduceOp::Sum,
+                    elements: replay.scenario.workload.elements,
+                    members: g.members.len() as u32,
+                    peer: None,
+                },
+            );
+            push(
+                &mut evs,
+                t,
+                Event::Step {
+                    rank: m,
+                    group: GroupId(g.id),
+                    generation: Generation(0),
+                    seq: SeqNo(d.seq),
+                    step: 0,
+                    steps: 1,
+                    waiting_for: d.culprits.clone(),
+                },
+            );
+        }
+    }
+    for (i, &m) in a
+        .missing
+        .iter()
+        .filter(|m| !victims.contains(m))
+        .enumerate()
+    {
         let at = a
             .stuck
             .iter()
