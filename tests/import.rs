@@ -723,46 +723,76 @@ fn exported_dumps_of_every_shipped_stall_import_back_to_the_same_root_cause() {
     }
 }
 
+/// Why PyTorch's fr_trace cannot run here, if it cannot: no python3, or no torch in it.
+fn fr_trace_missing() -> Option<String> {
+    match Command::new("python3")
+        .args(["-c", "import torch.distributed.flight_recorder.fr_trace"])
+        .output()
+    {
+        Err(e) => Some(format!("python3 cannot be run ({e})")),
+        Ok(o) if !o.status.success() => Some(format!(
+            "python3 has no torch.distributed.flight_recorder.fr_trace ({})",
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Ok(_) => None,
+    }
+}
+
 /// PyTorch's own analyzer reads the exported dumps, when Python with torch is installed.
 #[test]
 fn exported_dumps_read_in_pytorchs_fr_trace_when_it_is_installed() {
-    let has_torch = Command::new("python3")
-        .args(["-c", "import torch.distributed.flight_recorder.fr_trace"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_torch {
-        eprintln!("skipped: python3 with torch (for fr_trace) is not installed");
+    if let Some(why) = fr_trace_missing() {
+        eprintln!("skipped: {why}");
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let trace = dir.path().join("t.jsonl");
-    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mismatched-bytes.toml");
-    ringside(&[
-        "run",
-        "--trace",
-        trace.to_str().unwrap(),
-        scenario.to_str().unwrap(),
-    ]);
-    let out = dir.path().join("dumps");
-    let e = ringside(&[
-        "export",
-        trace.to_str().unwrap(),
-        "--fr",
-        out.to_str().unwrap(),
-        "--pickle",
-    ]);
-    assert!(e.status.success());
-    let o = Command::new("python3")
-        .args([
-            "-m",
-            "torch.distributed.flight_recorder.fr_trace",
+    for name in ["mismatched-bytes", "hung-worker"] {
+        let trace = dir.path().join(format!("{name}.jsonl"));
+        let scenario = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(format!("{name}.toml"));
+        ringside(&[
+            "run",
+            "--trace",
+            trace.to_str().unwrap(),
+            scenario.to_str().unwrap(),
+        ]);
+        let out = dir.path().join(name);
+        let e = ringside(&[
+            "export",
+            trace.to_str().unwrap(),
+            "--fr",
             out.to_str().unwrap(),
-        ])
-        .output()
-        .expect("python3 runs");
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "fr_trace failed:\n{text}");
+            "--pickle",
+        ]);
+        assert!(e.status.success(), "{name}");
+        let files = std::fs::read_dir(&out).unwrap().count();
+        assert!(files > 0, "{name}: no dumps written");
+        // `-j`: fr_trace loads every dump and prints each rank's records; then the analysis
+        for extra in [&["-j"][..], &[][..]] {
+            let o = Command::new("python3")
+                .args(["-m", "torch.distributed.flight_recorder.fr_trace"])
+                .arg(&out)
+                .args(extra)
+                .output()
+                .expect("python3 runs");
+            let text = String::from_utf8_lossy(&o.stdout).into_owned()
+                + &String::from_utf8_lossy(&o.stderr);
+            assert!(
+                o.status.success(),
+                "{name} {extra:?}: fr_trace failed:\n{text}"
+            );
+            if extra == ["-j"] {
+                assert!(
+                    text.contains("all_reduce"),
+                    "{name}: fr_trace read no records:\n{text}"
+                );
+            }
+        }
+    }
 }
 
 /// One JSON record: `(group name, seq, profiling name, retired)`.
