@@ -758,13 +758,16 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
     let mut preempts: Vec<(u32, u32)> = Vec::new();
     for &m in &dead {
         let list = &lists[m as usize];
-        let waited = |s: &super::analyze::Stuck| match list.iter().position(|i| match i.source {
-            Source::Collective { group, seq } => !s.p2p && s.group == group && s.call.seq == seq,
-            Source::Mirror { dump, first } => s.p2p && s.call.dump == dump && s.call.first == first,
-            Source::Own { .. } => false,
-        }) {
-            Some(k) => Some(k),
-            None => None,
+        let waited = |s: &super::analyze::Stuck| {
+            list.iter().position(|i| match i.source {
+                Source::Collective { group, seq } => {
+                    !s.p2p && s.group == group && s.call.seq == seq
+                }
+                Source::Mirror { dump, first } => {
+                    s.p2p && s.call.dump == dump && s.call.first == first
+                }
+                Source::Own { .. } => false,
+            })
         };
         let k = a
             .stuck
