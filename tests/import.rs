@@ -545,6 +545,17 @@ fn simulated_jobs_with_groups_and_messages_replay_from_their_dumps() {
             let what = format!("{name} (pickle: {pickle})");
             let out = dir.path().join(format!("{name}-{pickle}.toml"));
             let imported = replays_to_the_same_verdict(&fr, &out, &what);
+            // a blocked send or recv names its other end, as `run` does
+            for b in imported["blocked"].as_array().unwrap() {
+                if b["op"] == "send" || b["op"] == "recv" {
+                    assert!(b["peer"].is_u64(), "{what}: {b}");
+                }
+            }
+            if name == "pipeline-recv-mismatch" {
+                let o = ringside(&["import", fr.to_str().unwrap()]);
+                let text = String::from_utf8_lossy(&o.stdout);
+                assert!(text.contains("recv #3 from rank 1"), "{text}");
+            }
             // the dumps tell the simulated story: a dead rank is one without a dump (JSON dumps
             // carry no call sites: a skipped call looks like another call made there)
             let loose = |v: Vec<String>| -> Vec<String> {

@@ -100,7 +100,7 @@ fn blocked_clause(a: &Analysis, bs: &[&Blocked]) -> String {
     for b in bs {
         match calls
             .iter_mut()
-            .find(|(k, _)| k.op == b.op && k.seq == b.seq && k.group == b.group)
+            .find(|(k, _)| k.op == b.op && k.seq == b.seq && k.group == b.group && k.peer == b.peer)
         {
             Some((_, v)) => v.push(b),
             None => calls.push((b, vec![b])),
@@ -123,8 +123,14 @@ fn blocked_clause(a: &Analysis, bs: &[&Blocked]) -> String {
                 .get(k.group as usize)
                 .map(|g| g.label())
                 .unwrap_or_default();
+            // a send or recv: where it goes
+            let peer = match k.peer {
+                Some(p) if k.op == "send" => format!(" to rank {p}"),
+                Some(p) => format!(" from rank {p}"),
+                None => String::new(),
+            };
             format!(
-                "{}{verb} in {} #{} of {group} since {}",
+                "{}{verb} in {} #{}{peer} of {group} since {}",
                 ranks_phrase(&ranks),
                 k.op,
                 k.seq,
