@@ -66,6 +66,38 @@ op = "allreduce"
 bytes = "1MiB"
 "#;
 
+/// A seven-stage pipeline cut by a partition for 70 ms: the forward message it dropped is sent
+/// again only after the retransmit timeout, at 84 ms, so the backward message that follows is
+/// still on its way when the watchdog of a call made long after the partition healed fires.
+const HEALED_PIPELINE: &str = r#"
+name = "healed"
+[world]
+size = 7
+[network]
+latency = "35699ns"
+bandwidth = "8GB/s"
+retransmit_timeout = "14ms"
+[group]
+timeout = "85ms"
+[workload]
+compute = "448us"
+elements = 1
+[[workload.ops]]
+op = "allreduce"
+bytes = "1B"
+[workload.pipeline]
+microbatches = 1
+schedule = "1f1b"
+forward = "1us"
+backward = "48us"
+bytes = "451857B"
+[[faults]]
+kind = "partition"
+sides = [[3, 4], [1, 2, 5, 6]]
+at = "635642ns"
+duration = "70125us"
+"#;
+
 struct Case {
     name: &'static str,
     toml: String,
@@ -304,6 +336,12 @@ fn table() -> Vec<Case> {
             ),
             &[0, 2, 3, 5],
             &["paused:1", "preempted:4"],
+        ),
+        stalled(
+            "a healed partition whose resent chunk holds back a chain of later calls",
+            HEALED_PIPELINE.to_string(),
+            &[0, 1, 2, 3, 4, 5, 6],
+            &["partitioned:1,2,5,6|3,4"],
         ),
         stalled(
             "combination: a mismatch and a hang in one job",

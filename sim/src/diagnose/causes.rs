@@ -818,6 +818,53 @@ impl CauseBook {
                 return k;
             }
         }
+        // nothing during this call: the lateness began before it, in the chain of calls that
+        // led here (a message a partition dropped and sent again late, a frozen or slow rank):
+        // look back to the oldest call still waiting
+        let oldest = fold
+            .ranks
+            .iter()
+            .filter_map(|v| v.call.as_ref().map(|c| c.called_ns))
+            .min()
+            .unwrap_or(window);
+        if oldest < window {
+            let earlier =
+                |f: &&FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= oldest);
+            if let Some(i) = fold
+                .faults
+                .iter()
+                .position(|f| f.kind == "partition" && earlier(&f))
+            {
+                return self.partitioned(fold, i);
+            }
+            let paused: Vec<u32> = fold
+                .faults
+                .iter()
+                .filter(|f| f.kind == "pause" && earlier(f))
+                .flat_map(|f| f.ranks.iter().copied())
+                .collect();
+            for r in paused {
+                if let Some(k) = self.paused_during(fold, r, oldest) {
+                    return k;
+                }
+            }
+            if let Some(f) = fold
+                .faults
+                .iter()
+                .filter(earlier)
+                .find(|f| matches!(f.kind.as_str(), "delay" | "loss" | "slow"))
+            {
+                let r = f.ranks.first().copied().unwrap_or(from);
+                return self.slow(r, || {
+                    format!(
+                        "rank {r} is a straggler: it held back the calls that led to rank \
+                         {waiter}'s, whose chunk from rank {from} was still on its way when the \
+                         watchdog fired ({})",
+                        f.detail
+                    )
+                });
+            }
+        }
         self.slow(from, || {
             format!(
                 "rank {from} is a straggler: its chunk for rank {waiter} was still on its \
