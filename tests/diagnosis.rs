@@ -344,6 +344,21 @@ fn table() -> Vec<Case> {
             &["partitioned:1,2,5,6|3,4"],
         ),
         stalled(
+            "a partition that healed before a stage could compute: the stage is no straggler",
+            HEALED_PIPELINE
+                .replace("\"8GB/s\"", "\"11GB/s\"\njitter = \"5719ns\"")
+                .replace("448us", "0ns")
+                .replace("[3, 4], [1, 2, 5, 6]", "[0, 2, 6], [1, 3, 4]")
+                .replace("at = \"635642ns\"", "at = \"0ns\"")
+                .replace("70125us", "70550us")
+                .replace("forward = \"1us\"", "forward = \"12us\"")
+                .replace("48us", "49us")
+                .replace("451857B", "455368B")
+                + "[[faults]]\nkind = \"slow\"\nrank = 1\nat = \"3723ns\"\nfactor = 5.3\n",
+            &[0, 1, 2, 4, 5, 6],
+            &["partitioned:0,2,6|1,3,4"],
+        ),
+        stalled(
             "combination: a mismatch and a hang in one job",
             job(
                 5,

@@ -818,52 +818,8 @@ impl CauseBook {
                 return k;
             }
         }
-        // nothing during this call: the lateness began before it, in the chain of calls that
-        // led here (a message a partition dropped and sent again late, a frozen or slow rank):
-        // look back to the oldest call still waiting
-        let oldest = fold
-            .ranks
-            .iter()
-            .filter_map(|v| v.call.as_ref().map(|c| c.called_ns))
-            .min()
-            .unwrap_or(window);
-        if oldest < window {
-            let earlier =
-                |f: &&FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= oldest);
-            if let Some(i) = fold
-                .faults
-                .iter()
-                .position(|f| f.kind == "partition" && earlier(&f))
-            {
-                return self.partitioned(fold, i);
-            }
-            let paused: Vec<u32> = fold
-                .faults
-                .iter()
-                .filter(|f| f.kind == "pause" && earlier(f))
-                .flat_map(|f| f.ranks.iter().copied())
-                .collect();
-            for r in paused {
-                if let Some(k) = self.paused_during(fold, r, oldest) {
-                    return k;
-                }
-            }
-            if let Some(f) = fold
-                .faults
-                .iter()
-                .filter(earlier)
-                .find(|f| matches!(f.kind.as_str(), "delay" | "loss" | "slow"))
-            {
-                let r = f.ranks.first().copied().unwrap_or(from);
-                return self.slow(r, || {
-                    format!(
-                        "rank {r} is a straggler: it held back the calls that led to rank \
-                         {waiter}'s, whose chunk from rank {from} was still on its way when the \
-                         watchdog fired ({})",
-                        f.detail
-                    )
-                });
-            }
+        if let Some(k) = self.held_back(fold, waiter, from, window) {
+            return k;
         }
         self.slow(from, || {
             format!(
@@ -871,6 +827,60 @@ impl CauseBook {
                  way when the watchdog fired"
             )
         })
+    }
+
+    /// No fault on `waiter` or `from` explains why `waiter`'s call (from `window` on) is still
+    /// waiting for `from` (its chunk late, or `from` still working): the lateness comes from
+    /// the chain of calls that led here (a message a partition dropped and sent again late, a
+    /// frozen or slow rank). The fault that overlapped the oldest call still waiting, if any.
+    fn held_back(
+        &mut self,
+        fold: &Fold,
+        waiter: u32,
+        from: u32,
+        window: Nanos,
+    ) -> Option<RootCause> {
+        let oldest = fold
+            .ranks
+            .iter()
+            .filter_map(|v| v.call.as_ref().map(|c| c.called_ns))
+            .min()
+            .map_or(window, |t| t.min(window));
+        let earlier = |f: &&FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= oldest);
+        if let Some(i) = fold
+            .faults
+            .iter()
+            .position(|f| f.kind == "partition" && earlier(&f))
+        {
+            return Some(self.partitioned(fold, i));
+        }
+        let paused: Vec<u32> = fold
+            .faults
+            .iter()
+            .filter(|f| f.kind == "pause" && earlier(f))
+            .flat_map(|f| f.ranks.iter().copied())
+            .collect();
+        for r in paused {
+            if let Some(k) = self.paused_during(fold, r, oldest) {
+                return Some(k);
+            }
+        }
+        if let Some(f) = fold
+            .faults
+            .iter()
+            .filter(earlier)
+            .find(|f| matches!(f.kind.as_str(), "delay" | "loss" | "slow"))
+        {
+            let r = f.ranks.first().copied().unwrap_or(from);
+            return Some(self.slow(r, || {
+                format!(
+                    "rank {r} is a straggler: it held back the calls that led to rank \
+                     {waiter}'s, still waiting for rank {from} when the watchdog fired ({})",
+                    f.detail
+                )
+            }));
+        }
+        None
     }
 
     /// A watchdog of `waiter` fired while rank `r`, which it waits for, was still working.
@@ -898,6 +908,11 @@ impl CauseBook {
                 });
             }
             return self.late(fold, waiter, r);
+        }
+        if last_fault(fold, "slow", r).is_none() {
+            if let Some(k) = self.held_back(fold, waiter, r, window) {
+                return k;
+            }
         }
         self.slow(r, || {
             let v = &fold.ranks[r as usize];
