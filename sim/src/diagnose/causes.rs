@@ -4,6 +4,7 @@
 use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
 use super::Straggler;
 use crate::cause::RootCause;
+use crate::proto::mutation::Mutation;
 use crate::proto::types::Rank;
 use crate::proto::workload::{Along, OpCall, Step, WorkloadConfig};
 use crate::scenario::OpKind;
@@ -690,7 +691,11 @@ impl CauseBook {
                 continue;
             };
             gone.push(b);
-            if !keys.contains(&key) {
+            let planted = fold
+                .workload
+                .as_ref()
+                .is_some_and(|w| w.mutations.contains(Mutation::QuorumNamesNoMember));
+            if !planted && !keys.contains(&key) {
                 keys.push(key);
             }
         }
