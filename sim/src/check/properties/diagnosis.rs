@@ -140,7 +140,9 @@ fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), (String, Ve
 /// dead rank while a second one, just as dead and just as waited for, goes unnamed tells half
 /// the story.
 ///
-/// The faults held to it are those whose effect lasts to the end of the run and whose cause
+/// A rank with a fault is named when any root cause names it (a rank that was paused while it
+/// called the wrong collective is blamed for one of the two). The faults held to it are those
+/// whose effect lasts to the end of the run and whose cause
 /// has one name: a preempted rank that never restarts and is dead at the end (`preempted:R`),
 /// a pause that has not ended (`paused:R`), a partition that has not healed and cuts a wait
 /// (`partitioned:S`). Who waits for whom comes from the diagnosis' wait-for edges; when a
@@ -220,7 +222,14 @@ pub(super) fn diagnosis_complete(case: &Case, run: &Run) -> Result<(), Violation
             }
             _ => continue,
         };
-        if !causes.contains(&want) {
+        // a rank with two faults (paused, and calling the wrong collective) is named once,
+        // by the cause the diagnosis judged first: naming the rank is enough
+        let named = causes.contains(&want)
+            || (!matches!(want, RootCause::Partitioned(_))
+                && causes
+                    .iter()
+                    .any(|c| ranks.iter().all(|r| c.ranks().contains(&Rank(*r)))));
+        if !named {
             return Err(Violation::new(
                 Property::DiagnosisComplete,
                 format!(
