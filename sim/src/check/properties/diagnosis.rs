@@ -146,7 +146,8 @@ fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), (String, Ve
 /// has one name: a preempted rank that never restarts and is dead at the end (`preempted:R`),
 /// a pause that has not ended (`paused:R`), a partition that has not healed and cuts a wait
 /// (`partitioned:S`). Who waits for whom comes from the diagnosis' wait-for edges; when a
-/// quorum is lost, every member of the group is waited for (its rendezvous needs them all).
+/// quorum is lost, every member of the generation a rendezvous rebuilds is waited for (it
+/// needs them all), not a rank the group had already gone on without.
 pub(super) fn diagnosis_complete(case: &Case, run: &Run) -> Result<(), Violation> {
     let d: &Diagnosis = &run.diagnosis;
     if d.blocked.is_empty() {
@@ -158,7 +159,23 @@ pub(super) fn diagnosis_complete(case: &Case, run: &Run) -> Result<(), Violation
     // the blocked ranks and everyone they wait for, transitively
     let mut waited: std::collections::BTreeSet<u32> = d.blocked_ranks().into_iter().collect();
     if causes.contains(&RootCause::QuorumLost) {
-        waited.extend(0..n);
+        // a rendezvous needs every member of the generation it rebuilds (the world, before
+        // the first one); a rank the group went on without earlier is no member of it
+        let m = &fold.membership;
+        let mut rebuilding = m.waiting.keys().chain(m.rendezvous.keys()).peekable();
+        if rebuilding.peek().is_none() {
+            waited.extend(0..n);
+        }
+        for a in rebuilding {
+            let generation = m
+                .generation_of
+                .get(a)
+                .and_then(|g| m.generations.iter().find(|x| x.generation == *g));
+            match generation {
+                Some(g) => waited.extend(g.members.iter().copied()),
+                None => waited.extend(0..n),
+            }
+        }
     }
     loop {
         let before = waited.len();
