@@ -369,6 +369,42 @@ fn table() -> Vec<Case> {
             &[0, 1, 2, 3],
             &["hung:4", "mismatch:0"],
         ),
+        stalled(
+            "combination: a rank preempted behind a partition is named, and so is the partition",
+            job(
+                2,
+                ONE_AR,
+                "[[faults]]\nkind = \"preempt\"\nrank = 0\nat = \"10300us\"\n\
+                 [[faults]]\nkind = \"partition\"\nsides = [[0], [1]]\nat = \"10300us\"",
+            ),
+            &[1],
+            &["partitioned:0|1", "preempted:0"],
+        ),
+        stalled(
+            // rank 1 freezes while it waits in the mismatched call: when rank 2 is fixed,
+            // rank 1 still holds everyone
+            "combination: a rank paused in a mismatched collective is named next to the mismatch",
+            job(
+                4,
+                AR_BARRIER,
+                "[[faults]]\nkind = \"mismatch\"\nrank = 2\niteration = 1\nop_index = 0\nbytes = \"1MiB\"\n\
+                 [[faults]]\nkind = \"pause\"\nrank = 1\nat = \"30ms\"\nduration = \"10s\"",
+            ),
+            &[0, 2, 3],
+            &["mismatch:2", "paused:1"],
+        ),
+        stalled(
+            // the partition drops only what rank 1 sends rank 0, yet it holds their link
+            "combination: a one-way partition on the link to a rank that skipped is named",
+            job(
+                2,
+                ONE_AR,
+                "[[faults]]\nkind = \"skip\"\nrank = 0\niteration = 2\n\
+                 [[faults]]\nkind = \"partition\"\nsides = [[1], [0]]\noneway = true\nat = \"25ms\"",
+            ),
+            &[1],
+            &["partitioned:0|1", "skipped:0"],
+        ),
     ]
 }
 

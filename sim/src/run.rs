@@ -81,6 +81,14 @@ pub fn run_events(
 ) -> (RunResult, Fold, Diagnosis) {
     let seed = opts.seed.unwrap_or(scenario.seed);
     let mut fold = Fold::new(scenario);
+    if opts.mutations != Mutations::NONE {
+        // a bug planted in the diagnosis reads them there
+        fold.workload = Some(std::sync::Arc::new(crate::scenario::resolve::workload(
+            scenario,
+            scenario.seed,
+            opts.mutations,
+        )));
+    }
     let result = {
         let mut tee = Tee {
             outer: rec,

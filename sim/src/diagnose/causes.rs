@@ -4,6 +4,7 @@
 use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
 use super::Straggler;
 use crate::cause::RootCause;
+use crate::proto::mutation::Mutation;
 use crate::proto::types::Rank;
 use crate::proto::workload::{Along, OpCall, Step, WorkloadConfig};
 use crate::scenario::OpKind;
@@ -677,21 +678,30 @@ impl CauseBook {
             let Some(v) = fold.ranks.get(b as usize) else {
                 continue;
             };
-            let cut = fold.faults.iter().position(|f| {
-                f.kind == "partition" && f.active_at(fold.t) && (f.cuts(a, b) || f.cuts(b, a))
-            });
-            let key = if matches!(v.state, RankState::Dead | RankState::Refused) {
-                self.preempted(fold, b)
+            // dead or frozen, and cut off besides: each holds the member away on its own
+            let mut why = Vec::new();
+            if matches!(v.state, RankState::Dead | RankState::Refused) {
+                why.push(self.preempted(fold, b));
             } else if v.paused {
-                self.paused(fold, b)
-            } else if let Some(i) = cut {
-                self.partitioned(fold, i)
-            } else {
+                why.push(self.paused(fold, b));
+            }
+            for (i, f) in fold.faults.iter().enumerate() {
+                if f.kind == "partition" && f.active_at(fold.t) && (f.cuts(a, b) || f.cuts(b, a)) {
+                    why.push(self.partitioned(fold, i));
+                }
+            }
+            if why.is_empty() {
                 continue;
-            };
+            }
             gone.push(b);
-            if !keys.contains(&key) {
-                keys.push(key);
+            let planted = fold
+                .workload
+                .as_ref()
+                .is_some_and(|w| w.mutations.contains(Mutation::QuorumNamesNoMember));
+            for key in why.into_iter().filter(|_| !planted) {
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
             }
         }
         if gone.is_empty() {

@@ -54,6 +54,13 @@ pub enum Property {
         message = "every root cause names ranks that a fault able to cause it touched; every blocked rank has one"
     )]
     DiagnosisSound,
+    /// Every injected fault that still holds a rank or link a blocked rank transitively waits
+    /// for (a rank dead for good, a pause not over, a partition not healed) is named among the
+    /// root causes.
+    #[strum(
+        message = "every fault that still holds a rank or link a blocked rank transitively waits for is named among the root causes"
+    )]
+    DiagnosisComplete,
     /// Elastic runs: no two member lists share a generation, every rank's generations
     /// increase, and every generation's size is within `min_size..=max_size`.
     #[strum(
@@ -99,6 +106,7 @@ impl Property {
             Property::Agreement
             | Property::Validity
             | Property::DiagnosisSound
+            | Property::DiagnosisComplete
             | Property::OneWorldPerGeneration
             | Property::Determinism => Kind::Safety,
         }
@@ -115,6 +123,7 @@ impl Property {
             Property::Agreement => collectives::agreement(case, run),
             Property::Validity => collectives::validity(case, run),
             Property::DiagnosisSound => diagnosis::diagnosis_sound(case, run),
+            Property::DiagnosisComplete => diagnosis::diagnosis_complete(case, run),
             Property::OneWorldPerGeneration => membership::one_world_per_generation(case, run),
             Property::Liveness => liveness::liveness(case, run),
             Property::Determinism => determinism::determinism(case, run),
@@ -178,6 +187,7 @@ mod tests {
                 "agreement",
                 "validity",
                 "diagnosis_sound",
+                "diagnosis_complete",
                 "one_world_per_generation",
                 "liveness",
                 "determinism"
