@@ -399,15 +399,35 @@ impl CauseBook {
                 None => groups.push(vec![k]),
             }
         }
+        // when some ranks run programs of their own, the ranks that run one declared program
+        // still compare by call site among themselves: a skip shows there as anywhere
+        let reference = callers().filter(|&r| fold.declared(r)).min();
+        let peers = |k: usize| {
+            !comparable
+                && slot.pair.is_none()
+                && reference.is_some_and(|q| vs[k].ranks.iter().all(|&r| fold.same_program(r, q)))
+        };
+        let by_peers = groups
+            .iter()
+            .filter(|g| g.iter().any(|&k| peers(k)))
+            .count()
+            >= 2;
         let rank_key = |g: &Vec<usize>| {
             let count: u32 = g.iter().map(|&k| vs[k].count).sum();
             let decl = g.iter().any(|&k| declared(&vs[k]));
             let conforming = g
                 .iter()
                 .any(|&k| vs[k].ranks.iter().any(|&r| fold.declared(r)));
-            let site = match comparable {
-                true => g.iter().map(|&k| site_of(k)).min().unwrap_or((0, 0)),
-                false => (0, 0),
+            let site = if comparable {
+                g.iter().map(|&k| site_of(k)).min().unwrap_or((0, 0))
+            } else if by_peers {
+                g.iter()
+                    .filter(|&&k| peers(k))
+                    .map(|&k| site_of(k))
+                    .min()
+                    .unwrap_or((u32::MAX, u32::MAX))
+            } else {
+                (0, 0)
             };
             let low = g
                 .iter()
@@ -442,7 +462,8 @@ impl CauseBook {
             if v.sig.same_params(&want) {
                 continue;
             }
-            let skipped = (comparable && site_of(k) > want_site)
+            let skipped = ((comparable || (by_peers && peers(k) && peers(main)))
+                && site_of(k) > want_site)
                 || order[k].is_some_and(|o| o > seq && in_place(main));
             for &r in &v.ranks {
                 let key = if skipped {
