@@ -710,7 +710,8 @@ impl Fold {
                     if let Some(c) = v.call.as_mut().filter(|c| c.seq == *seq) {
                         c.step = *step;
                         c.steps = *steps;
-                        c.waiting_for.clone_from(waiting_for);
+                        c.waiting_for.clear();
+                        c.waiting_for.extend_from_slice(waiting_for);
                         c.since_ns = t;
                     }
                 }

@@ -41,7 +41,7 @@ use crate::proto::{
     WaitState,
 };
 use crate::scenario::{Scenario, TieBreak};
-use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
+use crate::trace::{from_proto, timer_fields, Event, FaultPhase, Recorder};
 use crate::units::{later, Bandwidth, Nanos, NEVER};
 use faults::FaultSet;
 use net::Net;
@@ -615,6 +615,12 @@ impl<'r> Engine<'r> {
                     }
                 }
                 Output::Event(pe) => self.proto_event(rank, *pe),
+                // nothing for the observer to follow: only its trace event
+                Output::Step(s) => {
+                    if self.record {
+                        self.emit(from_proto::step_event(rank, s));
+                    }
+                }
             }
         }
     }
