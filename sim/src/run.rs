@@ -30,7 +30,7 @@ pub type Progress<'a> = &'a (dyn Fn(Nanos, u64) + Sync);
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
 impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.outer.record(t, ev);
         self.fold.apply(t, ev);

@@ -113,6 +113,7 @@ impl Outbox {
         self.out.push(Output::Event(Box::new(ev)));
     }
     /// Reports a step ([`Output::Step`]).
+    #[inline]
     pub fn step(&mut self, ev: StepEvent) {
         self.out.push(Output::Step(ev));
     }

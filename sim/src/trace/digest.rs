@@ -61,14 +61,14 @@ impl Digest {
         }
     }
 
-    /// Adds one event (trace version 2).
-    #[inline]
+    /// Adds one event (trace version 2). Inlined where the event is made, the commonest kinds
+    /// hash their fields as they are, without looking at the kind.
+    #[inline(always)]
     pub fn update(&mut self, t: Nanos, ev: &Event) {
         let mut w = self.lanes;
         w.word(t);
         if !super::encode::digest_common(&mut w, ev) {
-            // every event serializes: the data model has no failure for it
-            let _ = ev.serialize(&mut w);
+            serialize(&mut w, ev);
         }
         self.finish_event(w);
     }
@@ -146,6 +146,13 @@ fn tail_word(rest: &[u8]) -> u64 {
     };
     // the two loads overlap on equal bytes, so or-ing them is exact
     lo | (hi << (8 * k))
+}
+
+/// Every other kind, through serde.
+#[inline(never)]
+fn serialize(w: &mut Words, ev: &Event) {
+    // every event serializes: the data model has no failure for it
+    let _ = ev.serialize(w);
 }
 
 /// The words of one event being folded into four lanes; also a serde serializer.

@@ -175,14 +175,13 @@ pub fn step_event(rank: u32, s: StepEvent) -> Event {
 /// World ranks as numbers, kept inline when they fit (as a step's almost always do).
 #[inline(always)]
 fn rank_list(v: &[Rank]) -> RankList {
-    let mut inline = [0u32; 4];
-    if v.len() > inline.len() {
+    if v.len() > 4 {
         return v.iter().map(|r| r.0).collect();
     }
-    for (to, r) in inline.iter_mut().zip(v) {
-        *to = r.0;
-    }
-    RankList::from_buf_and_len(inline, v.len())
+    // built as one value, not copied in a loop: a copy of a length only known at run time
+    // leaves bytes that the whole list, read back at once, has to wait for
+    let at = |i: usize| v.get(i).map_or(0, |r| r.0);
+    RankList::from_buf_and_len([at(0), at(1), at(2), at(3)], v.len())
 }
 
 /// The trace event of anything `rank`'s process reports. `correct` is what the driver found

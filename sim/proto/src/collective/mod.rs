@@ -459,6 +459,7 @@ impl Collective {
     }
 
     /// The peers whose chunks of the current step are still missing (world ranks).
+    #[inline]
     pub fn waiting_for(&self) -> WaitList {
         if let Some(one) = self.one {
             let peer = self.members.ranks[one.peer as usize];
@@ -489,7 +490,9 @@ impl Collective {
         }
     }
 
-    /// The event of the step the collective is in.
+    /// The event of the step the collective is in (inlined, so that its wait list is built
+    /// where it is sent off rather than copied there).
+    #[inline]
     pub fn step_event(&self) -> StepEvent {
         StepEvent {
             group: self.fp.group,
