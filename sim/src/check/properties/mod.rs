@@ -176,6 +176,20 @@ impl fmt::Display for Violation {
 
 impl std::error::Error for Violation {}
 
+/// How the case's workload ends by itself: run on the real code with the case's seed and none
+/// of its faults. Its outcome, and its root causes (the workload's own bugs).
+pub(crate) fn workload_alone(case: &Case) -> (Outcome, Vec<RootCause>) {
+    let scenario = Scenario {
+        faults: Vec::new(),
+        ..case.scenario.clone()
+    };
+    let opts = crate::run::RunOptions::seeded(case.seed);
+    match crate::run::run_to(&scenario, &opts, std::io::sink()) {
+        Ok(out) => (out.result.outcome, out.diagnosis.root_causes()),
+        Err(_) => (Outcome::Completed, Vec::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,19 +217,5 @@ mod tests {
         assert!(Property::all().all(|p| !p.statement().is_empty()));
         assert_eq!(Property::Liveness.kind(), Kind::Liveness);
         assert_eq!(Kind::Safety.to_string(), "safety");
-    }
-}
-
-/// How the case's workload ends by itself: run on the real code with the case's seed and none
-/// of its faults. Its outcome, and its root causes (the workload's own bugs).
-pub(crate) fn workload_alone(case: &Case) -> (Outcome, Vec<RootCause>) {
-    let scenario = Scenario {
-        faults: Vec::new(),
-        ..case.scenario.clone()
-    };
-    let opts = crate::run::RunOptions::seeded(case.seed);
-    match crate::run::run_to(&scenario, &opts, std::io::sink()) {
-        Ok(out) => (out.result.outcome, out.diagnosis.root_causes()),
-        Err(_) => (Outcome::Completed, Vec::new()),
     }
 }
