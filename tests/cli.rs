@@ -385,13 +385,13 @@ fn the_readme_example_is_what_run_prints() {
 fn check_help_and_the_docs_name_every_property_check_runs() {
     let o = ringside(&["check", "--cases", "1"]);
     let out = common::stdout(&o);
-    // `6 properties checked (agreement, validity, ...)`
+    // `7 properties checked (agreement, validity, ...)`
     let names: Vec<&str> = out
         .split_once("properties checked (")
         .and_then(|(_, rest)| rest.split_once(')'))
         .map(|(names, _)| names.split(", ").collect())
         .unwrap_or_else(|| panic!("no property names in:\n{out}"));
-    assert!(names.len() >= 6, "{names:?}");
+    assert!(names.len() >= 7, "{names:?}");
     let help = common::stdout(&ringside(&["check", "--help"]));
     let properties = doc("docs/properties.md");
     for name in names {

@@ -66,6 +66,38 @@ op = "allreduce"
 bytes = "1MiB"
 "#;
 
+/// A seven-stage pipeline cut by a partition for 70 ms: the forward message it dropped is sent
+/// again only after the retransmit timeout, at 84 ms, so the backward message that follows is
+/// still on its way when the watchdog of a call made long after the partition healed fires.
+const HEALED_PIPELINE: &str = r#"
+name = "healed"
+[world]
+size = 7
+[network]
+latency = "35699ns"
+bandwidth = "8GB/s"
+retransmit_timeout = "14ms"
+[group]
+timeout = "85ms"
+[workload]
+compute = "448us"
+elements = 1
+[[workload.ops]]
+op = "allreduce"
+bytes = "1B"
+[workload.pipeline]
+microbatches = 1
+schedule = "1f1b"
+forward = "1us"
+backward = "48us"
+bytes = "451857B"
+[[faults]]
+kind = "partition"
+sides = [[3, 4], [1, 2, 5, 6]]
+at = "635642ns"
+duration = "70125us"
+"#;
+
 struct Case {
     name: &'static str,
     toml: String,
@@ -306,6 +338,27 @@ fn table() -> Vec<Case> {
             &["paused:1", "preempted:4"],
         ),
         stalled(
+            "a healed partition whose resent chunk holds back a chain of later calls",
+            HEALED_PIPELINE.to_string(),
+            &[0, 1, 2, 3, 4, 5, 6],
+            &["partitioned:1,2,5,6|3,4"],
+        ),
+        stalled(
+            "a partition that healed before a stage could compute: the stage is no straggler",
+            HEALED_PIPELINE
+                .replace("\"8GB/s\"", "\"11GB/s\"\njitter = \"5719ns\"")
+                .replace("448us", "0ns")
+                .replace("[3, 4], [1, 2, 5, 6]", "[0, 2, 6], [1, 3, 4]")
+                .replace("at = \"635642ns\"", "at = \"0ns\"")
+                .replace("70125us", "70550us")
+                .replace("forward = \"1us\"", "forward = \"12us\"")
+                .replace("48us", "49us")
+                .replace("451857B", "455368B")
+                + "[[faults]]\nkind = \"slow\"\nrank = 1\nat = \"3723ns\"\nfactor = 5.3\n",
+            &[0, 1, 2, 4, 5, 6],
+            &["partitioned:0,2,6|1,3,4"],
+        ),
+        stalled(
             "combination: a mismatch and a hang in one job",
             job(
                 5,
@@ -315,6 +368,42 @@ fn table() -> Vec<Case> {
             ),
             &[0, 1, 2, 3],
             &["hung:4", "mismatch:0"],
+        ),
+        stalled(
+            "combination: a rank preempted behind a partition is named, and so is the partition",
+            job(
+                2,
+                ONE_AR,
+                "[[faults]]\nkind = \"preempt\"\nrank = 0\nat = \"10300us\"\n\
+                 [[faults]]\nkind = \"partition\"\nsides = [[0], [1]]\nat = \"10300us\"",
+            ),
+            &[1],
+            &["partitioned:0|1", "preempted:0"],
+        ),
+        stalled(
+            // rank 1 freezes while it waits in the mismatched call: when rank 2 is fixed,
+            // rank 1 still holds everyone
+            "combination: a rank paused in a mismatched collective is named next to the mismatch",
+            job(
+                4,
+                AR_BARRIER,
+                "[[faults]]\nkind = \"mismatch\"\nrank = 2\niteration = 1\nop_index = 0\nbytes = \"1MiB\"\n\
+                 [[faults]]\nkind = \"pause\"\nrank = 1\nat = \"30ms\"\nduration = \"10s\"",
+            ),
+            &[0, 2, 3],
+            &["mismatch:2", "paused:1"],
+        ),
+        stalled(
+            // the partition drops only what rank 1 sends rank 0, yet it holds their link
+            "combination: a one-way partition on the link to a rank that skipped is named",
+            job(
+                2,
+                ONE_AR,
+                "[[faults]]\nkind = \"skip\"\nrank = 0\niteration = 2\n\
+                 [[faults]]\nkind = \"partition\"\nsides = [[1], [0]]\noneway = true\nat = \"25ms\"",
+            ),
+            &[1],
+            &["partitioned:0|1", "skipped:0"],
         ),
     ]
 }

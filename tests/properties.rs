@@ -200,6 +200,30 @@ fn nondeterministic_ties_break_determinism() {
 }
 
 #[test]
+fn a_quorum_lost_without_its_members_breaks_diagnosis_completeness() {
+    // two of four members die at once: rank 3 waits for rank 2, nobody waits for rank 1, but
+    // rank 1's death is half of why the quorum of 3 cannot form
+    let real = Case::new(scenario(
+        "name = \"q\"\n[world]\nsize = 4\n[group]\ntimeout = \"2s\"\n\
+         elastic = { min_size = 3, max_size = 4 }\n[workload]\niterations = 3\ncompute = \"10ms\"\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n\
+         [[faults]]\nkind = \"preempt\"\nrank = 1\nat = \"25ms\"\n\
+         [[faults]]\nkind = \"preempt\"\nrank = 2\nat = \"25ms\"\n",
+    ));
+    let causes = real.run().report.root_causes;
+    let names: Vec<String> = causes.iter().map(|c| c.to_string()).collect();
+    assert_eq!(names, ["preempted:1", "preempted:2", "quorum_lost"]);
+    passes(Property::DiagnosisComplete, &real);
+    passes(Property::DiagnosisSound, &real);
+    let broken = real.with_mutations(Mutation::QuorumNamesNoMember);
+    let why = fails(Property::DiagnosisComplete, &broken);
+    assert!(
+        why.contains("faults[0] (preempt)") && why.contains("`preempted:1` is not among"),
+        "{why}"
+    );
+}
+
+#[test]
 fn liveness_demands_completion_only_once_faults_heal() {
     let base = "name = \"l\"\n[world]\nsize = 4\n[network]\nretransmit_timeout = \"2ms\"\n\
                 [group]\ntimeout = \"200ms\"\n[workload]\n\
@@ -325,7 +349,11 @@ fn check_passes_on_the_real_code() {
     );
     let names: Vec<&str> = Property::all().map(Property::name).collect();
     assert!(
-        out.contains(&format!("6 properties checked ({})", names.join(", "))),
+        out.contains(&format!(
+            "{} properties checked ({})",
+            names.len(),
+            names.join(", ")
+        )),
         "{out}"
     );
     assert!(out.contains("cases/s"), "{out}");

@@ -323,6 +323,31 @@ fn a_recv_a_stage_skips_is_its_skip_even_when_later_messages_differ_in_size() {
 }
 
 #[test]
+fn a_skip_that_lines_up_with_another_ranks_extra_call_blames_both_not_the_right_rank() {
+    // rank 2's program has an extra allreduce; rank 0 skips the broadcast. At call #2 ranks 0
+    // and 2 both call an allreduce and rank 1 the broadcast: two against one, but rank 1 is
+    // where the declared program says, and rank 0, which runs the same program, is past it.
+    let text = "name = \"s\"\n[world]\nsize = 3\n[group]\ntimeout = \"1s\"\n[workload]\n\
+                iterations = 2\n\
+                [[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n\
+                [[workload.ops]]\nop = \"broadcast\"\nbytes = \"4KiB\"\nroot = 0\n\
+                [[workload.programs]]\nranks = [2]\n\
+                [[workload.programs.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n\
+                [[workload.programs.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n\
+                [[workload.programs.ops]]\nop = \"broadcast\"\nbytes = \"4KiB\"\nroot = 0\n\
+                [[faults]]\nkind = \"skip\"\nrank = 0\niteration = 0\nop_index = 1\n";
+    let (outcome, blocked, causes) = diagnosed(text);
+    assert_eq!(outcome, Outcome::Stalled);
+    assert_eq!(
+        (blocked, causes),
+        (
+            vec![0, 1, 2],
+            vec!["mismatch:2".to_string(), "skipped:0".to_string()]
+        )
+    );
+}
+
+#[test]
 fn faults_during_a_pipeline_are_named_as_anywhere() {
     for (fault, cause) in [
         (

@@ -13,9 +13,11 @@ use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Feeds every event to an outer recorder and to the fold the report is built from.
-struct Tee<'a> {
-    outer: &'a mut dyn Recorder,
+/// Feeds every event to an outer recorder and to the fold the report is built from (the
+/// outer recorder's type is known here, so that the digest a run without a trace takes is
+/// called directly).
+struct Tee<'a, R: Recorder + ?Sized> {
+    outer: &'a mut R,
     fold: &'a mut Fold,
     progress: Option<Progress<'a>>,
     events: u64,
@@ -27,8 +29,8 @@ pub type Progress<'a> = &'a (dyn Fn(Nanos, u64) + Sync);
 /// How many events pass between two calls of a run's [`Progress`].
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
-impl Recorder for Tee<'_> {
-    #[inline]
+impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
+    #[inline(always)]
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.outer.record(t, ev);
         self.fold.apply(t, ev);
@@ -74,13 +76,21 @@ impl RunOptions<'_> {
 
 /// A run's event stream without the footer: what the engine emits, then the final diagnosis.
 /// This is exactly the sequence of event lines a trace holds, so `replay` uses it too.
-pub fn run_events(
+pub fn run_events<R: Recorder + ?Sized>(
     scenario: &Scenario,
     opts: &RunOptions,
-    rec: &mut dyn Recorder,
+    rec: &mut R,
 ) -> (RunResult, Fold, Diagnosis) {
     let seed = opts.seed.unwrap_or(scenario.seed);
     let mut fold = Fold::new(scenario);
+    if opts.mutations != Mutations::NONE {
+        // a bug planted in the diagnosis reads them there
+        fold.workload = Some(std::sync::Arc::new(crate::scenario::resolve::workload(
+            scenario,
+            scenario.seed,
+            opts.mutations,
+        )));
+    }
     let result = {
         let mut tee = Tee {
             outer: rec,

@@ -46,14 +46,23 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
     a.budget.admit(&scenario, &a.scenario)?;
     let flag = interrupt_flag();
     let wall = a.budget.wall_clock_flag();
-    if a.tui && a.trace.is_none() {
-        // nothing to keep: the trace stays in memory
-        let seed = a.seed.unwrap_or(scenario.seed);
-        let trace = ringside_tui::state::record(&scenario, seed)?;
-        return super::tui::view(ringside_tui::Loaded::new(trace));
-    }
     let progress = Progress::new(a.quiet);
     let tick = |t, events| progress.run(t, events);
+    if a.tui && a.trace.is_none() {
+        // nothing to keep: the trace stays in memory, under the same budgets as any run
+        let trace = ringside_tui::state::record_with(
+            &scenario,
+            &RunOptions {
+                seed: a.seed,
+                interrupt: Some(&flag),
+                progress: Some(&tick),
+                limits: a.budget.limits(wall.as_deref()),
+                ..RunOptions::default()
+            },
+        );
+        progress.finish();
+        return super::tui::view(ringside_tui::Loaded::new(trace?));
+    }
     let out = run(
         &scenario,
         &RunOptions {

@@ -8,6 +8,7 @@ use super::types::{Generation, GroupId, Rank, SendToken, SeqNo, TimerKey};
 use crate::time::{fmt_time, Nanos};
 use crate::vocab::OpKind;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::fmt;
 
 /// One command for the driver.
@@ -45,6 +46,9 @@ pub enum Output {
     },
     /// Boxed: events are few next to sends, and a small `Output` keeps the outbox cheap.
     Event(Box<ProtoEvent>),
+    /// A step's event ([`ProtoEvent::Step`]), unboxed: a recording driver is told one per
+    /// chunk a rank takes, as often as it is told to send.
+    Step(StepEvent),
 }
 
 /// Outputs pushed by a state machine during one `handle` call, in order.
@@ -108,6 +112,11 @@ impl Outbox {
     pub fn event(&mut self, ev: ProtoEvent) {
         self.out.push(Output::Event(Box::new(ev)));
     }
+    /// Reports a step ([`Output::Step`]).
+    #[inline]
+    pub fn step(&mut self, ev: StepEvent) {
+        self.out.push(Output::Step(ev));
+    }
     pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
         self.out.drain(..)
     }
@@ -148,6 +157,20 @@ pub struct FlightEntry {
     pub steps: u32,
 }
 
+/// The peers a step waits for (world ranks): most steps wait for one or two, kept inline.
+pub type WaitList = SmallVec<[Rank; 4]>;
+
+/// A collective moved to `step` of `steps` and now waits for `waiting_for`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepEvent {
+    pub group: GroupId,
+    pub generation: Generation,
+    pub seq: SeqNo,
+    pub step: u32,
+    pub steps: u32,
+    pub waiting_for: WaitList,
+}
+
 /// Something that happened inside a rank's protocol code.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ProtoEvent {
@@ -162,15 +185,8 @@ pub enum ProtoEvent {
         members: usize,
         peer: Option<Rank>,
     },
-    /// The collective moved to `step` and now waits for `waiting_for`.
-    Step {
-        group: GroupId,
-        generation: Generation,
-        seq: SeqNo,
-        step: u32,
-        steps: u32,
-        waiting_for: Vec<Rank>,
-    },
+    /// The collective moved to a step (an outbox carries it as [`Output::Step`]).
+    Step(StepEvent),
     /// The collective completed on this rank with `result`.
     Complete {
         group: GroupId,

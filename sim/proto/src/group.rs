@@ -485,15 +485,7 @@ impl ProcessGroup {
             if !self.step_events {
                 return;
             }
-            let ws = a.coll.wait_state();
-            out.event(ProtoEvent::Step {
-                group: ws.group,
-                generation: ws.generation,
-                seq: ws.seq,
-                step: ws.step,
-                steps: ws.steps,
-                waiting_for: ws.waiting_for,
-            });
+            out.step(a.coll.step_event());
         }
     }
 

@@ -33,7 +33,7 @@ pub mod wait;
 pub mod workload;
 
 pub use data::Buffer;
-pub use event::{Outbox, Output, ProtoEvent};
+pub use event::{Outbox, Output, ProtoEvent, StepEvent, WaitList};
 pub use msg::{CollMsg, Fingerprint, Msg, P2pBody, P2pMsg, P2pSig};
 pub use process::{Input, ProcConfig, RankProcess, RankStatus};
 pub use types::{Generation, GroupId, Rank, SendToken, SeqNo, TimerKey};

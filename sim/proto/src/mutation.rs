@@ -55,6 +55,9 @@ pub enum Mutation {
     /// Registry nodes do not exchange their states when they reconnect, so views that
     /// diverged in a partition stay apart. Caught by registry convergence.
     NoRegistryResync,
+    /// The diagnosis of a lost quorum names `quorum_lost` alone, not the members whose death,
+    /// freeze or partition made it so. Caught by diagnosis_complete.
+    QuorumNamesNoMember,
     /// The engine breaks ties between events at the same virtual time by a process-wide
     /// counter instead of by insertion order, so two runs of one scenario and seed differ.
     /// Caught by determinism.

@@ -311,13 +311,7 @@ fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
 /// Whether the workload of `case` runs to completion on the real code once its faults are
 /// taken away.
 fn healthy_workload(case: &Case) -> bool {
-    let scenario = Scenario {
-        faults: Vec::new(),
-        ..case.scenario.clone()
-    };
-    let opts = crate::run::RunOptions::seeded(case.seed);
-    crate::run::run_to(&scenario, &opts, std::io::sink())
-        .is_ok_and(|out| out.result.outcome == scenario::Outcome::Completed)
+    super::properties::workload_alone(case).0 == scenario::Outcome::Completed
 }
 
 fn still_fails(case: &Case, name: &str, properties: &[Property]) -> Option<(Failure, Vec<u8>)> {

@@ -4,6 +4,7 @@
 use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
 use super::Straggler;
 use crate::cause::RootCause;
+use crate::proto::mutation::Mutation;
 use crate::proto::types::Rank;
 use crate::proto::workload::{Along, OpCall, Step, WorkloadConfig};
 use crate::scenario::OpKind;
@@ -398,15 +399,35 @@ impl CauseBook {
                 None => groups.push(vec![k]),
             }
         }
+        // when some ranks run programs of their own, the ranks that run one declared program
+        // still compare by call site among themselves: a skip shows there as anywhere
+        let reference = callers().filter(|&r| fold.declared(r)).min();
+        let peers = |k: usize| {
+            !comparable
+                && slot.pair.is_none()
+                && reference.is_some_and(|q| vs[k].ranks.iter().all(|&r| fold.same_program(r, q)))
+        };
+        let by_peers = groups
+            .iter()
+            .filter(|g| g.iter().any(|&k| peers(k)))
+            .count()
+            >= 2;
         let rank_key = |g: &Vec<usize>| {
             let count: u32 = g.iter().map(|&k| vs[k].count).sum();
             let decl = g.iter().any(|&k| declared(&vs[k]));
             let conforming = g
                 .iter()
                 .any(|&k| vs[k].ranks.iter().any(|&r| fold.declared(r)));
-            let site = match comparable {
-                true => g.iter().map(|&k| site_of(k)).min().unwrap_or((0, 0)),
-                false => (0, 0),
+            let site = if comparable {
+                g.iter().map(|&k| site_of(k)).min().unwrap_or((0, 0))
+            } else if by_peers {
+                g.iter()
+                    .filter(|&&k| peers(k))
+                    .map(|&k| site_of(k))
+                    .min()
+                    .unwrap_or((u32::MAX, u32::MAX))
+            } else {
+                (0, 0)
             };
             let low = g
                 .iter()
@@ -441,7 +462,8 @@ impl CauseBook {
             if v.sig.same_params(&want) {
                 continue;
             }
-            let skipped = (comparable && site_of(k) > want_site)
+            let skipped = ((comparable || (by_peers && peers(k) && peers(main)))
+                && site_of(k) > want_site)
                 || order[k].is_some_and(|o| o > seq && in_place(main));
             for &r in &v.ranks {
                 let key = if skipped {
@@ -677,21 +699,30 @@ impl CauseBook {
             let Some(v) = fold.ranks.get(b as usize) else {
                 continue;
             };
-            let cut = fold.faults.iter().position(|f| {
-                f.kind == "partition" && f.active_at(fold.t) && (f.cuts(a, b) || f.cuts(b, a))
-            });
-            let key = if matches!(v.state, RankState::Dead | RankState::Refused) {
-                self.preempted(fold, b)
+            // dead or frozen, and cut off besides: each holds the member away on its own
+            let mut why = Vec::new();
+            if matches!(v.state, RankState::Dead | RankState::Refused) {
+                why.push(self.preempted(fold, b));
             } else if v.paused {
-                self.paused(fold, b)
-            } else if let Some(i) = cut {
-                self.partitioned(fold, i)
-            } else {
+                why.push(self.paused(fold, b));
+            }
+            for (i, f) in fold.faults.iter().enumerate() {
+                if f.kind == "partition" && f.active_at(fold.t) && (f.cuts(a, b) || f.cuts(b, a)) {
+                    why.push(self.partitioned(fold, i));
+                }
+            }
+            if why.is_empty() {
                 continue;
-            };
+            }
             gone.push(b);
-            if !keys.contains(&key) {
-                keys.push(key);
+            let planted = fold
+                .workload
+                .as_ref()
+                .is_some_and(|w| w.mutations.contains(Mutation::QuorumNamesNoMember));
+            for key in why.into_iter().filter(|_| !planted) {
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
             }
         }
         if gone.is_empty() {
@@ -818,12 +849,69 @@ impl CauseBook {
                 return k;
             }
         }
+        if let Some(k) = self.held_back(fold, waiter, from, window) {
+            return k;
+        }
         self.slow(from, || {
             format!(
                 "rank {from} is a straggler: its chunk for rank {waiter} was still on its \
                  way when the watchdog fired"
             )
         })
+    }
+
+    /// No fault on `waiter` or `from` explains why `waiter`'s call (from `window` on) is still
+    /// waiting for `from` (its chunk late, or `from` still working): the lateness comes from
+    /// the chain of calls that led here (a message a partition dropped and sent again late, a
+    /// frozen or slow rank). The fault that overlapped the oldest call still waiting, if any.
+    fn held_back(
+        &mut self,
+        fold: &Fold,
+        waiter: u32,
+        from: u32,
+        window: Nanos,
+    ) -> Option<RootCause> {
+        let oldest = fold
+            .ranks
+            .iter()
+            .filter_map(|v| v.call.as_ref().map(|c| c.called_ns))
+            .min()
+            .map_or(window, |t| t.min(window));
+        let earlier = |f: &&FaultView| f.begin_ns <= fold.t && f.end_ns.is_none_or(|e| e >= oldest);
+        if let Some(i) = fold
+            .faults
+            .iter()
+            .position(|f| f.kind == "partition" && earlier(&f))
+        {
+            return Some(self.partitioned(fold, i));
+        }
+        let paused: Vec<u32> = fold
+            .faults
+            .iter()
+            .filter(|f| f.kind == "pause" && earlier(f))
+            .flat_map(|f| f.ranks.iter().copied())
+            .collect();
+        for r in paused {
+            if let Some(k) = self.paused_during(fold, r, oldest) {
+                return Some(k);
+            }
+        }
+        if let Some(f) = fold
+            .faults
+            .iter()
+            .filter(earlier)
+            .find(|f| matches!(f.kind.as_str(), "delay" | "loss" | "slow"))
+        {
+            let r = f.ranks.first().copied().unwrap_or(from);
+            return Some(self.slow(r, || {
+                format!(
+                    "rank {r} is a straggler: it held back the calls that led to rank \
+                     {waiter}'s, still waiting for rank {from} when the watchdog fired ({})",
+                    f.detail
+                )
+            }));
+        }
+        None
     }
 
     /// A watchdog of `waiter` fired while rank `r`, which it waits for, was still working.
@@ -851,6 +939,11 @@ impl CauseBook {
                 });
             }
             return self.late(fold, waiter, r);
+        }
+        if last_fault(fold, "slow", r).is_none() {
+            if let Some(k) = self.held_back(fold, waiter, r, window) {
+                return k;
+            }
         }
         self.slow(r, || {
             let v = &fold.ranks[r as usize];

@@ -441,14 +441,114 @@ impl Fold {
     }
 
     /// Applies one event.
+    ///
+    /// The events of messages and steps, a run's commonest, are taken here: inlined where a run
+    /// makes them, they cost a count, or a mark and a wait list copied in place.
+    #[inline(always)]
     pub fn apply(&mut self, t: Nanos, ev: &Event) {
         self.t = t;
-        // a delivery changes nothing but a count: the commonest event costs the least
-        if let Event::Deliver { .. } = ev {
-            self.events += 1;
-            self.messages_delivered += 1;
-            return;
+        match ev {
+            Event::Deliver { .. } => {
+                self.events += 1;
+                self.messages_delivered += 1;
+            }
+            Event::Send {
+                from,
+                to,
+                seq,
+                step,
+                msg,
+                ..
+            } => {
+                self.events += 1;
+                self.messages_sent += 1;
+                // a chunk is told by its step, without reading the message's kind
+                match (seq, step) {
+                    (Some(seq), Some(step)) => self.mark_sent(*from, *to, *seq, None, *step),
+                    (Some(seq), None) => {
+                        let p2p = match &**msg {
+                            "p2p" => P2pKind::Data,
+                            "p2p_ack" => P2pKind::Ack,
+                            _ => return,
+                        };
+                        self.mark_sent(*from, *to, *seq, Some(p2p), 0);
+                    }
+                    (None, _) => {}
+                }
+            }
+            Event::Step {
+                rank,
+                step,
+                steps,
+                waiting_for,
+                seq,
+                ..
+            } => {
+                self.events += 1;
+                self.step(t, *rank, *seq, *step, *steps, waiting_for);
+            }
+            _ => self.apply_rest(t, ev),
         }
+    }
+
+    /// A chunk (`p2p` None) or a point-to-point message `from` sent `to`, as the latest it
+    /// sent there.
+    #[inline]
+    fn mark_sent(&mut self, from: u32, to: u32, seq: u64, p2p: Option<P2pKind>, step: u32) {
+        // a chunk belongs to the sender's running call: its group and generation (an
+        // acknowledgement, to the recv that took the message)
+        let (group, generation) = self
+            .ranks
+            .get(from as usize)
+            .and_then(|v| v.call.as_ref())
+            .filter(|c| c.seq.0 == seq && (p2p.is_none() || c.peer == Some(to)))
+            .map_or((GroupId(0), Generation(0)), |c| (c.group, c.generation));
+        let mark = SentMark {
+            from,
+            group,
+            p2p,
+            at: (generation, seq, step),
+        };
+        if let Some(list) = self.sent.get_mut(to as usize) {
+            match list
+                .iter_mut()
+                .find(|e| e.from == from && e.group == group && e.p2p == p2p)
+            {
+                Some(e) => {
+                    if mark.at > e.at {
+                        *e = mark;
+                    }
+                }
+                None => list.push(mark),
+            }
+        }
+    }
+
+    /// `rank`'s call `seq` entered `step` of `steps` and waits for `waiting_for`.
+    #[inline]
+    fn step(
+        &mut self,
+        t: Nanos,
+        rank: u32,
+        seq: SeqNo,
+        step: u32,
+        steps: u32,
+        waiting_for: &[u32],
+    ) {
+        self.close_wait(rank, t);
+        if let Some(v) = self.rank(rank) {
+            if let Some(c) = v.call.as_mut().filter(|c| c.seq == seq) {
+                c.step = step;
+                c.steps = steps;
+                c.waiting_for.clear();
+                c.waiting_for.extend_from_slice(waiting_for);
+                c.since_ns = t;
+            }
+        }
+    }
+
+    /// Every event but those of messages and steps.
+    fn apply_rest(&mut self, t: Nanos, ev: &Event) {
         if !matches!(ev, Event::End { .. }) {
             self.events += 1;
         }
@@ -523,50 +623,8 @@ impl Fold {
                     v.paused_since = None;
                 }
             }
-            Event::Send {
-                from,
-                to,
-                seq: Some(seq),
-                step,
-                msg,
-                ..
-            } if step.is_some() || msg == "p2p" || msg == "p2p_ack" => {
-                self.messages_sent += 1;
-                let p2p = match (step, &**msg) {
-                    (Some(_), _) => None,
-                    (None, "p2p") => Some(P2pKind::Data),
-                    _ => Some(P2pKind::Ack),
-                };
-                // a chunk belongs to the sender's running call: its group and generation (an
-                // acknowledgement, to the recv that took the message)
-                let (group, generation) = self
-                    .ranks
-                    .get(*from as usize)
-                    .and_then(|v| v.call.as_ref())
-                    .filter(|c| c.seq.0 == *seq && (p2p.is_none() || c.peer == Some(*to)))
-                    .map_or((GroupId(0), Generation(0)), |c| (c.group, c.generation));
-                let mark = SentMark {
-                    from: *from,
-                    group,
-                    p2p,
-                    at: (generation, *seq, step.unwrap_or(0)),
-                };
-                if let Some(list) = self.sent.get_mut(*to as usize) {
-                    match list
-                        .iter_mut()
-                        .find(|e| e.from == *from && e.group == group && e.p2p == p2p)
-                    {
-                        Some(e) => {
-                            if mark.at > e.at {
-                                *e = mark;
-                            }
-                        }
-                        None => list.push(mark),
-                    }
-                }
-            }
-            Event::Send { .. } => self.messages_sent += 1,
-            Event::Deliver { .. } => self.messages_delivered += 1,
+            // taken by `apply`
+            Event::Send { .. } | Event::Deliver { .. } | Event::Step { .. } => {}
             Event::Drop { .. } => self.messages_dropped += 1,
             Event::Timer { .. } => {}
             Event::Compute {
@@ -695,24 +753,6 @@ impl Fold {
                         count: 1,
                         ranks: vec![*rank],
                     }),
-                }
-            }
-            Event::Step {
-                rank,
-                step,
-                steps,
-                waiting_for,
-                seq,
-                ..
-            } => {
-                self.close_wait(*rank, t);
-                if let Some(v) = self.rank(*rank) {
-                    if let Some(c) = v.call.as_mut().filter(|c| c.seq == *seq) {
-                        c.step = *step;
-                        c.steps = *steps;
-                        c.waiting_for.clone_from(waiting_for);
-                        c.since_ns = t;
-                    }
                 }
             }
             Event::Complete {

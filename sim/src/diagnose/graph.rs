@@ -274,7 +274,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
 
     // 1. blocked on root causes, transitively through `waits` edges
     let mut blocked_by: Vec<Vec<RootCause>> = vec![Vec::new(); n];
-    propagate(&g, &waiter, &seeds, &mut blocked_by);
+    propagate(&g, &waiter, None, &seeds, &mut blocked_by);
 
     // 2. in progress: every chain ends in a chunk on its way or a working peer
     let progressing = progress(&g, &waiter, &blocked_by);
@@ -299,7 +299,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             }
         }
     }
-    propagate(&g, &waiter, &dl_seeds, &mut blocked_by);
+    propagate(&g, &waiter, None, &dl_seeds, &mut blocked_by);
 
     // 4. a watchdog that fired while its rank was merely in progress: the chunks were late
     let mut late_seeds = Vec::new();
@@ -335,7 +335,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             }
         }
     }
-    propagate(&g, &waiter, &late_seeds, &mut blocked_by);
+    propagate(&g, &waiter, None, &late_seeds, &mut blocked_by);
 
     // 5. an elastic run that stalled with nobody blocked stopped because the group kept
     // rebuilding without getting further: whatever made members suspect one another since
@@ -350,6 +350,29 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             }
         }
     }
+
+    // 6. every fault that still holds a rank or link along a blocked rank's chains of waits
+    // is a root cause of its own, next to the one that explains the wait first: a second dead
+    // or frozen rank, a partition that cuts a link the chain crosses
+    let mut full: DiGraph<(), ()> = DiGraph::with_capacity(n, waits.len());
+    for _ in 0..n {
+        full.add_node(());
+    }
+    let mut held = Vec::new();
+    for e in &waits {
+        if (e.to as usize) < n {
+            full.add_edge(
+                NodeIndex::new(e.from as usize),
+                NodeIndex::new(e.to as usize),
+                (),
+            );
+        }
+        for k in holding(fold, &mut book, e.from, e.to) {
+            held.push((k, e.from));
+        }
+    }
+    let is_blocked: Vec<bool> = blocked_by.iter().map(|b| !b.is_empty()).collect();
+    propagate(&full, &waiter, Some(&is_blocked), &held, &mut blocked_by);
 
     // the report
     let mut blocked = Vec::new();
@@ -428,10 +451,33 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
     }
 }
 
-/// Marks every waiter that reaches a seed through `waits` edges as blocked by the seed's cause.
+/// The faults that hold the wait of `a` for `b` now, whatever else explains it: `b` dead or
+/// frozen, and every partition in force that cuts the link between them, in either direction
+/// (the chunks `b` waits for from `a` are as lost as those `a` waits for).
+fn holding(fold: &Fold, book: &mut CauseBook, a: u32, b: u32) -> Vec<RootCause> {
+    let mut keys = Vec::new();
+    let Some(vb) = fold.ranks.get(b as usize) else {
+        return keys;
+    };
+    if matches!(vb.state, RankState::Dead | RankState::Refused) {
+        keys.push(book.preempted(fold, b));
+    } else if vb.paused {
+        keys.push(book.paused(fold, b));
+    }
+    for (i, f) in fold.faults.iter().enumerate() {
+        if f.kind == "partition" && f.active_at(fold.t) && (f.cuts(b, a) || f.cuts(a, b)) {
+            keys.push(book.partitioned(fold, i));
+        }
+    }
+    keys
+}
+
+/// Marks every waiter that reaches a seed through the edges of `g` as blocked by the seed's
+/// cause; with `only`, just the ranks it holds (the others are passed through).
 fn propagate(
     g: &DiGraph<(), ()>,
     waiter: &[bool],
+    only: Option<&[bool]>,
     seeds: &[(RootCause, u32)],
     blocked_by: &mut [Vec<RootCause>],
 ) {
@@ -453,7 +499,7 @@ fn propagate(
         }
         while let Some(r) = queue.pop_front() {
             let i = r as usize;
-            if !blocked_by[i].contains(key) {
+            if only.is_none_or(|o| o[i]) && !blocked_by[i].contains(key) {
                 blocked_by[i].push(key.clone());
             }
             for up in g.neighbors_directed(NodeIndex::new(i), Direction::Incoming) {

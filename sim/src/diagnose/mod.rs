@@ -24,6 +24,12 @@
 //! merely in progress is blocked all the same (its call is gone): the cause is lateness, named
 //! as `slow:R` (or as the partition that held the chunk back until recently).
 //!
+//! The cause that explains a wait first is not the only one: a blocked rank is also blocked on
+//! every fault that still holds a rank or link along its chains of waits (edges of any kind):
+//! a rank that is dead or frozen, a partition in force that cuts a link in either direction.
+//! So a preempted rank behind a partition names both, and a rank frozen in a mismatched call
+//! is named next to the mismatch. Ranks that are not blocked stay as they are.
+//!
 //! Stragglers — ranks that others waited for while a `slow`, `delay` or `loss` fault touched
 //! them — are reported separately, never as blocked.
 

@@ -34,7 +34,7 @@ fn step(rank: u32, seq: u64, step: u32, waiting_for: Vec<u32>) -> Event {
         seq: SeqNo(seq),
         step,
         steps: 4,
-        waiting_for,
+        waiting_for: waiting_for.into(),
     }
 }
 

@@ -7,10 +7,10 @@ use super::faults::{describe_fault, touched_ranks};
 use super::{Engine, Ev};
 use crate::proto::{Input, Rank, RankProcess};
 use crate::scenario::Fault;
-use crate::trace::{Event, FaultPhase};
+use crate::trace::{Event, FaultPhase, Recorder};
 use crate::units::later;
 
-impl Engine<'_> {
+impl<R: Recorder + ?Sized> Engine<'_, R> {
     /// A process starts (at time 0; a store node too).
     pub(super) fn start(&mut self, r: u32) {
         if r >= self.ranks {

@@ -19,7 +19,7 @@ use crate::proto::elastic::{self, StoreServer};
 use crate::proto::mutation::Mutation;
 use crate::proto::{Generation, ProcConfig, Rank, RankProcess, RankStatus};
 use crate::scenario::RendezvousKind;
-use crate::trace::Event;
+use crate::trace::{Event, Recorder};
 use crate::units::{later, Nanos};
 use std::collections::BTreeMap;
 
@@ -102,7 +102,7 @@ impl Slot {
     }
 }
 
-impl Engine<'_> {
+impl<R: Recorder + ?Sized> Engine<'_, R> {
     pub(super) fn start_store(&mut self, r: u32) {
         if !self.slots[r as usize].alive() {
             return; // preempted before it could start

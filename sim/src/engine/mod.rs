@@ -41,7 +41,7 @@ use crate::proto::{
     WaitState,
 };
 use crate::scenario::{Scenario, TieBreak};
-use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
+use crate::trace::{from_proto, timer_fields, Event, FaultPhase, Recorder};
 use crate::units::{later, Bandwidth, Nanos, NEVER};
 use faults::FaultSet;
 use net::Net;
@@ -118,7 +118,10 @@ pub struct Stats {
     pub messages_dropped: u64,
 }
 
-pub struct Engine<'r> {
+/// Generic over its recorder so that a run's own recorder (the digest and the diagnosis, with
+/// no trace) is called directly where each event is made, and the event's fields go straight
+/// into it; `dyn Recorder` by default.
+pub struct Engine<'r, R: Recorder + ?Sized = dyn Recorder> {
     cfg: Arc<ProcConfig>,
     now: Nanos,
     time_limit: Option<Nanos>,
@@ -134,7 +137,7 @@ pub struct Engine<'r> {
     net: Net,
     faults: FaultSet,
     reduce_bw: Option<Bandwidth>,
-    rec: &'r mut dyn Recorder,
+    rec: &'r mut R,
     record: bool,
     out: Outbox,
     next_token: u64,
@@ -175,7 +178,7 @@ pub struct Engine<'r> {
     doomed: usize,
 }
 
-impl<'r> Engine<'r> {
+impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
     /// An engine for `scenario` with `seed` (the scenario's own seed unless overridden),
     /// recording into `rec`. `mutations` plants bugs on purpose (the checker's and tests'
     /// business; [`Mutations::NONE`] runs the real code).
@@ -183,8 +186,8 @@ impl<'r> Engine<'r> {
         scenario: &Scenario,
         seed: u64,
         mutations: Mutations,
-        rec: &'r mut dyn Recorder,
-    ) -> Engine<'r> {
+        rec: &'r mut R,
+    ) -> Engine<'r, R> {
         let record = rec.enabled();
         let mut cfg = crate::scenario::resolve::workload(scenario, seed, mutations);
         cfg.step_events = record;
@@ -309,6 +312,7 @@ impl<'r> Engine<'r> {
         self.queue.push_with(t, key, ev);
     }
 
+    #[inline(always)]
     fn emit(&mut self, ev: Event) {
         self.stats.events += 1;
         self.rec.record(self.now, &ev);
@@ -615,6 +619,12 @@ impl<'r> Engine<'r> {
                     }
                 }
                 Output::Event(pe) => self.proto_event(rank, *pe),
+                // nothing for the observer to follow: only its trace event
+                Output::Step(s) => {
+                    if self.record {
+                        self.emit(from_proto::step_event(rank, s));
+                    }
+                }
             }
         }
     }

@@ -13,6 +13,7 @@ use crate::budget::Budget;
 use crate::observe::Hint;
 use crate::proto::{ProtoEvent, RankStatus};
 use crate::scenario::Outcome;
+use crate::trace::Recorder;
 use crate::units::Nanos;
 
 /// Why a run stopped.
@@ -51,7 +52,7 @@ pub struct RunResult {
     pub stats: Stats,
 }
 
-impl Engine<'_> {
+impl<R: Recorder + ?Sized> Engine<'_, R> {
     /// What the observer makes of `rank`'s protocol event: its trace event (when recording),
     /// and what it means for the end of the run.
     pub(super) fn proto_event(&mut self, rank: u32, pe: ProtoEvent) {

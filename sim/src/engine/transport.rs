@@ -4,7 +4,7 @@
 
 use super::{Engine, Ev};
 use crate::proto::{Input, Msg, Rank};
-use crate::trace::Event;
+use crate::trace::{Event, Recorder};
 use crate::units::{later, Nanos};
 
 /// Why a message was lost; the trace's `drop` events name it (`DropReason::as_str`).
@@ -60,7 +60,7 @@ const DOOMED_RESENDS_SIMULATED: u64 = 1_000;
 /// Other events in the queue beyond which no skip is looked for (the scan is linear).
 const DOOMED_SCAN_MAX: usize = 4_096;
 
-impl Engine<'_> {
+impl<R: Recorder + ?Sized> Engine<'_, R> {
     /// Carries out `rank`'s `Output::Send`; returns when the message departs.
     #[inline(always)]
     pub(super) fn send(

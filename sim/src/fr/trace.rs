@@ -126,7 +126,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                         seq: SeqNo(*seq),
                         step: 0,
                         steps: 1,
-                        waiting_for: waiting_for.clone(),
+                        waiting_for: waiting_for.as_slice().into(),
                     },
                 );
                 let next = a

@@ -161,7 +161,7 @@ fn encode_common(buf: &mut Vec<u8>, t: Nanos, ev: &Event) -> bool {
 
 /// Feeds the commonest kinds into a digest word by word, exactly as their serde encoding does
 /// (`digest.rs`); false for every other kind. A test holds the two to the same words.
-#[inline]
+#[inline(always)]
 pub(super) fn digest_common(w: &mut Words, ev: &Event) -> bool {
     match ev {
         Event::Send {

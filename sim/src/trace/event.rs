@@ -5,7 +5,12 @@ use crate::proto::event::FlightEntry;
 use crate::proto::{Generation, GroupId, SeqNo, TimerKey};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::borrow::Cow;
+
+/// The ranks a `step` waits for: most steps wait for one or two, kept inline (a run records
+/// one step per message).
+pub type RankList = SmallVec<[u32; 4]>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -144,7 +149,7 @@ pub enum Event {
         seq: SeqNo,
         step: u32,
         steps: u32,
-        waiting_for: Vec<u32>,
+        waiting_for: RankList,
     },
     Complete {
         rank: u32,
@@ -430,9 +435,8 @@ impl Event {
             Event::Deliver { from, .. } | Event::Drop { from, .. } => one("from", *from),
             Event::Fault { ranks, sides, .. } => list("ranks", ranks)
                 .or_else(|| sides.iter().flatten().find_map(|side| list("sides", side))),
-            Event::Step { waiting_for, .. } | Event::Abort { waiting_for, .. } => {
-                list("waiting_for", waiting_for)
-            }
+            Event::Step { waiting_for, .. } => list("waiting_for", waiting_for),
+            Event::Abort { waiting_for, .. } => list("waiting_for", waiting_for),
             Event::Diagnosis { blocked, .. } => list("blocked", blocked),
             Event::GenerationFormed { members, .. }
             | Event::RegistryView { members, .. }

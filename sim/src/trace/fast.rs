@@ -164,7 +164,7 @@ pub(super) fn parse(text: &str) -> Option<(Nanos, Event)> {
         let step = c.field_u32(",\"step\":")?;
         let steps = c.field_u32(",\"steps\":")?;
         c.lit(",\"waiting_for\":")?;
-        let waiting_for = c.u32_list()?;
+        let waiting_for = c.u32_list()?.into();
         Event::Step {
             rank,
             group,

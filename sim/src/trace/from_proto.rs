@@ -1,10 +1,10 @@
 //! Trace events of what a rank's protocol code reports: shared by every driver (the engine,
 //! the TCP driver) so that a real run's trace reads exactly like a simulated one.
 
-use super::Event;
+use super::{Event, RankList};
 use crate::proto::elastic::MemberEvent;
 use crate::proto::registry::RegistryEvent;
-use crate::proto::{GroupId, ProtoEvent, Rank};
+use crate::proto::{GroupId, ProtoEvent, Rank, StepEvent};
 
 /// World ranks as numbers, in the same allocation (collected in place).
 fn ranks(v: Vec<Rank>) -> Vec<u32> {
@@ -158,6 +158,32 @@ pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
     }
 }
 
+/// The trace event of a step of `rank`.
+#[inline]
+pub fn step_event(rank: u32, s: StepEvent) -> Event {
+    Event::Step {
+        rank,
+        group: s.group,
+        generation: s.generation,
+        seq: s.seq,
+        step: s.step,
+        steps: s.steps,
+        waiting_for: rank_list(&s.waiting_for),
+    }
+}
+
+/// World ranks as numbers, kept inline when they fit (as a step's almost always do).
+#[inline(always)]
+fn rank_list(v: &[Rank]) -> RankList {
+    if v.len() > 4 {
+        return v.iter().map(|r| r.0).collect();
+    }
+    // built as one value, not copied in a loop: a copy of a length only known at run time
+    // leaves bytes that the whole list, read back at once, has to wait for
+    let at = |i: usize| v.get(i).map_or(0, |r| r.0);
+    RankList::from_buf_and_len([at(0), at(1), at(2), at(3)], v.len())
+}
+
 /// The trace event of anything `rank`'s process reports. `correct` is what the driver found
 /// when it checked a completed collective's result against the reference.
 pub fn proto_event(rank: u32, pe: ProtoEvent, correct: Option<bool>) -> Event {
@@ -225,22 +251,7 @@ pub fn proto_event(rank: u32, pe: ProtoEvent, correct: Option<bool>) -> Event {
             correct,
         },
         ProtoEvent::Iteration { iteration } => Event::Iteration { rank, iteration },
-        ProtoEvent::Step {
-            group,
-            generation,
-            seq,
-            step,
-            steps,
-            waiting_for,
-        } => Event::Step {
-            rank,
-            group,
-            generation,
-            seq,
-            step,
-            steps,
-            waiting_for: ranks(waiting_for),
-        },
+        ProtoEvent::Step(s) => step_event(rank, s),
         ProtoEvent::FlightRecord { entries } => Event::FlightRecord { rank, entries },
         ProtoEvent::WorkloadDone => Event::WorkloadDone { rank },
         ProtoEvent::RejoinRefused { reason } => Event::RejoinRefused { rank, reason },

@@ -46,7 +46,7 @@ pub struct DigestRecorder {
 }
 
 impl Recorder for DigestRecorder {
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.digest.update(t, ev);
     }

@@ -34,6 +34,13 @@ use std::sync::mpsc;
 /// Runs `scenario` with `seed` and keeps its trace in memory, exactly as a trace file would
 /// read back (header, events, footer, digest).
 pub fn record(scenario: &Scenario, seed: u64) -> Result<Trace, TraceError> {
+    record_with(scenario, &RunOptions::seeded(seed))
+}
+
+/// [`record`] with the options of a run: its seed, budgets, interrupt flag and progress. A run
+/// that a budget or the interrupt ends keeps what it recorded, with the outcome it ended on.
+pub fn record_with(scenario: &Scenario, opts: &RunOptions) -> Result<Trace, TraceError> {
+    let seed = opts.seed.unwrap_or(scenario.seed);
     let name = format!("<{} in memory>", scenario.name);
     let io = |e: std::io::Error| TraceError {
         file: name.clone(),
@@ -42,7 +49,7 @@ pub fn record(scenario: &Scenario, seed: u64) -> Result<Trace, TraceError> {
     };
     let mut bytes = Vec::new();
     let mut writer = TraceWriter::new(&mut bytes, scenario, seed).map_err(io)?;
-    let (result, _, _) = run_events(scenario, &RunOptions::seeded(seed), &mut writer);
+    let (result, _, _) = run_events(scenario, opts, &mut writer);
     writer.finish(result.outcome).map_err(io)?;
     let mut reader = TraceReader::new(&bytes[..], &name)?;
     let mut events = Vec::new();
@@ -478,6 +485,24 @@ at = "100ms"
             .position(|(_, e)| matches!(e, Event::ProcessDeath { .. }))
             .unwrap();
         assert!(first < death, "the pause comes first: {first} vs {death}");
+    }
+
+    #[test]
+    fn a_run_recorded_in_memory_keeps_to_its_event_budget() {
+        let opts = RunOptions {
+            limits: ringside_sim::budget::Limits {
+                events: Some(1_000),
+                wall_clock: None,
+            },
+            ..RunOptions::seeded(0)
+        };
+        let trace = record_with(&scenario(STALLS), &opts).expect("recorded");
+        let footer = trace.footer.expect("a footer");
+        assert_eq!(footer.outcome, ringside_sim::scenario::Outcome::TimedOut);
+        // the budget counts the engine's events, each of which may write a few trace events
+        let all = record(&scenario(STALLS), 0).expect("recorded");
+        let (some, every) = (trace.events.len(), all.events.len());
+        assert!(some < 5_000 && every > 2 * some, "{some} of {every}");
     }
 
     #[test]

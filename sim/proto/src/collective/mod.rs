@@ -84,9 +84,8 @@ pub use blocks::{block_bytes, block_elems, Blocks};
 pub use members::Members;
 
 use super::data::Buffer;
-use super::event::Outbox;
+use super::event::{Outbox, StepEvent, WaitList};
 use super::msg::{CollMsg, Fingerprint, Msg};
-use super::types::Rank;
 use super::wait::WaitState;
 use crate::time::Nanos;
 use crate::vocab::{Algorithm, OpKind};
@@ -460,12 +459,12 @@ impl Collective {
     }
 
     /// The peers whose chunks of the current step are still missing (world ranks).
-    pub fn waiting_for(&self) -> Vec<Rank> {
+    #[inline]
+    pub fn waiting_for(&self) -> WaitList {
         if let Some(one) = self.one {
-            return match self.missing {
-                0 => Vec::new(),
-                _ => vec![self.members.ranks[one.peer as usize]],
-            };
+            let peer = self.members.ranks[one.peer as usize];
+            let len = usize::from(self.missing > 0);
+            return WaitList::from_buf_and_len([peer; 4], len);
         }
         self.plan
             .recvs
@@ -485,9 +484,23 @@ impl Collective {
             algorithm: self.fp.algorithm,
             step: self.step,
             steps: self.steps,
-            waiting_for: self.waiting_for(),
+            waiting_for: self.waiting_for().into_vec(),
             since_ns: self.step_since_ns,
             peer: None,
+        }
+    }
+
+    /// The event of the step the collective is in (inlined, so that its wait list is built
+    /// where it is sent off rather than copied there).
+    #[inline]
+    pub fn step_event(&self) -> StepEvent {
+        StepEvent {
+            group: self.fp.group,
+            generation: self.fp.generation,
+            seq: self.fp.seq,
+            step: self.step,
+            steps: self.steps,
+            waiting_for: self.waiting_for(),
         }
     }
 

@@ -18,7 +18,7 @@
 
 use super::{CallOutcome, CallRequest, ProcessGroup};
 use crate::data::Buffer;
-use crate::event::{AbortReason, Outbox, ProtoEvent};
+use crate::event::{AbortReason, Outbox, ProtoEvent, StepEvent, WaitList};
 use crate::msg::{Fingerprint, Msg, P2pBody, P2pMsg, P2pSig};
 use crate::mutation::Mutation;
 use crate::time::Nanos;
@@ -232,13 +232,13 @@ impl ProcessGroup {
             }
         }
         if self.step_events {
-            out.event(ProtoEvent::Step {
+            out.step(StepEvent {
                 group: ws.group,
                 generation: ws.generation,
                 seq: ws.seq,
                 step: 0,
                 steps: 1,
-                waiting_for: ws.waiting_for,
+                waiting_for: WaitList::from_vec(ws.waiting_for),
             });
         }
         CallOutcome::Pending

@@ -15,7 +15,9 @@ mod liveness;
 mod membership;
 
 use super::{Case, Run};
+use crate::cause::RootCause;
 use crate::diagnose::Slot;
+use crate::scenario::{Outcome, Scenario};
 use std::fmt;
 use strum::{Display, EnumIter, EnumMessage, EnumString, IntoEnumIterator, IntoStaticStr};
 
@@ -54,6 +56,13 @@ pub enum Property {
         message = "every root cause names ranks that a fault able to cause it touched; every blocked rank has one"
     )]
     DiagnosisSound,
+    /// Every injected fault that still holds a rank or link a blocked rank transitively waits
+    /// for (a rank dead for good, a pause not over, a partition not healed) is named among the
+    /// root causes.
+    #[strum(
+        message = "every fault that still holds a rank or link a blocked rank transitively waits for is named among the root causes"
+    )]
+    DiagnosisComplete,
     /// Elastic runs: no two member lists share a generation, every rank's generations
     /// increase, and every generation's size is within `min_size..=max_size`.
     #[strum(
@@ -99,6 +108,7 @@ impl Property {
             Property::Agreement
             | Property::Validity
             | Property::DiagnosisSound
+            | Property::DiagnosisComplete
             | Property::OneWorldPerGeneration
             | Property::Determinism => Kind::Safety,
         }
@@ -115,6 +125,7 @@ impl Property {
             Property::Agreement => collectives::agreement(case, run),
             Property::Validity => collectives::validity(case, run),
             Property::DiagnosisSound => diagnosis::diagnosis_sound(case, run),
+            Property::DiagnosisComplete => diagnosis::diagnosis_complete(case, run),
             Property::OneWorldPerGeneration => membership::one_world_per_generation(case, run),
             Property::Liveness => liveness::liveness(case, run),
             Property::Determinism => determinism::determinism(case, run),
@@ -165,6 +176,20 @@ impl fmt::Display for Violation {
 
 impl std::error::Error for Violation {}
 
+/// How the case's workload ends by itself: run on the real code with the case's seed and none
+/// of its faults. Its outcome, and its root causes (the workload's own bugs).
+pub(crate) fn workload_alone(case: &Case) -> (Outcome, Vec<RootCause>) {
+    let scenario = Scenario {
+        faults: Vec::new(),
+        ..case.scenario.clone()
+    };
+    let opts = crate::run::RunOptions::seeded(case.seed);
+    match crate::run::run_to(&scenario, &opts, std::io::sink()) {
+        Ok(out) => (out.result.outcome, out.diagnosis.root_causes()),
+        Err(_) => (Outcome::Completed, Vec::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +203,7 @@ mod tests {
                 "agreement",
                 "validity",
                 "diagnosis_sound",
+                "diagnosis_complete",
                 "one_world_per_generation",
                 "liveness",
                 "determinism"

@@ -24,7 +24,7 @@ use crate::engine::net::Net;
 use crate::engine::Rng;
 use crate::proto::elastic::StoreServer;
 use crate::proto::{
-    Input, Msg, Outbox, Output, ProcConfig, Rank, RankProcess, SendToken, TimerKey,
+    Input, Msg, Outbox, Output, ProcConfig, ProtoEvent, Rank, RankProcess, SendToken, TimerKey,
 };
 use crate::scenario::{Fault, Scenario};
 use crate::units::{Bandwidth, Nanos};
@@ -322,6 +322,10 @@ impl Node {
             Output::Event(pe) => {
                 let now = self.shared.now();
                 self.shared.judge().event(self.me, *pe, now);
+            }
+            Output::Step(s) => {
+                let now = self.shared.now();
+                self.shared.judge().event(self.me, ProtoEvent::Step(s), now);
             }
         }
     }

@@ -481,6 +481,7 @@ impl Worker {
             // the reduction really happens on this CPU: nothing to charge
             Output::Work { .. } => {}
             Output::Event(pe) => self.proto_event(now, *pe),
+            Output::Step(s) => self.proto_event(now, ProtoEvent::Step(s)),
         }
     }
 

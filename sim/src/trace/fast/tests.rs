@@ -76,7 +76,7 @@ fn event() -> impl Strategy<Value = Event> {
                     seq: SeqNo(q),
                     step,
                     steps,
-                    waiting_for,
+                    waiting_for: waiting_for.into(),
                 }
             }),
         (any::<u32>()).prop_map(|rank| Event::ComputeDone { rank }),
