@@ -506,6 +506,21 @@ fn the_scenario_of_every_stalled_fixture_replays_to_the_same_verdict_or_is_refus
     }
 }
 
+/// Runs the shipped scenario `name` (under `root`), writing its trace into `dir`: the trace's
+/// path and the run's `--json` report.
+fn run_shipped(root: &Path, dir: &Path, name: &str) -> (PathBuf, serde_json::Value) {
+    let scenario = root.join("scenarios").join(format!("{name}.toml"));
+    let trace = dir.join(format!("{name}.jsonl"));
+    let run = ringside(&[
+        "run",
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+        scenario.to_str().unwrap(),
+    ]);
+    (trace, json(&run))
+}
+
 #[test]
 fn simulated_jobs_with_groups_and_messages_replay_from_their_dumps() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -520,16 +535,7 @@ fn simulated_jobs_with_groups_and_messages_replay_from_their_dumps() {
         "skipped-allreduce",
         "preempt-mid-allreduce",
     ] {
-        let scenario = root.join("scenarios").join(format!("{name}.toml"));
-        let trace = dir.path().join(format!("{name}.jsonl"));
-        let run = ringside(&[
-            "run",
-            "--json",
-            "--trace",
-            trace.to_str().unwrap(),
-            scenario.to_str().unwrap(),
-        ]);
-        let ran = json(&run);
+        let (trace, ran) = run_shipped(&root, dir.path(), name);
         for pickle in [false, true] {
             let fr = dir.path().join(format!("{name}-{pickle}"));
             let mut args = vec![
@@ -678,16 +684,7 @@ fn exported_dumps_of_every_shipped_stall_import_back_to_the_same_root_cause() {
         "partition-three-ways",
     ];
     for name in seen.iter().chain(&unseen) {
-        let scenario = root.join("scenarios").join(format!("{name}.toml"));
-        let trace = dir.path().join(format!("{name}.jsonl"));
-        let run = ringside(&[
-            "run",
-            "--json",
-            "--trace",
-            trace.to_str().unwrap(),
-            scenario.to_str().unwrap(),
-        ]);
-        let ran = json(&run);
+        let (trace, ran) = run_shipped(&root, dir.path(), name);
         assert_eq!(ran["outcome"], "stalled", "{name}");
         for pickle in [false, true] {
             let out = dir.path().join(format!("{name}-{pickle}"));

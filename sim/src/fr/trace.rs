@@ -250,7 +250,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                     seq: SeqNo(d.seq),
                     step: 0,
                     steps: 1,
-                    waiting_for: d.culprits.clone(),
+                    waiting_for: d.culprits.as_slice().into(),
                 },
             );
         }
