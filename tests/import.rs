@@ -535,7 +535,7 @@ fn simulated_jobs_with_groups_and_messages_replay_from_their_dumps() {
         "skipped-allreduce",
         "preempt-mid-allreduce",
     ] {
-        let (trace, ran) = run_shipped(&root, dir.path(), name);
+        let (trace, ran) = run_shipped(root, dir.path(), name);
         for pickle in [false, true] {
             let fr = dir.path().join(format!("{name}-{pickle}"));
             let mut args = vec![
@@ -684,7 +684,7 @@ fn exported_dumps_of_every_shipped_stall_import_back_to_the_same_root_cause() {
         "partition-three-ways",
     ];
     for name in seen.iter().chain(&unseen) {
-        let (trace, ran) = run_shipped(&root, dir.path(), name);
+        let (trace, ran) = run_shipped(root, dir.path(), name);
         assert_eq!(ran["outcome"], "stalled", "{name}");
         for pickle in [false, true] {
             let out = dir.path().join(format!("{name}-{pickle}"));
