@@ -120,6 +120,23 @@ fn seed_override_and_failed_expectation_exit_1() {
         .is_some_and(|f| f.contains("expected stalled, got completed")));
 }
 
+#[test]
+fn a_run_says_whether_it_had_expectations_to_check() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let body = "name = \"x\"\n[world]\nsize = 2\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n";
+    for (expect, said) in [
+        ("", "no expectations to check (the scenario has no [expect])"),
+        ("[expect]\noutcome = \"completed\"\n", "expectations met"),
+    ] {
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, format!("{body}{expect}")).expect("write");
+        let o = ringside(&["run", path.to_str().expect("utf-8")]);
+        assert_eq!(o.status.code(), Some(0));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(out.lines().last(), Some(said), "{out}");
+    }
+}
+
 /// (name, scenario text, key that must be named, line that must be named)
 const BAD: &[(&str, &str, &str, usize)] = &[
     (

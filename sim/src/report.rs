@@ -97,6 +97,9 @@ impl QueryReport {
 pub struct ExpectReport {
     pub ok: bool,
     pub failures: Vec<String>,
+    /// How many expectations were checked (`[expect]` keys and registry queries' members).
+    #[serde(skip)]
+    pub checked: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -297,7 +300,18 @@ pub fn explain_stragglers(d: &Diagnosis) -> Vec<String> {
 /// Checks `expect` against a report.
 pub fn check_expect(expect: Option<&Expect>, r: &RunReport) -> ExpectReport {
     let mut failures = Vec::new();
+    let mut checked = 0;
     if let Some(e) = expect {
+        checked += [
+            e.outcome.is_some(),
+            e.blocked.is_some(),
+            e.root_causes.is_some(),
+            e.correct.is_some(),
+            e.generations.is_some(),
+        ]
+        .iter()
+        .filter(|&&x| x)
+        .count() as u32;
         if let Some(o) = e.outcome {
             if o != r.outcome {
                 failures.push(format!("outcome: expected {o}, got {}", r.outcome));
@@ -343,6 +357,7 @@ pub fn check_expect(expect: Option<&Expect>, r: &RunReport) -> ExpectReport {
         }
     }
     // a registry query's `expect_members` is an expectation of its own
+    checked += r.queries.iter().filter(|q| q.expected.is_some()).count() as u32;
     for q in r.queries.iter().filter(|q| !q.ok()) {
         failures.push(format!(
             "registry query by rank {} at {}: {} members [{}], expected [{}]",
@@ -356,6 +371,7 @@ pub fn check_expect(expect: Option<&Expect>, r: &RunReport) -> ExpectReport {
     ExpectReport {
         ok: failures.is_empty(),
         failures,
+        checked,
     }
 }
 
@@ -506,8 +522,10 @@ impl RunReport {
             "seed {}, {} events, digest {}\n",
             self.seed, self.events, self.digest
         ));
-        if self.expect.ok {
+        if self.expect.ok && self.expect.checked > 0 {
             s.push_str("expectations met\n");
+        } else if self.expect.ok {
+            s.push_str("no expectations to check (the scenario has no [expect])\n");
         } else {
             for f in &self.expect.failures {
                 s.push_str(&format!("EXPECTATION FAILED: {f}\n"));

@@ -243,7 +243,7 @@ pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
         }],
         expect: ExpectReport {
             ok: true,
-            failures: Vec::new(),
+            ..ExpectReport::default()
         },
         start_unix_ns: a.t0_ns,
         world_size: a.groups.world_size,
