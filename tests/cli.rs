@@ -125,7 +125,10 @@ fn a_run_says_whether_it_had_expectations_to_check() {
     let dir = tempfile::tempdir().expect("temp dir");
     let body = "name = \"x\"\n[world]\nsize = 2\n[workload]\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n";
     for (expect, said) in [
-        ("", "no expectations to check (the scenario has no [expect])"),
+        (
+            "",
+            "no expectations to check (the scenario has no [expect])",
+        ),
         ("[expect]\noutcome = \"completed\"\n", "expectations met"),
     ] {
         let path = dir.path().join("x.toml");
