@@ -374,19 +374,18 @@ impl CauseBook {
         });
         let comparable = slot.pair.is_none()
             && (same_calls || callers().all(|r| callers().all(|q| fold.same_program(r, q))));
-        // the two ends of a message: each end's call is in place when its program makes it as
-        // this message's number on the pair; a rank whose program numbers it higher skipped
-        // an earlier message, one that numbers it lower made an extra call
-        let order: Vec<Option<u64>> = vs
+        // the two ends of a message: each end's call is in place where its program makes this
+        // message's number on the pair; a rank whose program makes it earlier skipped an
+        // earlier message, one whose program makes it later made an extra call
+        let planned: Vec<Option<(u32, u32)>> = vs
             .iter()
             .map(|v| {
-                let (pair, w) = (slot.pair?, w?);
                 (slot.generation.0 == 0)
-                    .then(|| program_order(w, *v.ranks.first()?, &v.sig, pair))
+                    .then(|| fold.message_site(*v.ranks.first()?, &slot))
                     .flatten()
             })
             .collect();
-        let in_place = |k: usize| order[k] == Some(slot.seq.0);
+        let in_place = |k: usize| planned[k] == Some(vs[k].sig.site());
         let site_of = |k: usize| match (&along[k], same_calls) {
             (Some((_, at)), true) => (vs[k].sig.iteration, *at),
             _ => vs[k].sig.site(),
@@ -464,14 +463,14 @@ impl CauseBook {
             }
             let skipped = ((comparable || (by_peers && peers(k) && peers(main)))
                 && site_of(k) > want_site)
-                || order[k].is_some_and(|o| o > seq && in_place(main));
+                || planned[k].is_some_and(|p| p < v.sig.site() && in_place(main));
             for &r in &v.ranks {
                 let key = if skipped {
                     RootCause::Skipped(Rank(r))
                 } else {
                     RootCause::Mismatch(Rank(r))
                 };
-                let text = if let (true, Some(own), Some(pair)) = (skipped, order[k], slot.pair) {
+                let text = if let (true, Some(at), Some(pair)) = (skipped, planned[k], slot.pair) {
                     let (dir, other) = if v.sig.op == OpKind::Send {
                         ("to", pair.1)
                     } else {
@@ -480,9 +479,11 @@ impl CauseBook {
                     format!(
                         "rank {r} skipped an earlier {op} {dir} rank {other}: its call at \
                          iteration {}, op {} is {op} #{seq} on the pair, which its program \
-                         makes #{own}, so it meets rank {other}'s {} ({})",
+                         makes at iteration {}, op {}, so it meets rank {other}'s {} ({})",
                         v.sig.iteration,
                         v.sig.index,
+                        at.0,
+                        at.1,
                         call_name(&want, seq),
                         differences(&v.sig, &want),
                         op = v.sig.op,
@@ -1030,61 +1031,6 @@ pub(super) fn along_site(w: &WorkloadConfig, rank: u32, index: u32) -> Option<(V
     let calls = collectives_along(w, rank, along);
     let at = calls.iter().position(|c| c.0 == index)? as u32;
     Some((calls.into_iter().map(|c| c.1).collect(), at))
-}
-
-/// The number `rank`'s program (as written, every iteration alike) gives its call `sig` among
-/// the messages of `pair` (sender, receiver): how many calls of the same kind, along the same
-/// group, with the same peer, it makes up to and including that one. None when the call is
-/// not a send or recv of the pair in the program.
-fn program_order(w: &WorkloadConfig, rank: u32, sig: &CallSig, pair: (u32, u32)) -> Option<u64> {
-    if rank as usize >= w.program_of.len() || !sig.op.point_to_point() {
-        return None;
-    }
-    let program = w.program(rank);
-    let along = program.call(sig.index)?.along;
-    let members: &[Rank] = match along {
-        Along::World => &w.world_members.ranks,
-        Along::Layout(l) => {
-            &w.layouts
-                .get(l as usize)?
-                .group_of(Rank(rank))?
-                .members
-                .ranks
-        }
-    };
-    let p = members.len() as u32;
-    let me = members.iter().position(|&m| m == Rank(rank))? as u32;
-    let other = if sig.op == OpKind::Send {
-        pair.1
-    } else {
-        pair.0
-    };
-    let mut per_iteration = 0u64;
-    let mut before = None;
-    for s in &program.steps {
-        let Step::Call { index, call } = s else {
-            continue;
-        };
-        let same = call.op == sig.op
-            && call.along == along
-            && call
-                .peer
-                .and_then(|peer| peer.resolve(me, p))
-                .and_then(|g| members.get(g as usize))
-                == Some(&Rank(other));
-        if same {
-            per_iteration += 1;
-        }
-        if *index == sig.index {
-            if !same {
-                return None;
-            }
-            before = Some(per_iteration);
-        }
-    }
-    per_iteration
-        .checked_mul(u64::from(sig.iteration))?
-        .checked_add(before?)
 }
 
 /// The collective calls of `rank`'s program (as written) along `along`, with their indices.
