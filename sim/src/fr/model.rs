@@ -164,7 +164,6 @@ pub struct Peer {
 pub struct Record {
     /// Position in the dump, oldest first.
     pub index: u32,
-    pub record_id: Option<u64>,
     pub pg_id: Option<i64>,
     /// Group name and description (`process_group`), interned in the dump's strings.
     pub group_name: u32,
@@ -172,7 +171,6 @@ pub struct Record {
     /// `collective_seq_id` (`seq_id` before 2.0).
     pub seq: Option<u64>,
     pub p2p_seq: Option<u64>,
-    pub op_id: Option<u64>,
     /// The backend prefix of the profiling name (`nccl`, `gloo`...), interned.
     pub backend: u32,
     /// The op name after the backend, without point-to-point peers, interned.
@@ -183,7 +181,6 @@ pub struct Record {
     pub time_ns: u64,
     /// When the rank noticed the completion (0: unknown).
     pub completed_ns: u64,
-    pub duration_ms: Option<f64>,
     /// Interned in the dump's shapes.
     pub input: u32,
     pub output: u32,

@@ -15,8 +15,23 @@ const MAX_FRAMES: usize = 64;
 /// At most this many groups in `pg_config` and `pg_status`.
 const MAX_GROUPS: usize = 100_000;
 
+/// The per-node tables of a conversion, which a reader keeps from one dump to the next.
+#[derive(Debug, Default)]
+pub struct Memo {
+    sid: Vec<u32>,
+    slot: Vec<u8>,
+    frame: Vec<u32>,
+}
+
 /// Reads one dump's tree. `file` and `rank` come from the file name.
-pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, String> {
+pub fn to_dump(
+    t: &Tree,
+    file: &str,
+    rank: u32,
+    format: Format,
+    memo: &mut Memo,
+) -> Result<Dump, String> {
+    let n = t.nodes.len();
     let mut c = Conv {
         t,
         strings: Table::default(),
@@ -27,10 +42,11 @@ pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, 
         // which is what this bounds
         budget: 64 * t.nodes.len() as u64 + 1_000_000,
         has_frames: false,
-        sid: vec![NONE; t.nodes.len()],
-        slot: vec![UNSEEN; t.nodes.len()],
-        frame: vec![NONE; t.nodes.len()],
+        sid: refill(&mut memo.sid, n, NONE),
+        slot: refill(&mut memo.slot, n, UNSEEN),
+        frame: refill(&mut memo.frame, n, NONE),
         prof: Vec::new(),
+        last_sig: None,
     };
     let (top, entries) = match t.get(t.root) {
         Node::Dict(d) => (Some(d), t.field(d, "entries")),
@@ -89,6 +105,9 @@ pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, 
             records.push(r);
         }
     }
+    memo.sid = c.sid;
+    memo.slot = c.slot;
+    memo.frame = c.frame;
     Ok(Dump {
         file: file.to_string(),
         rank,
@@ -102,6 +121,14 @@ pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, 
         shapes: c.shapes,
         has_frames: c.has_frames,
     })
+}
+
+/// `v`'s allocation holding `n` copies of `x`.
+fn refill<T: Copy>(v: &mut Vec<T>, n: usize, x: T) -> Vec<T> {
+    let mut v = std::mem::take(v);
+    v.clear();
+    v.resize(n, x);
+    v
 }
 
 struct Conv<'t, 'a> {
@@ -121,7 +148,12 @@ struct Conv<'t, 'a> {
     frame: Vec<u32>,
     /// Per interned profiling name: what it parses to.
     prof: Vec<Option<Profiling>>,
+    /// The last record's (op, sizes, dtypes) and their hash.
+    last_sig: Option<(CallKey, u64)>,
 }
+
+/// What a record's signature hashes: op, input and output sizes, input and output dtypes.
+type CallKey = (u32, u32, u32, u32, u32);
 
 /// A parsed profiling name: backend, op (both interned), kind and peer.
 type Profiling = (u32, u32, OpKind, Option<Peer>);
@@ -615,12 +647,11 @@ impl Conv<'_, '_> {
             Some(Node::Bool(b)) => *b,
             Some(n) => return Err(format!("`is_p2p` should be a boolean, {}", found(n))),
         };
-        let duration_ms = match f[9].map(|s| t.get(s)) {
-            None | Some(Node::None) => None,
-            Some(Node::Float(x)) => Some(*x),
-            Some(Node::Int(x)) => Some(*x as f64),
+        // read for their types only: the analysis does not use them
+        match f[9].map(|s| t.get(s)) {
+            None | Some(Node::None) | Some(Node::Float(_)) | Some(Node::Int(_)) => {}
             Some(n) => return Err(format!("`duration_ms` should be a number, {}", found(n))),
-        };
+        }
         let site = match f[19] {
             Some(fr) => self.site(fr)?,
             None => 0,
@@ -629,30 +660,39 @@ impl Conv<'_, '_> {
         let output = self.shapes(f[11], "output_sizes")?;
         let in_dtypes = self.dtypes(f[12], "input_dtypes")?;
         let out_dtypes = self.dtypes(f[13], "output_dtypes")?;
-        let sig = {
-            let mut h = crate::proto::data::Fnv::new();
-            h.write(self.strings.get(op).as_bytes());
-            for sh in [input, output] {
-                h.write(b"|");
-                for d in self.shapes.get(sh) {
-                    h.write(&d.to_le_bytes());
+        let key = (op, input, output, in_dtypes, out_dtypes);
+        let sig = match self.last_sig {
+            // consecutive records are mostly the same call
+            Some((k, sig)) if k == key => sig,
+            _ => {
+                let mut h = crate::proto::data::Fnv::new();
+                h.write(self.strings.get(op).as_bytes());
+                for sh in [input, output] {
+                    h.write(b"|");
+                    for d in self.shapes.get(sh) {
+                        h.write(&d.to_le_bytes());
+                    }
                 }
+                for t in [in_dtypes, out_dtypes] {
+                    h.write(b"|");
+                    h.write(self.strings.get(t).as_bytes());
+                }
+                let sig = h.finish();
+                self.last_sig = Some((key, sig));
+                sig
             }
-            for t in [in_dtypes, out_dtypes] {
-                h.write(b"|");
-                h.write(self.strings.get(t).as_bytes());
-            }
-            h.finish()
         };
+        // checked in the order of the record's fields, for the first error to be the same
+        self.unsigned(f[0], "record_id")?;
+        let p2p_seq = self.unsigned(f[5], "p2p_seq_id")?;
+        self.unsigned(f[6], "op_id")?;
         Ok(Record {
             index,
-            record_id: self.unsigned(f[0], "record_id")?,
             pg_id,
             group_name,
             group_desc,
             seq,
-            p2p_seq: self.unsigned(f[5], "p2p_seq_id")?,
-            op_id: self.unsigned(f[6], "op_id")?,
+            p2p_seq,
             backend,
             op,
             kind,
@@ -661,7 +701,6 @@ impl Conv<'_, '_> {
             completed_ns: self
                 .unsigned(f[15], "time_discovered_completed_ns")?
                 .unwrap_or(0),
-            duration_ms,
             input,
             output,
             in_dtypes,

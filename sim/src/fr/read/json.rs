@@ -85,7 +85,15 @@ impl<'de, 't> Visitor<'de> for Seed<'t, 'de> {
 
 /// Decodes a JSON document into a tree.
 pub fn decode(buf: &[u8]) -> Result<Tree<'_>, serde_json::Error> {
-    let mut tree = Tree::default();
+    decode_in(buf, Vec::new())
+}
+
+/// Decodes a JSON document into a tree built in `arena`'s allocation.
+pub fn decode_in<'a>(
+    buf: &'a [u8],
+    arena: Vec<Node<'static>>,
+) -> Result<Tree<'a>, serde_json::Error> {
+    let mut tree = Tree::with_arena(arena);
     tree.nodes.reserve(buf.len() / 8);
     let mut de = serde_json::Deserializer::from_slice(buf);
     let root = Seed { tree: &mut tree }.deserialize(&mut de)?;

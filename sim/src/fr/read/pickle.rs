@@ -146,8 +146,13 @@ fn long_bytes(b: &[u8]) -> Option<i64> {
 
 /// Decodes `buf` into a tree.
 pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
+    decode_in(buf, Vec::new())
+}
+
+/// Decodes `buf` into a tree built in `arena`'s allocation.
+pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a>, PickleError> {
     let mut r = Reader { buf, pos: 0, at: 0 };
-    let mut t = Tree::default();
+    let mut t = Tree::with_arena(arena);
     // nodes are added about one per five bytes
     t.nodes.reserve(buf.len() / 5);
     let mut stack: Vec<NodeId> = Vec::with_capacity(64);
