@@ -39,6 +39,15 @@ impl<T: Ord + Clone + Default> Table<T> {
         i
     }
 
+    /// The index of `v`, if it is in the table.
+    pub fn find<Q>(&self, v: &Q) -> Option<u32>
+    where
+        T: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.index.get(v).copied()
+    }
+
     pub fn get(&self, i: u32) -> &T {
         &self.list[i as usize]
     }
@@ -168,6 +177,8 @@ pub struct Record {
     /// Group name and description (`process_group`), interned in the dump's strings.
     pub group_name: u32,
     pub group_desc: u32,
+    /// Its (`group_name`, `group_desc`) in the dump's `groups`.
+    pub group: u32,
     /// `collective_seq_id` (`seq_id` before 2.0).
     pub seq: Option<u64>,
     pub p2p_seq: Option<u64>,
@@ -255,6 +266,9 @@ pub struct Dump {
     pub shapes: Table<Shapes>,
     /// The dump's records carry stack frames (pickle dumps of torch do, JSON never).
     pub has_frames: bool,
+    /// The distinct groups its records name, as (`group_name`, `group_desc`), in the order
+    /// they first appear.
+    pub groups: Vec<(u32, u32)>,
 }
 
 impl Dump {

@@ -47,11 +47,11 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Vec<Lane>> {
         site_of.clear();
         site_of.resize(d.strings.len(), u32::MAX);
         let mut lanes: Vec<Lane> = vec![Lane::default(); ng];
-        let of = &groups.of_record[di];
+        let of = &groups.of_dump_group[di];
         let mut prev_p2p: Vec<bool> = vec![false; ng];
         let mut pg_of_group: Vec<Option<i64>> = vec![None; ng];
         for (i, r) in d.records.iter().enumerate() {
-            let g = of[i] as usize;
+            let g = of[r.group as usize] as usize;
             if pg_of_group[g].is_none() {
                 pg_of_group[g] = r.pg_id;
             }

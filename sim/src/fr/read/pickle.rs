@@ -131,6 +131,44 @@ fn refused(op: u8) -> Option<&'static str> {
     })
 }
 
+/// The nodes every tree starts with.
+const NONE: NodeId = 0;
+const TRUE: NodeId = 1;
+const FALSE: NodeId = 2;
+/// `Int(0)`, followed by the other one-byte integers.
+const INT0: NodeId = 3;
+
+/// The error for an opcode no dump holds: one that would import or build a Python object
+/// (with the name a GLOBAL imports), or one that is not an opcode.
+fn refuse(r: &mut Reader, op: u8) -> PickleError {
+    let message = match refused(op) {
+        Some("GLOBAL") => {
+            let module = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
+            let name = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
+            match (module, name) {
+                (Ok(m), Ok(n)) => format!(
+                    "GLOBAL imports the Python object `{m}.{n}`: refused (a Flight Recorder \
+                     dump holds only plain data, and nothing in a dump is executed)"
+                ),
+                _ => refusal("GLOBAL"),
+            }
+        }
+        Some(name) => refusal(name),
+        None => format!("unknown opcode 0x{op:02x}: not a pickle"),
+    };
+    PickleError {
+        offset: r.at,
+        message,
+    }
+}
+
+fn refusal(name: &str) -> String {
+    format!(
+        "opcode {name} would import or build a Python object: refused (a Flight Recorder dump \
+         holds only plain data, and nothing in a dump is executed)"
+    )
+}
+
 /// Little-endian two's complement of `b` as an i64, or None when it needs more bits.
 fn long_bytes(b: &[u8]) -> Option<i64> {
     if b.is_empty() {
@@ -153,8 +191,18 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
 pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a>, PickleError> {
     let mut r = Reader { buf, pos: 0, at: 0 };
     let mut t = Tree::with_arena(arena);
-    // nodes are added about one per five bytes
-    t.nodes.reserve(buf.len() / 5);
+    // nodes are added about one per ten bytes
+    t.nodes.reserve(buf.len() / 10);
+    // scalars never change once made, so equal ones share a node: None, the booleans and the
+    // one-byte integers have theirs from the start, other integers are looked up in a small
+    // cache (a dump repeats its sizes, timeouts and ids in every record)
+    t.push(Node::None);
+    t.push(Node::Bool(true));
+    t.push(Node::Bool(false));
+    for v in 0..=255 {
+        t.push(Node::Int(v));
+    }
+    let mut ints: [(i64, NodeId); 256] = [(0, INT0); 256];
     let mut stack: Vec<NodeId> = Vec::with_capacity(64);
     let mut marks: Vec<usize> = Vec::with_capacity(16);
     // memo index -> node + 1 (0 = unset)
@@ -183,22 +231,6 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a
             return r.err("the file ends before the pickle's STOP opcode: it is truncated");
         }
         let op = r.u8()?;
-        if let Some(name) = refused(op) {
-            if op == b'c' {
-                let module = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
-                let name = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
-                if let (Ok(m), Ok(n)) = (module, name) {
-                    return r.err(format!(
-                        "GLOBAL imports the Python object `{m}.{n}`: refused (a Flight \
-                         Recorder dump holds only plain data, and nothing in a dump is executed)"
-                    ));
-                }
-            }
-            return r.err(format!(
-                "opcode {name} would import or build a Python object: refused (a Flight \
-                 Recorder dump holds only plain data, and nothing in a dump is executed)"
-            ));
-        }
         let node = match op {
             0x80 => {
                 let v = r.u8()?;
@@ -296,16 +328,38 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a
                 continue;
             }
             // scalars
-            b'N' => Node::None,
-            0x88 => Node::Bool(true),
-            0x89 => Node::Bool(false),
-            b'J' => Node::Int(i64::from(r.u32()? as i32)),
-            b'K' => Node::Int(i64::from(r.u8()?)),
-            b'M' => Node::Int(i64::from(r.u16()?)),
-            0x8a => {
-                let n = r.u8()?;
-                let b = r.take(usize::from(n))?;
-                long_bytes(b).map_or(Node::BigInt, Node::Int)
+            b'N' => {
+                stack.push(NONE);
+                continue;
+            }
+            0x88 | 0x89 => {
+                stack.push(if op == 0x88 { TRUE } else { FALSE });
+                continue;
+            }
+            b'K' => {
+                stack.push(INT0 + NodeId::from(r.u8()?));
+                continue;
+            }
+            b'J' | b'M' | 0x8a => {
+                let v = match op {
+                    b'J' => Some(i64::from(r.u32()? as i32)),
+                    b'M' => Some(i64::from(r.u16()?)),
+                    _ => {
+                        let n = r.u8()?;
+                        long_bytes(r.take(usize::from(n))?)
+                    }
+                };
+                let Some(v) = v else {
+                    stack.push(t.push(Node::BigInt));
+                    continue;
+                };
+                let slot =
+                    &mut ints[((v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize];
+                if slot.0 != v || slot.1 == INT0 {
+                    *slot = (v, t.push(Node::Int(v)));
+                }
+                stack.push(slot.1);
+                continue;
             }
             0x8b => {
                 let n = r.u32()?;
@@ -503,7 +557,8 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a
                 }
                 continue;
             }
-            other => return r.err(format!("unknown opcode 0x{other:02x}: not a pickle")),
+            // the opcodes that build Python objects come here too, and are refused
+            other => return Err(refuse(&mut r, other)),
         };
         let id = t.push(node);
         stack.push(id);
