@@ -160,7 +160,7 @@ fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Stri
 #[derive(Debug, Default)]
 pub struct Scratch {
     bytes: Vec<u8>,
-    arena: Vec<tree::Node<'static>>,
+    arena: tree::Arena,
     memo: dump::Memo,
 }
 

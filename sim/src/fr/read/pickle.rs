@@ -17,7 +17,7 @@
 //! expand without bound) and decodes about 30 µs per record, 50 times too slow for the dumps of
 //! thousands of ranks; it writes the pickles of `export --fr` instead.
 
-use super::tree::{Items, Node, NodeId, Tree};
+use super::tree::{Arena, Items, Node, NodeId, Tree};
 use std::borrow::Cow;
 
 /// How deeply marks (the start of a tuple, list or dict being built) may nest. A dump nests
@@ -184,11 +184,11 @@ fn long_bytes(b: &[u8]) -> Option<i64> {
 
 /// Decodes `buf` into a tree.
 pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
-    decode_in(buf, Vec::new())
+    decode_in(buf, Arena::default())
 }
 
 /// Decodes `buf` into a tree built in `arena`'s allocation.
-pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a>, PickleError> {
+pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleError> {
     let mut r = Reader { buf, pos: 0, at: 0 };
     let mut t = Tree::with_arena(arena);
     // nodes are added about one per ten bytes
@@ -409,7 +409,9 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a
                 };
                 let n = r.len(n)?;
                 let b = r.take(n)?;
-                Node::Str(Cow::Borrowed(r.utf8(b)?))
+                let s = r.utf8(b)?;
+                stack.push(t.push(Node::Str(Cow::Borrowed(s))));
+                continue;
             }
             b'T' | b'U' => {
                 // protocol-2 byte strings: Python 2 `str`, read as text when it is UTF-8
@@ -457,9 +459,17 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a
                 Node::Bytes
             }
             // containers
-            b']' => Node::List(Items::new()),
+            // the nodes made in every record are pushed where they are made (built into the
+            // arena directly rather than on the stack and copied)
+            b']' => {
+                stack.push(t.push(Node::List(Items::new())));
+                continue;
+            }
             b')' => Node::Tuple(Items::new()),
-            b'}' => Node::Dict(Vec::new()),
+            b'}' => {
+                stack.push(t.dict());
+                continue;
+            }
             0x8f => Node::Set(Items::new()),
             b'l' => Node::List(Items::from_vec(mark_items!())),
             b't' => Node::Tuple(Items::from_vec(mark_items!())),
@@ -471,7 +481,8 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Vec<Node<'static>>) -> Result<Tree<'a
             0x86 => {
                 let b = pop!();
                 let a = pop!();
-                Node::Tuple(Items::from_slice(&[a, b]))
+                stack.push(t.push(Node::Tuple(Items::from_slice(&[a, b]))));
+                continue;
             }
             0x87 => {
                 let c = pop!();

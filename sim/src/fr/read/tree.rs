@@ -28,7 +28,7 @@ pub enum Node<'a> {
     Bytes,
     List(Items),
     Tuple(Items),
-    Dict(Vec<(NodeId, NodeId)>),
+    Dict(Pairs),
     Set(Items),
 }
 
@@ -56,21 +56,58 @@ impl Node<'_> {
 pub struct Tree<'a> {
     pub nodes: Vec<Node<'a>>,
     pub root: NodeId,
+    /// Emptied dicts of an earlier tree, for new dicts to take (see [`Tree::dict`]).
+    spare: Vec<Pairs>,
 }
 
+/// The items of a dict.
+pub type Pairs = Vec<(NodeId, NodeId)>;
+
+/// What a decoded tree leaves for the next one to build in: its emptied node arena and
+/// dicts. A reader decoding many dumps keeps one, warm in cache, instead of allocating (and
+/// freeing) an arena and a dict per record for every dump.
+#[derive(Debug, Default)]
+pub struct Arena {
+    nodes: Vec<Node<'static>>,
+    dicts: Vec<Pairs>,
+}
+
+/// Dicts larger than this are not kept for reuse.
+const SPARE_DICT: usize = 64;
+
 impl<'a> Tree<'a> {
-    /// An empty tree that builds in `nodes`' allocation (see [`Tree::recycle`]).
-    pub fn with_arena(nodes: Vec<Node<'static>>) -> Tree<'a> {
+    /// An empty tree that builds in `arena`.
+    pub fn with_arena(arena: Arena) -> Tree<'a> {
         Tree {
-            nodes: recycle(nodes),
+            nodes: recycle(arena.nodes),
             root: 0,
+            spare: arena.dicts,
         }
     }
 
-    /// The tree's arena, emptied, for the next tree to build in: a reader decoding many dumps
-    /// keeps one arena, warm in cache, instead of allocating one per dump.
-    pub fn recycle(self) -> Vec<Node<'static>> {
-        recycle(self.nodes)
+    /// The tree's arena, emptied, for the next tree to build in.
+    pub fn recycle(self) -> Arena {
+        let mut nodes = self.nodes;
+        let mut dicts = self.spare;
+        // at most one dict is kept per node, so the arena stays proportional to the file
+        for n in nodes.drain(..) {
+            if let Node::Dict(mut d) = n {
+                if (1..=SPARE_DICT).contains(&d.capacity()) {
+                    d.clear();
+                    dicts.push(d);
+                }
+            }
+        }
+        Arena {
+            nodes: recycle(nodes),
+            dicts,
+        }
+    }
+
+    /// A new, empty dict node.
+    pub fn dict(&mut self) -> NodeId {
+        let d = self.spare.pop().unwrap_or_default();
+        self.push(Node::Dict(d))
     }
 
     pub fn push(&mut self, n: Node<'a>) -> NodeId {
