@@ -60,7 +60,7 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Vec<Lane>> {
                 dump: di as u32,
                 first: i as u32,
                 last: i as u32,
-                seq: r.seq.unwrap_or(0),
+                seq: r.seq.get().unwrap_or(0),
                 time_ns: r.time_ns,
                 left: r.left(),
                 completed: r.state == State::Completed,
@@ -95,7 +95,7 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Vec<Lane>> {
                 continue;
             }
             prev_p2p[g] = false;
-            if r.seq.is_none() {
+            if r.seq.get().is_none() {
                 continue;
             }
             match lane.calls.last_mut() {

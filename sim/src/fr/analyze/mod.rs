@@ -489,7 +489,7 @@ fn blocked_entry(
         group: groups.list[s.group as usize].id,
         generation: 0,
         seq: if s.p2p {
-            rec.p2p_seq.unwrap_or(0)
+            rec.p2p_seq.get().unwrap_or(0)
         } else {
             s.call.seq
         },

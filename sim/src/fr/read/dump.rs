@@ -3,7 +3,9 @@
 //! doc of `fr`). Known keys must have their known types; unknown keys are ignored.
 
 use super::tree::{Node, NodeId, Tree};
-use crate::fr::model::{Dump, Format, OpKind, Peer, PgConfig, PgStatus, Record, State, Table};
+use crate::fr::model::{
+    Dump, Format, OpKind, OptU64, Peer, PgConfig, PgStatus, Record, State, Table,
+};
 
 /// At most this many records per dump (torch's default buffer holds 2,000).
 pub const MAX_ENTRIES: usize = 1_000_000;
@@ -21,6 +23,8 @@ pub struct Memo {
     sid: Vec<u32>,
     slot: Vec<u8>,
     frame: Vec<u32>,
+    /// The last rank list read from a string, and what it gave.
+    ranks: Option<(Box<str>, Vec<u32>)>,
 }
 
 /// Reads one dump's tree. `file` and `rank` come from the file name.
@@ -45,6 +49,7 @@ pub fn to_dump(
         sid: refill(&mut memo.sid, n, NONE),
         slot: refill(&mut memo.slot, n, UNSEEN),
         frame: refill(&mut memo.frame, n, NONE),
+        ranks: memo.ranks.take(),
         prof: Vec::new(),
         last_sig: None,
         recent_shapes: [0; 2],
@@ -125,6 +130,7 @@ pub fn to_dump(
     memo.sid = c.sid;
     memo.slot = c.slot;
     memo.frame = c.frame;
+    memo.ranks = c.ranks;
     Ok(Dump {
         file: file.to_string(),
         rank,
@@ -166,6 +172,7 @@ struct Conv<'t, 'a> {
     frame: Vec<u32>,
     /// Per interned profiling name: what it parses to.
     prof: Vec<Option<Profiling>>,
+    ranks: Option<(Box<str>, Vec<u32>)>,
     /// The last record's (op, sizes, dtypes) and their hash.
     last_sig: Option<(CallKey, u64)>,
     /// The two shapes interned last.
@@ -328,6 +335,14 @@ impl Conv<'_, '_> {
                 if inner.trim().is_empty() {
                     return Ok(Some(Vec::new()));
                 }
+                // every dump of a job lists the same world: the last list read is kept
+                if let Some((text, v)) = &self.ranks {
+                    if **text == *inner {
+                        let v = v.clone();
+                        self.spend(v.len() as u64)?;
+                        return Ok(Some(v));
+                    }
+                }
                 let mut v = Vec::new();
                 if inner
                     .bytes()
@@ -341,6 +356,7 @@ impl Conv<'_, '_> {
                             None => return Ok(None),
                         }
                     }
+                    self.ranks = Some((inner.into(), v.clone()));
                     return Ok(Some(v));
                 }
                 for part in inner.split(',') {
@@ -738,8 +754,8 @@ impl Conv<'_, '_> {
             group_name,
             group_desc,
             group: 0,
-            seq,
-            p2p_seq,
+            seq: OptU64::new(seq),
+            p2p_seq: OptU64::new(p2p_seq),
             backend,
             op,
             kind,
@@ -754,7 +770,7 @@ impl Conv<'_, '_> {
             out_dtypes,
             state,
             retired,
-            timeout_ms: self.unsigned(f[17], "timeout_ms")?,
+            timeout_ms: OptU64::new(self.unsigned(f[17], "timeout_ms")?),
             is_p2p,
             site,
             sig,

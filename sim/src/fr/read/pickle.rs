@@ -52,17 +52,27 @@ impl<'a> Reader<'a> {
         })
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], PickleError> {
         if n > self.buf.len() - self.pos {
-            return self.err(format!(
-                "the file ends in the middle of a value ({n} bytes announced, {} left): it is \
-                 truncated",
-                self.buf.len() - self.pos
-            ));
+            return Err(self.truncated(n));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
+    }
+
+    // apart, so that `take` stays small enough to be inlined into the decoding loop
+    #[cold]
+    fn truncated(&self, n: usize) -> PickleError {
+        PickleError {
+            offset: self.at,
+            message: format!(
+                "the file ends in the middle of a value ({n} bytes announced, {} left): it is \
+                 truncated",
+                self.buf.len() - self.pos
+            ),
+        }
     }
 
     fn u8(&mut self) -> Result<u8, PickleError> {
