@@ -75,20 +75,24 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline]
     fn u8(&mut self) -> Result<u8, PickleError> {
         Ok(self.take(1)?[0])
     }
 
+    #[inline]
     fn u16(&mut self) -> Result<u16, PickleError> {
         let b = self.take(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, PickleError> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     fn u64(&mut self) -> Result<u64, PickleError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
@@ -241,6 +245,16 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             return r.err("the file ends before the pickle's STOP opcode: it is truncated");
         }
         let op = r.u8()?;
+        // a memo lookup is every other opcode of a dump (its keys are memoized strings): it
+        // is tested first rather than dispatched with the rest
+        if op == b'h' {
+            let id = r.u8()?;
+            match memo.get(usize::from(id)).copied().filter(|&n| n != 0) {
+                Some(n) => stack.push(n - 1),
+                None => return r.err(format!("GET of memo index {id}, which was never set")),
+            }
+            continue;
+        }
         let node = match op {
             0x80 => {
                 let v = r.u8()?;
@@ -319,7 +333,7 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 memo[id] = top + 1;
                 continue;
             }
-            b'g' | b'h' | b'j' => {
+            b'g' | b'j' => {
                 let id = match op {
                     b'g' => {
                         let l = r.line()?;
@@ -328,7 +342,6 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                             Err(_) => return r.err("GET with a malformed index"),
                         }
                     }
-                    b'h' => u64::from(r.u8()?),
                     _ => u64::from(r.u32()?),
                 };
                 match memo.get(id as usize).copied().filter(|&n| n != 0) {
