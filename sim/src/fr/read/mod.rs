@@ -246,7 +246,8 @@ pub fn read_paths(paths: &[PathBuf], opts: &ReadOptions) -> Result<Loaded, ReadE
                         *slot = Some(r);
                     }
                     if failed {
-                        // the first error (in rank order) is reported; later files need not be read
+                        // the first error (in rank order) is reported; later files need not
+                        // be read
                         next.fetch_max(n, Ordering::Relaxed);
                     }
                 }

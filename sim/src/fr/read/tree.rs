@@ -89,7 +89,8 @@ impl<'a> Tree<'a> {
     pub fn recycle(self) -> Arena {
         let mut nodes = self.nodes;
         let mut dicts = self.spare;
-        // at most one dict is kept per node, so the arena stays proportional to the file
+        // at most one dict per dict node of a tree is kept: a reader holds no more than its
+        // largest dump needed
         for n in nodes.drain(..) {
             if let Node::Dict(mut d) = n {
                 if (1..=SPARE_DICT).contains(&d.capacity()) {
