@@ -850,3 +850,25 @@ fn scalar_type(i: i64) -> &'static str {
         _ => "Unknown",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_read_as_str_parse_reads_them() {
+        for d in [
+            "0",
+            "7",
+            "0012",
+            "4294967295",
+            "4294967296",
+            "",
+            "1 2",
+            "-1",
+            "99999999999",
+        ] {
+            assert_eq!(decimal(d.as_bytes()), d.parse::<u32>().ok(), "{d:?}");
+        }
+    }
+}
