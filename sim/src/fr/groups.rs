@@ -56,8 +56,8 @@ impl Group {
 pub struct Groups {
     pub list: Vec<Group>,
     pub world_size: u32,
-    /// For each dump (in the order given), the group of each of its records.
-    pub of_record: Vec<Vec<u32>>,
+    /// For each dump (in the order given), the group of each entry of its `groups`.
+    pub of_dump_group: Vec<Vec<u32>>,
     /// Sentences about what was inferred.
     pub notes: Vec<String>,
 }
@@ -141,12 +141,9 @@ pub fn infer(dumps: &[Dump]) -> Groups {
     let mut named_ranks: BTreeMap<(String, String), BTreeSet<u32>> = BTreeMap::new();
     for (d, m) in dumps.iter().zip(&usable) {
         let mut keys: BTreeMap<(u32, u32), Key> = BTreeMap::new();
-        for r in &d.records {
-            if keys.contains_key(&(r.group_name, r.group_desc)) {
-                continue;
-            }
-            let name = d.str(r.group_name);
-            let desc = d.str(r.group_desc);
+        for &(group_name, group_desc) in &d.groups {
+            let name = d.str(group_name);
+            let desc = d.str(group_desc);
             let key = if let Some(members) = m.get(name) {
                 Key::Config(name.to_string(), members.clone())
             } else {
@@ -166,7 +163,7 @@ pub fn infer(dumps: &[Dump]) -> Groups {
                     Key::Named(name.to_string(), desc.to_string())
                 }
             };
-            keys.insert((r.group_name, r.group_desc), key);
+            keys.insert((group_name, group_desc), key);
         }
         per_dump_keys.push(keys);
     }
@@ -235,37 +232,23 @@ pub fn infer(dumps: &[Dump]) -> Groups {
             crate::diagnose::fmt_ranks(&g.members)
         ));
     }
-    let mut of_record = Vec::with_capacity(dumps.len());
+    let mut of_dump_group = Vec::with_capacity(dumps.len());
     for (d, keys) in dumps.iter().zip(&per_dump_keys) {
-        let map: BTreeMap<(u32, u32), u32> = keys
-            .iter()
-            .map(|(k, key)| {
-                let old = keys_sorted.binary_search(key).unwrap_or(0);
-                (*k, new_index[old])
-            })
-            .collect();
-        let mut last: Option<((u32, u32), u32)> = None;
         let v: Vec<u32> = d
-            .records
+            .groups
             .iter()
-            .map(|r| {
-                let k = (r.group_name, r.group_desc);
-                match last {
-                    Some((lk, g)) if lk == k => g,
-                    _ => {
-                        let g = map.get(&k).copied().unwrap_or(0);
-                        last = Some((k, g));
-                        g
-                    }
-                }
+            .map(|k| {
+                keys.get(k).map_or(0, |key| {
+                    new_index[keys_sorted.binary_search(key).unwrap_or(0)]
+                })
             })
             .collect();
-        of_record.push(v);
+        of_dump_group.push(v);
     }
     Groups {
         list,
         world_size: world,
-        of_record,
+        of_dump_group,
         notes,
     }
 }

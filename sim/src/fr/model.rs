@@ -39,6 +39,15 @@ impl<T: Ord + Clone + Default> Table<T> {
         i
     }
 
+    /// The index of `v`, if it is in the table.
+    pub fn find<Q>(&self, v: &Q) -> Option<u32>
+    where
+        T: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.index.get(v).copied()
+    }
+
     pub fn get(&self, i: u32) -> &T {
         &self.list[i as usize]
     }
@@ -159,20 +168,42 @@ pub struct Peer {
     pub peer: Option<u32>,
 }
 
+/// An optional count or id of a record (a seq, a timeout) in 8 bytes where `Option<u64>`
+/// takes 16: a job's dumps hold millions of records. Values read from dumps are at most
+/// `i64::MAX`, so `u64::MAX` is free to mean none.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct OptU64(u64);
+
+impl OptU64 {
+    pub fn new(v: Option<u64>) -> OptU64 {
+        OptU64(v.filter(|&v| v != u64::MAX).unwrap_or(u64::MAX))
+    }
+
+    pub fn get(self) -> Option<u64> {
+        (self.0 != u64::MAX).then_some(self.0)
+    }
+}
+
+impl std::fmt::Debug for OptU64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
 /// One Flight Recorder record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
     /// Position in the dump, oldest first.
     pub index: u32,
-    pub record_id: Option<u64>,
     pub pg_id: Option<i64>,
     /// Group name and description (`process_group`), interned in the dump's strings.
     pub group_name: u32,
     pub group_desc: u32,
+    /// Its (`group_name`, `group_desc`) in the dump's `groups`.
+    pub group: u32,
     /// `collective_seq_id` (`seq_id` before 2.0).
-    pub seq: Option<u64>,
-    pub p2p_seq: Option<u64>,
-    pub op_id: Option<u64>,
+    pub seq: OptU64,
+    pub p2p_seq: OptU64,
     /// The backend prefix of the profiling name (`nccl`, `gloo`...), interned.
     pub backend: u32,
     /// The op name after the backend, without point-to-point peers, interned.
@@ -183,7 +214,6 @@ pub struct Record {
     pub time_ns: u64,
     /// When the rank noticed the completion (0: unknown).
     pub completed_ns: u64,
-    pub duration_ms: Option<f64>,
     /// Interned in the dump's shapes.
     pub input: u32,
     pub output: u32,
@@ -192,7 +222,7 @@ pub struct Record {
     pub out_dtypes: u32,
     pub state: State,
     pub retired: Option<bool>,
-    pub timeout_ms: Option<u64>,
+    pub timeout_ms: OptU64,
     pub is_p2p: bool,
     /// The innermost stack frame outside torch (`train.py:86`), interned; 0 without frames.
     pub site: u32,
@@ -258,6 +288,9 @@ pub struct Dump {
     pub shapes: Table<Shapes>,
     /// The dump's records carry stack frames (pickle dumps of torch do, JSON never).
     pub has_frames: bool,
+    /// The distinct groups its records name, as (`group_name`, `group_desc`), in the order
+    /// they first appear.
+    pub groups: Vec<(u32, u32)>,
 }
 
 impl Dump {
@@ -309,6 +342,18 @@ mod tests {
         assert_eq!(fmt_shapes(&s), "[[4], [2, 3]]");
         assert_eq!(fmt_shapes(&[0]), "[]");
         assert_eq!(numel(&[5, 1]), 0, "a malformed encoding stops early");
+    }
+
+    #[test]
+    fn optional_counts_keep_none_apart() {
+        assert_eq!(OptU64::new(None).get(), None);
+        assert_eq!(OptU64::new(Some(0)).get(), Some(0));
+        assert_eq!(
+            OptU64::new(Some(i64::MAX as u64)).get(),
+            Some(i64::MAX as u64)
+        );
+        // a job's dumps hold millions of records: each is kept small
+        assert!(std::mem::size_of::<Record>() <= 128);
     }
 
     #[test]

@@ -428,7 +428,7 @@ pub fn to_dot(dumps: &[Dump], a: &Analysis) -> String {
                     Some(rec) => format!(
                         "idle after {} #{}",
                         dumps[d as usize].profiling_name(rec),
-                        rec.seq.unwrap_or(0)
+                        rec.seq.get().unwrap_or(0)
                     ),
                     None => "no records".into(),
                 });

@@ -269,7 +269,7 @@ fn own_list(
                     dump: di as u32,
                     first: c.first,
                 },
-                batch: p2p.then(|| (g, rec.p2p_seq.unwrap_or(0))),
+                batch: p2p.then(|| (g, rec.p2p_seq.get().unwrap_or(0))),
             })
         })
         .collect()
@@ -648,7 +648,7 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
     }
     let timeout = dumps
         .iter()
-        .flat_map(|d| d.records.iter().filter_map(|r| r.timeout_ms))
+        .flat_map(|d| d.records.iter().filter_map(|r| r.timeout_ms.get()))
         .max();
     let mut dts: Vec<Dtype> = dumps
         .iter()

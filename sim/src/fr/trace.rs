@@ -135,7 +135,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                     .map(|x| rel(x.time_ns));
                 match stuck {
                     Some(s) if s.failed => {
-                        let timeout = rec.timeout_ms.unwrap_or(0).saturating_mul(1_000_000);
+                        let timeout = rec.timeout_ms.get().unwrap_or(0).saturating_mul(1_000_000);
                         let at = t.saturating_add(timeout).max(t);
                         end = end.max(at);
                         push(

@@ -139,10 +139,7 @@ impl Ctx<'_> {
     /// Same parameters and (when both are known) the same call site.
     pub(super) fn same(&self, a: &Call, b: &Call) -> bool {
         lanes::differs(self.dumps, a, b).is_none()
-            && match (lanes::site(self.dumps, a), lanes::site(self.dumps, b)) {
-                (Some(x), Some(y)) => x == y,
-                _ => true,
-            }
+            && (a.site == 0 || b.site == 0 || a.site == b.site)
     }
 }
 
@@ -150,10 +147,10 @@ impl Ctx<'_> {
 type Variants = Vec<(Call, Vec<u32>)>;
 
 /// The statuses of every member at `s`, advancing the cursors.
-fn statuses(ctx: &Ctx, g: &Group, s: u64, pos: &mut [usize], out: &mut Vec<At>) {
+fn statuses(member_lanes: &[Option<&Lane>], s: u64, pos: &mut [usize], out: &mut Vec<At>) {
     out.clear();
-    for (i, &m) in g.members.iter().enumerate() {
-        let Some(lane) = ctx.lane(m, g.id) else {
+    for (i, lane) in member_lanes.iter().enumerate() {
+        let Some(lane) = lane else {
             out.push(At::NoDump);
             continue;
         };
@@ -173,36 +170,55 @@ fn statuses(ctx: &Ctx, g: &Group, s: u64, pos: &mut [usize], out: &mut Vec<At>) 
     }
 }
 
+/// The sorted union of `a` (sorted, distinct) and `b` (increasing) into `out`.
+fn merge(a: &[u64], b: impl Iterator<Item = u64>, out: &mut Vec<u64>) {
+    out.clear();
+    let mut i = 0;
+    for x in b {
+        while i < a.len() && a[i] < x {
+            out.push(a[i]);
+            i += 1;
+        }
+        if i < a.len() && a[i] == x {
+            i += 1;
+        }
+        if out.last() != Some(&x) {
+            out.push(x);
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+}
+
 /// Scans group `g`: its rows, and the earliest divergence with its verdict.
 pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
     let n = g.members.len();
+    let member_lanes: Vec<Option<&Lane>> = g.members.iter().map(|&m| ctx.lane(m, g.id)).collect();
+    // every seq a member issued, and those some member completed: each lane is sorted and
+    // members' lanes mostly alike, so they are merged one by one
     let mut seqs: Vec<u64> = Vec::new();
-    for &m in &g.members {
-        if let Some(l) = ctx.lane(m, g.id) {
-            seqs.extend(l.calls.iter().map(|c| c.seq));
+    let mut completed: Vec<u64> = Vec::new();
+    let mut merged: Vec<u64> = Vec::new();
+    let mut max_left: Option<u64> = None;
+    for l in member_lanes.iter().flatten() {
+        if !l.calls.iter().map(|c| c.seq).eq(seqs.iter().copied()) {
+            merge(&seqs, l.calls.iter().map(|c| c.seq), &mut merged);
+            std::mem::swap(&mut seqs, &mut merged);
+        }
+        let done = l.calls.iter().filter(|c| c.completed).map(|c| c.seq);
+        if !done.clone().eq(completed.iter().copied()) {
+            merge(&completed, done, &mut merged);
+            std::mem::swap(&mut completed, &mut merged);
+        }
+        if let Some(c) = l.calls.iter().rev().find(|c| c.left) {
+            max_left = max_left.max(Some(c.seq));
         }
     }
-    seqs.sort_unstable();
-    seqs.dedup();
     let mut out = GroupScan {
         last_seq: seqs.last().copied(),
+        max_left,
+        completed,
         ..GroupScan::default()
     };
-    let mut completed: Vec<u64> = Vec::new();
-    for &m in &g.members {
-        let Some(l) = ctx.lane(m, g.id) else { continue };
-        for c in &l.calls {
-            if c.left {
-                out.max_left = out.max_left.max(Some(c.seq));
-            }
-            if c.completed {
-                completed.push(c.seq);
-            }
-        }
-    }
-    completed.sort_unstable();
-    completed.dedup();
-    out.completed = completed;
     let mut pos = vec![0usize; n];
     let mut at: Vec<At> = Vec::with_capacity(n);
     let mut first_params: Option<(u64, Variants)> = None;
@@ -211,7 +227,7 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
     let mut frontier: Option<u64> = None;
     let has_no_dump = g.members.iter().any(|&m| ctx.dump(m).is_none());
     for &s in &seqs {
-        statuses(ctx, g, s, &mut pos, &mut at);
+        statuses(&member_lanes, s, &mut pos, &mut at);
         let mut rep: Option<Call> = None;
         let mut start = u64::MAX;
         let (mut called, mut left) = (0u32, 0u32);
@@ -222,7 +238,7 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
             let m = g.members[i];
             match *a {
                 At::Has(k) => {
-                    let Some(lane) = ctx.lane(m, g.id) else {
+                    let Some(lane) = member_lanes[i] else {
                         continue;
                     };
                     let c = lane.calls[k];
@@ -276,16 +292,13 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
             for (i, a) in at.iter().enumerate() {
                 let At::Has(k) = *a else { continue };
                 let m = g.members[i];
-                let Some(c) = ctx.lane(m, g.id).map(|l| l.calls[k]) else {
+                let Some(c) = member_lanes[i].map(|l| l.calls[k]) else {
                     continue;
                 };
-                let Some(site) = lanes::site(ctx.dumps, &c) else {
+                if c.site == 0 {
                     continue;
-                };
-                match sites
-                    .iter_mut()
-                    .find(|(v, _)| lanes::site(ctx.dumps, v) == Some(site))
-                {
+                }
+                match sites.iter_mut().find(|(v, _)| v.site == c.site) {
                     Some((_, rs)) => rs.push(m),
                     None => sites.push((c, vec![m])),
                 }

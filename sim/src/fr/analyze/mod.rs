@@ -88,27 +88,21 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             *slot = Some(i as u32);
         }
     }
-    let oldest: Vec<Option<u64>> = dumps
+    // each dump's oldest record time (None: no records; 0: none has a time) and newest
+    let (oldest, newest): (Vec<Option<u64>>, Vec<u64>) = dumps
         .iter()
         .map(|d| {
-            if d.records.is_empty() {
-                None
-            } else {
-                Some(
-                    d.records
-                        .iter()
-                        .map(|r| r.time_ns)
-                        .filter(|&t| t > 0)
-                        .min()
-                        .unwrap_or(0),
-                )
+            let (mut old, mut new) = (u64::MAX, 0u64);
+            for r in &d.records {
+                if r.time_ns > 0 {
+                    old = old.min(r.time_ns);
+                }
+                new = new.max(r.time_ns);
             }
+            let old = (!d.records.is_empty()).then_some(if old == u64::MAX { 0 } else { old });
+            (old, new)
         })
-        .collect();
-    let newest: Vec<u64> = dumps
-        .iter()
-        .map(|d| d.records.iter().map(|r| r.time_ns).max().unwrap_or(0))
-        .collect();
+        .unzip();
     let t0 = oldest
         .iter()
         .flatten()
@@ -357,10 +351,12 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
         in_progress,
         stragglers: Vec::new(),
     };
-    if dumps
-        .iter()
-        .any(|d| d.records.iter().any(|r| d.str(r.backend) == "gloo"))
-        && outcome == Outcome::Completed
+    if outcome == Outcome::Completed
+        && dumps.iter().any(|d| {
+            d.strings
+                .find("gloo")
+                .is_some_and(|g| d.records.iter().any(|r| r.backend == g))
+        })
     {
         notes.push(
             "gloo records no point-to-point calls (send, recv, batch_isend_irecv): a hang in one \
@@ -493,7 +489,7 @@ fn blocked_entry(
         group: groups.list[s.group as usize].id,
         generation: 0,
         seq: if s.p2p {
-            rec.p2p_seq.unwrap_or(0)
+            rec.p2p_seq.get().unwrap_or(0)
         } else {
             s.call.seq
         },

@@ -210,11 +210,8 @@ pub(super) fn judge_site(
         }
         let site = lanes::site(ctx.dumps, c)?;
         let seen = rr.iter().any(|&m| {
-            ctx.lane(m, g.id).is_some_and(|l| {
-                l.calls
-                    .iter()
-                    .any(|x| lanes::site(ctx.dumps, x) == Some(site))
-            })
+            ctx.lane(m, g.id)
+                .is_some_and(|l| l.calls.iter().any(|x| x.site == c.site))
         });
         if seen {
             return None;

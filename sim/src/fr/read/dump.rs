@@ -3,7 +3,9 @@
 //! doc of `fr`). Known keys must have their known types; unknown keys are ignored.
 
 use super::tree::{Node, NodeId, Tree};
-use crate::fr::model::{Dump, Format, OpKind, Peer, PgConfig, PgStatus, Record, State, Table};
+use crate::fr::model::{
+    Dump, Format, OpKind, OptU64, Peer, PgConfig, PgStatus, Record, State, Table,
+};
 
 /// At most this many records per dump (torch's default buffer holds 2,000).
 pub const MAX_ENTRIES: usize = 1_000_000;
@@ -15,8 +17,25 @@ const MAX_FRAMES: usize = 64;
 /// At most this many groups in `pg_config` and `pg_status`.
 const MAX_GROUPS: usize = 100_000;
 
+/// The per-node tables of a conversion, which a reader keeps from one dump to the next.
+#[derive(Debug, Default)]
+pub struct Memo {
+    sid: Vec<u32>,
+    slot: Vec<u8>,
+    frame: Vec<u32>,
+    /// The last rank list read from a string, and what it gave.
+    ranks: Option<(Box<str>, Vec<u32>)>,
+}
+
 /// Reads one dump's tree. `file` and `rank` come from the file name.
-pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, String> {
+pub fn to_dump(
+    t: &Tree,
+    file: &str,
+    rank: u32,
+    format: Format,
+    memo: &mut Memo,
+) -> Result<Dump, String> {
+    let n = t.nodes.len();
     let mut c = Conv {
         t,
         strings: Table::default(),
@@ -27,10 +46,13 @@ pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, 
         // which is what this bounds
         budget: 64 * t.nodes.len() as u64 + 1_000_000,
         has_frames: false,
-        sid: vec![NONE; t.nodes.len()],
-        slot: vec![UNSEEN; t.nodes.len()],
-        frame: vec![NONE; t.nodes.len()],
+        sid: refill(&mut memo.sid, n, NONE),
+        slot: refill(&mut memo.slot, n, UNSEEN),
+        frame: refill(&mut memo.frame, n, NONE),
+        ranks: memo.ranks.take(),
         prof: Vec::new(),
+        last_sig: None,
+        recent_shapes: [0; 2],
     };
     let (top, entries) = match t.get(t.root) {
         Node::Dict(d) => (Some(d), t.field(d, "entries")),
@@ -70,6 +92,10 @@ pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, 
         None => Vec::new(),
     };
     let mut records = Vec::new();
+    let mut groups: Vec<(u32, u32)> = Vec::new();
+    // the records' groups: each record's is mostly the one before's
+    let mut seen: std::collections::BTreeMap<(u32, u32), u32> = Default::default();
+    let mut last: Option<((u32, u32), u32)> = None;
     if let Some(e) = entries {
         let items = match t.get(e) {
             Node::List(v) | Node::Tuple(v) => v,
@@ -83,12 +109,28 @@ pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, 
         }
         records.reserve(items.len());
         for (i, &e) in items.iter().enumerate() {
-            let r = c
+            let mut r = c
                 .record(e, i as u32)
                 .map_err(|m| format!("entry {i}: {m}"))?;
+            let g = (r.group_name, r.group_desc);
+            r.group = match last {
+                Some((k, x)) if k == g => x,
+                _ => {
+                    let x = *seen.entry(g).or_insert_with(|| {
+                        groups.push(g);
+                        groups.len() as u32 - 1
+                    });
+                    last = Some((g, x));
+                    x
+                }
+            };
             records.push(r);
         }
     }
+    memo.sid = c.sid;
+    memo.slot = c.slot;
+    memo.frame = c.frame;
+    memo.ranks = c.ranks;
     Ok(Dump {
         file: file.to_string(),
         rank,
@@ -101,7 +143,16 @@ pub fn to_dump(t: &Tree, file: &str, rank: u32, format: Format) -> Result<Dump, 
         strings: c.strings,
         shapes: c.shapes,
         has_frames: c.has_frames,
+        groups,
     })
+}
+
+/// `v`'s allocation holding `n` copies of `x`.
+fn refill<T: Copy>(v: &mut Vec<T>, n: usize, x: T) -> Vec<T> {
+    let mut v = std::mem::take(v);
+    v.clear();
+    v.resize(n, x);
+    v
 }
 
 struct Conv<'t, 'a> {
@@ -121,7 +172,15 @@ struct Conv<'t, 'a> {
     frame: Vec<u32>,
     /// Per interned profiling name: what it parses to.
     prof: Vec<Option<Profiling>>,
+    ranks: Option<(Box<str>, Vec<u32>)>,
+    /// The last record's (op, sizes, dtypes) and their hash.
+    last_sig: Option<(CallKey, u64)>,
+    /// The two shapes interned last.
+    recent_shapes: [u32; 2],
 }
+
+/// What a record's signature hashes: op, input and output sizes, input and output dtypes.
+type CallKey = (u32, u32, u32, u32, u32);
 
 /// A parsed profiling name: backend, op (both interned), kind and peer.
 type Profiling = (u32, u32, OpKind, Option<Peer>);
@@ -276,7 +335,30 @@ impl Conv<'_, '_> {
                 if inner.trim().is_empty() {
                     return Ok(Some(Vec::new()));
                 }
+                // every dump of a job lists the same world: the last list read is kept
+                if let Some((text, v)) = &self.ranks {
+                    if **text == *inner {
+                        let v = v.clone();
+                        self.spend(v.len() as u64)?;
+                        return Ok(Some(v));
+                    }
+                }
                 let mut v = Vec::new();
+                if inner
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b == b' ' || b == b',')
+                {
+                    // every dump repeats the world's list: read without the str machinery
+                    for part in inner.as_bytes().split(|&b| b == b',') {
+                        self.spend(1)?;
+                        match decimal(part.trim_ascii()) {
+                            Some(r) => v.push(r),
+                            None => return Ok(None),
+                        }
+                    }
+                    self.ranks = Some((inner.into(), v.clone()));
+                    return Ok(Some(v));
+                }
                 for part in inner.split(',') {
                     self.spend(1)?;
                     match part.trim().parse::<u32>() {
@@ -397,7 +479,19 @@ impl Conv<'_, '_> {
                 n => return Err(format!("`{what}` should be a list of sizes, {}", found(n))),
             }
         }
-        let i = self.shapes.intern(&s[..]);
+        // the sizes of the last records come back most
+        let i = match self
+            .recent_shapes
+            .iter()
+            .find(|&&i| self.shapes.get(i)[..] == s[..])
+        {
+            Some(&i) => i,
+            None => {
+                let i = self.shapes.intern(&s[..]);
+                self.recent_shapes = [i, self.recent_shapes[0]];
+                i
+            }
+        };
         self.scratch = s;
         Ok(i)
     }
@@ -615,12 +709,11 @@ impl Conv<'_, '_> {
             Some(Node::Bool(b)) => *b,
             Some(n) => return Err(format!("`is_p2p` should be a boolean, {}", found(n))),
         };
-        let duration_ms = match f[9].map(|s| t.get(s)) {
-            None | Some(Node::None) => None,
-            Some(Node::Float(x)) => Some(*x),
-            Some(Node::Int(x)) => Some(*x as f64),
+        // read for their types only: the analysis does not use them
+        match f[9].map(|s| t.get(s)) {
+            None | Some(Node::None) | Some(Node::Float(_)) | Some(Node::Int(_)) => {}
             Some(n) => return Err(format!("`duration_ms` should be a number, {}", found(n))),
-        };
+        }
         let site = match f[19] {
             Some(fr) => self.site(fr)?,
             None => 0,
@@ -629,30 +722,40 @@ impl Conv<'_, '_> {
         let output = self.shapes(f[11], "output_sizes")?;
         let in_dtypes = self.dtypes(f[12], "input_dtypes")?;
         let out_dtypes = self.dtypes(f[13], "output_dtypes")?;
-        let sig = {
-            let mut h = crate::proto::data::Fnv::new();
-            h.write(self.strings.get(op).as_bytes());
-            for sh in [input, output] {
-                h.write(b"|");
-                for d in self.shapes.get(sh) {
-                    h.write(&d.to_le_bytes());
+        let key = (op, input, output, in_dtypes, out_dtypes);
+        let sig = match self.last_sig {
+            // consecutive records are mostly the same call
+            Some((k, sig)) if k == key => sig,
+            _ => {
+                let mut h = crate::proto::data::Fnv::new();
+                h.write(self.strings.get(op).as_bytes());
+                for sh in [input, output] {
+                    h.write(b"|");
+                    for d in self.shapes.get(sh) {
+                        h.write(&d.to_le_bytes());
+                    }
                 }
+                for t in [in_dtypes, out_dtypes] {
+                    h.write(b"|");
+                    h.write(self.strings.get(t).as_bytes());
+                }
+                let sig = h.finish();
+                self.last_sig = Some((key, sig));
+                sig
             }
-            for t in [in_dtypes, out_dtypes] {
-                h.write(b"|");
-                h.write(self.strings.get(t).as_bytes());
-            }
-            h.finish()
         };
+        // checked in the order of the record's fields, for the first error to be the same
+        self.unsigned(f[0], "record_id")?;
+        let p2p_seq = self.unsigned(f[5], "p2p_seq_id")?;
+        self.unsigned(f[6], "op_id")?;
         Ok(Record {
             index,
-            record_id: self.unsigned(f[0], "record_id")?,
             pg_id,
             group_name,
             group_desc,
-            seq,
-            p2p_seq: self.unsigned(f[5], "p2p_seq_id")?,
-            op_id: self.unsigned(f[6], "op_id")?,
+            group: 0,
+            seq: OptU64::new(seq),
+            p2p_seq: OptU64::new(p2p_seq),
             backend,
             op,
             kind,
@@ -661,14 +764,13 @@ impl Conv<'_, '_> {
             completed_ns: self
                 .unsigned(f[15], "time_discovered_completed_ns")?
                 .unwrap_or(0),
-            duration_ms,
             input,
             output,
             in_dtypes,
             out_dtypes,
             state,
             retired,
-            timeout_ms: self.unsigned(f[17], "timeout_ms")?,
+            timeout_ms: OptU64::new(self.unsigned(f[17], "timeout_ms")?),
             is_p2p,
             site,
             sig,
@@ -699,6 +801,20 @@ impl Conv<'_, '_> {
         let o = self.strings.intern(op);
         Ok((b, o, kind, peer))
     }
+}
+
+/// The digits `d` as a u32 (what `str::parse` gives for them); None when empty, not only
+/// digits, or too large.
+fn decimal(d: &[u8]) -> Option<u32> {
+    if d.is_empty() {
+        return None;
+    }
+    d.iter().try_fold(0u32, |a, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        a.checked_mul(10)?.checked_add(u32::from(b - b'0'))
+    })
 }
 
 fn parse_peer(args: &str, arrow: &str) -> Option<Peer> {
@@ -732,5 +848,27 @@ fn scalar_type(i: i64) -> &'static str {
         11 => "Bool",
         15 => "BFloat16",
         _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_read_as_str_parse_reads_them() {
+        for d in [
+            "0",
+            "7",
+            "0012",
+            "4294967295",
+            "4294967296",
+            "",
+            "1 2",
+            "-1",
+            "99999999999",
+        ] {
+            assert_eq!(decimal(d.as_bytes()), d.parse::<u32>().ok(), "{d:?}");
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The JSON form of a dump (`_dump_fr_trace_json`), read into the same tree as a pickle.
 //! serde_json refuses nesting deeper than 128, so the recursion here is bounded.
 
-use super::tree::{Items, Node, NodeId, Tree};
+use super::tree::{Arena, Items, Node, NodeId, Tree};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
@@ -85,7 +85,12 @@ impl<'de, 't> Visitor<'de> for Seed<'t, 'de> {
 
 /// Decodes a JSON document into a tree.
 pub fn decode(buf: &[u8]) -> Result<Tree<'_>, serde_json::Error> {
-    let mut tree = Tree::default();
+    decode_in(buf, Arena::default())
+}
+
+/// Decodes a JSON document into a tree built in `arena`'s allocation.
+pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, serde_json::Error> {
+    let mut tree = Tree::with_arena(arena);
     tree.nodes.reserve(buf.len() / 8);
     let mut de = serde_json::Deserializer::from_slice(buf);
     let root = Seed { tree: &mut tree }.deserialize(&mut de)?;

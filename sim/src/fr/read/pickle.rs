@@ -17,7 +17,7 @@
 //! expand without bound) and decodes about 30 µs per record, 50 times too slow for the dumps of
 //! thousands of ranks; it writes the pickles of `export --fr` instead.
 
-use super::tree::{Items, Node, NodeId, Tree};
+use super::tree::{Arena, Items, Node, NodeId, Tree};
 use std::borrow::Cow;
 
 /// How deeply marks (the start of a tuple, list or dict being built) may nest. A dump nests
@@ -52,33 +52,47 @@ impl<'a> Reader<'a> {
         })
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], PickleError> {
         if n > self.buf.len() - self.pos {
-            return self.err(format!(
-                "the file ends in the middle of a value ({n} bytes announced, {} left): it is \
-                 truncated",
-                self.buf.len() - self.pos
-            ));
+            return Err(self.truncated(n));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
+    // apart, so that `take` stays small enough to be inlined into the decoding loop
+    #[cold]
+    fn truncated(&self, n: usize) -> PickleError {
+        PickleError {
+            offset: self.at,
+            message: format!(
+                "the file ends in the middle of a value ({n} bytes announced, {} left): it is \
+                 truncated",
+                self.buf.len() - self.pos
+            ),
+        }
+    }
+
+    #[inline]
     fn u8(&mut self) -> Result<u8, PickleError> {
         Ok(self.take(1)?[0])
     }
 
+    #[inline]
     fn u16(&mut self) -> Result<u16, PickleError> {
         let b = self.take(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, PickleError> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     fn u64(&mut self) -> Result<u64, PickleError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
@@ -131,6 +145,44 @@ fn refused(op: u8) -> Option<&'static str> {
     })
 }
 
+/// The nodes every tree starts with.
+const NONE: NodeId = 0;
+const TRUE: NodeId = 1;
+const FALSE: NodeId = 2;
+/// `Int(0)`, followed by the other one-byte integers.
+const INT0: NodeId = 3;
+
+/// The error for an opcode no dump holds: one that would import or build a Python object
+/// (with the name a GLOBAL imports), or one that is not an opcode.
+fn refuse(r: &mut Reader, op: u8) -> PickleError {
+    let message = match refused(op) {
+        Some("GLOBAL") => {
+            let module = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
+            let name = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
+            match (module, name) {
+                (Ok(m), Ok(n)) => format!(
+                    "GLOBAL imports the Python object `{m}.{n}`: refused (a Flight Recorder \
+                     dump holds only plain data, and nothing in a dump is executed)"
+                ),
+                _ => refusal("GLOBAL"),
+            }
+        }
+        Some(name) => refusal(name),
+        None => format!("unknown opcode 0x{op:02x}: not a pickle"),
+    };
+    PickleError {
+        offset: r.at,
+        message,
+    }
+}
+
+fn refusal(name: &str) -> String {
+    format!(
+        "opcode {name} would import or build a Python object: refused (a Flight Recorder dump \
+         holds only plain data, and nothing in a dump is executed)"
+    )
+}
+
 /// Little-endian two's complement of `b` as an i64, or None when it needs more bits.
 fn long_bytes(b: &[u8]) -> Option<i64> {
     if b.is_empty() {
@@ -146,10 +198,25 @@ fn long_bytes(b: &[u8]) -> Option<i64> {
 
 /// Decodes `buf` into a tree.
 pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
+    decode_in(buf, Arena::default())
+}
+
+/// Decodes `buf` into a tree built in `arena`'s allocation.
+pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleError> {
     let mut r = Reader { buf, pos: 0, at: 0 };
-    let mut t = Tree::default();
-    // nodes are added about one per five bytes
-    t.nodes.reserve(buf.len() / 5);
+    let mut t = Tree::with_arena(arena);
+    // nodes are added about one per ten bytes
+    t.nodes.reserve(buf.len() / 10);
+    // scalars never change once made, so equal ones share a node: None, the booleans and the
+    // one-byte integers have theirs from the start, other integers are looked up in a small
+    // cache (a dump repeats its sizes, timeouts and ids in every record)
+    t.push(Node::None);
+    t.push(Node::Bool(true));
+    t.push(Node::Bool(false));
+    for v in 0..=255 {
+        t.push(Node::Int(v));
+    }
+    let mut ints: [(i64, NodeId); 256] = [(0, INT0); 256];
     let mut stack: Vec<NodeId> = Vec::with_capacity(64);
     let mut marks: Vec<usize> = Vec::with_capacity(16);
     // memo index -> node + 1 (0 = unset)
@@ -178,21 +245,15 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
             return r.err("the file ends before the pickle's STOP opcode: it is truncated");
         }
         let op = r.u8()?;
-        if let Some(name) = refused(op) {
-            if op == b'c' {
-                let module = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
-                let name = r.line().map(|s| String::from_utf8_lossy(s).into_owned());
-                if let (Ok(m), Ok(n)) = (module, name) {
-                    return r.err(format!(
-                        "GLOBAL imports the Python object `{m}.{n}`: refused (a Flight \
-                         Recorder dump holds only plain data, and nothing in a dump is executed)"
-                    ));
-                }
+        // a memo lookup is every other opcode of a dump (its keys are memoized strings): it
+        // is tested first rather than dispatched with the rest
+        if op == b'h' {
+            let id = r.u8()?;
+            match memo.get(usize::from(id)).copied().filter(|&n| n != 0) {
+                Some(n) => stack.push(n - 1),
+                None => return r.err(format!("GET of memo index {id}, which was never set")),
             }
-            return r.err(format!(
-                "opcode {name} would import or build a Python object: refused (a Flight \
-                 Recorder dump holds only plain data, and nothing in a dump is executed)"
-            ));
+            continue;
         }
         let node = match op {
             0x80 => {
@@ -272,7 +333,7 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                 memo[id] = top + 1;
                 continue;
             }
-            b'g' | b'h' | b'j' => {
+            b'g' | b'j' => {
                 let id = match op {
                     b'g' => {
                         let l = r.line()?;
@@ -281,7 +342,6 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                             Err(_) => return r.err("GET with a malformed index"),
                         }
                     }
-                    b'h' => u64::from(r.u8()?),
                     _ => u64::from(r.u32()?),
                 };
                 match memo.get(id as usize).copied().filter(|&n| n != 0) {
@@ -291,16 +351,38 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                 continue;
             }
             // scalars
-            b'N' => Node::None,
-            0x88 => Node::Bool(true),
-            0x89 => Node::Bool(false),
-            b'J' => Node::Int(i64::from(r.u32()? as i32)),
-            b'K' => Node::Int(i64::from(r.u8()?)),
-            b'M' => Node::Int(i64::from(r.u16()?)),
-            0x8a => {
-                let n = r.u8()?;
-                let b = r.take(usize::from(n))?;
-                long_bytes(b).map_or(Node::BigInt, Node::Int)
+            b'N' => {
+                stack.push(NONE);
+                continue;
+            }
+            0x88 | 0x89 => {
+                stack.push(if op == 0x88 { TRUE } else { FALSE });
+                continue;
+            }
+            b'K' => {
+                stack.push(INT0 + NodeId::from(r.u8()?));
+                continue;
+            }
+            b'J' | b'M' | 0x8a => {
+                let v = match op {
+                    b'J' => Some(i64::from(r.u32()? as i32)),
+                    b'M' => Some(i64::from(r.u16()?)),
+                    _ => {
+                        let n = r.u8()?;
+                        long_bytes(r.take(usize::from(n))?)
+                    }
+                };
+                let Some(v) = v else {
+                    stack.push(t.push(Node::BigInt));
+                    continue;
+                };
+                let slot =
+                    &mut ints[((v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize];
+                if slot.0 != v || slot.1 == INT0 {
+                    *slot = (v, t.push(Node::Int(v)));
+                }
+                stack.push(slot.1);
+                continue;
             }
             0x8b => {
                 let n = r.u32()?;
@@ -350,7 +432,9 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                 };
                 let n = r.len(n)?;
                 let b = r.take(n)?;
-                Node::Str(Cow::Borrowed(r.utf8(b)?))
+                let s = r.utf8(b)?;
+                stack.push(t.push(Node::Str(Cow::Borrowed(s))));
+                continue;
             }
             b'T' | b'U' => {
                 // protocol-2 byte strings: Python 2 `str`, read as text when it is UTF-8
@@ -398,9 +482,17 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                 Node::Bytes
             }
             // containers
-            b']' => Node::List(Items::new()),
+            // the nodes made in every record are pushed where they are made (built into the
+            // arena directly rather than on the stack and copied)
+            b']' => {
+                stack.push(t.push(Node::List(Items::new())));
+                continue;
+            }
             b')' => Node::Tuple(Items::new()),
-            b'}' => Node::Dict(Vec::new()),
+            b'}' => {
+                stack.push(t.dict());
+                continue;
+            }
             0x8f => Node::Set(Items::new()),
             b'l' => Node::List(Items::from_vec(mark_items!())),
             b't' => Node::Tuple(Items::from_vec(mark_items!())),
@@ -412,7 +504,8 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
             0x86 => {
                 let b = pop!();
                 let a = pop!();
-                Node::Tuple(Items::from_slice(&[a, b]))
+                stack.push(t.push(Node::Tuple(Items::from_slice(&[a, b]))));
+                continue;
             }
             0x87 => {
                 let c = pop!();
@@ -498,7 +591,8 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
                 }
                 continue;
             }
-            other => return r.err(format!("unknown opcode 0x{other:02x}: not a pickle")),
+            // the opcodes that build Python objects come here too, and are refused
+            other => return Err(refuse(&mut r, other)),
         };
         let id = t.push(node);
         stack.push(id);

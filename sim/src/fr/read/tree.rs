@@ -28,7 +28,7 @@ pub enum Node<'a> {
     Bytes,
     List(Items),
     Tuple(Items),
-    Dict(Vec<(NodeId, NodeId)>),
+    Dict(Pairs),
     Set(Items),
 }
 
@@ -56,9 +56,61 @@ impl Node<'_> {
 pub struct Tree<'a> {
     pub nodes: Vec<Node<'a>>,
     pub root: NodeId,
+    /// Emptied dicts of an earlier tree, for new dicts to take (see [`Tree::dict`]).
+    spare: Vec<Pairs>,
 }
 
+/// The items of a dict.
+pub type Pairs = Vec<(NodeId, NodeId)>;
+
+/// What a decoded tree leaves for the next one to build in: its emptied node arena and
+/// dicts. A reader decoding many dumps keeps one, warm in cache, instead of allocating (and
+/// freeing) an arena and a dict per record for every dump.
+#[derive(Debug, Default)]
+pub struct Arena {
+    nodes: Vec<Node<'static>>,
+    dicts: Vec<Pairs>,
+}
+
+/// Dicts larger than this are not kept for reuse.
+const SPARE_DICT: usize = 64;
+
 impl<'a> Tree<'a> {
+    /// An empty tree that builds in `arena`.
+    pub fn with_arena(arena: Arena) -> Tree<'a> {
+        Tree {
+            nodes: recycle(arena.nodes),
+            root: 0,
+            spare: arena.dicts,
+        }
+    }
+
+    /// The tree's arena, emptied, for the next tree to build in.
+    pub fn recycle(self) -> Arena {
+        let mut nodes = self.nodes;
+        let mut dicts = self.spare;
+        // at most one dict per dict node of a tree is kept: a reader holds no more than its
+        // largest dump needed
+        for n in nodes.drain(..) {
+            if let Node::Dict(mut d) = n {
+                if (1..=SPARE_DICT).contains(&d.capacity()) {
+                    d.clear();
+                    dicts.push(d);
+                }
+            }
+        }
+        Arena {
+            nodes: recycle(nodes),
+            dicts,
+        }
+    }
+
+    /// A new, empty dict node.
+    pub fn dict(&mut self) -> NodeId {
+        let d = self.spare.pop().unwrap_or_default();
+        self.push(Node::Dict(d))
+    }
+
     pub fn push(&mut self, n: Node<'a>) -> NodeId {
         self.nodes.push(n);
         (self.nodes.len() - 1) as NodeId
@@ -82,4 +134,11 @@ impl<'a> Tree<'a> {
             .find(|(k, _)| self.str(*k) == Some(key))
             .map(|(_, v)| *v)
     }
+}
+
+/// Empties `nodes` and hands its allocation to nodes of another lifetime (an empty vector
+/// collected in place keeps its buffer).
+fn recycle<'b>(mut nodes: Vec<Node<'_>>) -> Vec<Node<'b>> {
+    nodes.clear();
+    nodes.into_iter().map(|_| Node::None).collect()
 }
