@@ -6,9 +6,9 @@
 use super::membership::MembershipView;
 use crate::cause::RootCause;
 use crate::proto::workload::{Along, Step, WorkloadConfig};
-use crate::proto::{Generation, GroupId, Rank, SeqNo};
+use crate::proto::{Generation, GroupId, Rank, SeqNo, StepEvent};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKind, Scenario};
-use crate::trace::{Event, FaultPhase};
+use crate::trace::{Event, FaultPhase, Sent};
 use crate::units::Nanos;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -446,36 +446,30 @@ impl Fold {
     /// makes them, they cost a count, or a mark and a wait list copied in place.
     #[inline(always)]
     pub fn apply(&mut self, t: Nanos, ev: &Event) {
-        self.t = t;
         match ev {
-            Event::Deliver { .. } => {
-                self.events += 1;
-                self.messages_delivered += 1;
-            }
+            Event::Deliver { .. } => self.delivered(t),
             Event::Send {
+                id,
                 from,
                 to,
+                bytes,
+                msg,
                 seq,
                 step,
-                msg,
-                ..
-            } => {
-                self.events += 1;
-                self.messages_sent += 1;
-                // a chunk is told by its step, without reading the message's kind
-                match (seq, step) {
-                    (Some(seq), Some(step)) => self.mark_sent(*from, *to, *seq, None, *step),
-                    (Some(seq), None) => {
-                        let p2p = match &**msg {
-                            "p2p" => P2pKind::Data,
-                            "p2p_ack" => P2pKind::Ack,
-                            _ => return,
-                        };
-                        self.mark_sent(*from, *to, *seq, Some(p2p), 0);
-                    }
-                    (None, _) => {}
-                }
-            }
+                arrive_ns,
+            } => self.sent(
+                t,
+                &Sent {
+                    id: *id,
+                    from: *from,
+                    to: *to,
+                    bytes: *bytes,
+                    msg,
+                    seq: *seq,
+                    step: *step,
+                    arrive_ns: *arrive_ns,
+                },
+            ),
             Event::Step {
                 rank,
                 step,
@@ -484,11 +478,53 @@ impl Fold {
                 seq,
                 ..
             } => {
+                self.t = t;
                 self.events += 1;
-                self.step(t, *rank, *seq, *step, *steps, waiting_for);
+                self.step(t, *rank, *seq, *step, *steps, waiting_for.iter().copied());
             }
-            _ => self.apply_rest(t, ev),
+            _ => {
+                self.t = t;
+                self.apply_rest(t, ev)
+            }
         }
+    }
+
+    /// Applies a `deliver` event.
+    #[inline(always)]
+    pub fn delivered(&mut self, t: Nanos) {
+        self.t = t;
+        self.events += 1;
+        self.messages_delivered += 1;
+    }
+
+    /// Applies the `send` event of `s`.
+    #[inline(always)]
+    pub fn sent(&mut self, t: Nanos, s: &Sent) {
+        self.t = t;
+        self.events += 1;
+        self.messages_sent += 1;
+        // a chunk is told by its step, without reading the message's kind
+        match (s.seq, s.step) {
+            (Some(seq), Some(step)) => self.mark_sent(s.from, s.to, seq, None, step),
+            (Some(seq), None) => {
+                let p2p = match s.msg {
+                    "p2p" => P2pKind::Data,
+                    "p2p_ack" => P2pKind::Ack,
+                    _ => return,
+                };
+                self.mark_sent(s.from, s.to, seq, Some(p2p), 0);
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// Applies the `step` event of `rank`'s step `s`.
+    #[inline(always)]
+    pub fn stepped(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
+        self.t = t;
+        self.events += 1;
+        let waiting_for = s.waiting_for.iter().map(|r| r.0);
+        self.step(t, rank, s.seq, s.step, s.steps, waiting_for);
     }
 
     /// A chunk (`p2p` None) or a point-to-point message `from` sent `to`, as the latest it
@@ -533,7 +569,7 @@ impl Fold {
         seq: SeqNo,
         step: u32,
         steps: u32,
-        waiting_for: &[u32],
+        waiting_for: impl Iterator<Item = u32>,
     ) {
         self.close_wait(rank, t);
         if let Some(v) = self.rank(rank) {
@@ -541,7 +577,7 @@ impl Fold {
                 c.step = step;
                 c.steps = steps;
                 c.waiting_for.clear();
-                c.waiting_for.extend_from_slice(waiting_for);
+                c.waiting_for.extend(waiting_for);
                 c.since_ns = t;
             }
         }
