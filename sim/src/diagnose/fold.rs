@@ -243,6 +243,15 @@ impl RankView {
 }
 
 impl CallView {
+    /// Ends the current wait interval at `t`: how long it waited, when waiting for someone
+    /// (the fold charges it to a straggler fault, if one touches them).
+    #[inline(always)]
+    fn close_wait(&mut self, t: Nanos) -> Option<Nanos> {
+        let since = self.charged_ns.max(self.since_ns);
+        self.charged_ns = t;
+        (self.aborted.is_none() && t > since && !self.waiting_for.is_empty()).then(|| t - since)
+    }
+
     /// The call's identity across ranks.
     pub fn slot(&self, rank: u32) -> Slot {
         Slot {
@@ -561,7 +570,7 @@ impl Fold {
     }
 
     /// `rank`'s call `seq` entered `step` of `steps` and waits for `waiting_for`.
-    #[inline]
+    #[inline(always)]
     fn step(
         &mut self,
         t: Nanos,
@@ -569,17 +578,37 @@ impl Fold {
         seq: SeqNo,
         step: u32,
         steps: u32,
-        waiting_for: impl Iterator<Item = u32>,
+        waiting_for: impl ExactSizeIterator<Item = u32>,
     ) {
-        self.close_wait(rank, t);
-        if let Some(v) = self.rank(rank) {
-            if let Some(c) = v.call.as_mut().filter(|c| c.seq == seq) {
-                c.step = step;
-                c.steps = steps;
+        let Some(c) = self
+            .ranks
+            .get_mut(rank as usize)
+            .and_then(|v| v.call.as_mut())
+        else {
+            return;
+        };
+        // the wait of the step it leaves ends (`close_wait`)
+        if let Some(waited) = c.close_wait(t) {
+            if !self.faults.is_empty() {
+                self.charge(rank, waited);
+            }
+        }
+        let Some(c) = self.ranks[rank as usize].call.as_mut() else {
+            return;
+        };
+        if c.seq == seq {
+            c.step = step;
+            c.steps = steps;
+            if c.waiting_for.len() == waiting_for.len() {
+                // in place, as a step mostly waits for as many ranks as the one before
+                for (w, r) in c.waiting_for.iter_mut().zip(waiting_for) {
+                    *w = r;
+                }
+            } else {
                 c.waiting_for.clear();
                 c.waiting_for.extend(waiting_for);
-                c.since_ns = t;
             }
+            c.since_ns = t;
         }
     }
 
@@ -887,17 +916,22 @@ impl Fold {
     /// Ends the current wait interval of `rank` at `t`: the time it waited for a peer that a
     /// straggler fault touched is charged to that peer (or to the fault's rank).
     fn close_wait(&mut self, rank: u32, t: Nanos) {
-        let Some(v) = self.ranks.get_mut(rank as usize) else {
+        let Some(c) = self
+            .ranks
+            .get_mut(rank as usize)
+            .and_then(|v| v.call.as_mut())
+        else {
             return;
         };
-        let Some(c) = v.call.as_mut() else {
-            return;
-        };
-        let since = c.charged_ns.max(c.since_ns);
-        c.charged_ns = t;
-        if c.aborted.is_some() || t <= since || c.waiting_for.is_empty() {
-            return;
+        if let Some(waited) = c.close_wait(t) {
+            self.charge(rank, waited);
         }
+    }
+
+    /// Charges `waited` ns of `rank`'s wait, as its call's wait list stands, to the straggler
+    /// faults active.
+    #[inline(never)]
+    fn charge(&mut self, rank: u32, waited: Nanos) {
         if !self
             .faults
             .iter()
@@ -905,7 +939,9 @@ impl Fold {
         {
             return;
         }
-        let waited = t - since;
+        let Some(c) = self.ranks[rank as usize].call.as_ref() else {
+            return;
+        };
         for &w in &c.waiting_for {
             for f in self.faults.iter().filter(|f| f.end_ns.is_none()) {
                 if f.slows(rank, w) {
