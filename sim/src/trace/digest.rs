@@ -273,14 +273,6 @@ impl Words {
             None => self.word(0),
         }
     }
-
-    #[inline]
-    pub fn list(&mut self, v: &[u32]) {
-        self.word(v.len() as u64);
-        for &x in v {
-            self.word(u64::from(x));
-        }
-    }
 }
 
 /// The encoding never fails; serde wants an error type anyway.
