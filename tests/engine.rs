@@ -2,10 +2,13 @@
 
 mod common;
 
-use common::scenario;
+use common::{scenario, shipped_files};
 use ringside_sim::cost::{textbook, Cost, Net};
-use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{Algorithm, OpKind, Outcome};
+use ringside_sim::diagnose::Fold;
+use ringside_sim::run::{run, run_events, RunOptions};
+use ringside_sim::scenario::{load, Algorithm, OpKind, Outcome};
+use ringside_sim::trace::{DigestRecorder, Event, Recorder, VecRecorder};
+use ringside_sim::units::Nanos;
 
 /// The textbook time of a ring allreduce.
 fn ring(p: u64, n: u64, net: Net) -> Cost {
@@ -198,4 +201,42 @@ fn a_restarted_rank_without_elastic_membership_says_it_cannot_rejoin() {
     assert_eq!(result.outcome, Outcome::Stalled);
     assert!(rec.events.iter().any(|(t, e)| *t == 12_000_000
         && matches!(e, ringside_sim::trace::Event::RejoinRefused { rank: 1, reason } if reason.contains("not elastic"))));
+}
+
+/// A run's digest taken from whole events only: the commonest kinds are built as events
+/// rather than told to it field by field.
+struct ByEvents(DigestRecorder);
+
+impl Recorder for ByEvents {
+    fn record(&mut self, t: Nanos, ev: &Event) {
+        self.0.record(t, ev);
+    }
+}
+
+#[test]
+fn events_told_field_by_field_digest_and_fold_as_the_events_themselves() {
+    for file in shipped_files() {
+        let s = load(&file).unwrap_or_else(|e| panic!("{e}"));
+        for seed in 1..=3 {
+            let opts = RunOptions::seeded(seed);
+            let mut direct = DigestRecorder::default();
+            let (result, fold, _) = run_events(&s, &opts, &mut direct);
+            let mut whole = ByEvents(DigestRecorder::default());
+            run_events(&s, &opts, &mut whole);
+            let at = format!("{} seed {seed}", file.display());
+            assert_eq!(direct.digest, whole.0.digest, "{at}");
+            // the run's own fold, told field by field, against one that applies every event
+            let mut events = VecRecorder::default();
+            run_events(&s, &opts, &mut events);
+            let mut replayed = Fold::new(&s);
+            let (last, rest) = events.events.split_last().expect("a diagnosis at least");
+            for (t, ev) in rest {
+                replayed.apply(*t, ev);
+            }
+            replayed.t = result.end_ns;
+            replayed.outcome = Some(result.outcome);
+            replayed.apply(last.0, &last.1);
+            assert_eq!(format!("{fold:?}"), format!("{replayed:?}"), "{at}");
+        }
+    }
 }

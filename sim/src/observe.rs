@@ -106,6 +106,7 @@ pub struct Observer {
     refs: References,
     /// Every generation formed after the first, in the order first reported.
     generations: Vec<GenerationRecord>,
+    hashes: from_proto::ResultHashes,
 }
 
 impl Observer {
@@ -118,6 +119,7 @@ impl Observer {
             ranks: vec![Follow::default(); nodes],
             refs: References::default(),
             generations: Vec::new(),
+            hashes: from_proto::ResultHashes::default(),
         }
     }
 
@@ -204,7 +206,7 @@ impl Observer {
         };
         Observed {
             hint,
-            event: record.then(|| from_proto::proto_event(rank, pe, correct)),
+            event: record.then(|| from_proto::proto_event(rank, pe, correct, &mut self.hashes)),
         }
     }
 

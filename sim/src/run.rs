@@ -4,9 +4,10 @@ use crate::budget::Limits;
 use crate::diagnose::{diagnose, Diagnosis, Fold};
 use crate::engine::{Engine, RunResult, StopReason};
 use crate::proto::mutation::Mutations;
+use crate::proto::StepEvent;
 use crate::report::{self, RunReport};
 use crate::scenario::Scenario;
-use crate::trace::{is_zstd_path, DigestRecorder, Event, Level, Recorder, TraceWriter};
+use crate::trace::{is_zstd_path, DigestRecorder, Event, Level, Recorder, Sent, TraceWriter};
 use crate::units::Nanos;
 use std::fs::File;
 use std::io;
@@ -29,17 +30,45 @@ pub type Progress<'a> = &'a (dyn Fn(Nanos, u64) + Sync);
 /// How many events pass between two calls of a run's [`Progress`].
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
-impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
+impl<R: Recorder + ?Sized> Tee<'_, R> {
     #[inline(always)]
-    fn record(&mut self, t: Nanos, ev: &Event) {
-        self.outer.record(t, ev);
-        self.fold.apply(t, ev);
+    fn count(&mut self, t: Nanos) {
         self.events += 1;
         if self.events.is_multiple_of(PROGRESS_EVERY) {
             if let Some(p) = self.progress {
                 p(t, self.events);
             }
         }
+    }
+}
+
+impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
+    #[inline(always)]
+    fn record(&mut self, t: Nanos, ev: &Event) {
+        self.outer.record(t, ev);
+        self.fold.apply(t, ev);
+        self.count(t);
+    }
+
+    #[inline(always)]
+    fn send(&mut self, t: Nanos, s: &Sent<'static>) {
+        self.outer.send(t, s);
+        self.fold.sent(t, s);
+        self.count(t);
+    }
+
+    #[inline(always)]
+    fn deliver(&mut self, t: Nanos, id: u64, from: u32, to: u32) {
+        self.outer.deliver(t, id, from, to);
+        self.fold.delivered(t);
+        self.count(t);
+    }
+
+    #[inline(always)]
+    fn step(&mut self, t: Nanos, rank: u32, s: StepEvent) {
+        self.fold.stepped(t, rank, &s);
+        self.outer.step(t, rank, s);
+        self.count(t);
     }
 }
 

@@ -5,6 +5,7 @@
 use crate::proto::collective::{block_elems, input_len, Ctx, Members};
 use crate::proto::{Buffer, Fingerprint, Rank};
 use crate::scenario::OpKind;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Everything that determines a call's expected result: the fingerprint, and what its inputs
@@ -81,7 +82,13 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
 }
 
 /// What member `me` (group index) should hold after the call, from the full reference.
-pub fn expected_for(op: OpKind, full: &Buffer, me: u32, p: u32, root: u32) -> Option<Buffer> {
+pub fn expected_for(
+    op: OpKind,
+    full: &Buffer,
+    me: u32,
+    p: u32,
+    root: u32,
+) -> Option<Cow<'_, Buffer>> {
     let ctx = Ctx { me, p, root };
     match op {
         OpKind::Barrier => None,
@@ -89,7 +96,7 @@ pub fn expected_for(op: OpKind, full: &Buffer, me: u32, p: u32, root: u32) -> Op
         OpKind::ReduceScatter | OpKind::Scatter => {
             let mut out = Buffer::empty(full.dtype());
             out.extend_from(full, block_elems(me, me + 1, p, full.len()));
-            Some(out)
+            Some(Cow::Owned(out))
         }
         // piece `me` of every member's p pieces
         OpKind::AllToAll => {
@@ -99,9 +106,9 @@ pub fn expected_for(op: OpKind, full: &Buffer, me: u32, p: u32, root: u32) -> Op
                 let at = (from * p as usize + me as usize) * piece;
                 out.extend_from(full, at..at + piece);
             }
-            Some(out)
+            Some(Cow::Owned(out))
         }
-        _ => Some(full.clone()),
+        _ => Some(Cow::Borrowed(full)),
     }
 }
 
@@ -109,7 +116,7 @@ pub fn expected_for(op: OpKind, full: &Buffer, me: u32, p: u32, root: u32) -> Op
 /// `members`) says that rank must hold.
 pub fn matches_reference(
     fp: &Fingerprint,
-    full: Option<Buffer>,
+    full: Option<&Buffer>,
     members: &Members,
     rank: Rank,
     result: &Buffer,
@@ -119,7 +126,7 @@ pub fn matches_reference(
     };
     let p = members.len() as u32;
     let root = fp.root.min(p.saturating_sub(1));
-    match full.and_then(|f| expected_for(fp.op, &f, me, p, root)) {
+    match full.and_then(|f| expected_for(fp.op, f, me, p, root)) {
         None => result.is_empty(),
         Some(e) => e.approx_eq(result),
     }
@@ -151,18 +158,19 @@ impl References {
         let found = self
             .recent
             .iter()
-            .find(|(k, m, _)| *k == key && (Arc::ptr_eq(m, members) || **m == **members));
-        let full = match found {
-            Some((_, _, b)) => b.clone(),
+            .position(|(k, m, _)| *k == key && (Arc::ptr_eq(m, members) || **m == **members));
+        let at = match found {
+            Some(at) => at,
             None => {
                 let b = full_reference(&key, &members.ranks);
                 if self.recent.len() >= Self::KEPT {
                     self.recent.remove(0);
                 }
-                self.recent.push((key.clone(), members.clone(), b.clone()));
-                b
+                self.recent.push((key.clone(), members.clone(), b));
+                self.recent.len() - 1
             }
         };
+        let full = self.recent[at].2.as_ref();
         matches_reference(&key.fp, full, members, rank, result)
     }
 }

@@ -174,6 +174,20 @@ impl Buffer {
         h.finish()
     }
 
+    /// Whether two buffers hold the very same bits (of the same type).
+    pub fn same_bits(&self, other: &Buffer) -> bool {
+        match (self, other) {
+            (Buffer::F32(a), Buffer::F32(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            (Buffer::F64(a), Buffer::F64(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            (Buffer::I64(a), Buffer::I64(b)) => a == b,
+            _ => false,
+        }
+    }
+
     /// Whether two buffers hold the same values, exactly for i64 and within a relative
     /// tolerance for floats (reduction order differs between algorithms).
     pub fn approx_eq(&self, other: &Buffer) -> bool {

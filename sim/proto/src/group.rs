@@ -480,6 +480,7 @@ impl ProcessGroup {
         CallOutcome::Pending
     }
 
+    #[inline(always)]
     fn emit_step(&mut self, out: &mut Outbox) {
         if let Some(a) = &self.active {
             if !self.step_events {

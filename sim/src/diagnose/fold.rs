@@ -6,9 +6,9 @@
 use super::membership::MembershipView;
 use crate::cause::RootCause;
 use crate::proto::workload::{Along, Step, WorkloadConfig};
-use crate::proto::{Generation, GroupId, Rank, SeqNo};
+use crate::proto::{Generation, GroupId, Rank, SeqNo, StepEvent};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKind, Scenario};
-use crate::trace::{Event, FaultPhase};
+use crate::trace::{Event, FaultPhase, Sent};
 use crate::units::Nanos;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -243,6 +243,15 @@ impl RankView {
 }
 
 impl CallView {
+    /// Ends the current wait interval at `t`: how long it waited, when waiting for someone
+    /// (the fold charges it to a straggler fault, if one touches them).
+    #[inline(always)]
+    fn close_wait(&mut self, t: Nanos) -> Option<Nanos> {
+        let since = self.charged_ns.max(self.since_ns);
+        self.charged_ns = t;
+        (self.aborted.is_none() && t > since && !self.waiting_for.is_empty()).then(|| t - since)
+    }
+
     /// The call's identity across ranks.
     pub fn slot(&self, rank: u32) -> Slot {
         Slot {
@@ -446,36 +455,30 @@ impl Fold {
     /// makes them, they cost a count, or a mark and a wait list copied in place.
     #[inline(always)]
     pub fn apply(&mut self, t: Nanos, ev: &Event) {
-        self.t = t;
         match ev {
-            Event::Deliver { .. } => {
-                self.events += 1;
-                self.messages_delivered += 1;
-            }
+            Event::Deliver { .. } => self.delivered(t),
             Event::Send {
+                id,
                 from,
                 to,
+                bytes,
+                msg,
                 seq,
                 step,
-                msg,
-                ..
-            } => {
-                self.events += 1;
-                self.messages_sent += 1;
-                // a chunk is told by its step, without reading the message's kind
-                match (seq, step) {
-                    (Some(seq), Some(step)) => self.mark_sent(*from, *to, *seq, None, *step),
-                    (Some(seq), None) => {
-                        let p2p = match &**msg {
-                            "p2p" => P2pKind::Data,
-                            "p2p_ack" => P2pKind::Ack,
-                            _ => return,
-                        };
-                        self.mark_sent(*from, *to, *seq, Some(p2p), 0);
-                    }
-                    (None, _) => {}
-                }
-            }
+                arrive_ns,
+            } => self.sent(
+                t,
+                &Sent {
+                    id: *id,
+                    from: *from,
+                    to: *to,
+                    bytes: *bytes,
+                    msg,
+                    seq: *seq,
+                    step: *step,
+                    arrive_ns: *arrive_ns,
+                },
+            ),
             Event::Step {
                 rank,
                 step,
@@ -484,11 +487,53 @@ impl Fold {
                 seq,
                 ..
             } => {
+                self.t = t;
                 self.events += 1;
-                self.step(t, *rank, *seq, *step, *steps, waiting_for);
+                self.step(t, *rank, *seq, *step, *steps, waiting_for.iter().copied());
             }
-            _ => self.apply_rest(t, ev),
+            _ => {
+                self.t = t;
+                self.apply_rest(t, ev)
+            }
         }
+    }
+
+    /// Applies a `deliver` event.
+    #[inline(always)]
+    pub fn delivered(&mut self, t: Nanos) {
+        self.t = t;
+        self.events += 1;
+        self.messages_delivered += 1;
+    }
+
+    /// Applies the `send` event of `s`.
+    #[inline(always)]
+    pub fn sent(&mut self, t: Nanos, s: &Sent) {
+        self.t = t;
+        self.events += 1;
+        self.messages_sent += 1;
+        // a chunk is told by its step, without reading the message's kind
+        match (s.seq, s.step) {
+            (Some(seq), Some(step)) => self.mark_sent(s.from, s.to, seq, None, step),
+            (Some(seq), None) => {
+                let p2p = match s.msg {
+                    "p2p" => P2pKind::Data,
+                    "p2p_ack" => P2pKind::Ack,
+                    _ => return,
+                };
+                self.mark_sent(s.from, s.to, seq, Some(p2p), 0);
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// Applies the `step` event of `rank`'s step `s`.
+    #[inline(always)]
+    pub fn stepped(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
+        self.t = t;
+        self.events += 1;
+        let waiting_for = s.waiting_for.iter().map(|r| r.0);
+        self.step(t, rank, s.seq, s.step, s.steps, waiting_for);
     }
 
     /// A chunk (`p2p` None) or a point-to-point message `from` sent `to`, as the latest it
@@ -525,7 +570,7 @@ impl Fold {
     }
 
     /// `rank`'s call `seq` entered `step` of `steps` and waits for `waiting_for`.
-    #[inline]
+    #[inline(always)]
     fn step(
         &mut self,
         t: Nanos,
@@ -533,17 +578,37 @@ impl Fold {
         seq: SeqNo,
         step: u32,
         steps: u32,
-        waiting_for: &[u32],
+        waiting_for: impl ExactSizeIterator<Item = u32>,
     ) {
-        self.close_wait(rank, t);
-        if let Some(v) = self.rank(rank) {
-            if let Some(c) = v.call.as_mut().filter(|c| c.seq == seq) {
-                c.step = step;
-                c.steps = steps;
-                c.waiting_for.clear();
-                c.waiting_for.extend_from_slice(waiting_for);
-                c.since_ns = t;
+        let Some(c) = self
+            .ranks
+            .get_mut(rank as usize)
+            .and_then(|v| v.call.as_mut())
+        else {
+            return;
+        };
+        // the wait of the step it leaves ends (`close_wait`)
+        if let Some(waited) = c.close_wait(t) {
+            if !self.faults.is_empty() {
+                self.charge(rank, waited);
             }
+        }
+        let Some(c) = self.ranks[rank as usize].call.as_mut() else {
+            return;
+        };
+        if c.seq == seq {
+            c.step = step;
+            c.steps = steps;
+            if c.waiting_for.len() == waiting_for.len() {
+                // in place, as a step mostly waits for as many ranks as the one before
+                for (w, r) in c.waiting_for.iter_mut().zip(waiting_for) {
+                    *w = r;
+                }
+            } else {
+                c.waiting_for.clear();
+                c.waiting_for.extend(waiting_for);
+            }
+            c.since_ns = t;
         }
     }
 
@@ -851,17 +916,22 @@ impl Fold {
     /// Ends the current wait interval of `rank` at `t`: the time it waited for a peer that a
     /// straggler fault touched is charged to that peer (or to the fault's rank).
     fn close_wait(&mut self, rank: u32, t: Nanos) {
-        let Some(v) = self.ranks.get_mut(rank as usize) else {
+        let Some(c) = self
+            .ranks
+            .get_mut(rank as usize)
+            .and_then(|v| v.call.as_mut())
+        else {
             return;
         };
-        let Some(c) = v.call.as_mut() else {
-            return;
-        };
-        let since = c.charged_ns.max(c.since_ns);
-        c.charged_ns = t;
-        if c.aborted.is_some() || t <= since || c.waiting_for.is_empty() {
-            return;
+        if let Some(waited) = c.close_wait(t) {
+            self.charge(rank, waited);
         }
+    }
+
+    /// Charges `waited` ns of `rank`'s wait, as its call's wait list stands, to the straggler
+    /// faults active.
+    #[inline(never)]
+    fn charge(&mut self, rank: u32, waited: Nanos) {
         if !self
             .faults
             .iter()
@@ -869,7 +939,9 @@ impl Fold {
         {
             return;
         }
-        let waited = t - since;
+        let Some(c) = self.ranks[rank as usize].call.as_ref() else {
+            return;
+        };
         for &w in &c.waiting_for {
             for f in self.faults.iter().filter(|f| f.end_ns.is_none()) {
                 if f.slows(rank, w) {

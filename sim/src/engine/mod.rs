@@ -37,11 +37,11 @@ use crate::observe::Observer;
 use crate::proto::elastic::{ElasticConfig, StoreServer};
 use crate::proto::mutation::{Mutation, Mutations};
 use crate::proto::{
-    Input, Outbox, Output, ProcConfig, Rank, RankProcess, RankStatus, SendToken, TimerKey,
-    WaitState,
+    Input, Outbox, Output, ProcConfig, Rank, RankProcess, RankStatus, SendToken, StepEvent,
+    TimerKey, WaitState,
 };
 use crate::scenario::{Scenario, TieBreak};
-use crate::trace::{from_proto, timer_fields, Event, FaultPhase, Recorder};
+use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
 use crate::units::{later, Bandwidth, Nanos, NEVER};
 use faults::FaultSet;
 use net::Net;
@@ -318,6 +318,13 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         self.rec.record(self.now, &ev);
     }
 
+    /// Records the step `s` of `rank`.
+    #[inline(always)]
+    fn emit_step(&mut self, rank: u32, s: StepEvent) {
+        self.stats.events += 1;
+        self.rec.step(self.now, rank, s);
+    }
+
     /// Runs to the end.
     pub fn run(&mut self) -> RunResult {
         self.run_until_interrupted(None)
@@ -518,7 +525,8 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         } else {
             return;
         }
-        if out.out.len() == 1 {
+        let n = out.out.len();
+        if n == 1 {
             // the usual answer to a chunk: the next chunk to send, its fields taken one by one
             // (a copy of the whole output would read back, as one word, two fields that were
             // just written apart, and stall)
@@ -532,6 +540,26 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
                     self.send(rank, to, msg, bytes, reliable);
                 }
                 o => self.apply(rank, o.into_iter()),
+            }
+        } else if n == 2
+            && matches!(out.out[0], Output::Send { .. })
+            && matches!(out.out[1], Output::Step(_))
+        {
+            // the same answer while recording: the next chunk, then the step it belongs to
+            let step = out.out.pop();
+            if let Some(Output::Send {
+                to,
+                msg,
+                bytes,
+                reliable,
+            }) = out.out.pop()
+            {
+                self.send(rank, to, msg, bytes, reliable);
+            }
+            if let Some(Output::Step(s)) = step {
+                if self.record {
+                    self.emit_step(rank, s);
+                }
             }
         } else {
             // carrying out outputs may hand another rank an input: it gets an empty outbox
@@ -622,7 +650,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
                 // nothing for the observer to follow: only its trace event
                 Output::Step(s) => {
                     if self.record {
-                        self.emit(from_proto::step_event(rank, s));
+                        self.emit_step(rank, s);
                     }
                 }
             }

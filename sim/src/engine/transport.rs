@@ -4,7 +4,7 @@
 
 use super::{Engine, Ev};
 use crate::proto::{Input, Msg, Rank};
-use crate::trace::{Event, Recorder};
+use crate::trace::{Event, Recorder, Sent};
 use crate::units::{later, Nanos};
 
 /// Why a message was lost; the trace's `drop` events name it (`DropReason::as_str`).
@@ -115,16 +115,20 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
                 Msg::P2p(m) => (Some(m.order), None),
                 Msg::Elastic(_) | Msg::Registry(_) => (None, None),
             };
-            self.emit(Event::Send {
-                id,
-                from,
-                to,
-                bytes,
-                msg: msg.kind().into(),
-                seq,
-                step,
-                arrive_ns: timing.arrive,
-            });
+            self.stats.events += 1;
+            self.rec.send(
+                self.now,
+                &Sent {
+                    id,
+                    from,
+                    to,
+                    bytes,
+                    msg: msg.kind(),
+                    seq,
+                    step,
+                    arrive_ns: timing.arrive,
+                },
+            );
         }
         let flight = move || Flight {
             id,
@@ -263,11 +267,8 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
         }
         self.stats.messages_delivered += 1;
         if self.record {
-            self.emit(Event::Deliver {
-                id: f.id,
-                from: f.from,
-                to: f.to,
-            });
+            self.stats.events += 1;
+            self.rec.deliver(self.now, f.id, f.from, f.to);
         }
         self.input(
             f.to,

@@ -24,8 +24,10 @@
 //! Version 1 traces chained the event lines' bytes instead ([`Digest::update_line`]); readers
 //! of version 1 traces check their footer that way.
 
-use super::event::Event;
+use super::encode;
+use super::event::{Event, Sent};
 use crate::proto::data::{mix, Fnv};
+use crate::proto::StepEvent;
 use crate::units::Nanos;
 use serde::ser::{self, Serialize};
 use std::fmt;
@@ -67,9 +69,42 @@ impl Digest {
     pub fn update(&mut self, t: Nanos, ev: &Event) {
         let mut w = self.lanes;
         w.word(t);
-        if !super::encode::digest_common(&mut w, ev) {
+        if !encode::digest_common(&mut w, ev) {
             serialize(&mut w, ev);
         }
+        self.finish_event(w);
+    }
+
+    /// Adds a `send` event (as [`Digest::update`] of [`Sent::event`]).
+    #[inline(always)]
+    pub fn update_send(&mut self, t: Nanos, s: &Sent) {
+        let mut w = self.lanes;
+        w.word(t);
+        encode::digest_send(&mut w, s);
+        self.finish_event(w);
+    }
+
+    /// Adds a `deliver` event.
+    #[inline(always)]
+    pub fn update_deliver(&mut self, t: Nanos, id: u64, from: u32, to: u32) {
+        let mut w = self.lanes;
+        w.word(t);
+        encode::digest_deliver(&mut w, id, from, to);
+        self.finish_event(w);
+    }
+
+    /// Adds the `step` event of `rank`'s step `s`.
+    #[inline(always)]
+    pub fn update_step(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
+        let mut w = self.lanes;
+        w.word(t);
+        encode::digest_step(
+            &mut w,
+            rank,
+            (s.group, s.generation, s.seq),
+            (s.step, s.steps),
+            s.waiting_for.iter().map(|r| r.0),
+        );
         self.finish_event(w);
     }
 
@@ -201,10 +236,22 @@ impl Words {
         self.a ^ self.b.rotate_left(16) ^ self.c.rotate_left(32) ^ self.d.rotate_left(48)
     }
 
-    #[inline]
+    /// A string's words; inlined, so that a kind's name folds into constants and the short
+    /// name of a message's kind takes two words without a loop.
+    #[inline(always)]
     pub fn str(&mut self, s: &str) {
-        self.word(s.len() as u64);
-        let mut chunks = s.as_bytes().chunks_exact(8);
+        let b = s.as_bytes();
+        self.word(b.len() as u64);
+        match b.len() {
+            0 => {}
+            1..=7 => self.word(tail_word(b)),
+            _ => self.long_str(b),
+        }
+    }
+
+    #[inline]
+    fn long_str(&mut self, b: &[u8]) {
+        let mut chunks = b.chunks_exact(8);
         for c in &mut chunks {
             self.word(u64::from_le_bytes([
                 c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
@@ -224,14 +271,6 @@ impl Words {
                 self.word(v);
             }
             None => self.word(0),
-        }
-    }
-
-    #[inline]
-    pub fn list(&mut self, v: &[u32]) {
-        self.word(v.len() as u64);
-        for &x in v {
-            self.word(u64::from(x));
         }
     }
 }

@@ -5,7 +5,8 @@
 //! (in `fast.rs`) holds the two to the same bytes, so the digest cannot tell them apart.
 
 use super::digest::Words;
-use super::Event;
+use super::{Event, Sent};
+use crate::proto::{Generation, GroupId, SeqNo};
 use crate::units::Nanos;
 
 /// Serializes one event line (without newline) into `buf`: `{"t":N,"kind":...}`.
@@ -173,23 +174,20 @@ pub(super) fn digest_common(w: &mut Words, ev: &Event) -> bool {
             seq,
             step,
             arrive_ns,
-        } => {
-            w.str("send");
-            w.word(*id);
-            w.word(u64::from(*from));
-            w.word(u64::from(*to));
-            w.word(*bytes);
-            w.str(msg);
-            w.opt(*seq);
-            w.opt(step.map(u64::from));
-            w.word(*arrive_ns);
-        }
-        Event::Deliver { id, from, to } => {
-            w.str("deliver");
-            w.word(*id);
-            w.word(u64::from(*from));
-            w.word(u64::from(*to));
-        }
+        } => digest_send(
+            w,
+            &Sent {
+                id: *id,
+                from: *from,
+                to: *to,
+                bytes: *bytes,
+                msg,
+                seq: *seq,
+                step: *step,
+                arrive_ns: *arrive_ns,
+            },
+        ),
+        Event::Deliver { id, from, to } => digest_deliver(w, *id, *from, *to),
         Event::Step {
             rank,
             group,
@@ -198,16 +196,13 @@ pub(super) fn digest_common(w: &mut Words, ev: &Event) -> bool {
             step,
             steps,
             waiting_for,
-        } => {
-            w.str("step");
-            w.word(u64::from(*rank));
-            w.word(u64::from(group.0));
-            w.word(u64::from(generation.0));
-            w.word(seq.0);
-            w.word(u64::from(*step));
-            w.word(u64::from(*steps));
-            w.list(waiting_for);
-        }
+        } => digest_step(
+            w,
+            *rank,
+            (*group, *generation, *seq),
+            (*step, *steps),
+            waiting_for.iter().copied(),
+        ),
         Event::Compute {
             rank,
             iteration,
@@ -230,4 +225,50 @@ pub(super) fn digest_common(w: &mut Words, ev: &Event) -> bool {
         _ => return false,
     }
     true
+}
+
+/// The words of a `send` event, after its time.
+#[inline(always)]
+pub(super) fn digest_send(w: &mut Words, s: &Sent) {
+    w.str("send");
+    w.word(s.id);
+    w.word(u64::from(s.from));
+    w.word(u64::from(s.to));
+    w.word(s.bytes);
+    w.str(s.msg);
+    w.opt(s.seq);
+    w.opt(s.step.map(u64::from));
+    w.word(s.arrive_ns);
+}
+
+/// The words of a `deliver` event, after its time.
+#[inline(always)]
+pub(super) fn digest_deliver(w: &mut Words, id: u64, from: u32, to: u32) {
+    w.str("deliver");
+    w.word(id);
+    w.word(u64::from(from));
+    w.word(u64::from(to));
+}
+
+/// The words of a `step` event of `rank`'s call `(group, generation, seq)` entering `step` of
+/// `steps`, after its time.
+#[inline(always)]
+pub(super) fn digest_step(
+    w: &mut Words,
+    rank: u32,
+    (group, generation, seq): (GroupId, Generation, SeqNo),
+    (step, steps): (u32, u32),
+    waiting_for: impl ExactSizeIterator<Item = u32>,
+) {
+    w.str("step");
+    w.word(u64::from(rank));
+    w.word(u64::from(group.0));
+    w.word(u64::from(generation.0));
+    w.word(seq.0);
+    w.word(u64::from(step));
+    w.word(u64::from(steps));
+    w.word(waiting_for.len() as u64);
+    for x in waiting_for {
+        w.word(u64::from(x));
+    }
 }

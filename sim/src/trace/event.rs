@@ -33,6 +33,37 @@ pub fn timer_fields(key: &TimerKey) -> (&'static str, Option<GroupId>, Option<Se
     }
 }
 
+/// The fields of a `send` event ([`Event::Send`]) as a run has them, its kind borrowed: what a
+/// recorder's [`Recorder::send`](super::Recorder::send) is told, so that a recorder taking the
+/// fields directly (a run's digest and diagnosis) needs no event built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sent<'a> {
+    pub id: u64,
+    pub from: u32,
+    pub to: u32,
+    pub bytes: u64,
+    pub msg: &'a str,
+    pub seq: Option<u64>,
+    pub step: Option<u32>,
+    pub arrive_ns: u64,
+}
+
+impl Sent<'static> {
+    /// As an event.
+    pub fn event(&self) -> Event {
+        Event::Send {
+            id: self.id,
+            from: self.from,
+            to: self.to,
+            bytes: self.bytes,
+            msg: Cow::Borrowed(self.msg),
+            seq: self.seq,
+            step: self.step,
+            arrive_ns: self.arrive_ns,
+        }
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }

@@ -14,7 +14,7 @@ mod writer;
 
 pub use digest::Digest;
 pub use encode::encode_line;
-pub use event::{timer_fields, Event, FaultPhase, RankList};
+pub use event::{timer_fields, Event, FaultPhase, RankList, Sent};
 pub use reader::{
     parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent,
 };

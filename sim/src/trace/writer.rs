@@ -2,8 +2,9 @@
 
 use super::digest::Digest;
 use super::encode::encode_line;
-use super::event::Event;
-use super::Level;
+use super::event::{Event, Sent};
+use super::{from_proto, Level};
+use crate::proto::StepEvent;
 use crate::scenario::{Outcome, Scenario};
 use crate::units::Nanos;
 use std::io::{self, Write};
@@ -15,6 +16,27 @@ pub trait Recorder {
         true
     }
     fn record(&mut self, t: Nanos, ev: &Event);
+
+    /// A message sent: the [`Event::Send`] of `s`. The three commonest events of a run come
+    /// this way, their fields as the engine has them, so that a recorder that takes the
+    /// fields directly (the digest and the diagnosis of a run without a trace) overrides
+    /// these and no event is built for them.
+    #[inline(always)]
+    fn send(&mut self, t: Nanos, s: &Sent<'static>) {
+        self.record(t, &s.event());
+    }
+
+    /// A message delivered: [`Event::Deliver`].
+    #[inline(always)]
+    fn deliver(&mut self, t: Nanos, id: u64, from: u32, to: u32) {
+        self.record(t, &Event::Deliver { id, from, to });
+    }
+
+    /// A step of `rank`'s call: the [`Event::Step`] of `s`.
+    #[inline(always)]
+    fn step(&mut self, t: Nanos, rank: u32, s: StepEvent) {
+        self.record(t, &from_proto::step_event(rank, s));
+    }
 }
 
 /// Discards everything (benchmarks, swarm runs that only need the outcome).
@@ -49,6 +71,21 @@ impl Recorder for DigestRecorder {
     #[inline(always)]
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.digest.update(t, ev);
+    }
+
+    #[inline(always)]
+    fn send(&mut self, t: Nanos, s: &Sent<'static>) {
+        self.digest.update_send(t, s);
+    }
+
+    #[inline(always)]
+    fn deliver(&mut self, t: Nanos, id: u64, from: u32, to: u32) {
+        self.digest.update_deliver(t, id, from, to);
+    }
+
+    #[inline(always)]
+    fn step(&mut self, t: Nanos, rank: u32, s: StepEvent) {
+        self.digest.update_step(t, rank, &s);
     }
 }
 

@@ -458,14 +458,20 @@ impl Collective {
         }
     }
 
-    /// The peers whose chunks of the current step are still missing (world ranks).
-    #[inline]
+    /// The peers whose chunks of the current step are still missing (world ranks). A step of
+    /// one peer, the usual one, is told inline (a recording driver asks at every chunk).
+    #[inline(always)]
     pub fn waiting_for(&self) -> WaitList {
         if let Some(one) = self.one {
             let peer = self.members.ranks[one.peer as usize];
             let len = usize::from(self.missing > 0);
             return WaitList::from_buf_and_len([peer; 4], len);
         }
+        self.waiting_for_planned()
+    }
+
+    #[inline(never)]
+    fn waiting_for_planned(&self) -> WaitList {
         self.plan
             .recvs
             .iter()
