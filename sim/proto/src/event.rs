@@ -250,6 +250,12 @@ impl AbortReason {
     pub fn is_watchdog(&self) -> bool {
         matches!(self, AbortReason::Watchdog { .. })
     }
+
+    /// Whether `text`, a reason as a trace carries it (this type's `Display`), is the
+    /// watchdog's: the one place that knows how a trace spells it.
+    pub fn text_is_watchdog(text: &str) -> bool {
+        text.starts_with("watchdog")
+    }
 }
 
 impl fmt::Display for AbortReason {
@@ -287,6 +293,35 @@ impl fmt::Display for AbortReason {
             AbortReason::NoPeer(peer) => {
                 write!(f, "no group rank {peer} to send to or receive from")
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_as_a_trace_spells_it_is_the_watchdogs_only_for_the_watchdog() {
+        let watchdog = AbortReason::Watchdog {
+            op: OpKind::Allreduce,
+            seq: SeqNo(3),
+            waited: 1_000_000_000,
+            step: 1,
+            steps: 4,
+            waiting_for: vec![Rank(2)],
+        };
+        assert!(AbortReason::text_is_watchdog(&watchdog.to_string()));
+        for other in [
+            AbortReason::MembershipChange("rank 2 left".into()),
+            AbortReason::OutsideGroup("left out of generation 2".into()),
+            AbortReason::NoGroup(3),
+            AbortReason::NoPeer(9),
+        ] {
+            assert!(
+                !AbortReason::text_is_watchdog(&other.to_string()),
+                "{other}"
+            );
         }
     }
 }

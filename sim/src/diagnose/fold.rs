@@ -5,6 +5,7 @@
 
 use super::membership::MembershipView;
 use crate::cause::RootCause;
+use crate::proto::event::AbortReason;
 use crate::proto::workload::{Along, Step, WorkloadConfig};
 use crate::proto::{Generation, GroupId, Rank, SeqNo, StepEvent};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKind, Scenario};
@@ -865,7 +866,7 @@ impl Fold {
                 reason,
                 ..
             } => {
-                if self.first_abort.is_none() && reason.starts_with("watchdog") {
+                if self.first_abort.is_none() && AbortReason::text_is_watchdog(reason) {
                     self.first_abort = Some((t, *rank));
                 }
                 self.close_wait(*rank, t);
