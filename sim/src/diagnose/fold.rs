@@ -458,28 +458,11 @@ impl Fold {
     pub fn apply(&mut self, t: Nanos, ev: &Event) {
         match ev {
             Event::Deliver { .. } => self.delivered(t),
-            Event::Send {
-                id,
-                from,
-                to,
-                bytes,
-                msg,
-                seq,
-                step,
-                arrive_ns,
-            } => self.sent(
-                t,
-                &Sent {
-                    id: *id,
-                    from: *from,
-                    to: *to,
-                    bytes: *bytes,
-                    msg,
-                    seq: *seq,
-                    step: *step,
-                    arrive_ns: *arrive_ns,
-                },
-            ),
+            Event::Send { .. } => {
+                if let Some(sent) = ev.as_sent() {
+                    self.sent(t, &sent);
+                }
+            }
             Event::Step {
                 rank,
                 step,
@@ -581,20 +564,13 @@ impl Fold {
         steps: u32,
         waiting_for: impl ExactSizeIterator<Item = u32>,
     ) {
+        // the wait of the step it leaves ends
+        self.close_wait(rank, t);
         let Some(c) = self
             .ranks
             .get_mut(rank as usize)
             .and_then(|v| v.call.as_mut())
         else {
-            return;
-        };
-        // the wait of the step it leaves ends (`close_wait`)
-        if let Some(waited) = c.close_wait(t) {
-            if !self.faults.is_empty() {
-                self.charge(rank, waited);
-            }
-        }
-        let Some(c) = self.ranks[rank as usize].call.as_mut() else {
             return;
         };
         if c.seq == seq {
@@ -916,6 +892,7 @@ impl Fold {
 
     /// Ends the current wait interval of `rank` at `t`: the time it waited for a peer that a
     /// straggler fault touched is charged to that peer (or to the fault's rank).
+    #[inline(always)]
     fn close_wait(&mut self, rank: u32, t: Nanos) {
         let Some(c) = self
             .ranks
@@ -925,7 +902,9 @@ impl Fold {
             return;
         };
         if let Some(waited) = c.close_wait(t) {
-            self.charge(rank, waited);
+            if !self.faults.is_empty() {
+                self.charge(rank, waited);
+            }
         }
     }
 

@@ -165,28 +165,11 @@ fn encode_common(buf: &mut Vec<u8>, t: Nanos, ev: &Event) -> bool {
 #[inline(always)]
 pub(super) fn digest_common(w: &mut Words, ev: &Event) -> bool {
     match ev {
-        Event::Send {
-            id,
-            from,
-            to,
-            bytes,
-            msg,
-            seq,
-            step,
-            arrive_ns,
-        } => digest_send(
-            w,
-            &Sent {
-                id: *id,
-                from: *from,
-                to: *to,
-                bytes: *bytes,
-                msg,
-                seq: *seq,
-                step: *step,
-                arrive_ns: *arrive_ns,
-            },
-        ),
+        Event::Send { .. } => {
+            if let Some(sent) = ev.as_sent() {
+                digest_send(w, &sent);
+            }
+        }
         Event::Deliver { id, from, to } => digest_deliver(w, *id, *from, *to),
         Event::Step {
             rank,

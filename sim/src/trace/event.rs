@@ -48,6 +48,35 @@ pub struct Sent<'a> {
     pub arrive_ns: u64,
 }
 
+impl Event {
+    /// A send event's fields, borrowed, as a recorder that takes them directly is told them.
+    #[inline(always)]
+    pub fn as_sent(&self) -> Option<Sent<'_>> {
+        match self {
+            Event::Send {
+                id,
+                from,
+                to,
+                bytes,
+                msg,
+                seq,
+                step,
+                arrive_ns,
+            } => Some(Sent {
+                id: *id,
+                from: *from,
+                to: *to,
+                bytes: *bytes,
+                msg,
+                seq: *seq,
+                step: *step,
+                arrive_ns: *arrive_ns,
+            }),
+            _ => None,
+        }
+    }
+}
+
 impl Sent<'static> {
     /// As an event.
     pub fn event(&self) -> Event {
