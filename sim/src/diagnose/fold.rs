@@ -522,6 +522,12 @@ impl Fold {
 
     /// A chunk (`p2p` None) or a point-to-point message `from` sent `to`, as the latest it
     /// sent there.
+    /// `rank`'s running call, if it has one.
+    #[inline(always)]
+    fn call_mut(&mut self, rank: u32) -> Option<&mut CallView> {
+        self.ranks.get_mut(rank as usize)?.call.as_mut()
+    }
+
     #[inline]
     fn mark_sent(&mut self, from: u32, to: u32, seq: u64, p2p: Option<P2pKind>, step: u32) {
         // a chunk belongs to the sender's running call: its group and generation (an
@@ -566,11 +572,7 @@ impl Fold {
     ) {
         // the wait of the step it leaves ends
         self.close_wait(rank, t);
-        let Some(c) = self
-            .ranks
-            .get_mut(rank as usize)
-            .and_then(|v| v.call.as_mut())
-        else {
+        let Some(c) = self.call_mut(rank) else {
             return;
         };
         if c.seq == seq {
@@ -894,11 +896,7 @@ impl Fold {
     /// straggler fault touched is charged to that peer (or to the fault's rank).
     #[inline(always)]
     fn close_wait(&mut self, rank: u32, t: Nanos) {
-        let Some(c) = self
-            .ranks
-            .get_mut(rank as usize)
-            .and_then(|v| v.call.as_mut())
-        else {
+        let Some(c) = self.call_mut(rank) else {
             return;
         };
         if let Some(waited) = c.close_wait(t) {
