@@ -12,6 +12,7 @@ use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKin
 use crate::trace::{Event, FaultPhase, Sent};
 use crate::units::Nanos;
 use serde::Serialize;
+use smallvec::SmallVec;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -371,7 +372,7 @@ pub struct Fold {
     /// For each receiver, the latest collective chunk each sender sent it, per group:
     /// [`SentMark`]. Schedules send to a peer in increasing steps, and a group's calls and
     /// generations only move forward, so a chunk was sent when the mark is at or past it.
-    pub sent: Vec<Vec<SentMark>>,
+    pub sent: Vec<SmallVec<[SentMark; 1]>>,
     /// Accumulated waiting on stragglers, by (rank, fault), in first-seen order.
     pub lateness: Vec<Lateness>,
     /// The program every rank runs, when the fold knows the scenario: it settles a tie between
@@ -429,7 +430,7 @@ impl Fold {
             first_abort: None,
             diagnosis: None,
             outcome: None,
-            sent: vec![Vec::new(); p as usize],
+            sent: vec![SmallVec::new(); p as usize],
             lateness: Vec::new(),
             workload: None,
             membership: MembershipView::default(),
