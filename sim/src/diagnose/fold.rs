@@ -521,14 +521,14 @@ impl Fold {
         self.step(t, rank, s.seq, s.step, s.steps, waiting_for);
     }
 
-    /// A chunk (`p2p` None) or a point-to-point message `from` sent `to`, as the latest it
-    /// sent there.
     /// `rank`'s running call, if it has one.
     #[inline(always)]
     fn call_mut(&mut self, rank: u32) -> Option<&mut CallView> {
         self.ranks.get_mut(rank as usize)?.call.as_mut()
     }
 
+    /// A chunk (`p2p` None) or a point-to-point message `from` sent `to`, as the latest it
+    /// sent there.
     #[inline]
     fn mark_sent(&mut self, from: u32, to: u32, seq: u64, p2p: Option<P2pKind>, step: u32) {
         // a chunk belongs to the sender's running call: its group and generation (an
