@@ -103,6 +103,7 @@ corpus_tests! {
     a_duplicate_key_after_an_inline_array_names_its_path => "duplicate-after-array.toml",
     a_duplicate_key_in_an_inline_table_names_its_path => "duplicate-in-inline-table.toml",
     a_duplicate_key_in_an_array_of_tables_names_its_path => "duplicate-op-key.toml",
+    the_wall_clock_budget_ends_a_run_of_slow_events => "huge-buffers-under-a-wall-clock-budget.toml",
 }
 
 #[test]
