@@ -103,6 +103,10 @@ corpus_tests! {
     a_duplicate_key_after_an_inline_array_names_its_path => "duplicate-after-array.toml",
     a_duplicate_key_in_an_inline_table_names_its_path => "duplicate-in-inline-table.toml",
     a_duplicate_key_in_an_array_of_tables_names_its_path => "duplicate-op-key.toml",
+    a_pipeline_of_many_microbatches_is_refused_for_its_memory => "pipeline-of-100000-microbatches.toml",
+    p2p_in_a_large_group_is_refused_for_its_memory => "p2p-in-a-world-of-4096.toml",
+    a_large_elastic_group_is_refused_for_its_memory => "elastic-world-of-8192.toml",
+    the_wall_clock_budget_ends_a_run_of_slow_events => "huge-buffers-under-a-wall-clock-budget.toml",
 }
 
 #[test]

@@ -13,6 +13,7 @@
 //! budget ran out ([`Budget`]). So does a run whose next event lies past the last instant
 //! virtual time can represent.
 
+use crate::scenario::groups;
 use crate::scenario::resolve::op_call;
 use crate::scenario::Scenario;
 use crate::scenario::{Algorithm, Dtype, OpKind};
@@ -69,8 +70,8 @@ pub const DEFAULT_MAX_MEMORY: u64 = 2 << 30;
 pub struct Limits<'a> {
     /// Events the engine may process (None: no limit).
     pub events: Option<u64>,
-    /// Set from outside when the wall-clock budget has run out (checked every few thousand
-    /// events).
+    /// Set from outside when the wall-clock budget has run out (checked before every
+    /// event).
     pub wall_clock: Option<&'a AtomicBool>,
 }
 
@@ -97,6 +98,12 @@ const PER_RANK: u64 = 4_096;
 const PER_MESSAGE: u64 = 400;
 /// Bytes the report keeps per call of the workload (measured: about 1.2 KB).
 const PER_CALL: u64 = 1_300;
+/// Bytes a rank keeps per member of a group it sends or receives point-to-point in.
+const PER_P2P_PEER: u64 = 16;
+/// Bytes a rank of an elastic group keeps per member of the group.
+const PER_MEMBER: u64 = 4;
+/// Bytes of a step of a pipeline stage's program.
+const PER_STEP: u64 = 128;
 /// The process itself.
 const BASE: u64 = 16 << 20;
 
@@ -144,9 +151,41 @@ pub fn estimate(s: &Scenario) -> MemoryEstimate {
         buffer
     };
     let messages = ranks.saturating_mul(fanout).saturating_mul(PER_MESSAGE);
-    let state = ranks.saturating_mul(PER_RANK);
+    // a rank also keeps something per member of its groups: point-to-point counts each way
+    // with every member of a group it sends or receives in, an elastic group its view of
+    // every member
+    let p2p_group = p2p_group_size(s);
+    let elastic_members = if s.group.elastic.is_some() { ranks } else { 0 };
+    let per_rank = p2p_group
+        .saturating_mul(PER_P2P_PEER)
+        .saturating_add(elastic_members.saturating_mul(PER_MEMBER))
+        .saturating_add(PER_RANK);
+    // a pipeline's stages each have a program of microbatches x (forward, backward) steps
+    let pipeline_calls = s
+        .workload
+        .pipeline
+        .as_ref()
+        .map_or(0, |p| u64::from(p.microbatches).saturating_mul(4));
+    let stages = if s.workload.pipeline.is_some() {
+        ranks
+    } else {
+        0
+    };
+    let programs = stages
+        .saturating_mul(pipeline_calls)
+        .saturating_mul(PER_STEP);
+    let state = ranks.saturating_mul(per_rank).saturating_add(programs);
+    let per_iteration = s
+        .workload
+        .programs
+        .iter()
+        .map(|p| p.ops.len() as u64)
+        .chain([(s.workload.ops.len() as u64).saturating_add(pipeline_calls)])
+        .max()
+        .unwrap_or(0)
+        .max(1);
     let calls = u64::from(s.workload.iterations)
-        .saturating_mul(s.workload.ops.len().max(1) as u64)
+        .saturating_mul(per_iteration)
         .saturating_mul(PER_CALL);
     let total = [buffers, messages, state, calls]
         .into_iter()
@@ -161,6 +200,30 @@ pub fn estimate(s: &Scenario) -> MemoryEstimate {
         calls,
         total,
     }
+}
+
+/// The largest group any rank sends or receives point-to-point in (0: none does).
+fn p2p_group_size(s: &Scenario) -> u64 {
+    let size = |group: Option<&str>| -> u64 {
+        match group {
+            None => u64::from(s.world.size),
+            Some(name) => groups::subgroups(s, name)
+                .map_or(0, |g| g.iter().map(|m| m.len() as u64).max().unwrap_or(0)),
+        }
+    };
+    let ops = s
+        .workload
+        .ops
+        .iter()
+        .chain(s.workload.programs.iter().flat_map(|p| p.ops.iter()))
+        .filter(|o| matches!(o.op, OpKind::Send | OpKind::Recv))
+        .map(|o| size(o.group.as_deref()));
+    let pipeline = s
+        .workload
+        .pipeline
+        .as_ref()
+        .map(|p| size(p.group.as_deref()));
+    ops.chain(pipeline).max().unwrap_or(0)
 }
 
 /// Bytes for humans, in powers of 1000: `4.3 GB`.

@@ -330,27 +330,24 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         self.run_until_interrupted(None)
     }
 
-    /// Runs to the end, or until `interrupt` is set (checked every few thousand events).
+    /// Runs to the end, or until `interrupt` is set (checked before every event).
     pub fn run_until_interrupted(&mut self, interrupt: Option<&AtomicBool>) -> RunResult {
         self.run_within(&Limits::NONE, interrupt)
     }
 
-    /// Runs to the end, until `interrupt` is set, or until a budget of `limits` runs out
-    /// (flags are checked every few thousand events).
+    /// Runs to the end, until `interrupt` is set, or until a budget of `limits` runs out.
+    /// The flags are checked before every event: an event that reduces millions of elements
+    /// can take milliseconds, so a few thousand of them would overrun the wall-clock budget.
     pub fn run_within(&mut self, limits: &Limits, interrupt: Option<&AtomicBool>) -> RunResult {
         self.max_events = limits.events.unwrap_or(u64::MAX);
-        let mut n: u32 = 0;
         while self.stop.is_none() {
-            n = n.wrapping_add(1);
-            if n.is_multiple_of(4096) {
-                if interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
-                    self.stop = Some(StopReason::Interrupted);
-                    break;
-                }
-                if limits.wall_clock.is_some_and(|f| f.load(Ordering::Relaxed)) {
-                    self.stop = Some(StopReason::OutOfBudget(Budget::WallClock));
-                    break;
-                }
+            if interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                self.stop = Some(StopReason::Interrupted);
+                break;
+            }
+            if limits.wall_clock.is_some_and(|f| f.load(Ordering::Relaxed)) {
+                self.stop = Some(StopReason::OutOfBudget(Budget::WallClock));
+                break;
             }
             self.step();
         }
