@@ -910,3 +910,41 @@ fn a_ring_buffer_that_dropped_old_records_is_not_a_divergence() {
     ]);
     assert_eq!(strings(&r["root_causes"]), ["hung:2"], "{r}");
 }
+
+/// A dump named with a rank far past the others makes a world of thousands of ranks that left
+/// no dump: the import names them in a few lines and finishes at once (it used to compare
+/// every such rank with every other, for minutes and gigabytes).
+#[test]
+fn thousands_of_ranks_without_a_dump_are_named_in_a_few_lines_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = real_pickle();
+    std::fs::write(dir.path().join("rank_0"), &p).expect("write");
+    std::fs::write(dir.path().join("rank_4999"), &p).expect("write");
+    let o = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ringside"))
+        .args(["import", dir.path().to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .expect("the ringside binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("a 5000-rank job"), "{out}");
+    assert!(out.contains("0 waits for 1-4998"), "{out}");
+    assert!(
+        out.contains("root cause: ranks 1-4998 of group 0 (default_pg) left no dump"),
+        "{out}"
+    );
+    // one paragraph for the causes read alike, one line for the rest
+    assert!(
+        out.contains("and 4966 more root causes: ranks 33-4998 left no dump"),
+        "{out}"
+    );
+    assert!(out.lines().count() < 20, "{out}");
+    let o = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ringside"))
+        .args(["import", "--json", dir.path().to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .expect("the ringside binary runs");
+    let v = json(&o);
+    assert_eq!(v["root_causes"].as_array().map(Vec::len), Some(4998));
+    assert_eq!(v["missing"].as_array().map(Vec::len), Some(4998));
+}

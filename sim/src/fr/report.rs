@@ -7,7 +7,7 @@ use super::groups::MembersFrom;
 use super::model::{numel, Dump};
 use crate::diagnose::{fmt_ranks, ranks_phrase, Blocked, Diagnosis, Straggler};
 use crate::report::{BlockedReport, ExpectReport, GenerationReport, OpReport};
-use crate::scenario::Outcome;
+use crate::scenario::{Outcome, RootCause};
 use crate::units::{fmt_ms, Nanos};
 use serde::Serialize;
 
@@ -150,25 +150,73 @@ fn blocked_clause(a: &Analysis, bs: &[&Blocked]) -> String {
     format!("{}: {}", parts.join(" and "), waits.join(", "))
 }
 
-/// One paragraph per root cause, as `run` writes them.
+/// One paragraph per root cause, as `run` writes them; past [`MAX_PARAGRAPHS`] (a job with
+/// thousands of ranks without a dump has a cause for each), one line names the rest.
 pub fn explain(a: &Analysis) -> Vec<String> {
     let d: &Diagnosis = &a.diagnosis;
-    d.causes
+    // causes mostly share their blocked ranks: each set's clause is written once
+    let mut clauses: std::collections::BTreeMap<&[u32], String> = Default::default();
+    let mut out: Vec<String> = d
+        .causes
         .iter()
+        .take(MAX_PARAGRAPHS)
         .map(|c| {
-            let mine: Vec<&Blocked> = d
-                .blocked
-                .iter()
-                .filter(|b| c.blocked.contains(&b.rank))
-                .collect();
-            if mine.is_empty() {
+            let clause = clauses.entry(&c.blocked).or_insert_with(|| {
+                let mine: Vec<&Blocked> = d
+                    .blocked
+                    .iter()
+                    .filter(|b| c.blocked.contains(&b.rank))
+                    .collect();
+                if mine.is_empty() {
+                    String::new()
+                } else {
+                    blocked_clause(a, &mine)
+                }
+            });
+            if clause.is_empty() {
                 format!("no rank is waiting in a call; root cause: {}", c.text)
             } else {
-                format!("{}; root cause: {}", blocked_clause(a, &mine), c.text)
+                format!("{clause}; root cause: {}", c.text)
             }
         })
-        .collect()
+        .collect();
+    // causes one divergence names together (ranks that left no dump) read alike: said once
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|p| seen.insert(p.clone()));
+    let rest = d.causes.get(MAX_PARAGRAPHS..).unwrap_or_default();
+    if !rest.is_empty() {
+        let missing: Vec<u32> = rest
+            .iter()
+            .filter_map(|c| match &c.cause {
+                RootCause::Missing(r) => Some(r.0),
+                _ => None,
+            })
+            .collect();
+        let others: Vec<String> = rest
+            .iter()
+            .filter(|c| !matches!(c.cause, RootCause::Missing(_)))
+            .map(|c| c.cause.to_string())
+            .collect();
+        let mut parts = Vec::new();
+        if !missing.is_empty() {
+            parts.push(format!("{} left no dump", ranks_phrase(&missing)));
+        }
+        if !others.is_empty() {
+            let shown = others.len().min(16);
+            let more = if others.len() > shown { ", ..." } else { "" };
+            parts.push(format!("{}{more}", others[..shown].join(", ")));
+        }
+        out.push(format!(
+            "and {} more root causes: {}",
+            rest.len(),
+            parts.join("; ")
+        ));
+    }
+    out
 }
+
+/// Root causes explained one by one; the rest are summed up in one line.
+const MAX_PARAGRAPHS: usize = 32;
 
 /// Builds the report; `name` names the job (from the paths given).
 pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {

@@ -128,29 +128,41 @@ fn propagate(
     seeds: &[(RootCause, u32)],
     blocked_by: &mut [Vec<RootCause>],
 ) {
-    let mut keys: Vec<&RootCause> = seeds.iter().map(|(k, _)| k).collect();
-    keys.sort();
-    keys.dedup();
+    // each cause once, with the ranks it seeds: a job with many ranks without a dump has as
+    // many causes, so nothing here may cost the world's size per cause
+    let mut seeds: Vec<(&RootCause, usize)> = seeds
+        .iter()
+        .map(|(k, r)| (k, *r as usize))
+        .filter(|&(_, r)| r < waiter.len())
+        .collect();
+    seeds.sort();
+    // what earlier passes found: a cause is added to a rank once
+    let before: Vec<usize> = blocked_by.iter().map(Vec::len).collect();
     let mut seen = vec![false; waiter.len()];
-    for key in keys {
-        seen.iter_mut().for_each(|s| *s = false);
-        let mut queue: VecDeque<usize> = seeds
-            .iter()
-            .filter(|(k, _)| k == key)
-            .map(|(_, r)| *r as usize)
-            .filter(|&r| r < waiter.len())
-            .collect();
-        for &r in &queue {
-            seen[r] = true;
+    let mut touched: Vec<usize> = Vec::new();
+    for group in seeds.chunk_by(|a, b| a.0 == b.0) {
+        let key = group[0].0;
+        for &i in &touched {
+            seen[i] = false;
+        }
+        touched.clear();
+        let mut queue: VecDeque<usize> = VecDeque::new();
+        for &(_, r) in group {
+            if !seen[r] {
+                seen[r] = true;
+                touched.push(r);
+                queue.push_back(r);
+            }
         }
         while let Some(i) = queue.pop_front() {
-            if !blocked_by[i].contains(key) {
+            if !blocked_by[i][..before[i]].contains(key) {
                 blocked_by[i].push(key.clone());
             }
             for up in g.neighbors_directed(NodeIndex::new(i), Direction::Incoming) {
                 let j = up.index();
                 if waiter[j] && !seen[j] {
                     seen[j] = true;
+                    touched.push(j);
                     queue.push_back(j);
                 }
             }

@@ -361,7 +361,8 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
                     .members
                     .iter()
                     .copied()
-                    .filter(|m| !missing.contains(m))
+                    // (missing is sorted, as the members are)
+                    .filter(|m| missing.binary_search(m).is_err())
                     .collect();
                 let text = format!(
                     "{} of {} left no dump; the others stop at {} #{s}, which cannot complete \

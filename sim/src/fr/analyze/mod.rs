@@ -72,6 +72,46 @@ impl Analysis {
     }
 }
 
+/// What a wait edge toward a member carries of its group's divergence.
+///
+/// Toward a member that left no dump and that the divergence names as missing: that rank alone,
+/// beside the causes that are not missing ranks. Toward any other member: all of them. A
+/// waiting rank's causes, the union over its edges, come out the same, but a job with many
+/// ranks without a dump no longer gives each of its many edges the whole list (which grows
+/// with the square of those ranks).
+struct Toward {
+    missing: std::collections::BTreeSet<u32>,
+    others: Vec<RootCause>,
+}
+
+impl Toward {
+    fn new(causes: &[RootCause]) -> Toward {
+        let mut missing = std::collections::BTreeSet::new();
+        let mut others = Vec::new();
+        for c in causes {
+            match c {
+                RootCause::Missing(m) => {
+                    missing.insert(m.0);
+                }
+                c => others.push(c.clone()),
+            }
+        }
+        Toward { missing, others }
+    }
+
+    /// The causes of an edge toward `m` (`no_dump`: it left none) in a group whose divergence
+    /// names `causes`.
+    fn causes(&self, causes: &[RootCause], m: u32, no_dump: bool) -> Vec<RootCause> {
+        if no_dump && self.missing.len() > 1 && self.missing.contains(&m) {
+            let mut v = self.others.clone();
+            v.push(RootCause::Missing(r(m)));
+            v
+        } else {
+            causes.to_vec()
+        }
+    }
+}
+
 fn r(x: u32) -> crate::proto::types::Rank {
     crate::proto::types::Rank(x)
 }
@@ -128,9 +168,14 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
         t0,
     };
     let scans: Vec<GroupScan> = groups.list.iter().map(|g| judge::scan(&ctx, g)).collect();
+    let mut in_a_group = vec![false; world];
+    for &m in groups.list.iter().flat_map(|g| &g.members) {
+        if let Some(x) = in_a_group.get_mut(m as usize) {
+            *x = true;
+        }
+    }
     let missing: Vec<u32> = (0..world as u32)
-        .filter(|&m| dump_of[m as usize].is_none())
-        .filter(|&m| groups.list.iter().any(|g| g.members.contains(&m)))
+        .filter(|&m| dump_of[m as usize].is_none() && in_a_group[m as usize])
         .collect();
 
     // the ranks stuck in calls, and the edges of the wait-for graph
@@ -172,6 +217,10 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
     }
     let mut undecided_reasons: Vec<String> = Vec::new();
     let mut edges: Vec<graph::Edge> = Vec::new();
+    let toward: Vec<Toward> = scans
+        .iter()
+        .map(|sc| Toward::new(sc.divergence.as_ref().map_or(&[], |d| &d.causes)))
+        .collect();
     for s in stuck.iter().filter(|s| !s.waiting_for.is_empty()) {
         let div = scans[s.group as usize]
             .divergence
@@ -191,7 +240,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             } else if elsewhere {
                 Vec::new()
             } else if let Some(d) = div.filter(|d| !d.causes.is_empty()) {
-                d.causes.clone()
+                toward[s.group as usize].causes(&d.causes, m, peer_dump.is_none())
             } else if peer_dump.is_none() {
                 vec![RootCause::Missing(r(m))]
             } else if s.p2p {
@@ -306,12 +355,19 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             }
         }
     }
+    // the text of the first divergence that names each cause
+    let mut told: BTreeMap<&RootCause, &str> = BTreeMap::new();
+    for d in &divergences {
+        for c in &d.causes {
+            told.entry(c).or_insert(&d.text);
+        }
+    }
     let causes: Vec<Cause> = per_cause
         .into_iter()
         .map(|(c, blocked)| {
             let (text, ranks) = describe(
                 &c,
-                &divergences,
+                &told,
                 &undecided_reasons,
                 &edges,
                 &stuck,
@@ -512,7 +568,7 @@ fn blocked_entry(
 /// The sentence and the named ranks of a cause.
 fn describe(
     c: &RootCause,
-    divs: &[Divergence],
+    told: &BTreeMap<&RootCause, &str>,
     undecided: &[String],
     edges: &[graph::Edge],
     stuck: &[Stuck],
@@ -554,10 +610,9 @@ fn describe(
             )
         }
         _ => {
-            let text = divs
-                .iter()
-                .find(|d| d.causes.contains(c))
-                .map(|d| d.text.clone())
+            let text = told
+                .get(c)
+                .map(|t| t.to_string())
                 .or_else(|| {
                     stuck
                         .iter()
