@@ -391,3 +391,45 @@ proptest! {
         }
     }
 }
+
+/// `check` and `sweep` run a given scenario many times: they refuse one estimated past the
+/// memory limit as `run` does, before any run, naming the file.
+#[test]
+fn check_and_sweep_refuse_a_scenario_past_the_memory_limit() {
+    for name in [
+        "most-elements-on-64-ranks.toml",
+        "elastic-world-of-8192.toml",
+        "pipeline-of-100000-microbatches.toml",
+    ] {
+        let path = corpus().join(name);
+        let p = path.to_str().unwrap();
+        for args in [
+            vec![
+                "check",
+                p,
+                "--cases",
+                "2",
+                "--quiet",
+                "--max-memory",
+                "100MB",
+            ],
+            vec![
+                "sweep",
+                p,
+                "--bytes",
+                "1KiB..2KiB",
+                "--quiet",
+                "--max-memory",
+                "100MB",
+            ],
+        ] {
+            let o = ringside(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+            assert!(
+                text(&o).contains(name) && text(&o).contains("more than the limit of 100.0 MB"),
+                "{args:?}: {}",
+                text(&o)
+            );
+        }
+    }
+}

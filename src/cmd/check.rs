@@ -48,6 +48,10 @@ pub struct CheckArgs {
     /// Shows no progress on stderr (it shows only on a terminal, after a second).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Refuse a scenario whose runs are estimated to need more memory than this (as `run`
+    /// does), e.g. "8GB"
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = super::parse_size)]
+    pub max_memory: u64,
 }
 
 /// The properties every case is checked against, from the registry, for `--help`.
@@ -181,8 +185,12 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
     let scenarios = a
         .scenarios
         .iter()
-        .map(|p| load_scenario(p))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|p| {
+            let s = load_scenario(p)?;
+            super::admit(&s, p, a.max_memory)?;
+            Ok(s)
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
     writable(&a.out)?;
     let swarm = Swarm {
         seed: a.seed,

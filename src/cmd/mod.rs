@@ -60,6 +60,19 @@ pub struct BudgetArgs {
     pub max_wall: Option<std::time::Duration>,
 }
 
+/// Refuses `s` (read from `path`) when its runs are estimated to need more than `max_memory`.
+pub(crate) fn admit(s: &Scenario, path: &Path, max_memory: u64) -> Result<(), Failure> {
+    let estimate = ringside_sim::budget::estimate(s);
+    if estimate.total > max_memory {
+        return Err(Failure::Input(format!(
+            "{}: {}",
+            path.display(),
+            estimate.refusal(max_memory)
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     ringside_sim::units::Size::parse(s)
         .map(|s| s.0)
@@ -77,15 +90,7 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 impl BudgetArgs {
     /// Refuses `s` (exit 2) when it would need more memory than `--max-memory`.
     pub fn admit(&self, s: &Scenario, path: &Path) -> Result<(), Failure> {
-        let estimate = ringside_sim::budget::estimate(s);
-        if estimate.total > self.max_memory {
-            return Err(Failure::Input(format!(
-                "{}: {}",
-                path.display(),
-                estimate.refusal(self.max_memory)
-            )));
-        }
-        Ok(())
+        admit(s, path, self.max_memory)
     }
 
     /// The wall-clock flag, raised by a timer thread once `--max-wall` has passed.
