@@ -48,10 +48,8 @@ pub struct CheckArgs {
     /// Shows no progress on stderr (it shows only on a terminal, after a second).
     #[arg(long, short)]
     pub quiet: bool,
-    /// Refuse a scenario whose runs are estimated to need more memory than this (as `run`
-    /// does), e.g. "8GB"
-    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = super::parse_size)]
-    pub max_memory: u64,
+    #[command(flatten)]
+    pub memory: super::MemoryLimit,
 }
 
 /// The properties every case is checked against, from the registry, for `--help`.
@@ -187,7 +185,7 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
         .iter()
         .map(|p| {
             let s = load_scenario(p)?;
-            super::admit(&s, p, a.max_memory)?;
+            a.memory.admit(&s, &p.display())?;
             Ok(s)
         })
         .collect::<Result<Vec<_>, Failure>>()?;

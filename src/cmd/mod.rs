@@ -43,14 +43,37 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     .clone()
 }
 
-/// The budgets of a run, as flags: memory is checked before it starts, events and wall-clock
-/// time end it as `timed_out`, diagnosed where it stood.
-#[derive(clap::Args, Clone, Debug)]
-pub struct BudgetArgs {
+/// The memory a scenario's runs may need, as a flag: `run`, `replay`, `check` and `sweep`
+/// refuse a scenario estimated past it before any run.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct MemoryLimit {
     /// Refuse to start a run estimated to need more memory than this (ranks x elements x
     /// dtype size, messages in flight, per-rank state), e.g. "8GB"
     #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = parse_size)]
     pub max_memory: u64,
+}
+
+impl MemoryLimit {
+    /// Refuses `s` (exit 2) when it would need more memory than `--max-memory`; `at` says
+    /// where it was read (a file, a trace's header line).
+    pub fn admit(&self, s: &Scenario, at: &dyn std::fmt::Display) -> Result<(), Failure> {
+        let estimate = ringside_sim::budget::estimate(s);
+        if estimate.total > self.max_memory {
+            return Err(Failure::Input(format!(
+                "{at}: {}",
+                estimate.refusal(self.max_memory)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The budgets of a run, as flags: memory is checked before it starts, events and wall-clock
+/// time end it as `timed_out`, diagnosed where it stood.
+#[derive(clap::Args, Clone, Debug)]
+pub struct BudgetArgs {
+    #[command(flatten)]
+    pub memory: MemoryLimit,
     /// End a run as timed_out after this many engine events
     #[arg(long, value_name = "N", default_value_t = ringside_sim::budget::DEFAULT_MAX_EVENTS,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -58,19 +81,6 @@ pub struct BudgetArgs {
     /// End a run as timed_out after this much wall-clock time, e.g. "30s" [default: none]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub max_wall: Option<std::time::Duration>,
-}
-
-/// Refuses `s` (read from `path`) when its runs are estimated to need more than `max_memory`.
-pub(crate) fn admit(s: &Scenario, path: &Path, max_memory: u64) -> Result<(), Failure> {
-    let estimate = ringside_sim::budget::estimate(s);
-    if estimate.total > max_memory {
-        return Err(Failure::Input(format!(
-            "{}: {}",
-            path.display(),
-            estimate.refusal(max_memory)
-        )));
-    }
-    Ok(())
 }
 
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
@@ -88,11 +98,6 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 impl BudgetArgs {
-    /// Refuses `s` (exit 2) when it would need more memory than `--max-memory`.
-    pub fn admit(&self, s: &Scenario, path: &Path) -> Result<(), Failure> {
-        admit(s, path, self.max_memory)
-    }
-
     /// The wall-clock flag, raised by a timer thread once `--max-wall` has passed.
     pub fn wall_clock_flag(&self) -> Option<Arc<AtomicBool>> {
         let d = self.max_wall?;

@@ -15,9 +15,8 @@ pub struct ReplayArgs {
     /// number of them).
     #[arg(long = "mutation", value_name = "NAME", value_parser = mutation_names())]
     pub mutations: Vec<Mutation>,
-    /// Refuse to re-run a scenario estimated to need more memory than this, as `run` does
-    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = super::parse_size)]
-    pub max_memory: u64,
+    #[command(flatten)]
+    pub memory: super::MemoryLimit,
 }
 
 /// Exit 0 when the re-run is identical; 1 and the first diverging line when it is not; 2 when
@@ -26,15 +25,13 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
     let mutations = a.mutations.iter().copied().collect();
     let reader = TraceReader::open(&a.trace)?;
     // the header's scenario is re-run: a tiny trace may claim a world no machine can hold
-    let estimate = ringside_sim::budget::estimate(&reader.header.scenario);
-    if estimate.total > a.max_memory {
-        return Err(Failure::Input(format!(
-            "{}:1: the embedded scenario is not re-run: {}",
-            a.trace.display(),
-            estimate.refusal(a.max_memory)
-        ))
-        .into());
-    }
+    a.memory.admit(
+        &reader.header.scenario,
+        &format_args!(
+            "{}:1: the embedded scenario is not re-run",
+            a.trace.display()
+        ),
+    )?;
     match replay_reader(reader, mutations)? {
         ReplayOutcome::Identical { events, digest } => {
             println!(

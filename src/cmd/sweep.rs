@@ -20,15 +20,13 @@ pub struct SweepArgs {
     /// Shows no progress on stderr (it shows only on a terminal, after a second).
     #[arg(long, short)]
     pub quiet: bool,
-    /// Refuse a scenario whose runs are estimated to need more memory than this (as `run`
-    /// does), e.g. "8GB"
-    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = super::parse_size)]
-    pub max_memory: u64,
+    #[command(flatten)]
+    pub memory: super::MemoryLimit,
 }
 
 pub fn main(a: SweepArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
-    super::admit(&scenario, &a.scenario, a.max_memory)?;
+    a.memory.admit(&scenario, &a.scenario.display())?;
     let sizes = Sizes::parse(&a.bytes).context("--bytes")?;
     let progress = Progress::new(a.quiet);
     let rows = sweep(&scenario, sizes, &mut |done, runs| {

@@ -79,13 +79,14 @@ impl Analysis {
 /// waiting rank's causes, the union over its edges, come out the same, but a job with many
 /// ranks without a dump no longer gives each of its many edges the whole list (which grows
 /// with the square of those ranks).
-struct Toward {
+struct Toward<'a> {
+    all: &'a [RootCause],
     missing: std::collections::BTreeSet<u32>,
     others: Vec<RootCause>,
 }
 
-impl Toward {
-    fn new(causes: &[RootCause]) -> Toward {
+impl<'a> Toward<'a> {
+    fn new(causes: &'a [RootCause]) -> Toward<'a> {
         let mut missing = std::collections::BTreeSet::new();
         let mut others = Vec::new();
         for c in causes {
@@ -96,18 +97,21 @@ impl Toward {
                 c => others.push(c.clone()),
             }
         }
-        Toward { missing, others }
+        Toward {
+            all: causes,
+            missing,
+            others,
+        }
     }
 
-    /// The causes of an edge toward `m` (`no_dump`: it left none) in a group whose divergence
-    /// names `causes`.
-    fn causes(&self, causes: &[RootCause], m: u32, no_dump: bool) -> Vec<RootCause> {
+    /// The causes of an edge toward `m` (`no_dump`: it left none).
+    fn causes(&self, m: u32, no_dump: bool) -> Vec<RootCause> {
         if no_dump && self.missing.len() > 1 && self.missing.contains(&m) {
             let mut v = self.others.clone();
             v.push(RootCause::Missing(r(m)));
             v
         } else {
-            causes.to_vec()
+            self.all.to_vec()
         }
     }
 }
@@ -239,8 +243,8 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
                 vec![c.clone()]
             } else if elsewhere {
                 Vec::new()
-            } else if let Some(d) = div.filter(|d| !d.causes.is_empty()) {
-                toward[s.group as usize].causes(&d.causes, m, peer_dump.is_none())
+            } else if div.is_some_and(|d| !d.causes.is_empty()) {
+                toward[s.group as usize].causes(m, peer_dump.is_none())
             } else if peer_dump.is_none() {
                 vec![RootCause::Missing(r(m))]
             } else if s.p2p {
