@@ -405,6 +405,36 @@ fn table() -> Vec<Case> {
             &[1],
             &["partitioned:0|1", "skipped:0"],
         ),
+        stalled(
+            // each ring step takes 10s on these links: the 2s watchdog fires on a chunk still
+            // on its way, and nothing but the scenario's own timing made it late
+            "no fault: links slower than the watchdog allows blame the timeout, not a rank",
+            job(4, AR_BARRIER, "").replace("latency = \"5us\"", "latency = \"10s\""),
+            &[0, 1, 2, 3],
+            &["watchdog_timeout"],
+        ),
+        stalled(
+            // rank 3's program computes 50ms before its allreduce; the others' 20ms watchdog
+            // fires while it still computes
+            "no fault: a watchdog shorter than a rank's compute blames the timeout",
+            job(4, AR_BARRIER, "[[workload.programs]]\nranks = [3]\n\
+                 [[workload.programs.ops]]\nop = \"allreduce\"\nbytes = \"16MiB\"\ncompute = \"50ms\"\n\
+                 [[workload.programs.ops]]\nop = \"barrier\"")
+            .replace("timeout = \"2s\"", "timeout = \"20ms\""),
+            &[0, 1, 2],
+            &["watchdog_timeout"],
+        ),
+        stalled(
+            // the delayed link still explains the late chunk: the timeout is not blamed
+            "a delay fault on a slow link is still named, not the timeout",
+            job(
+                4,
+                AR_BARRIER,
+                "[[faults]]\nkind = \"delay\"\nlink = [1, 2]\nextra = \"5s\"\nat = \"0ns\"",
+            ),
+            &[0, 1, 2, 3],
+            &["slow:1"],
+        ),
     ]
 }
 

@@ -89,3 +89,30 @@ fn soundness_fails_on_a_diagnoser_that_finds_nothing() {
     let err = check_with(nothing).expect_err("a stall without root causes must be caught");
     assert!(err.contains("diagnosis_sound: "), "{err}");
 }
+
+#[test]
+fn soundness_fails_on_a_diagnoser_that_blames_the_timeout() {
+    /// Blames every stall on the collective timeout, whatever the faults.
+    fn timeout(fold: &Fold) -> Diagnosis {
+        let mut d = diagnose(fold);
+        if d.causes.is_empty() {
+            return d;
+        }
+        let blocked = d.blocked_ranks();
+        d.causes = vec![Cause {
+            cause: RootCause::WatchdogTimeout,
+            text: "the watchdog timeout is too short".into(),
+            ranks: Vec::new(),
+            blocked,
+        }];
+        for b in &mut d.blocked {
+            b.causes = vec![RootCause::WatchdogTimeout];
+        }
+        d
+    }
+    let err = check_with(timeout).expect_err("blaming the timeout must be caught");
+    assert!(
+        err.contains("root cause `watchdog_timeout` is unsound"),
+        "{err}"
+    );
+}

@@ -590,3 +590,45 @@ fn check_writes_junit_and_json_for_ci_with_the_commands_that_replay_a_failure() 
     assert_eq!(xml.matches("<failure").count(), 0, "{xml}");
     assert_eq!(xml.matches("<testcase ").count(), names.len(), "{xml}");
 }
+
+/// A scenario whose links are slower than its watchdog allows stalls without a fault: the
+/// diagnosis blames the timeout, and `check` over it (faults added at random, elastic or not)
+/// holds it to a diagnosed stall instead of failing soundness or liveness.
+#[test]
+fn a_watchdog_shorter_than_the_calls_is_blamed_and_checked_as_the_scenarios_own_timing() {
+    let file = common::root().join("tests/data/timing/mesh-slow-links.toml");
+    let run = ringside(&["run".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let v = common::json(&run);
+    assert_eq!(v["root_causes"], serde_json::json!(["watchdog_timeout"]));
+    assert!(!v["blocked"].as_array().expect("blocked").is_empty());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let check = ringside(&[
+        "check".as_ref(),
+        file.as_os_str(),
+        "--cases".as_ref(),
+        "12".as_ref(),
+        "--quiet".as_ref(),
+        "--out".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    // the elastic group of a shipped scenario, with a watchdog of a millisecond
+    let elastic =
+        std::fs::read_to_string(common::root().join("scenarios/elastic-three-workers.toml"))
+            .expect("shipped")
+            .replace("timeout = \"2s\"", "timeout = \"1ms\"");
+    assert!(elastic.contains("timeout = \"1ms\""));
+    let path = dir.path().join("elastic-1ms.toml");
+    std::fs::write(&path, elastic).expect("write");
+    let check = ringside(&[
+        "check".as_ref(),
+        path.as_os_str(),
+        "--cases".as_ref(),
+        "6".as_ref(),
+        "--quiet".as_ref(),
+        "--out".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+}

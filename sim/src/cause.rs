@@ -3,7 +3,8 @@
 //! causes").
 //!
 //! Each cause is written as a short string: `preempted:R`, `paused:R`, `partitioned:A,B|C,D`,
-//! `mismatch:R`, `skipped:R`, `hung:R`, `deadlock:R,S,...`, `quorum_lost`, `slow:R`, and for
+//! `mismatch:R`, `skipped:R`, `hung:R`, `deadlock:R,S,...`, `quorum_lost`, `slow:R`,
+//! `watchdog_timeout` (the watchdog fires before a call can finish without any fault), and for
 //! Flight Recorder imports `missing:R` (a member rank left no dump) and `undecided` (the dumps
 //! cannot tell who is wrong). [`RootCause`] is the one type for them: `FromStr` parses exactly
 //! these strings, `Display` prints a cause back as it was written, and serde reads and writes
@@ -58,6 +59,10 @@ pub enum RootCause {
     Slow(Rank),
     /// `quorum_lost`: too few ranks survive to rebuild the group.
     QuorumLost,
+    /// `watchdog_timeout`: the watchdog fired while a rank no fault touched was still
+    /// working or its chunk still on its way: the timeout is shorter than the call takes on
+    /// this network and workload without any fault.
+    WatchdogTimeout,
     /// `missing:R`: member rank R of a recorded job left no dump.
     Missing(Rank),
     /// `undecided`: the evidence cannot tell which rank is wrong.
@@ -70,7 +75,8 @@ pub enum RootCause {
 pub struct RootCauseError(pub String);
 
 const VOCABULARY: &str = "preempted:R, paused:R, partitioned:A,B|C,D, mismatch:R, skipped:R, \
-                          hung:R, deadlock:R,S,..., quorum_lost, slow:R, missing:R or undecided";
+                          hung:R, deadlock:R,S,..., quorum_lost, slow:R, watchdog_timeout, missing:R \
+                          or undecided";
 
 impl RootCause {
     /// A partition in canonical form.
@@ -104,6 +110,7 @@ impl RootCause {
             RootCause::Deadlock(_) => "deadlock",
             RootCause::Slow(_) => "slow",
             RootCause::QuorumLost => "quorum_lost",
+            RootCause::WatchdogTimeout => "watchdog_timeout",
             RootCause::Missing(_) => "missing",
             RootCause::Undecided => "undecided",
         }
@@ -131,6 +138,7 @@ impl RootCause {
             RootCause::Partitioned(_)
             | RootCause::Deadlock(_)
             | RootCause::QuorumLost
+            | RootCause::WatchdogTimeout
             | RootCause::Undecided => None,
         }
     }
@@ -147,8 +155,9 @@ impl RootCause {
             RootCause::Deadlock(_) => 6,
             RootCause::Slow(_) => 7,
             RootCause::QuorumLost => 8,
-            RootCause::Missing(_) => 9,
-            RootCause::Undecided => 10,
+            RootCause::WatchdogTimeout => 9,
+            RootCause::Missing(_) => 10,
+            RootCause::Undecided => 11,
         }
     }
 }
@@ -248,6 +257,7 @@ impl FromStr for RootCause {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "quorum_lost" => return Ok(RootCause::QuorumLost),
+            "watchdog_timeout" => return Ok(RootCause::WatchdogTimeout),
             "undecided" => return Ok(RootCause::Undecided),
             _ => {}
         }
@@ -316,7 +326,7 @@ impl fmt::Display for RootCause {
                 }
                 Ok(())
             }
-            // `quorum_lost` and `undecided` name no rank
+            // `quorum_lost`, `watchdog_timeout` and `undecided` name no rank
             other => match other.rank() {
                 Some(r) => write!(f, ":{r}"),
                 None => Ok(()),

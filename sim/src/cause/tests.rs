@@ -63,6 +63,7 @@ fn each_string_names_its_variant() {
         ("deadlock:1,0", RootCause::Deadlock(ranks(&[1, 0]))),
         ("slow:7", RootCause::Slow(r(7))),
         ("quorum_lost", RootCause::QuorumLost),
+        ("watchdog_timeout", RootCause::WatchdogTimeout),
         ("missing:5", RootCause::Missing(r(5))),
         ("undecided", RootCause::Undecided),
     ] {

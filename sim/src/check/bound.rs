@@ -178,6 +178,32 @@ fn steps_cost(s: &Scenario) -> (Nanos, Nanos) {
     (compute, comm)
 }
 
+/// Whether the collective timeout of `s` may run out before a call finishes even without a
+/// fault: it is shorter than the cost bound of one of its calls (with the compute before it),
+/// than the iteration's compute, or than a pipeline stage's pass. A watchdog that fires then
+/// is the scenario's own timing (`watchdog_timeout`), not a fault's doing.
+pub fn timeout_too_short(s: &Scenario) -> bool {
+    let w = &s.workload;
+    let timeout = s.group.timeout.0;
+    let ops = w.ops.iter().chain(w.programs.iter().flat_map(|p| &p.ops));
+    let call = ops
+        .map(|o| {
+            o.compute
+                .map_or(0, |d| d.0)
+                .saturating_add(w.compute.0)
+                .saturating_add(op_cost(s, o))
+        })
+        .max()
+        .unwrap_or(w.compute.0);
+    let stage = w.pipeline.as_ref().map_or(0, |p| {
+        p.forward
+            .0
+            .max(p.backward.0)
+            .saturating_add(message_cost(s, p.bytes.0))
+    });
+    timeout < call.max(stage)
+}
+
 /// The largest message of the workload on the slowest link, with its latency.
 fn largest_message(s: &Scenario) -> Nanos {
     let n = &s.network;

@@ -141,6 +141,37 @@ impl CauseBook {
         key
     }
 
+    /// `watchdog_timeout`: `waiter`'s watchdog fired, `window` after its call began, while
+    /// `what` (about a rank no straggler fault touched) was still under way.
+    fn watchdog_timeout(
+        &mut self,
+        fold: &Fold,
+        waiter: u32,
+        window: Nanos,
+        what: impl FnOnce() -> String,
+    ) -> RootCause {
+        let key = RootCause::WatchdogTimeout;
+        self.note(&key, || {
+            let timeout = fold
+                .workload
+                .as_ref()
+                .map(|w| format!(" ({})", fmt_time(w.timeout)))
+                .unwrap_or_default();
+            (
+                format!(
+                    "the watchdog timeout{timeout} is shorter than the call takes: {} when rank \
+                     {waiter}'s watchdog fired, {} after the call began, and no fault made it \
+                     late (raise the group's `timeout`, or check the network and compute \
+                     times)",
+                    what(),
+                    fmt_time(fold.t.saturating_sub(window))
+                ),
+                Vec::new(),
+            )
+        });
+        key
+    }
+
     /// The sentence and the named ranks of a cause.
     pub fn describe(&self, key: &RootCause) -> (String, Vec<u32>) {
         self.texts
@@ -853,6 +884,11 @@ impl CauseBook {
         if let Some(k) = self.held_back(fold, waiter, from, window) {
             return k;
         }
+        if !touched(fold, from) {
+            return self.watchdog_timeout(fold, waiter, window, || {
+                format!("rank {from}'s chunk for rank {waiter} was still on its way")
+            });
+        }
         self.slow(from, || {
             format!(
                 "rank {from} is a straggler: its chunk for rank {waiter} was still on its \
@@ -945,6 +981,20 @@ impl CauseBook {
             if let Some(k) = self.held_back(fold, waiter, r, window) {
                 return k;
             }
+        }
+        if !touched(fold, r) {
+            return self.watchdog_timeout(fold, waiter, window, || {
+                let v = &fold.ranks[r as usize];
+                match v.state {
+                    RankState::Computing => {
+                        format!("rank {r} was still computing iteration {}", v.iteration)
+                    }
+                    _ => format!(
+                        "rank {r} was {} and had not reached the call",
+                        v.state.name()
+                    ),
+                }
+            });
         }
         self.slow(r, || {
             let v = &fold.ranks[r as usize];
@@ -1078,4 +1128,12 @@ pub(super) fn site_in(fold: &Fold, a: u32, b: u32, index: u32) -> Option<u32> {
     let (mine, at) = along_site(w, a, index)?;
     let along = mine.first()?.along;
     collectives_along(w, b, along).get(at as usize).map(|c| c.0)
+}
+
+/// Whether a fault that can make rank `r` a straggler (slow, delay, loss) touched it: its
+/// process, or a link it is an end of.
+fn touched(fold: &Fold, r: u32) -> bool {
+    fold.faults
+        .iter()
+        .any(|f| super::fold::is_straggler_kind(&f.kind) && f.ranks.contains(&r))
 }

@@ -1039,7 +1039,7 @@ impl Fold {
     }
 }
 
-fn is_straggler_kind(kind: &str) -> bool {
+pub(crate) fn is_straggler_kind(kind: &str) -> bool {
     matches!(kind, "slow" | "delay" | "loss")
 }
 

@@ -23,7 +23,8 @@ use crate::units::Duration;
 /// exactly the sides S; `mismatch:R` and `skipped:R` a mismatch or skip of R (a skipped call
 /// shows as a mismatched one, and back); `hung:R` a hang of R; `slow:R` a slow, delay or loss
 /// fault touching R; `deadlock:R,..` every named rank touched by some fault; `quorum_lost` a
-/// preempt, pause or partition.
+/// preempt, pause or partition; `watchdog_timeout` a collective timeout shorter than the cost
+/// bound of a call of the workload, with the compute before it.
 pub(super) fn diagnosis_sound(case: &Case, run: &Run) -> Result<(), Violation> {
     let v = |message: String| Violation::new(Property::DiagnosisSound, message);
     let outcome = run.result.outcome;
@@ -116,6 +117,13 @@ fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), (String, Ve
             }
         }
         return Ok(());
+    }
+    if *cause == RootCause::WatchdogTimeout {
+        return if crate::check::bound::timeout_too_short(scenario) {
+            Ok(())
+        } else {
+            unsound("the collective timeout is longer than any call of the workload takes")
+        };
     }
     let Some(Rank(r)) = cause.rank() else {
         return unsound("no simulated fault causes it");
