@@ -603,16 +603,19 @@ fn a_watchdog_shorter_than_the_calls_is_blamed_and_checked_as_the_scenarios_own_
     assert_eq!(v["root_causes"], serde_json::json!(["watchdog_timeout"]));
     assert!(!v["blocked"].as_array().expect("blocked").is_empty());
     let dir = tempfile::tempdir().expect("tempdir");
-    let check = ringside(&[
-        "check".as_ref(),
-        file.as_os_str(),
-        "--cases".as_ref(),
-        "12".as_ref(),
-        "--quiet".as_ref(),
-        "--out".as_ref(),
-        dir.path().as_os_str(),
-    ]);
-    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    let check = |file: &std::path::Path, cases: &str| {
+        let out = ringside(&[
+            "check".as_ref(),
+            file.as_os_str(),
+            "--cases".as_ref(),
+            cases.as_ref(),
+            "--quiet".as_ref(),
+            "--out".as_ref(),
+            dir.path().as_os_str(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    };
+    check(&file, "12");
     // the elastic group of a shipped scenario, with a watchdog of a millisecond
     let elastic =
         std::fs::read_to_string(common::root().join("scenarios/elastic-three-workers.toml"))
@@ -621,14 +624,5 @@ fn a_watchdog_shorter_than_the_calls_is_blamed_and_checked_as_the_scenarios_own_
     assert!(elastic.contains("timeout = \"1ms\""));
     let path = dir.path().join("elastic-1ms.toml");
     std::fs::write(&path, elastic).expect("write");
-    let check = ringside(&[
-        "check".as_ref(),
-        path.as_os_str(),
-        "--cases".as_ref(),
-        "6".as_ref(),
-        "--quiet".as_ref(),
-        "--out".as_ref(),
-        dir.path().as_os_str(),
-    ]);
-    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    check(&path, "6");
 }
