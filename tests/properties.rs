@@ -625,4 +625,17 @@ fn a_watchdog_shorter_than_the_calls_is_blamed_and_checked_as_the_scenarios_own_
     let path = dir.path().join("elastic-1ms.toml");
     std::fs::write(&path, elastic).expect("write");
     check(&path, "6");
+    // an elastic group whose failure detector gives up sooner than its network answers:
+    // the survivors of a preemption can never rebuild, and the diagnosis says why
+    let quick = common::root().join("tests/data/timing/elastic-quick-detector.toml");
+    let run = ringside(&["run".as_ref(), quick.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let v = common::json(&run);
+    assert_eq!(v["root_causes"], serde_json::json!(["watchdog_timeout"]));
+    let story = v["explanation"].to_string();
+    assert!(
+        story.contains("failure detector's window (300.000ms"),
+        "{story}"
+    );
+    check(&quick, "12");
 }

@@ -204,6 +204,28 @@ pub fn timeout_too_short(s: &Scenario) -> bool {
     timeout < call.max(stage)
 }
 
+/// Whether the elastic group of `s` cannot rebuild, even with every fault over: a rendezvous
+/// waits `heartbeat_interval x heartbeat_misses` for answers, and when that is not twice a
+/// round trip of a small message on the slowest link, the answers come too late and no
+/// generation can form (and heartbeats arrive after their sender is taken for dead). The
+/// reason, when it cannot.
+pub fn rebuild_impossible(s: &Scenario) -> Option<String> {
+    let e = s.group.elastic.as_ref()?;
+    let window = e
+        .heartbeat_interval
+        .0
+        .saturating_mul(Nanos::from(e.heartbeat_misses.max(1)));
+    let round_trip = message_cost(s, 4096).saturating_mul(2);
+    (window < round_trip.saturating_mul(2)).then(|| {
+        format!(
+            "the failure detector's window ({} = heartbeat_interval x heartbeat_misses) is not \
+             twice a round trip on this network ({}): a rendezvous cannot hear its answers in time",
+            crate::units::fmt_time(window),
+            crate::units::fmt_time(round_trip)
+        )
+    })
+}
+
 /// The largest message of the workload on the slowest link, with its latency.
 fn largest_message(s: &Scenario) -> Nanos {
     let n = &s.network;
@@ -285,6 +307,9 @@ pub fn healing(s: &Scenario) -> Healing {
             }
             _ => 0,
         };
+    }
+    if why_not.is_none() && !s.faults.is_empty() {
+        why_not = rebuild_impossible(s);
     }
     let (between, ops) = steps_cost(s);
     let stretched = ((compute + between) as f64 * slow).ceil() as Nanos;

@@ -4,6 +4,7 @@
 use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
 use super::Straggler;
 use crate::cause::RootCause;
+use crate::proto::event::AbortReason;
 use crate::proto::mutation::Mutation;
 use crate::proto::types::Rank;
 use crate::proto::workload::{Along, OpCall, Step, WorkloadConfig};
@@ -141,33 +142,44 @@ impl CauseBook {
         key
     }
 
-    /// `watchdog_timeout`: `waiter`'s watchdog fired, `window` after its call began, while
-    /// `what` (about a rank no straggler fault touched) was still under way.
+    /// `watchdog_timeout`: `waiter`'s call was aborted, by its watchdog or by a failure
+    /// detector that gave up on a peer, while `what` (about a rank no straggler fault touched)
+    /// was still under way.
     fn watchdog_timeout(
         &mut self,
         fold: &Fold,
         waiter: u32,
-        window: Nanos,
         what: impl FnOnce() -> String,
     ) -> RootCause {
         let key = RootCause::WatchdogTimeout;
         self.note(&key, || {
-            let timeout = fold
-                .workload
-                .as_ref()
-                .map(|w| format!(" ({})", fmt_time(w.timeout)))
-                .unwrap_or_default();
-            (
-                format!(
-                    "the watchdog timeout{timeout} is shorter than the call takes: {} when rank \
-                     {waiter}'s watchdog fired, {} after the call began, and no fault made it \
-                     late (raise the group's `timeout`, or check the network and compute \
-                     times)",
-                    what(),
-                    fmt_time(fold.t.saturating_sub(window))
+            let call = fold
+                .ranks
+                .get(waiter as usize)
+                .and_then(|v| v.call.as_ref());
+            let reason = call.and_then(|c| c.aborted.as_deref());
+            let elastic = fold.workload.as_ref().and_then(|w| w.elastic.as_ref());
+            let text = match (reason, elastic) {
+                (Some(reason), Some(e)) if !AbortReason::text_is_watchdog(reason) => format!(
+                    "the failure detector's window ({} = heartbeat_interval x \
+                     heartbeat_misses) is too short for this network: {} when rank {waiter}'s \
+                     call was aborted ({reason}), and no fault made it late (raise \
+                     `heartbeat_interval` or `heartbeat_misses`)",
+                    fmt_time(e.rendezvous_timeout()),
+                    what()
                 ),
-                Vec::new(),
-            )
+                _ => format!(
+                    "the watchdog timeout{} is shorter than the call takes: {} when rank \
+                     {waiter}'s watchdog fired, and no fault made it late (raise the group's \
+                     `timeout`, or check the network and compute times)",
+                    fold.workload
+                        .as_ref()
+                        .map(|w| format!(" ({})", fmt_time(w.timeout)))
+                        .unwrap_or_default(),
+                    what()
+                ),
+            };
+            (text, Vec::new())
         });
         key
     }
@@ -885,7 +897,7 @@ impl CauseBook {
             return k;
         }
         if !touched(fold, from) {
-            return self.watchdog_timeout(fold, waiter, window, || {
+            return self.watchdog_timeout(fold, waiter, || {
                 format!("rank {from}'s chunk for rank {waiter} was still on its way")
             });
         }
@@ -983,7 +995,7 @@ impl CauseBook {
             }
         }
         if !touched(fold, r) {
-            return self.watchdog_timeout(fold, waiter, window, || {
+            return self.watchdog_timeout(fold, waiter, || {
                 let v = &fold.ranks[r as usize];
                 match v.state {
                     RankState::Computing => {

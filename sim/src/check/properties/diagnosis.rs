@@ -24,7 +24,8 @@ use crate::units::Duration;
 /// shows as a mismatched one, and back); `hung:R` a hang of R; `slow:R` a slow, delay or loss
 /// fault touching R; `deadlock:R,..` every named rank touched by some fault; `quorum_lost` a
 /// preempt, pause or partition; `watchdog_timeout` a collective timeout shorter than the cost
-/// bound of a call of the workload, with the compute before it.
+/// bound of a call of the workload (with the compute before it), or an elastic failure
+/// detector too quick for the network ([`rebuild_impossible`](crate::check::bound::rebuild_impossible)).
 pub(super) fn diagnosis_sound(case: &Case, run: &Run) -> Result<(), Violation> {
     let v = |message: String| Violation::new(Property::DiagnosisSound, message);
     let outcome = run.result.outcome;
@@ -119,10 +120,14 @@ fn cause_sound(scenario: &Scenario, cause: &RootCause) -> Result<(), (String, Ve
         return Ok(());
     }
     if *cause == RootCause::WatchdogTimeout {
-        return if crate::check::bound::timeout_too_short(scenario) {
+        use crate::check::bound::{rebuild_impossible, timeout_too_short};
+        return if timeout_too_short(scenario) || rebuild_impossible(scenario).is_some() {
             Ok(())
         } else {
-            unsound("the collective timeout is longer than any call of the workload takes")
+            unsound(
+                "the collective timeout is longer than any call of the workload takes, and no \
+                 failure detector is too quick for the network",
+            )
         };
     }
     let Some(Rank(r)) = cause.rank() else {

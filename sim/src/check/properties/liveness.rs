@@ -31,7 +31,9 @@ pub(super) fn liveness(case: &Case, run: &Run) -> Result<(), Violation> {
 ///   long enough to trip the watchdog) the run must complete, or stop at a diagnosed stall:
 ///   outcome `stalled`, the blocked ranks named, and a root cause whenever the final state
 ///   shows one (a dead, paused or partitioned-away peer). A run that neither completes nor
-///   stalls before its time limit fails.
+///   stalls before its time limit fails, unless the workload without its faults does not
+///   finish within that limit either, or an elastic group's failure detector is too quick
+///   for its network to ever rebuild.
 fn workload_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
     let h = healing(&case.scenario);
     let r = &run.report;
@@ -77,6 +79,14 @@ fn workload_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
     match r.outcome {
         _ if finished => Ok(()),
         Outcome::Stalled => stall_diagnosed(run),
+        // the scenario's time limit is shorter than its workload, faults or not; or an
+        // elastic group, too quick to suspect for its network, keeps trying to rebuild
+        Outcome::TimedOut
+            if crate::check::bound::rebuild_impossible(&case.scenario).is_some()
+                || super::workload_alone(case).0 == Outcome::TimedOut =>
+        {
+            Ok(())
+        }
         _ => Err(violation(format!(
             "the run neither completed nor stalled by its time limit ({}): it was still \
              making progress, or livelocked ({})",
@@ -163,21 +173,25 @@ fn healed_at(s: &Scenario) -> Option<Nanos> {
 /// of the latest generation's members are still the processes that installed it (the others
 /// died, and a restarted process has lost its promises), so no rendezvous may ever form the
 /// next one. That is the one permanent fault a healed schedule can leave behind, and a
-/// diagnosed stall. A workload that does not finish even without its faults is held only to
-/// a diagnosed stall.
+/// diagnosed stall. A workload that does not finish even without its faults, or a group whose
+/// failure detector is too quick for its network to ever rebuild
+/// ([`rebuild_impossible`](crate::check::bound::rebuild_impossible)), is held only to a
+/// diagnosed stall.
 fn elastic_group_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
     let Some(elastic) = &case.scenario.group.elastic else {
         return Ok(());
     };
     match run.result.outcome {
         Outcome::Completed | Outcome::Rebuilt => Ok(()),
-        // a workload that cannot finish without any fault (a timeout shorter than its calls)
-        // is held to the rule for bugs, a diagnosed stall, which `workload_finishes` checked
-        Outcome::Stalled
-            if !matches!(
-                super::workload_alone(case).0,
-                Outcome::Completed | Outcome::Rebuilt
-            ) =>
+        // a workload that cannot finish without any fault (a timeout shorter than its calls),
+        // or a group that cannot rebuild on this network, is held to what `workload_finishes`
+        // demands of a run that does not heal
+        Outcome::Stalled | Outcome::TimedOut
+            if crate::check::bound::rebuild_impossible(&case.scenario).is_some()
+                || !matches!(
+                    super::workload_alone(case).0,
+                    Outcome::Completed | Outcome::Rebuilt
+                ) =>
         {
             Ok(())
         }
