@@ -393,17 +393,22 @@ proptest! {
 }
 
 /// `check` and `sweep` run a given scenario many times: they refuse one estimated past the
-/// memory limit as `run` does, before any run, naming the file.
+/// memory limit as `run` does, before any run, naming the file, and the line and key of what
+/// drives the estimate.
 #[test]
 fn check_and_sweep_refuse_a_scenario_past_the_memory_limit() {
-    for name in [
-        "most-elements-on-64-ranks.toml",
-        "elastic-world-of-8192.toml",
-        "pipeline-of-100000-microbatches.toml",
+    for (name, at) in [
+        ("most-elements-on-64-ranks.toml", ":15: workload.elements: "),
+        ("elastic-world-of-8192.toml", ":8: world.size: "),
+        (
+            "pipeline-of-100000-microbatches.toml",
+            ":16: workload.pipeline.microbatches: ",
+        ),
     ] {
         let path = corpus().join(name);
         let p = path.to_str().unwrap();
         for args in [
+            vec!["run", p, "--quiet", "--max-memory", "100MB"],
             vec![
                 "check",
                 p,
@@ -426,7 +431,8 @@ fn check_and_sweep_refuse_a_scenario_past_the_memory_limit() {
             let o = ringside(&args);
             assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
             assert!(
-                text(&o).contains(name) && text(&o).contains("more than the limit of 100.0 MB"),
+                text(&o).contains(&format!("{name}{at}this run would need about"))
+                    && text(&o).contains("more than the limit of 100.0 MB"),
                 "{args:?}: {}",
                 text(&o)
             );

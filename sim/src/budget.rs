@@ -123,6 +123,9 @@ pub struct MemoryEstimate {
     /// The report's record of every call (iterations x ops).
     pub calls: u64,
     pub total: u64,
+    /// The scenario key that drives the largest part, e.g. `world.size`: where a refusal
+    /// points.
+    pub key: &'static str,
 }
 
 /// Estimates the memory `s` needs, from its world, buffers, algorithms and iterations.
@@ -190,6 +193,42 @@ pub fn estimate(s: &Scenario) -> MemoryEstimate {
     let total = [buffers, messages, state, calls]
         .into_iter()
         .fold(BASE, u64::saturating_add);
+    let microbatches = "workload.pipeline.microbatches";
+    let parts = [
+        (
+            buffers,
+            if elements > ranks {
+                "workload.elements"
+            } else {
+                "world.size"
+            },
+        ),
+        (messages, "world.size"),
+        (
+            state,
+            if programs > ranks.saturating_mul(per_rank) {
+                microbatches
+            } else {
+                "world.size"
+            },
+        ),
+        (
+            calls,
+            if pipeline_calls > s.workload.ops.len() as u64 {
+                microbatches
+            } else {
+                "workload.iterations"
+            },
+        ),
+    ];
+    // the first of the largest, in the order the refusal lists equal parts
+    let key = parts
+        .iter()
+        .fold(
+            (0, "world.size"),
+            |best, &(b, k)| if b > best.0 { (b, k) } else { best },
+        )
+        .1;
     MemoryEstimate {
         ranks,
         elements,
@@ -199,6 +238,7 @@ pub fn estimate(s: &Scenario) -> MemoryEstimate {
         state,
         calls,
         total,
+        key,
     }
 }
 

@@ -185,7 +185,7 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
         .iter()
         .map(|p| {
             let s = load_scenario(p)?;
-            a.memory.admit(&s, &p.display())?;
+            a.memory.admit_file(&s, p)?;
             Ok(s)
         })
         .collect::<Result<Vec<_>, Failure>>()?;

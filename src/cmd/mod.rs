@@ -66,6 +66,22 @@ impl MemoryLimit {
         }
         Ok(())
     }
+
+    /// [`MemoryLimit::admit`] of the scenario read from `file`: a refusal names the line and
+    /// key that drive the estimate, e.g. `world.size`.
+    pub fn admit_file(&self, s: &Scenario, file: &std::path::Path) -> Result<(), Failure> {
+        let estimate = ringside_sim::budget::estimate(s);
+        if estimate.total <= self.max_memory {
+            return Ok(());
+        }
+        let line = std::fs::read_to_string(file).map_or(1, |text| {
+            ringside_sim::scenario::key_line(&text, estimate.key)
+        });
+        self.admit(
+            s,
+            &format_args!("{}:{line}: {}", file.display(), estimate.key),
+        )
+    }
 }
 
 /// The budgets of a run, as flags: memory is checked before it starts, events and wall-clock

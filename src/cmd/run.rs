@@ -43,7 +43,7 @@ pub struct RunArgs {
 
 pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
-    a.budget.memory.admit(&scenario, &a.scenario.display())?;
+    a.budget.memory.admit_file(&scenario, &a.scenario)?;
     let flag = interrupt_flag();
     let wall = a.budget.wall_clock_flag();
     let progress = Progress::new(a.quiet);

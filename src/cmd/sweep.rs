@@ -26,7 +26,7 @@ pub struct SweepArgs {
 
 pub fn main(a: SweepArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
-    a.memory.admit(&scenario, &a.scenario.display())?;
+    a.memory.admit_file(&scenario, &a.scenario)?;
     let sizes = Sizes::parse(&a.bytes).context("--bytes")?;
     let progress = Progress::new(a.quiet);
     let rows = sweep(&scenario, sizes, &mut |done, runs| {

@@ -15,7 +15,7 @@ mod validate;
 
 pub use crate::cause::{RootCause, RootCauseError};
 pub use model::*;
-pub use parse::{load, load_with, parse, parse_json, parse_with, ScenarioError};
+pub use parse::{key_line, load, load_with, parse, parse_json, parse_with, ScenarioError};
 pub mod program;
 pub mod resolve;
 pub use validate::{
