@@ -625,6 +625,16 @@ fn a_watchdog_shorter_than_the_calls_is_blamed_and_checked_as_the_scenarios_own_
     let path = dir.path().join("elastic-1ms.toml");
     std::fs::write(&path, elastic).expect("write");
     check(&path, "6");
+    // a watchdog of 100ms over a call of about 84ms: enough for the fault-free run, but not
+    // after a rebuild, when the rejoining ranks call tens of milliseconds apart
+    let thin = std::fs::read_to_string(common::root().join("scenarios/elastic-three-workers.toml"))
+        .expect("shipped")
+        .replace("timeout = \"2s\"", "timeout = \"100ms\"")
+        .replace("latency = \"5us\"", "latency = \"20ms\"");
+    assert!(thin.contains("timeout = \"100ms\"") && thin.contains("latency = \"20ms\""));
+    let path = dir.path().join("elastic-thin.toml");
+    std::fs::write(&path, thin).expect("write");
+    check(&path, "6");
     // an elastic group whose failure detector gives up sooner than its network answers:
     // the survivors of a preemption can never rebuild, and the diagnosis says why
     let quick = common::root().join("tests/data/timing/elastic-quick-detector.toml");

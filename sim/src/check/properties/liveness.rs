@@ -173,10 +173,11 @@ fn healed_at(s: &Scenario) -> Option<Nanos> {
 /// of the latest generation's members are still the processes that installed it (the others
 /// died, and a restarted process has lost its promises), so no rendezvous may ever form the
 /// next one. That is the one permanent fault a healed schedule can leave behind, and a
-/// diagnosed stall. A workload that does not finish even without its faults, or a group whose
+/// diagnosed stall. A workload that does not finish even without its faults, a group whose
 /// failure detector is too quick for its network to ever rebuild
-/// ([`rebuild_impossible`](crate::check::bound::rebuild_impossible)), is held only to a
-/// diagnosed stall.
+/// ([`rebuild_impossible`](crate::check::bound::rebuild_impossible)), or one whose collective
+/// timeout leaves a call no slack ([`timeout_too_short`](crate::check::bound::timeout_too_short))
+/// is held only to a diagnosed stall.
 fn elastic_group_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
     let Some(elastic) = &case.scenario.group.elastic else {
         return Ok(());
@@ -188,6 +189,7 @@ fn elastic_group_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
         // demands of a run that does not heal
         Outcome::Stalled | Outcome::TimedOut
             if crate::check::bound::rebuild_impossible(&case.scenario).is_some()
+                || crate::check::bound::timeout_too_short(&case.scenario)
                 || !matches!(
                     super::workload_alone(case).0,
                     Outcome::Completed | Outcome::Rebuilt
