@@ -635,6 +635,15 @@ fn a_watchdog_shorter_than_the_calls_is_blamed_and_checked_as_the_scenarios_own_
     let path = dir.path().join("elastic-thin.toml");
     std::fs::write(&path, thin).expect("write");
     check(&path, "6");
+    // links of 1 MB/s: every call outlasts the watchdog, and a group that keeps rebuilding
+    // may reach its time limit before it is found stuck
+    let slow = std::fs::read_to_string(common::root().join("scenarios/elastic-three-workers.toml"))
+        .expect("shipped")
+        .replace("bandwidth = \"25GB/s\"", "bandwidth = \"1MB/s\"");
+    assert!(slow.contains("bandwidth = \"1MB/s\""));
+    let path = dir.path().join("elastic-1mbps.toml");
+    std::fs::write(&path, slow).expect("write");
+    check(&path, "6");
     // an elastic group whose failure detector gives up sooner than its network answers:
     // the survivors of a preemption can never rebuild, and the diagnosis says why
     let quick = common::root().join("tests/data/timing/elastic-quick-detector.toml");

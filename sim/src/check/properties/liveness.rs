@@ -32,8 +32,9 @@ pub(super) fn liveness(case: &Case, run: &Run) -> Result<(), Violation> {
 ///   outcome `stalled`, the blocked ranks named, and a root cause whenever the final state
 ///   shows one (a dead, paused or partitioned-away peer). A run that neither completes nor
 ///   stalls before its time limit fails, unless the workload without its faults does not
-///   finish within that limit either, or an elastic group's failure detector is too quick
-///   for its network to ever rebuild.
+///   finish within that limit either, or the scenario's own timeouts are too tight for its
+///   network ([`timeout_too_short`](crate::check::bound::timeout_too_short),
+///   [`rebuild_impossible`](crate::check::bound::rebuild_impossible)).
 fn workload_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
     let h = healing(&case.scenario);
     let r = &run.report;
@@ -80,9 +81,11 @@ fn workload_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
         _ if finished => Ok(()),
         Outcome::Stalled => stall_diagnosed(run),
         // the scenario's time limit is shorter than its workload, faults or not; or an
-        // elastic group, too quick to suspect for its network, keeps trying to rebuild
+        // elastic group, too quick to suspect or to time out for its network, keeps trying to
+        // rebuild
         Outcome::TimedOut
             if crate::check::bound::rebuild_impossible(&case.scenario).is_some()
+                || crate::check::bound::timeout_too_short(&case.scenario)
                 || super::workload_alone(case).0 == Outcome::TimedOut =>
         {
             Ok(())
