@@ -251,6 +251,23 @@ fn check_lays_faults_within_the_longest_duration_on_the_longest_timeout() {
 }
 
 #[test]
+fn a_size_range_without_units_lists_every_unit_accepted() {
+    let o = ringside(&[
+        "sweep",
+        "scenarios/healthy-allreduce.toml",
+        "--bytes",
+        "0..1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.starts_with("error: --bytes: `0` needs a unit"), "{out}");
+    assert_eq!(out.trim_end().lines().count(), 1, "{out}");
+    for unit in ["B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"] {
+        assert!(out.contains(&format!(" {unit}")), "{unit}: {out}");
+    }
+}
+
+#[test]
 fn a_sweep_that_outgrows_the_watchdog_says_so() {
     let o = ringside(&[
         "sweep",
