@@ -108,6 +108,8 @@ corpus_tests! {
     a_large_elastic_group_is_refused_for_its_memory => "elastic-world-of-8192.toml",
     the_wall_clock_budget_ends_a_run_of_slow_events => "huge-buffers-under-a-wall-clock-budget.toml",
     a_run_under_the_longest_timeout_completes => "one-rank-under-the-longest-timeout.toml",
+    a_mismatch_in_a_huge_pipeline_is_refused_at_once =>
+        "pipeline-of-u32-max-microbatches-with-a-mismatch.toml",
 }
 
 #[test]
