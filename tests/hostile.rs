@@ -107,6 +107,9 @@ corpus_tests! {
     p2p_in_a_large_group_is_refused_for_its_memory => "p2p-in-a-world-of-4096.toml",
     a_large_elastic_group_is_refused_for_its_memory => "elastic-world-of-8192.toml",
     the_wall_clock_budget_ends_a_run_of_slow_events => "huge-buffers-under-a-wall-clock-budget.toml",
+    a_run_under_the_longest_timeout_completes => "one-rank-under-the-longest-timeout.toml",
+    a_mismatch_in_a_huge_pipeline_is_refused_at_once =>
+        "pipeline-of-u32-max-microbatches-with-a-mismatch.toml",
 }
 
 #[test]
@@ -231,6 +234,39 @@ fn check_refuses_an_out_directory_it_cannot_write_before_the_first_case() {
         text(&o)
     );
     assert!(!text(&o).contains("replay it with"), "{}", text(&o));
+}
+
+#[test]
+fn check_lays_faults_within_the_longest_duration_on_the_longest_timeout() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = corpus().join("one-rank-under-the-longest-timeout.toml");
+    let o = ringside(&[
+        "check",
+        path.to_str().unwrap(),
+        "--cases",
+        "64",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("64 cases passed"), "{}", text(&o));
+}
+
+#[test]
+fn a_size_range_without_units_lists_every_unit_accepted() {
+    let o = ringside(&[
+        "sweep",
+        "scenarios/healthy-allreduce.toml",
+        "--bytes",
+        "0..1",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.starts_with("error: --bytes: `0` needs a unit"), "{out}");
+    assert_eq!(out.trim_end().lines().count(), 1, "{out}");
+    for unit in ["B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB"] {
+        assert!(out.contains(&format!(" {unit}")), "{unit}: {out}");
+    }
 }
 
 #[test]

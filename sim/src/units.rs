@@ -150,7 +150,7 @@ impl Size {
             "TiB" => 1 << 40,
             "" => {
                 return Err(UnitError(format!(
-                    "`{s}` needs a unit: B, KB, MB, GB, KiB, MiB or GiB (e.g. \"64MiB\")"
+                    "`{s}` needs a unit: B, KB, MB, GB, TB, KiB, MiB, GiB or TiB (e.g. \"64MiB\")"
                 )))
             }
             other => {

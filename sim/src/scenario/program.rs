@@ -90,6 +90,86 @@ pub fn calls(s: &Scenario, rank: u32) -> Vec<(OpSpec, Source)> {
         .collect()
 }
 
+/// The number of calls in `rank`'s iteration and the call at `index`, if there is one: what
+/// [`calls`] holds, found without laying the iteration out (a pipeline of millions of
+/// microbatches is refused for its memory after validation, not built during it).
+pub fn call_at(s: &Scenario, rank: u32, index: usize) -> (usize, Option<(OpSpec, Source)>) {
+    let program = program_of(s, rank);
+    if let Some(p) = program {
+        let ops = &s.workload.programs[p].ops;
+        let call = ops
+            .get(index)
+            .map(|op| (op.clone(), Source::Program(p as u32, index as u32)));
+        return (ops.len(), call);
+    }
+    let (piped, call) = match &s.workload.pipeline {
+        Some(pipe) => match stage_of(s, pipe, rank) {
+            Some((stage, stages)) => pipeline_call_at(pipe, stage, stages, index),
+            None => (0, None),
+        },
+        None => (0, None),
+    };
+    let shared = &s.workload.ops;
+    let call = call.or_else(|| {
+        let i = index.checked_sub(piped)?;
+        shared
+            .get(i)
+            .map(|op| (op.clone(), Source::Shared(i as u32)))
+    });
+    (piped.saturating_add(shared.len()), call)
+}
+
+/// The number of calls of stage `stage` of `stages` in one iteration of `pipe`, and the call
+/// at `index`: [`pipeline_steps`] computed for one call. A forward and a backward each make
+/// one call per neighbour the stage has; the schedule orders them.
+fn pipeline_call_at(
+    pipe: &Pipeline,
+    stage: u32,
+    stages: u32,
+    index: usize,
+) -> (usize, Option<(OpSpec, Source)>) {
+    let (first, last) = (stage == 0, stage + 1 >= stages);
+    let per_pass = usize::from(!first) + usize::from(!last);
+    let m = pipe.microbatches as usize;
+    let count = m.saturating_mul(2).saturating_mul(per_pass);
+    if index >= count {
+        return (count, None);
+    }
+    let (pass, within) = (index / per_pass, index % per_pass);
+    let forward = match pipe.schedule {
+        PipeSchedule::Gpipe => pass < m,
+        PipeSchedule::OneFOneB => {
+            let warmup = (stages - 1 - stage).min(pipe.microbatches) as usize;
+            pass < warmup || (pass < 2 * m - warmup && (pass - warmup).is_multiple_of(2))
+        }
+    };
+    // a forward receives from the previous stage and sends to the next, a backward the reverse
+    let mut calls = Vec::with_capacity(2);
+    if forward {
+        if !first {
+            calls.push((OpKind::Recv, PeerStep::Prev));
+        }
+        if !last {
+            calls.push((OpKind::Send, PeerStep::Next));
+        }
+    } else {
+        if !last {
+            calls.push((OpKind::Recv, PeerStep::Next));
+        }
+        if !first {
+            calls.push((OpKind::Send, PeerStep::Prev));
+        }
+    }
+    let (op, peer) = calls[within];
+    let spec = OpSpec {
+        bytes: pipe.bytes,
+        group: pipe.group.clone(),
+        peer: Some(Peer::Step(peer)),
+        ..OpSpec::of(op)
+    };
+    (count, Some((spec, Source::Pipeline(index as u32))))
+}
+
 /// `rank`'s stage in its pipeline and the number of stages, if it is in one.
 pub fn stage_of(s: &Scenario, pipe: &Pipeline, rank: u32) -> Option<(u32, u32)> {
     match &pipe.group {
@@ -187,6 +267,35 @@ mod tests {
             })
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    #[test]
+    fn one_call_is_the_call_of_the_whole_stage() {
+        for schedule in [PipeSchedule::Gpipe, PipeSchedule::OneFOneB] {
+            for stages in 1..=5u32 {
+                for m in 0..=6u32 {
+                    let p = pipe(schedule, m);
+                    for stage in 0..stages {
+                        let all: Vec<(OpSpec, Source)> = pipeline_steps(&p, stage, stages)
+                            .into_iter()
+                            .filter_map(|st| match st {
+                                Step::Call(op, src) => Some((op, src)),
+                                Step::Compute(_) => None,
+                            })
+                            .collect();
+                        for index in 0..all.len() + 3 {
+                            let (count, call) = pipeline_call_at(&p, stage, stages, index);
+                            assert_eq!(count, all.len(), "{schedule:?} {stage}/{stages} m={m}");
+                            assert_eq!(
+                                call.as_ref(),
+                                all.get(index),
+                                "{schedule:?} {stage}/{stages} m={m} call {index}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

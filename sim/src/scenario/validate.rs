@@ -414,9 +414,8 @@ fn op_in_workload(
     op_index: Option<u32>,
 ) -> Result<(usize, OpSpec, program::Source), Invalid> {
     let index = op_index.unwrap_or(0) as usize;
-    let calls = program::calls(s, rank);
-    let ops = calls.len();
-    if index >= ops {
+    let (ops, call) = program::call_at(s, rank, index);
+    let Some((op, source)) = call else {
         let whose = match program::program_of(s, rank) {
             Some(p) => format!("rank {rank} runs workload.programs[{p}], which"),
             None if s.workload.pipeline.is_some() => format!("rank {rank}'s iteration"),
@@ -431,8 +430,7 @@ fn op_in_workload(
             format!("{k}.op_index"),
             format!("op {index} does not exist: {which}"),
         );
-    }
-    let (op, source) = calls[index].clone();
+    };
     Ok((index, op, source))
 }
 

@@ -92,6 +92,13 @@ impl Frame {
     }
 }
 
+/// A drawn time as a duration a scenario may hold: a fault laid on a scenario whose timeout
+/// or run length is near the longest duration accepted stays within it, so that the case
+/// written out reads back.
+fn capped(ns: u128) -> Duration {
+    Duration(ns.min(u128::from(Duration::MAX.0)) as Nanos)
+}
+
 fn other_dtype(d: Dtype, k: u32) -> Dtype {
     let all = [Dtype::F32, Dtype::F64, Dtype::I64];
     let i = all.iter().position(|x| *x == d).unwrap_or(0);
@@ -106,13 +113,9 @@ impl FaultDraw {
         let kind = *kinds.get(self.kind % kinds.len().max(1))?;
         let rank = self.rank % p;
         let other_rank = (p >= 2).then(|| (rank + 1 + self.other % (p - 1)) % p);
-        let at = Duration(
-            (u128::from(f.horizon) * u128::from(self.at.min(1000)) / 1000)
-                .try_into()
-                .unwrap_or(u64::MAX / 4),
-        );
+        let at = capped(u128::from(f.horizon) * u128::from(self.at.min(1000)) / 1000);
         let span = |per_mille: u32| {
-            Duration((u128::from(f.timeout) * u128::from(per_mille) / 1000).max(1_000) as Nanos)
+            capped((u128::from(f.timeout) * u128::from(per_mille) / 1000).max(1_000))
         };
         let duration = self.duration.map(span);
         let target = match (self.flag, other_rank) {
@@ -159,9 +162,8 @@ impl FaultDraw {
                 }
             }
             "delay" => {
-                let extra = Duration(
-                    (u128::from(f.timeout / 4) * u128::from(self.magnitude) / 1000).max(1_000)
-                        as Nanos,
+                let extra = capped(
+                    (u128::from(f.timeout / 4) * u128::from(self.magnitude) / 1000).max(1_000),
                 );
                 Fault::Delay {
                     rank: target.0,
