@@ -112,6 +112,29 @@ corpus_tests! {
         "pipeline-of-u32-max-microbatches-with-a-mismatch.toml",
 }
 
+/// `check`'s bounds (how long a run may take, whether its faults heal) add and multiply the
+/// longest durations: they saturate instead of wrapping, which the overflow-checked build
+/// of the tests would stop on.
+#[test]
+fn check_bounds_saturate_on_the_longest_durations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = corpus().join("compute-past-the-end-of-time.toml");
+    let o = ringside(&[
+        "check",
+        path.to_str().unwrap(),
+        "--cases",
+        "3",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)) && !text(&o).contains("panicked"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn a_run_ended_by_a_budget_says_which_in_json() {
     let path = corpus().join("compute-past-the-end-of-time.toml");

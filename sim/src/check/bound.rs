@@ -95,7 +95,7 @@ fn step_loads(s: &Scenario, op: &OpSpec) -> Vec<StepLoad> {
 pub fn op_cost(s: &Scenario, op: &OpSpec) -> Nanos {
     if op.op.point_to_point() {
         let chain = Nanos::from(s.world.size.max(1)) * if op.rendezvous { 2 } else { 1 };
-        return chain * message_cost(s, op.bytes.0);
+        return chain.saturating_mul(message_cost(s, op.bytes.0));
     }
     loads_cost(s, &step_loads(s, op))
 }
@@ -128,30 +128,41 @@ fn loads_cost(s: &Scenario, loads: &[StepLoad]) -> Nanos {
                     ),
                     _ => (n.latency.0, n.bandwidth),
                 };
-                latency
-                    + jitter
-                    + bandwidth.transfer_ns(l.send_bytes)
-                    + bandwidth.transfer_ns(l.recv_bytes)
-                    + reduce(l.reduce_bytes)
+                [
+                    jitter,
+                    bandwidth.transfer_ns(l.send_bytes),
+                    bandwidth.transfer_ns(l.recv_bytes),
+                    reduce(l.reduce_bytes),
+                ]
+                .into_iter()
+                .fold(latency, Nanos::saturating_add)
             }
             NetModel::Loggp => {
                 let d = |x: Option<crate::units::Duration>| x.map_or(0, |d| d.0);
                 let (lat, o, g) = (d(n.loggp_l), d(n.loggp_o), d(n.loggp_g));
                 let gb = n.loggp_gb.unwrap_or_default();
-                lat + jitter
-                    + l.sends * (o + g)
-                    + l.recvs * o
-                    + gb.ns_for(l.send_bytes + l.recv_bytes)
-                    + reduce(l.reduce_bytes)
+                [
+                    jitter,
+                    l.sends.saturating_mul(o.saturating_add(g)),
+                    l.recvs.saturating_mul(o),
+                    gb.ns_for(l.send_bytes.saturating_add(l.recv_bytes)),
+                    reduce(l.reduce_bytes),
+                ]
+                .into_iter()
+                .fold(lat, Nanos::saturating_add)
             }
         })
-        .sum()
+        .fold(0, Nanos::saturating_add)
 }
 
 /// An upper bound of one iteration with no faults: its compute, then every op in order.
 pub fn iteration_cost(s: &Scenario) -> Nanos {
     let (compute, comm) = steps_cost(s);
-    s.workload.compute.0 + compute + comm
+    s.workload
+        .compute
+        .0
+        .saturating_add(compute)
+        .saturating_add(comm)
 }
 
 /// Upper bounds of one iteration's compute between calls and of its calls, beyond the
@@ -161,8 +172,11 @@ pub fn iteration_cost(s: &Scenario) -> Nanos {
 fn steps_cost(s: &Scenario) -> (Nanos, Nanos) {
     let w = &s.workload;
     let ops = w.ops.iter().chain(w.programs.iter().flat_map(|p| &p.ops));
-    let mut compute: Nanos = ops.clone().map(|o| o.compute.map_or(0, |d| d.0)).sum();
-    let mut comm: Nanos = ops.map(|o| op_cost(s, o)).sum();
+    let mut compute: Nanos = ops
+        .clone()
+        .map(|o| o.compute.map_or(0, |d| d.0))
+        .fold(0, Nanos::saturating_add);
+    let mut comm: Nanos = ops.map(|o| op_cost(s, o)).fold(0, Nanos::saturating_add);
     if let Some(pipe) = &w.pipeline {
         let stages = pipe
             .group
@@ -171,9 +185,10 @@ fn steps_cost(s: &Scenario) -> (Nanos, Nanos) {
             .map_or(s.world.size, |gs| {
                 gs.iter().map(|g| g.len() as u32).max().unwrap_or(1)
             });
-        let passes = 2 * Nanos::from(stages + pipe.microbatches);
-        compute += passes * pipe.forward.0.max(pipe.backward.0);
-        comm += passes * message_cost(s, pipe.bytes.0);
+        let passes = 2 * (Nanos::from(stages) + Nanos::from(pipe.microbatches));
+        compute =
+            compute.saturating_add(passes.saturating_mul(pipe.forward.0.max(pipe.backward.0)));
+        comm = comm.saturating_add(passes.saturating_mul(message_cost(s, pipe.bytes.0)));
     }
     (compute, comm)
 }
@@ -247,12 +262,15 @@ fn largest_message(s: &Scenario) -> Nanos {
                 _ => n.bandwidth,
             };
             let lat = n.intra_host.map_or(0, |i| i.latency.0).max(n.latency.0);
-            lat + n.jitter.0 + bw.transfer_ns(bytes)
+            lat.saturating_add(n.jitter.0)
+                .saturating_add(bw.transfer_ns(bytes))
         }
         NetModel::Loggp => {
             let d = |x: Option<crate::units::Duration>| x.map_or(0, |d| d.0);
             let gb = n.loggp_gb.unwrap_or_default();
-            d(n.loggp_l) + 2 * d(n.loggp_o) + gb.ns_for(bytes) + n.jitter.0
+            [d(n.loggp_o), d(n.loggp_o), gb.ns_for(bytes), n.jitter.0]
+                .into_iter()
+                .fold(d(n.loggp_l), Nanos::saturating_add)
         }
     }
 }
@@ -298,37 +316,53 @@ pub fn healing(s: &Scenario) -> Healing {
             why_not.get_or_insert_with(|| format!("faults[{i}] ({}) never ends", f.kind()));
             continue;
         };
-        last_end = last_end.max(at.0 + d.0);
-        hold_back += match f {
+        last_end = last_end.max(at.0.saturating_add(d.0));
+        hold_back = hold_back.saturating_add(match f {
             Fault::Pause { .. } => d.0,
-            Fault::Partition { .. } | Fault::Loss { .. } => d.0 + rto + message,
-            Fault::Delay { extra, jitter, .. } => d.0 + extra.0 + jitter.map_or(0, |j| j.0),
+            Fault::Partition { .. } | Fault::Loss { .. } => {
+                d.0.saturating_add(rto).saturating_add(message)
+            }
+            Fault::Delay { extra, jitter, .. } => {
+                d.0.saturating_add(extra.0)
+                    .saturating_add(jitter.map_or(0, |j| j.0))
+            }
             Fault::Slow { factor, .. } => {
                 slow *= factor.max(1.0);
                 0
             }
             _ => 0,
-        };
+        });
     }
     if why_not.is_none() && !s.faults.is_empty() {
         why_not = rebuild_impossible(s);
     }
     let (between, ops) = steps_cost(s);
-    let stretched = ((compute + between) as f64 * slow).ceil() as Nanos;
+    // (a float past u64::MAX converts to u64::MAX)
+    let stretched = (compute.saturating_add(between) as f64 * slow).ceil() as Nanos;
+    let own = stretched.saturating_add(ops.saturating_mul(2));
     // a call waits for the latest rank to arrive (its compute, and the ops before it) and for
     // its own steps, plus whatever the faults add
-    let per_call = stretched + 2 * ops + hold_back;
-    if why_not.is_none() && 2 * per_call > s.group.timeout.0 {
+    let per_call = own.saturating_add(hold_back);
+    if why_not.is_none() && per_call.saturating_mul(2) > s.group.timeout.0 {
         why_not = Some(format!(
             "the faults may hold a call back for {} (with the workload's own {}), more than \
              half the collective timeout {}",
             crate::units::fmt_time(hold_back),
-            crate::units::fmt_time(stretched + 2 * ops),
+            crate::units::fmt_time(own),
             s.group.timeout
         ));
     }
     let iterations = Nanos::from(s.workload.iterations);
-    let collectives_end = last_end + hold_back + 2 * iterations * (stretched + ops) + rto + message;
+    let collectives_end = [
+        hold_back,
+        iterations
+            .saturating_mul(2)
+            .saturating_mul(stretched.saturating_add(ops)),
+        rto,
+        message,
+    ]
+    .into_iter()
+    .fold(last_end, Nanos::saturating_add);
     // registry steps run at their own times (later only when their node was frozen)
     let steps_end = s
         .workload
@@ -337,7 +371,11 @@ pub fn healing(s: &Scenario) -> Healing {
         .map(|r| r.at.0)
         .max()
         .unwrap_or(0);
-    let deadline = collectives_end.max(steps_end + hold_back + rto + message);
+    let deadline = collectives_end.max(
+        [hold_back, rto, message]
+            .into_iter()
+            .fold(steps_end, Nanos::saturating_add),
+    );
     Healing {
         heals: why_not.is_none(),
         why_not,
