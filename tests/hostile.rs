@@ -112,22 +112,28 @@ corpus_tests! {
         "pipeline-of-u32-max-microbatches-with-a-mismatch.toml",
 }
 
+/// `check` of a corpus file with `cases` cases, its failing cases kept in a temporary
+/// directory.
+fn check_corpus_file(name: &str, cases: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = corpus().join(name);
+    ringside(&[
+        "check",
+        path.to_str().unwrap(),
+        "--cases",
+        cases,
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ])
+}
+
 /// `check`'s bounds (how long a run may take, whether its faults heal) add and multiply the
 /// longest durations: they saturate instead of wrapping, which the overflow-checked build
 /// of the tests would stop on.
 #[test]
 fn check_bounds_saturate_on_the_longest_durations() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = corpus().join("compute-past-the-end-of-time.toml");
-    let o = ringside(&[
-        "check",
-        path.to_str().unwrap(),
-        "--cases",
-        "3",
-        "--quiet",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = check_corpus_file("compute-past-the-end-of-time.toml", "3");
     assert!(
         matches!(o.status.code(), Some(0 | 1)) && !text(&o).contains("panicked"),
         "{}",
@@ -261,16 +267,7 @@ fn check_refuses_an_out_directory_it_cannot_write_before_the_first_case() {
 
 #[test]
 fn check_lays_faults_within_the_longest_duration_on_the_longest_timeout() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = corpus().join("one-rank-under-the-longest-timeout.toml");
-    let o = ringside(&[
-        "check",
-        path.to_str().unwrap(),
-        "--cases",
-        "64",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = check_corpus_file("one-rank-under-the-longest-timeout.toml", "64");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("64 cases passed"), "{}", text(&o));
 }

@@ -616,34 +616,38 @@ fn a_watchdog_shorter_than_the_calls_is_blamed_and_checked_as_the_scenarios_own_
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     };
     check(&file, "12");
-    // the elastic group of a shipped scenario, with a watchdog of a millisecond
-    let elastic =
+    // the elastic group of a shipped scenario, with its timing made too tight
+    let shipped =
         std::fs::read_to_string(common::root().join("scenarios/elastic-three-workers.toml"))
-            .expect("shipped")
-            .replace("timeout = \"2s\"", "timeout = \"1ms\"");
-    assert!(elastic.contains("timeout = \"1ms\""));
-    let path = dir.path().join("elastic-1ms.toml");
-    std::fs::write(&path, elastic).expect("write");
-    check(&path, "6");
-    // a watchdog of 100ms over a call of about 84ms: enough for the fault-free run, but not
-    // after a rebuild, when the rejoining ranks call tens of milliseconds apart
-    let thin = std::fs::read_to_string(common::root().join("scenarios/elastic-three-workers.toml"))
-        .expect("shipped")
-        .replace("timeout = \"2s\"", "timeout = \"100ms\"")
-        .replace("latency = \"5us\"", "latency = \"20ms\"");
-    assert!(thin.contains("timeout = \"100ms\"") && thin.contains("latency = \"20ms\""));
-    let path = dir.path().join("elastic-thin.toml");
-    std::fs::write(&path, thin).expect("write");
-    check(&path, "6");
-    // links of 1 MB/s: every call outlasts the watchdog, and a group that keeps rebuilding
-    // may reach its time limit before it is found stuck
-    let slow = std::fs::read_to_string(common::root().join("scenarios/elastic-three-workers.toml"))
-        .expect("shipped")
-        .replace("bandwidth = \"25GB/s\"", "bandwidth = \"1MB/s\"");
-    assert!(slow.contains("bandwidth = \"1MB/s\""));
-    let path = dir.path().join("elastic-1mbps.toml");
-    std::fs::write(&path, slow).expect("write");
-    check(&path, "6");
+            .expect("shipped");
+    let variants: [(&str, &[(&str, &str)]); 3] = [
+        // a watchdog of a millisecond
+        ("elastic-1ms", &[("timeout = \"2s\"", "timeout = \"1ms\"")]),
+        // a watchdog of 100ms over a call of about 84ms: enough for the fault-free run, but
+        // not after a rebuild, when the rejoining ranks call tens of milliseconds apart
+        (
+            "elastic-thin",
+            &[
+                ("timeout = \"2s\"", "timeout = \"100ms\""),
+                ("latency = \"5us\"", "latency = \"20ms\""),
+            ],
+        ),
+        // links of 1 MB/s: every call outlasts the watchdog, and a group that keeps
+        // rebuilding may reach its time limit before it is found stuck
+        (
+            "elastic-1mbps",
+            &[("bandwidth = \"25GB/s\"", "bandwidth = \"1MB/s\"")],
+        ),
+    ];
+    for (name, edits) in variants {
+        let text = edits.iter().fold(shipped.clone(), |t, (from, to)| {
+            assert!(t.contains(from), "{name}: {from}");
+            t.replace(from, to)
+        });
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).expect("write");
+        check(&path, "6");
+    }
     // an elastic group whose failure detector gives up sooner than its network answers:
     // the survivors of a preemption can never rebuild, and the diagnosis says why
     let quick = common::root().join("tests/data/timing/elastic-quick-detector.toml");
