@@ -87,7 +87,7 @@ impl Frame {
             ops,
             dtype: s.workload.dtype,
             timeout: s.group.timeout.0,
-            horizon: Nanos::from(s.workload.iterations) * bound::iteration_cost(s),
+            horizon: Nanos::from(s.workload.iterations).saturating_mul(bound::iteration_cost(s)),
         }
     }
 }

@@ -416,7 +416,7 @@ pub fn scenarios(gen: &Gen) -> impl Strategy<Value = Scenario> {
                     faults: Vec::new(),
                     expect: None,
                 };
-                let floor = 4 * bound::iteration_cost(&s);
+                let floor = bound::iteration_cost(&s).saturating_mul(4);
                 s.group.timeout.0 = s.group.timeout.0.max(floor);
                 s.faults = faults_on(&Frame::of(&s), &draws, &kinds);
                 s
