@@ -57,14 +57,7 @@ impl MemoryLimit {
     /// Refuses `s` (exit 2) when it would need more memory than `--max-memory`; `at` says
     /// where it was read (a file, a trace's header line).
     pub fn admit(&self, s: &Scenario, at: &dyn std::fmt::Display) -> Result<(), Failure> {
-        let estimate = ringside_sim::budget::estimate(s);
-        if estimate.total > self.max_memory {
-            return Err(Failure::Input(format!(
-                "{at}: {}",
-                estimate.refusal(self.max_memory)
-            )));
-        }
-        Ok(())
+        self.refuse_past(&ringside_sim::budget::estimate(s), at)
     }
 
     /// [`MemoryLimit::admit`] of the scenario read from `file`: a refusal names the line and
@@ -77,10 +70,24 @@ impl MemoryLimit {
         let line = std::fs::read_to_string(file).map_or(1, |text| {
             ringside_sim::scenario::key_line(&text, estimate.key)
         });
-        self.admit(
-            s,
+        self.refuse_past(
+            &estimate,
             &format_args!("{}:{line}: {}", file.display(), estimate.key),
         )
+    }
+
+    fn refuse_past(
+        &self,
+        estimate: &ringside_sim::budget::MemoryEstimate,
+        at: &dyn std::fmt::Display,
+    ) -> Result<(), Failure> {
+        if estimate.total > self.max_memory {
+            return Err(Failure::Input(format!(
+                "{at}: {}",
+                estimate.refusal(self.max_memory)
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -243,6 +243,13 @@ pub fn rebuild_impossible(s: &Scenario) -> Option<String> {
     })
 }
 
+/// Whether the scenario's own timeouts are too tight for its network and workload
+/// ([`timeout_too_short`], [`rebuild_impossible`]): a run of it need not finish, faults or
+/// not.
+pub fn own_timing_too_tight(s: &Scenario) -> bool {
+    timeout_too_short(s) || rebuild_impossible(s).is_some()
+}
+
 /// The largest message of the workload on the slowest link, with its latency.
 fn largest_message(s: &Scenario) -> Nanos {
     let n = &s.network;

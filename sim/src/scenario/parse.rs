@@ -80,7 +80,6 @@ fn read(path: &Path, file: &str) -> Result<String, ScenarioError> {
     })
 }
 
-/// Parses and validates scenario text; `file` is used in error messages.
 /// The line of scenario text `text` where the dotted key `key` (e.g. `world.size`) is written,
 /// or of its nearest written ancestor; 1 when nothing of it is, or the text is not TOML.
 pub fn key_line(text: &str, key: &str) -> usize {
@@ -93,6 +92,7 @@ pub fn key_line(text: &str, key: &str) -> usize {
     }
 }
 
+/// Parses and validates scenario text; `file` is used in error messages.
 pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     parse_inner(text, file, None)
 }

@@ -3,7 +3,7 @@
 
 use super::membership::{quorum_gone, registry_converged};
 use super::{Property, Violation};
-use crate::check::bound::healing;
+use crate::check::bound::{healing, own_timing_too_tight};
 use crate::check::{Case, Run};
 use crate::diagnose::RankState;
 use crate::scenario::{resolve, Fault, Outcome, RegistryAction, RendezvousKind, Scenario};
@@ -84,8 +84,7 @@ fn workload_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
         // elastic group, too quick to suspect or to time out for its network, keeps trying to
         // rebuild
         Outcome::TimedOut
-            if crate::check::bound::rebuild_impossible(&case.scenario).is_some()
-                || crate::check::bound::timeout_too_short(&case.scenario)
+            if own_timing_too_tight(&case.scenario)
                 || super::workload_alone(case).0 == Outcome::TimedOut =>
         {
             Ok(())
@@ -191,8 +190,7 @@ fn elastic_group_finishes(case: &Case, run: &Run) -> Result<(), Violation> {
         // or a group that cannot rebuild on this network, is held to what `workload_finishes`
         // demands of a run that does not heal
         Outcome::Stalled | Outcome::TimedOut
-            if crate::check::bound::rebuild_impossible(&case.scenario).is_some()
-                || crate::check::bound::timeout_too_short(&case.scenario)
+            if own_timing_too_tight(&case.scenario)
                 || !matches!(
                     super::workload_alone(case).0,
                     Outcome::Completed | Outcome::Rebuilt
