@@ -273,3 +273,123 @@ fn the_trace_format_doc_describes_every_event_kind_written() {
         );
     }
 }
+
+/// A trace of `scenario` run with the extra flags `args`.
+fn recorded_with(dir: &Path, scenario: &str, args: &[&str]) -> (String, Vec<String>) {
+    let trace = dir.join("budget.jsonl");
+    let path = trace.to_str().expect("utf-8").to_string();
+    let mut all = vec!["run", scenario, "--trace", path.as_str()];
+    all.extend_from_slice(args);
+    let o = ringside(&all);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", text(&o));
+    let lines = std::fs::read_to_string(&trace)
+        .expect("trace written")
+        .lines()
+        .map(String::from)
+        .collect();
+    (path, lines)
+}
+
+#[test]
+fn a_run_its_event_budget_ended_replays_to_the_same_end() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let healthy = common::root().join("scenarios/healthy-allreduce.toml");
+    let healthy = healthy.to_str().expect("utf-8");
+    let (trace, lines) = recorded_with(dir.path(), healthy, &["--max-events", "30"]);
+    assert!(lines[0].contains(r#""max_events":30"#), "{}", lines[0]);
+    let footer = lines.last().expect("a footer");
+    assert!(
+        footer.contains(r#""outcome":"timed_out""#) && footer.contains(r#""budget":"events""#),
+        "{footer}"
+    );
+    let o = ringside(&["replay", &trace]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("identical"), "{}", text(&o));
+
+    // a budget above the default: the run goes on past the default's end, and so does replay
+    let (trace, lines) = recorded_with(dir.path(), healthy, &["--max-events", "30000000"]);
+    assert!(
+        lines[0].contains(r#""max_events":30000000"#),
+        "{}",
+        lines[0]
+    );
+    assert!(!lines.last().expect("footer").contains("budget"));
+    let o = ringside(&["replay", &trace]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // the default budget is not written: a replay applies it anyway
+    let (_, lines) = recorded_with(dir.path(), healthy, &[]);
+    assert!(!lines[0].contains("max_events"), "{}", lines[0]);
+}
+
+#[test]
+fn a_run_its_wall_clock_budget_ended_replays_as_far_as_it_goes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // a ring of 1,024 ranks takes far longer than 20ms on any machine
+    let ring = write(
+        dir.path(),
+        "ring.toml",
+        "name = \"ring\"\n[world]\nsize = 1024\n[workload]\nelements = 1024\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\n",
+    );
+    for level in ["full", "calls"] {
+        let (trace, lines) = recorded_with(
+            dir.path(),
+            &ring,
+            &["--max-wall", "20ms", "--trace-level", level],
+        );
+        let footer = lines.last().expect("a footer");
+        assert!(footer.contains(r#""budget":"wall_clock""#), "{footer}");
+        let o = ringside(&["replay", &trace]);
+        assert_eq!(o.status.code(), Some(0), "{level}: {}", text(&o));
+        let out = text(&o);
+        assert!(
+            out.contains("identical as far as it goes") && out.contains("--max-wall"),
+            "{level}: {out}"
+        );
+        // the diagnosis line is the one thing not compared: a changed event before it is
+        let mut forged = lines.clone();
+        let n = forged.len();
+        forged[n - 3] = forged[n - 3].replacen("\"t\":", "\"t\":1", 1);
+        let forged_path = write(dir.path(), "forged.jsonl", &(forged.join("\n") + "\n"));
+        let o = ringside(&["replay", &forged_path]);
+        assert_ne!(o.status.code(), Some(0), "{level}: {}", text(&o));
+    }
+}
+
+#[test]
+fn a_footer_that_claims_a_wall_clock_budget_on_a_diverging_run_still_diverges() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let healthy = common::root().join("scenarios/healthy-allreduce.toml");
+    let (_, lines) = recorded_with(dir.path(), healthy.to_str().expect("utf-8"), &[]);
+    let mut forged = lines.clone();
+    let n = forged.len();
+    // an event in the middle changed: not the diagnosis, so a divergence whatever the footer
+    forged[n / 2] = forged[n / 2].replacen("\"t\":", "\"t\":9", 1);
+    forged[n - 1] = forged[n - 1].replace("}", r#","budget":"wall_clock"}"#);
+    let path = write(dir.path(), "forged.jsonl", &(forged.join("\n") + "\n"));
+    let o = ringside(&["replay", &path]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("diverged"), "{}", text(&o));
+}
+
+#[test]
+fn a_header_with_a_bad_event_budget_is_refused_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let healthy = common::root().join("scenarios/healthy-allreduce.toml");
+    let (_, lines) = recorded_with(dir.path(), healthy.to_str().expect("utf-8"), &[]);
+    for bad in ["0", "-5", "\"many\"", "1.5"] {
+        let mut forged = lines.clone();
+        forged[0] = forged[0].replacen('{', &format!("{{\"max_events\":{bad},"), 1);
+        let path = write(dir.path(), "bad.jsonl", &(forged.join("\n") + "\n"));
+        for cmd in ["replay", "explain"] {
+            let o = ringside(&[cmd, &path]);
+            assert_eq!(o.status.code(), Some(2), "{cmd} {bad}: {}", text(&o));
+            assert!(
+                text(&o).contains("bad.jsonl:1:") && text(&o).contains("`max_events`"),
+                "{cmd} {bad}: {}",
+                text(&o)
+            );
+        }
+    }
+}

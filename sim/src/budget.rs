@@ -17,12 +17,12 @@ use crate::scenario::groups;
 use crate::scenario::resolve::op_call;
 use crate::scenario::Scenario;
 use crate::scenario::{Algorithm, Dtype, OpKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::atomic::AtomicBool;
 
 /// Which limit ended a run before it could end on its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Budget {
     /// The engine processed [`Limits::events`] events.

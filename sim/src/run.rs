@@ -1,6 +1,6 @@
 //! Running a scenario end to end: engine, trace, diagnosis, report.
 
-use crate::budget::Limits;
+use crate::budget::{Limits, DEFAULT_MAX_EVENTS};
 use crate::diagnose::{diagnose, Diagnosis, Fold};
 use crate::engine::{Engine, RunResult, StopReason};
 use crate::proto::mutation::Mutations;
@@ -234,17 +234,36 @@ fn run_into<W: io::Write>(
     out: W,
 ) -> io::Result<(RunOutput, W)> {
     let seed = opts.seed.unwrap_or(scenario.seed);
-    let mut writer = TraceWriter::with_level(out, scenario, seed, opts.trace_level)?;
+    let mut header = serde_json::Map::new();
+    if let Some(n) = max_events_field(&opts.limits) {
+        // a replay must stop where the run's own event budget stopped it
+        header.insert("max_events".into(), n.into());
+    }
+    let mut writer = TraceWriter::with_header(out, scenario, seed, opts.trace_level, header)?;
     let (result, fold, diagnosis) = run_events(scenario, opts, &mut writer);
     let interrupted = opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
     let (digest, out) = if interrupted {
         let digest = writer.digest().hex();
         (digest, writer.into_inner()?)
     } else {
-        let (digest, out) = writer.finish_into(result.outcome)?;
+        let budget = match result.stop {
+            StopReason::OutOfBudget(b) => Some(b),
+            _ => None,
+        };
+        let (digest, out) = writer.finish_into(result.outcome, budget)?;
         (digest.hex(), out)
     };
     Ok((output(scenario, seed, result, fold, diagnosis, digest), out))
+}
+
+/// The header's `max_events` of a run under `limits`: none for the default budget, which a
+/// replay applies anyway (no limit at all is written as the largest count).
+fn max_events_field(limits: &Limits) -> Option<u64> {
+    match limits.events {
+        Some(DEFAULT_MAX_EVENTS) => None,
+        Some(n) => Some(n),
+        None => Some(u64::MAX),
+    }
 }
 
 /// The digest of a run without writing a trace.

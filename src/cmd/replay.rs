@@ -19,7 +19,8 @@ pub struct ReplayArgs {
     pub memory: super::MemoryLimit,
 }
 
-/// Exit 0 when the re-run is identical; 1 and the first diverging line when it is not; 2 when
+/// Exit 0 when the re-run is identical (up to where a wall-clock budget ended the recorded
+/// run); 1 and the first diverging line when it is not; 2 when
 /// the trace is malformed or incomplete (the line is named).
 pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
     let mutations = a.mutations.iter().copied().collect();
@@ -36,6 +37,15 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
         ReplayOutcome::Identical { events, digest } => {
             println!(
                 "{}: identical: {events} events replayed, digest {digest}",
+                a.trace.display()
+            );
+            Ok(())
+        }
+        ReplayOutcome::WallClockCut { events, line } => {
+            println!(
+                "{}: identical as far as it goes: {events} events replayed; the recorded run was \
+                 ended by its wall-clock budget (--max-wall), whose diagnosis at line {line} \
+                 depended on the machine and is not re-run",
                 a.trace.display()
             );
             Ok(())

@@ -1,5 +1,6 @@
 //! The events of a trace. Each line is `{"t":<ns>,"kind":"<kind>",...fields}`.
 
+use crate::budget::Budget;
 use crate::cause::RootCause;
 use crate::proto::event::FlightEntry;
 use crate::proto::{Generation, GroupId, SeqNo, TimerKey};
@@ -263,6 +264,9 @@ pub enum Event {
         /// The event lines written, in a trace that leaves some out (`calls` level).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lines: Option<u64>,
+        /// The budget that ended the run early, when one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<Budget>,
     },
     /// Elastic: `rank` installed `generation` of `group`: its members in group-rank order
     /// (world ranks), this rank's place among them, and the iteration the workload resumes from.

@@ -3,6 +3,7 @@
 use super::digest::Digest;
 use super::event::Event;
 use super::Level;
+use crate::budget::Budget;
 use crate::scenario::{self, Outcome, Scenario};
 use crate::units::Nanos;
 use serde::Deserialize;
@@ -33,6 +34,8 @@ pub struct Header {
     pub level: Level,
     /// Whether the file is zstd-compressed.
     pub compressed: bool,
+    /// The event budget the run was given, when it was not the default.
+    pub max_events: Option<u64>,
 }
 
 /// The footer, when the trace has one.
@@ -44,6 +47,8 @@ pub struct Footer {
     pub digest: String,
     /// The event lines of a trace that leaves some out.
     pub lines: Option<u64>,
+    /// The budget that ended the run early, when one did.
+    pub budget: Option<Budget>,
     /// 1-based line number of the footer.
     pub line: usize,
 }
@@ -306,7 +311,21 @@ impl<R: BufRead> TraceReader<R> {
                 ))
             }
         };
+        let max_events = match v.get("max_events") {
+            None => None,
+            Some(n) => match n.as_u64() {
+                Some(n) if n > 0 => Some(n),
+                _ => {
+                    return Err(err(
+                        file,
+                        1,
+                        format!("the header's `max_events` must be a positive integer, not {n}"),
+                    ))
+                }
+            },
+        };
         let header = Header {
+            max_events,
             level,
             compressed: false,
             version: version as u32,
@@ -386,6 +405,7 @@ impl<R: BufRead> TraceReader<R> {
                 events,
                 digest,
                 lines,
+                budget,
             } = line.ev
             {
                 let partial = self.header.level != Level::Full;
@@ -427,6 +447,7 @@ impl<R: BufRead> TraceReader<R> {
                     events,
                     digest,
                     lines,
+                    budget,
                     line: self.line_no,
                 });
                 continue;

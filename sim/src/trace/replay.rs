@@ -12,16 +12,24 @@
 //!   line: identity cannot be proven for events that are not there, so a replay whose recorded
 //!   prefix matches still reports the line where the trace stops (and says that the prefix
 //!   matched); a prefix that differs is reported as a divergence first.
+//!
+//! The re-run is given the recorded run's event budget (the header's `max_events`), so a run
+//! its budget ended replays to the same end, and it stops as soon as the outcome is known (the
+//! first divergence, or the end of what the trace holds). A run that its wall-clock budget
+//! ended cannot be re-run to the same end, which depended on the machine: its events are
+//! compared up to the diagnosis taken there, [`ReplayOutcome::WallClockCut`].
 
 use super::encode::encode_line;
 use super::reader::{TraceError, TraceReader};
 use super::writer::Recorder;
 use super::{Digest, Event, Level};
+use crate::budget::{Budget, Limits, DEFAULT_MAX_EVENTS};
 use crate::proto::mutation::Mutations;
 use crate::run::{run_events, RunOptions};
 use crate::units::Nanos;
 use std::io::BufRead;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What a replay found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +42,9 @@ pub enum ReplayOutcome {
         expected: String,
         actual: String,
     },
+    /// The recorded run was ended by its wall-clock budget: its `events` event lines are
+    /// identical, up to the diagnosis at `line` that was taken where the budget ran out.
+    WallClockCut { events: u64, line: usize },
 }
 
 struct Compare<'a, R: BufRead> {
@@ -48,6 +59,10 @@ struct Compare<'a, R: BufRead> {
     level: Level,
     /// The digest of every event of the re-run.
     full: Digest,
+    /// Raised once the outcome is known: the re-run stops there.
+    stop: &'a AtomicBool,
+    /// The recorded line the re-run diverged from is the diagnosis.
+    at_diagnosis: bool,
 }
 
 impl<R: BufRead> Recorder for Compare<'_, R> {
@@ -67,13 +82,17 @@ impl<R: BufRead> Recorder for Compare<'_, R> {
                 return;
             }
             Ok(false) => {}
-            Err(e) => return self.error = Some(e),
+            Err(e) => {
+                self.stop.store(true, Ordering::Relaxed);
+                return self.error = Some(e);
+            }
         }
         // None: the trace has no more events; Some(None): the same line; Some(Some(l)): l differs
         let next = match self.reader.next_raw() {
             Err(e) => return self.error = Some(e),
             Ok(None) => None,
-            Ok(Some((_, _, text))) => {
+            Ok(Some((_, recorded, text))) => {
+                self.at_diagnosis = matches!(recorded, Event::Diagnosis { .. });
                 Some((text.as_bytes() != self.line.as_slice()).then(|| text.to_string()))
             }
         };
@@ -94,6 +113,9 @@ impl<R: BufRead> Recorder for Compare<'_, R> {
                     actual: String::from_utf8_lossy(&self.line).into_owned(),
                 });
             }
+        }
+        if self.divergence.is_some() || self.truncated {
+            self.stop.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -132,6 +154,11 @@ pub fn replay_reader<R: BufRead>(
     }
     let seed = reader.header.seed;
     let level = reader.header.level;
+    let stop = AtomicBool::new(false);
+    let limits = Limits {
+        events: Some(reader.header.max_events.unwrap_or(DEFAULT_MAX_EVENTS)),
+        wall_clock: None,
+    };
     let mut cmp = Compare {
         reader: &mut reader,
         line: Vec::new(),
@@ -141,23 +168,37 @@ pub fn replay_reader<R: BufRead>(
         compared: 0,
         level,
         full: Digest::new(),
+        stop: &stop,
+        at_diagnosis: false,
     };
     let opts = RunOptions {
         mutations,
+        limits,
+        interrupt: Some(&stop),
         ..RunOptions::seeded(seed)
     };
     let (result, _, _) = run_events(&scenario, &opts, &mut cmp);
-    let (compared, divergence, error, truncated, full) = (
+    let (compared, divergence, error, truncated, full, at_diagnosis) = (
         cmp.compared,
         cmp.divergence,
         cmp.error,
         cmp.truncated,
         cmp.full,
+        cmp.at_diagnosis,
     );
     if let Some(e) = error {
         return Err(e);
     }
     if let Some(d) = divergence {
+        if let ReplayOutcome::Diverged { line, .. } = d {
+            // the diagnosis a wall-clock budget took, followed by nothing but the footer
+            if at_diagnosis && reader.next_raw()?.is_none() && cut_by_wall_clock(&reader) {
+                return Ok(ReplayOutcome::WallClockCut {
+                    events: compared,
+                    line,
+                });
+            }
+        }
         return Ok(d);
     }
     // the recorded trace must end here too
@@ -189,6 +230,14 @@ pub fn replay_reader<R: BufRead>(
             ),
         ));
     };
+    if footer.budget == Some(Budget::WallClock) {
+        // it ended where the recorded run would have ended anyway, but its outcome and
+        // digest say that the budget ended it
+        return Ok(ReplayOutcome::WallClockCut {
+            events: compared,
+            line: footer.line,
+        });
+    }
     if footer.outcome != result.outcome {
         return Ok(ReplayOutcome::Diverged {
             line: reader.line_no(),
@@ -208,4 +257,11 @@ pub fn replay_reader<R: BufRead>(
         events: compared,
         digest: footer.digest.clone(),
     })
+}
+
+/// Whether the trace's footer says that the wall-clock budget ended the recorded run.
+fn cut_by_wall_clock<R: BufRead>(reader: &TraceReader<R>) -> bool {
+    reader
+        .footer()
+        .is_some_and(|f| f.budget == Some(Budget::WallClock))
 }

@@ -4,6 +4,7 @@ use super::digest::Digest;
 use super::encode::encode_line;
 use super::event::{Event, Sent};
 use super::{from_proto, Level};
+use crate::budget::Budget;
 use crate::proto::StepEvent;
 use crate::scenario::{Outcome, Scenario};
 use crate::units::Nanos;
@@ -160,12 +161,16 @@ impl<W: Write> TraceWriter<W> {
 
     /// Writes the footer and flushes; returns the digest.
     pub fn finish(self, outcome: Outcome) -> io::Result<Digest> {
-        self.finish_into(outcome).map(|(digest, _)| digest)
+        self.finish_into(outcome, None).map(|(digest, _)| digest)
     }
 
-    /// Writes the footer and flushes; returns the digest and the output (to finish a
-    /// compressed stream).
-    pub fn finish_into(mut self, outcome: Outcome) -> io::Result<(Digest, W)> {
+    /// Writes the footer, with the budget that ended the run when one did, and flushes;
+    /// returns the digest and the output (to finish a compressed stream).
+    pub fn finish_into(
+        mut self,
+        outcome: Outcome,
+        budget: Option<Budget>,
+    ) -> io::Result<(Digest, W)> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -174,6 +179,7 @@ impl<W: Write> TraceWriter<W> {
             events: self.digest.events(),
             digest: self.digest.hex(),
             lines: (self.level != Level::Full).then_some(self.lines),
+            budget,
         };
         serde_json::to_writer(&mut self.out, &footer)?;
         self.out.write_all(b"\n")?;
