@@ -495,3 +495,48 @@ fn check_and_sweep_refuse_a_scenario_past_the_memory_limit() {
         }
     }
 }
+
+/// `check` keeps each case's trace in memory: a case whose run reaches the per-case event
+/// budget is counted as too long and left unchecked, said so, instead of growing without
+/// bound (this scenario's cases took gigabytes and aborted before the budget existed).
+#[test]
+fn check_leaves_a_case_past_its_event_budget_unchecked_and_says_so() {
+    let path = root().join("tests/data/check/partition-under-a-100000h-timeout.toml");
+    let out = tempfile::tempdir().expect("temp dir");
+    let args = |json: bool| {
+        let mut a = vec![
+            "check".to_string(),
+            path.display().to_string(),
+            "--cases".into(),
+            "8".into(),
+            "--max-events".into(),
+            "20000".into(),
+            "--out".into(),
+            out.path().display().to_string(),
+            "--quiet".into(),
+        ];
+        if json {
+            a.push("--json".into());
+        }
+        a
+    };
+    let o = ringside(&args(true));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = common::json(&o);
+    assert_eq!(v["cases"], 8, "{v}");
+    assert_eq!(v["max_events"], 20000, "{v}");
+    let too_long = v["too_long"].as_u64().expect("too_long");
+    assert!((1..8).contains(&too_long), "{v}");
+    let o = ringside(&args(false));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let said = format!(
+        "{too_long} of the 8 cases reached the event budget (--max-events 20000) and went \
+         unchecked"
+    );
+    assert!(text(&o).contains(&said), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("check: {} cases passed", 8 - too_long)),
+        "{}",
+        text(&o)
+    );
+}

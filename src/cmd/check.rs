@@ -50,6 +50,12 @@ pub struct CheckArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub memory: super::MemoryLimit,
+    /// Events a case's run may process: a case that reaches this many is counted as too long
+    /// and its properties are not checked (each case's trace is kept in memory, about 300
+    /// bytes an event)
+    #[arg(long, value_name = "N", default_value_t = ringside_sim::check::swarm::CASE_MAX_EVENTS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_events: u64,
 }
 
 /// The properties every case is checked against, from the registry, for `--help`.
@@ -198,6 +204,7 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
         scenarios,
         out_dir: Some(a.out.clone()),
         mutations: a.mutations.iter().copied().collect::<Mutations>(),
+        max_events: a.max_events,
         ..Swarm::default()
     };
     let progress = Progress::new(a.quiet);
@@ -250,10 +257,17 @@ fn print_summary(swarm: &Swarm, s: &Summary) {
     if s.out_of_time {
         println!("check: the time budget ran out; every case run so far passed");
     }
+    if s.too_long > 0 {
+        println!(
+            "check: {} of the {} cases reached the event budget (--max-events {}) and went \
+             unchecked: raise it to check them",
+            s.too_long, s.cases, swarm.max_events
+        );
+    }
     println!(
         "check: {} cases passed ({what}), {} properties checked ({}): {} checks in {:.2}s wall, \
          {:.0} cases/s; seed {}, shard {}",
-        s.cases,
+        s.cases - s.too_long,
         s.properties,
         names(swarm),
         s.checks,
@@ -380,6 +394,8 @@ fn json(swarm: &Swarm, paths: &[PathBuf], s: &Summary) -> serde_json::Value {
         "elapsed_s": s.elapsed.as_secs_f64(),
         "cases_per_sec": s.cases_per_sec(),
         "out_of_time": s.out_of_time,
+        "too_long": s.too_long,
+        "max_events": swarm.max_events,
         "failure": failure,
     })
 }
@@ -444,6 +460,7 @@ fn junit(swarm: &Swarm, paths: &[PathBuf], s: &Summary) -> String {
             ("shard", swarm.shard.to_string()),
             ("cases", s.cases.to_string()),
             ("out_of_time", s.out_of_time.to_string()),
+            ("too_long", s.too_long.to_string()),
         ] {
             out.push_str(&format!(
                 "      <property name=\"{k}\" value=\"{}\"/>\n",

@@ -53,6 +53,7 @@ pub use crate::proto::mutation::{Mutation, Mutations};
 pub use properties::{Kind, Property, Violation};
 pub use strategy::Gen;
 
+use crate::budget::Limits;
 use crate::diagnose::{Diagnosis, Fold};
 use crate::engine::RunResult;
 use crate::report::RunReport;
@@ -136,6 +137,15 @@ impl Case {
     pub(crate) fn run_into(&self, trace: &mut Vec<u8>) -> RunOutput {
         run_to(&self.scenario, &self.options(), trace)
             .expect("a run that writes into memory cannot fail")
+    }
+
+    /// [`Case::run_into`] within `limits`.
+    pub(crate) fn run_within(&self, trace: &mut Vec<u8>, limits: Limits<'static>) -> RunOutput {
+        let opts = RunOptions {
+            limits,
+            ..self.options()
+        };
+        run_to(&self.scenario, &opts, trace).expect("a run that writes into memory cannot fail")
     }
 
     pub fn size(&self) -> Size {

@@ -21,7 +21,8 @@ use super::properties::{Property, Violation};
 use super::shrink;
 use super::strategy::{cases, cases_on, Gen};
 use super::{Case, Mutations, Run};
-use crate::engine::SUPPORT;
+use crate::budget::{Budget, Limits};
+use crate::engine::{StopReason, SUPPORT};
 use crate::proto::data::mix;
 use crate::scenario::{self, unsupported, validate, Scenario};
 use crate::trace::{replay, ReplayOutcome, TraceWriter};
@@ -107,7 +108,16 @@ pub struct Swarm {
     pub max_shrink_steps: u32,
     #[doc(hidden)]
     pub mutations: Mutations,
+    /// Events a case's run may process. A case is checked from its trace, which is kept in
+    /// memory (about 300 bytes an event at most, with the events read back from it): a case
+    /// whose run reaches this budget is counted as too long, and its properties are not
+    /// checked.
+    pub max_events: u64,
 }
+
+/// Events a case's run may process unless told otherwise: generated cases take a few
+/// thousand, and a million keeps a case's trace within about 300 MB.
+pub const CASE_MAX_EVENTS: u64 = 1_000_000;
 
 impl Default for Swarm {
     fn default() -> Self {
@@ -122,6 +132,7 @@ impl Default for Swarm {
             out_dir: None,
             max_shrink_steps: 2_000,
             mutations: Mutations::NONE,
+            max_events: CASE_MAX_EVENTS,
         }
     }
 }
@@ -223,6 +234,9 @@ pub struct Summary {
     pub elapsed: Duration,
     /// The wall-clock budget ran out before every case of the shard ran.
     pub out_of_time: bool,
+    /// Cases whose run reached the event budget ([`Swarm::max_events`]): counted in `cases`,
+    /// their properties not checked.
+    pub too_long: u64,
     pub found: Option<Box<Found>>,
 }
 
@@ -263,19 +277,34 @@ struct Checked {
     checks: u64,
     trace: Vec<u8>,
     failure: Option<Failure>,
+    /// The run reached the event budget: nothing was checked.
+    too_long: bool,
 }
 
-/// Runs `case` once and checks `properties` in order, up to the first that fails. A panic in
-/// the run or a check is a failure of [`NO_PANIC`].
-fn check(case: &Case, properties: &[Property]) -> Checked {
+/// Runs `case` once, within `max_events`, and checks `properties` in order, up to the first
+/// that fails. A panic in the run or a check is a failure of [`NO_PANIC`].
+fn check(case: &Case, properties: &[Property], max_events: u64) -> Checked {
     let mut trace = Vec::new();
-    let run = match catch_unwind(AssertUnwindSafe(|| case.run_into(&mut trace))) {
+    let limits = Limits {
+        events: Some(max_events),
+        wall_clock: None,
+    };
+    let run = match catch_unwind(AssertUnwindSafe(|| case.run_within(&mut trace, limits))) {
+        Ok(out) if out.result.stop == StopReason::OutOfBudget(Budget::Events) => {
+            return Checked {
+                checks: 0,
+                trace,
+                failure: None,
+                too_long: true,
+            }
+        }
         Ok(out) => Run::new(out, trace),
         Err(e) => {
             return Checked {
                 checks: 0,
                 trace,
                 failure: Some(Failure::Panicked(panic_message(e.as_ref()))),
+                too_long: false,
             }
         }
     };
@@ -294,6 +323,7 @@ fn check(case: &Case, properties: &[Property]) -> Checked {
         checks,
         trace: run.trace,
         failure,
+        too_long: false,
     }
 }
 
@@ -314,7 +344,12 @@ fn healthy_workload(case: &Case) -> bool {
     super::properties::workload_alone(case).0 == scenario::Outcome::Completed
 }
 
-fn still_fails(case: &Case, name: &str, properties: &[Property]) -> Option<(Failure, Vec<u8>)> {
+fn still_fails(
+    case: &Case,
+    name: &str,
+    properties: &[Property],
+    max_events: u64,
+) -> Option<(Failure, Vec<u8>)> {
     if invalid(&case.scenario).is_some() {
         return None;
     }
@@ -323,7 +358,7 @@ fn still_fails(case: &Case, name: &str, properties: &[Property]) -> Option<(Fail
         .copied()
         .filter(|p| p.name() == name)
         .collect();
-    let checked = check(case, &only);
+    let checked = check(case, &only, max_events);
     match checked.failure {
         Some(f) if f.name() == name => Some((f, checked.trace)),
         _ => None,
@@ -384,6 +419,7 @@ impl Swarm {
             properties: self.properties.len(),
             elapsed: Duration::ZERO,
             out_of_time: false,
+            too_long: 0,
             found: None,
         };
         for i in (self.shard.index..self.cases).step_by(count as usize) {
@@ -398,8 +434,9 @@ impl Swarm {
                     match invalid(&case.scenario) {
                         Some(why) => Some(self.report(Failure::Invalid(why), i, Some(case), 0)),
                         None => {
-                            let checked = check(&case, &self.properties);
+                            let checked = check(&case, &self.properties, self.max_events);
                             summary.checks += checked.checks;
+                            summary.too_long += u64::from(checked.too_long);
                             checked.failure.map(|failure| {
                                 obs.failed(failure.name(), i);
                                 let failing = (case, failure, checked.trace);
@@ -439,7 +476,7 @@ impl Swarm {
             if healthy && !healthy_workload(case) {
                 return None;
             }
-            still_fails(case, name, &self.properties)
+            still_fails(case, name, &self.properties, self.max_events)
         };
         let mut best = failing;
         let mut steps = 0;
@@ -578,13 +615,21 @@ fn write_files(dir: &Path, f: &mut Found, trace: &[u8]) -> Files {
 /// a run do not depend on the scenario's name and description).
 fn renamed(trace: &[u8], scenario: &Scenario, seed: u64) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(trace.len());
-    let mut header = TraceWriter::new(&mut out, scenario, seed)?;
-    header.flush()?;
-    drop(header);
     let events = trace
         .iter()
         .position(|b| *b == b'\n')
         .map_or(trace.len(), |i| i + 1);
+    // the run's event budget stays with it, for replay
+    let mut extra = serde_json::Map::new();
+    if let Ok(serde_json::Value::Object(mut h)) = serde_json::from_slice(&trace[..events]) {
+        if let Some(n) = h.remove("max_events") {
+            extra.insert("max_events".into(), n);
+        }
+    }
+    let level = crate::trace::Level::Full;
+    let mut header = TraceWriter::with_header(&mut out, scenario, seed, level, extra)?;
+    header.flush()?;
+    drop(header);
     out.extend_from_slice(&trace[events..]);
     Ok(out)
 }
