@@ -52,9 +52,16 @@ pub enum Output {
 }
 
 /// Outputs pushed by a state machine during one `handle` call, in order.
+///
+/// A step reported last waits in a place of its own rather than in `out`: a driver that
+/// records steps hands it over as it is, after the outputs before it ([`Outbox::take_step`]).
+/// [`Outbox::drain`] yields it in its place.
 #[derive(Debug, Default)]
 pub struct Outbox {
+    /// Every output but a step reported last (pushed here as soon as another output follows).
     pub out: Vec<Output>,
+    /// The step reported last, when nothing was pushed after it: it follows `out`.
+    step: Option<StepEvent>,
     /// The driver does not charge local reduction work: `work` pushes nothing.
     ignore_work: bool,
 }
@@ -69,11 +76,29 @@ impl Outbox {
     pub fn ignoring_work() -> Outbox {
         Outbox {
             out: Vec::new(),
+            step: None,
             ignore_work: true,
         }
     }
+    /// Pushes `o` after everything pushed so far (a step waiting in its place first).
+    #[inline(always)]
+    fn push(&mut self, o: Output) {
+        if self.step.is_some() {
+            self.flush_step();
+        }
+        self.out.push(o);
+    }
+    /// Moves the step reported last into `out`, as outputs follow it.
+    #[cold]
+    #[inline(never)]
+    fn flush_step(&mut self) {
+        if let Some(s) = self.step.take() {
+            self.out.push(Output::Step(s));
+        }
+    }
+    #[inline]
     pub fn send(&mut self, to: Rank, msg: Msg, bytes: u64) {
-        self.out.push(Output::Send {
+        self.push(Output::Send {
             to,
             msg,
             bytes,
@@ -81,7 +106,7 @@ impl Outbox {
         });
     }
     pub fn send_datagram(&mut self, to: Rank, msg: Msg, bytes: u64) {
-        self.out.push(Output::Send {
+        self.push(Output::Send {
             to,
             msg,
             bytes,
@@ -91,37 +116,49 @@ impl Outbox {
     /// Sends `msg` to `to` and asks to be told when its bytes have left.
     pub fn send_notify(&mut self, to: Rank, msg: Msg, bytes: u64, token: SendToken) {
         self.send(to, msg, bytes);
-        self.out.push(Output::NotifySent { token });
+        self.push(Output::NotifySent { token });
     }
     pub fn set_timer(&mut self, key: TimerKey, at: Nanos) {
-        self.out.push(Output::SetTimer { key, at });
+        self.push(Output::SetTimer { key, at });
     }
     pub fn cancel_timer(&mut self, key: TimerKey) {
-        self.out.push(Output::CancelTimer { key });
+        self.push(Output::CancelTimer { key });
     }
     pub fn compute(&mut self, duration: Nanos) {
-        self.out.push(Output::Compute { duration });
+        self.push(Output::Compute { duration });
     }
     #[inline]
     pub fn work(&mut self, bytes: u64) {
         if self.ignore_work {
             return;
         }
-        self.out.push(Output::Work { bytes });
+        self.push(Output::Work { bytes });
     }
     pub fn event(&mut self, ev: ProtoEvent) {
-        self.out.push(Output::Event(Box::new(ev)));
+        self.push(Output::Event(Box::new(ev)));
     }
-    /// Reports a step ([`Output::Step`]).
-    #[inline]
+    /// Reports a step ([`Output::Step`]); it waits in its own place until another output
+    /// follows it.
+    #[inline(always)]
     pub fn step(&mut self, ev: StepEvent) {
-        self.out.push(Output::Step(ev));
+        if self.step.is_some() {
+            self.flush_step();
+        }
+        self.step = Some(ev);
     }
+    /// The step reported last, when no output followed it: it comes after every output left
+    /// in `out`.
+    #[inline(always)]
+    pub fn take_step(&mut self) -> Option<StepEvent> {
+        self.step.take()
+    }
+    /// Every output, in order.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
+        self.flush_step();
         self.out.drain(..)
     }
     pub fn is_empty(&self) -> bool {
-        self.out.is_empty()
+        self.out.is_empty() && self.step.is_none()
     }
 }
 

@@ -12,7 +12,6 @@ use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKin
 use crate::trace::{Event, FaultPhase, Sent};
 use crate::units::Nanos;
 use serde::Serialize;
-use smallvec::SmallVec;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -164,14 +163,27 @@ impl RankState {
     }
 }
 
-/// The latest chunk `from` sent to one receiver in `group`: (generation, seq, step). For
+/// The latest chunk a sender sent to one receiver in one group: (generation, seq, step). For
 /// point-to-point messages (`p2p`: data, or acknowledgements) the seq is the message's order.
+/// Packed, so that a message costs two compares and a store: the sender and the group in one
+/// word, and (generation, seq, step) in one number that orders as the tuple does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SentMark {
-    pub from: u32,
-    pub group: GroupId,
-    pub p2p: Option<P2pKind>,
-    pub at: (Generation, u64, u32),
+    key: u64,
+    p2p: Option<P2pKind>,
+    at: u128,
+}
+
+impl SentMark {
+    #[inline(always)]
+    fn key(from: u32, group: GroupId) -> u64 {
+        (u64::from(from) << 32) | u64::from(group.0)
+    }
+
+    #[inline(always)]
+    fn at(generation: Generation, seq: u64, step: u32) -> u128 {
+        (u128::from(generation.0) << 96) | (u128::from(seq) << 32) | u128::from(step)
+    }
 }
 
 /// What a point-to-point message carries.
@@ -252,6 +264,39 @@ impl CallView {
         let since = self.charged_ns.max(self.since_ns);
         self.charged_ns = t;
         (self.aborted.is_none() && t > since && !self.waiting_for.is_empty()).then(|| t - since)
+    }
+
+    /// Call `seq` entered `step` of `steps` at `t` and waits for `waiting_for` (when this is
+    /// the call).
+    #[inline(always)]
+    fn enter_step<W>(
+        &mut self,
+        t: Nanos,
+        seq: SeqNo,
+        step: u32,
+        steps: u32,
+        waiting_for: &[W],
+        id: impl Fn(&W) -> u32,
+    ) {
+        if self.seq != seq {
+            return;
+        }
+        self.step = step;
+        self.steps = steps;
+        match (self.waiting_for.as_mut_slice(), waiting_for) {
+            // in place, as a step mostly waits for one rank, as the one before
+            ([w], [r]) => *w = id(r),
+            (ws, rs) if ws.len() == rs.len() => {
+                for (w, r) in ws.iter_mut().zip(rs) {
+                    *w = id(r);
+                }
+            }
+            _ => {
+                self.waiting_for.clear();
+                self.waiting_for.extend(waiting_for.iter().map(id));
+            }
+        }
+        self.since_ns = t;
     }
 
     /// The call's identity across ranks.
@@ -372,7 +417,8 @@ pub struct Fold {
     /// For each receiver, the latest collective chunk each sender sent it, per group:
     /// [`SentMark`]. Schedules send to a peer in increasing steps, and a group's calls and
     /// generations only move forward, so a chunk was sent when the mark is at or past it.
-    pub sent: Vec<SmallVec<[SentMark; 1]>>,
+    /// The mark a receiver was sent last is first in its list.
+    pub sent: Vec<Vec<SentMark>>,
     /// Accumulated waiting on stragglers, by (rank, fault), in first-seen order.
     pub lateness: Vec<Lateness>,
     /// The program every rank runs, when the fold knows the scenario: it settles a tie between
@@ -430,7 +476,7 @@ impl Fold {
             first_abort: None,
             diagnosis: None,
             outcome: None,
-            sent: vec![SmallVec::new(); p as usize],
+            sent: vec![Vec::new(); p as usize],
             lateness: Vec::new(),
             workload: None,
             membership: MembershipView::default(),
@@ -474,7 +520,7 @@ impl Fold {
             } => {
                 self.t = t;
                 self.events += 1;
-                self.step(t, *rank, *seq, *step, *steps, waiting_for.iter().copied());
+                self.step(t, *rank, *seq, *step, *steps, waiting_for, |&r| r);
             }
             _ => {
                 self.t = t;
@@ -517,8 +563,7 @@ impl Fold {
     pub fn stepped(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
         self.t = t;
         self.events += 1;
-        let waiting_for = s.waiting_for.iter().map(|r| r.0);
-        self.step(t, rank, s.seq, s.step, s.steps, waiting_for);
+        self.step(t, rank, s.seq, s.step, s.steps, &s.waiting_for, |r| r.0);
     }
 
     /// `rank`'s running call, if it has one.
@@ -529,66 +574,59 @@ impl Fold {
 
     /// A chunk (`p2p` None) or a point-to-point message `from` sent `to`, as the latest it
     /// sent there.
-    #[inline]
+    #[inline(always)]
     fn mark_sent(&mut self, from: u32, to: u32, seq: u64, p2p: Option<P2pKind>, step: u32) {
         // a chunk belongs to the sender's running call: its group and generation (an
         // acknowledgement, to the recv that took the message)
-        let (group, generation) = self
-            .ranks
-            .get(from as usize)
-            .and_then(|v| v.call.as_ref())
-            .filter(|c| c.seq.0 == seq && (p2p.is_none() || c.peer == Some(to)))
-            .map_or((GroupId(0), Generation(0)), |c| (c.group, c.generation));
-        let mark = SentMark {
-            from,
-            group,
-            p2p,
-            at: (generation, seq, step),
-        };
-        if let Some(list) = self.sent.get_mut(to as usize) {
-            match list
-                .iter_mut()
-                .find(|e| e.from == from && e.group == group && e.p2p == p2p)
-            {
-                Some(e) => {
-                    if mark.at > e.at {
-                        *e = mark;
-                    }
-                }
-                None => list.push(mark),
+        let (group, generation) = match self.ranks.get(from as usize).and_then(|v| v.call.as_ref())
+        {
+            Some(c) if c.seq.0 == seq && (p2p.is_none() || c.peer == Some(to)) => {
+                (c.group, c.generation)
             }
+            _ => (GroupId(0), Generation(0)),
+        };
+        let key = SentMark::key(from, group);
+        let at = SentMark::at(generation, seq, step);
+        let Some(list) = self.sent.get_mut(to as usize) else {
+            return;
+        };
+        match list.first_mut() {
+            // the same sender and group as the receiver's last message: the usual case
+            Some(e) if e.key == key && e.p2p == p2p => e.at = e.at.max(at),
+            _ => mark_first(list, SentMark { key, p2p, at }),
         }
     }
 
-    /// `rank`'s call `seq` entered `step` of `steps` and waits for `waiting_for`.
+    /// `rank`'s call `seq` entered `step` of `steps` and waits for `waiting_for` (as `id` reads
+    /// a rank of it).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn step(
+    fn step<W>(
         &mut self,
         t: Nanos,
         rank: u32,
         seq: SeqNo,
         step: u32,
         steps: u32,
-        waiting_for: impl ExactSizeIterator<Item = u32>,
+        waiting_for: &[W],
+        id: impl Fn(&W) -> u32,
     ) {
-        // the wait of the step it leaves ends
-        self.close_wait(rank, t);
+        let faults = !self.faults.is_empty();
         let Some(c) = self.call_mut(rank) else {
             return;
         };
-        if c.seq == seq {
-            c.step = step;
-            c.steps = steps;
-            if c.waiting_for.len() == waiting_for.len() {
-                // in place, as a step mostly waits for as many ranks as the one before
-                for (w, r) in c.waiting_for.iter_mut().zip(waiting_for) {
-                    *w = r;
-                }
-            } else {
-                c.waiting_for.clear();
-                c.waiting_for.extend(waiting_for);
+        // the wait of the step it leaves ends; without a fault, there is no one to charge it to
+        if faults {
+            if let Some(waited) = c.close_wait(t) {
+                self.charge(rank, waited);
             }
-            c.since_ns = t;
+            let Some(c) = self.call_mut(rank) else {
+                return;
+            };
+            c.enter_step(t, seq, step, steps, waiting_for, id);
+        } else {
+            c.charged_ns = t;
+            c.enter_step(t, seq, step, steps, waiting_for, id);
         }
     }
 
@@ -968,7 +1006,8 @@ impl Fold {
     /// chunk of the same group). For a recv, the message of its order; for a rendezvous send,
     /// the acknowledgement of it.
     pub fn has_sent(&self, from: u32, to: u32, call: &CallView) -> bool {
-        let want = (call.generation, call.seq.0, call.step);
+        let key = SentMark::key(from, call.group);
+        let want = SentMark::at(call.generation, call.seq.0, call.step);
         let p2p = match call.op {
             OpKind::Recv => Some(P2pKind::Data),
             OpKind::Send => Some(P2pKind::Ack),
@@ -976,7 +1015,7 @@ impl Fold {
         };
         self.sent.get(to as usize).is_some_and(|list| {
             list.iter()
-                .any(|e| e.from == from && e.group == call.group && e.p2p == p2p && e.at >= want)
+                .any(|e| e.key == key && e.p2p == p2p && e.at >= want)
         })
     }
 
@@ -1041,6 +1080,26 @@ impl Fold {
 
 pub(crate) fn is_straggler_kind(kind: &str) -> bool {
     matches!(kind, "slow" | "delay" | "loss")
+}
+
+/// Puts `mark` first in `list`: merged into the mark of the same sender, group and kind when
+/// there is one (which moves to the front), else added.
+#[inline(never)]
+fn mark_first(list: &mut Vec<SentMark>, mark: SentMark) {
+    match list
+        .iter()
+        .position(|e| e.key == mark.key && e.p2p == mark.p2p)
+    {
+        Some(i) => {
+            list[i].at = list[i].at.max(mark.at);
+            list.swap(0, i);
+        }
+        None => {
+            list.push(mark);
+            let last = list.len() - 1;
+            list.swap(0, last);
+        }
+    }
 }
 
 fn add_lateness(acc: &mut Vec<Lateness>, rank: u32, fault: u32, waited: Nanos) {

@@ -522,28 +522,12 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         } else {
             return;
         }
-        let n = out.out.len();
-        if n == 1 {
-            // the usual answer to a chunk: the next chunk to send, its fields taken one by one
-            // (a copy of the whole output would read back, as one word, two fields that were
-            // just written apart, and stall)
-            match out.out.pop() {
-                Some(Output::Send {
-                    to,
-                    msg,
-                    bytes,
-                    reliable,
-                }) => {
-                    self.send(rank, to, msg, bytes, reliable);
-                }
-                o => self.apply(rank, o.into_iter()),
-            }
-        } else if n == 2
-            && matches!(out.out[0], Output::Send { .. })
-            && matches!(out.out[1], Output::Step(_))
-        {
-            // the same answer while recording: the next chunk, then the step it belongs to
-            let step = out.out.pop();
+        // a step reported last is handed over after the outputs before it
+        let step = out.take_step();
+        if out.out.len() == 1 && matches!(out.out[0], Output::Send { .. }) {
+            // the usual answer to a chunk: the next chunk to send (then, while recording, the
+            // step it belongs to), its fields taken one by one (a copy of the whole output
+            // would read back, as one word, two fields that were just written apart, and stall)
             if let Some(Output::Send {
                 to,
                 msg,
@@ -553,7 +537,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             {
                 self.send(rank, to, msg, bytes, reliable);
             }
-            if let Some(Output::Step(s)) = step {
+            if let Some(s) = step {
                 if self.record {
                     self.emit_step(rank, s);
                 }
@@ -561,7 +545,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         } else {
             // carrying out outputs may hand another rank an input: it gets an empty outbox
             let mut outs = std::mem::take(&mut self.out.out);
-            self.apply(rank, outs.drain(..));
+            self.apply(rank, outs.drain(..).chain(step.map(Output::Step)));
             self.out.out = outs;
         }
         if self.elastic.is_some() {
