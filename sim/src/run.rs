@@ -21,7 +21,6 @@ struct Tee<'a, R: Recorder + ?Sized> {
     outer: &'a mut R,
     fold: &'a mut Fold,
     progress: Option<Progress<'a>>,
-    events: u64,
 }
 
 /// Told the virtual time reached and the events so far, every [`PROGRESS_EVERY`] events.
@@ -31,12 +30,12 @@ pub type Progress<'a> = &'a (dyn Fn(Nanos, u64) + Sync);
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
 impl<R: Recorder + ?Sized> Tee<'_, R> {
+    /// Tells the progress display, every [`PROGRESS_EVERY`] events the fold has counted.
     #[inline(always)]
-    fn count(&mut self, t: Nanos) {
-        self.events += 1;
-        if self.events.is_multiple_of(PROGRESS_EVERY) {
+    fn count(&self, t: Nanos) {
+        if self.fold.events.is_multiple_of(PROGRESS_EVERY) {
             if let Some(p) = self.progress {
-                p(t, self.events);
+                p(t, self.fold.events);
             }
         }
     }
@@ -65,8 +64,8 @@ impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
     }
 
     #[inline(always)]
-    fn step(&mut self, t: Nanos, rank: u32, s: StepEvent) {
-        self.fold.stepped(t, rank, &s);
+    fn step(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
+        self.fold.stepped(t, rank, s);
         self.outer.step(t, rank, s);
         self.count(t);
     }
@@ -125,7 +124,6 @@ pub fn run_events<R: Recorder + ?Sized>(
             outer: rec,
             fold: &mut fold,
             progress: opts.progress,
-            events: 0,
         };
         let mut engine = Engine::new(scenario, seed, opts.mutations, &mut tee);
         engine.run_within(&opts.limits, opts.interrupt)

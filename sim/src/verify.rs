@@ -38,9 +38,10 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
     let p = members.len() as u32;
     // a root past the group's end is its last member, as the group clamps it
     let root = (fp.root as usize).min(members.len().saturating_sub(1));
-    let input = |r: Rank| {
+    // member `me` of the group, world rank `r`
+    let input = |me: usize, r: Rank| {
         let ctx = Ctx {
-            me: members.iter().position(|&m| m == r).unwrap_or(0) as u32,
+            me: me as u32,
             p,
             root: root as u32,
         };
@@ -57,22 +58,23 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
     match fp.op {
         // a point-to-point message is checked against its sender's data, not a group result
         OpKind::Barrier | OpKind::Send | OpKind::Recv => None,
-        OpKind::Broadcast | OpKind::Scatter => members.get(root).map(|&r| input(r)),
+        OpKind::Broadcast | OpKind::Scatter => members.get(root).map(|&r| input(root, r)),
         // every member's input in turn (all_to_all: each one's p pieces)
         OpKind::Allgather | OpKind::Gather | OpKind::AllToAll => {
             let mut out = Buffer::empty(fp.dtype);
-            for &r in members {
-                let b = input(r);
+            for (me, &r) in members.iter().enumerate() {
+                let b = input(me, r);
                 let n = b.len();
                 out.extend_from(&b, 0..n);
             }
             Some(out)
         }
         OpKind::Allreduce | OpKind::Reduce | OpKind::ReduceScatter => {
-            let mut it = members.iter();
-            let mut acc = input(*it.next()?);
-            for &r in it {
-                let b = input(r);
+            let mut it = members.iter().enumerate();
+            let (me, &first) = it.next()?;
+            let mut acc = input(me, first);
+            for (me, &r) in it {
+                let b = input(me, r);
                 let n = b.len();
                 acc.reduce_from(0, &b, 0, n, fp.reduce);
             }

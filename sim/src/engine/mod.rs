@@ -322,7 +322,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
     #[inline(always)]
     fn emit_step(&mut self, rank: u32, s: StepEvent) {
         self.stats.events += 1;
-        self.rec.step(self.now, rank, s);
+        self.rec.step(self.now, rank, &s);
     }
 
     /// Runs to the end.

@@ -160,7 +160,7 @@ pub fn registry_event(rank: u32, ev: RegistryEvent) -> Event {
 
 /// The trace event of a step of `rank`.
 #[inline]
-pub fn step_event(rank: u32, s: StepEvent) -> Event {
+pub fn step_event(rank: u32, s: &StepEvent) -> Event {
     Event::Step {
         rank,
         group: s.group,
@@ -277,7 +277,7 @@ pub fn proto_event(
             correct,
         },
         ProtoEvent::Iteration { iteration } => Event::Iteration { rank, iteration },
-        ProtoEvent::Step(s) => step_event(rank, s),
+        ProtoEvent::Step(s) => step_event(rank, &s),
         ProtoEvent::FlightRecord { entries } => Event::FlightRecord { rank, entries },
         ProtoEvent::WorkloadDone => Event::WorkloadDone { rank },
         ProtoEvent::RejoinRefused { reason } => Event::RejoinRefused { rank, reason },

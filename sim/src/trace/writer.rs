@@ -35,7 +35,7 @@ pub trait Recorder {
 
     /// A step of `rank`'s call: the [`Event::Step`] of `s`.
     #[inline(always)]
-    fn step(&mut self, t: Nanos, rank: u32, s: StepEvent) {
+    fn step(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
         self.record(t, &from_proto::step_event(rank, s));
     }
 }
@@ -85,8 +85,8 @@ impl Recorder for DigestRecorder {
     }
 
     #[inline(always)]
-    fn step(&mut self, t: Nanos, rank: u32, s: StepEvent) {
-        self.digest.update_step(t, rank, &s);
+    fn step(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
+        self.digest.update_step(t, rank, s);
     }
 }
 
