@@ -32,8 +32,15 @@ fn files_in(dir: &str, ext: &str) -> Vec<PathBuf> {
 
 /// A trace of `scenario` in a fresh temp dir, as lines.
 fn recorded(dir: &Path, scenario: &str) -> (PathBuf, Vec<String>) {
+    recorded_with(dir, scenario, &[])
+}
+
+/// A trace of `scenario` run with the extra flags `args`, as lines.
+fn recorded_with(dir: &Path, scenario: &str, args: &[&str]) -> (PathBuf, Vec<String>) {
     let trace = dir.join("t.jsonl");
-    let o = ringside(&["run", scenario, "--trace", trace.to_str().expect("utf-8")]);
+    let mut all = vec!["run", scenario, "--trace", trace.to_str().expect("utf-8")];
+    all.extend_from_slice(args);
+    let o = ringside(&all);
     assert!(o.status.code().is_some_and(|c| c <= 1), "{}", text(&o));
     let lines = std::fs::read_to_string(&trace)
         .expect("trace written")
@@ -41,6 +48,11 @@ fn recorded(dir: &Path, scenario: &str) -> (PathBuf, Vec<String>) {
         .map(String::from)
         .collect();
     (trace, lines)
+}
+
+/// `lines` written as a trace file `name`.
+fn trace_of(dir: &Path, name: &str, lines: &[String]) -> String {
+    write(dir, name, &(lines.join("\n") + "\n"))
 }
 
 fn write(dir: &Path, name: &str, content: &str) -> String {
@@ -77,7 +89,7 @@ fn an_altered_event_is_reported_at_its_line_with_both_versions() {
     let original = altered[8].clone();
     altered[8] = original.replacen("\"t\":", "\"t\":7", 1);
     assert_ne!(altered[8], original);
-    let p = write(dir.path(), "altered.jsonl", &(altered.join("\n") + "\n"));
+    let p = trace_of(dir.path(), "altered.jsonl", &altered);
     let o = ringside(&["replay", &p]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
@@ -95,14 +107,14 @@ fn more_or_fewer_events_than_the_run_is_a_divergence() {
     // an event missing in the middle: the run's event lands where the next recorded one is
     let mut fewer = lines.clone();
     fewer.remove(4);
-    let p = write(dir.path(), "fewer.jsonl", &(fewer.join("\n") + "\n"));
+    let p = trace_of(dir.path(), "fewer.jsonl", &fewer);
     let o = ringside(&["replay", &p]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("diverged at line 5"), "{}", text(&o));
     // an extra event before the footer: the run ends first
     let mut more = lines.clone();
     more.insert(n - 1, lines[n - 2].clone());
-    let p = write(dir.path(), "more.jsonl", &(more.join("\n") + "\n"));
+    let p = trace_of(dir.path(), "more.jsonl", &more);
     let o = ringside(&["replay", &p]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
@@ -115,7 +127,7 @@ fn a_truncated_trace_exits_2_naming_where_it_stops() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (_, lines) = recorded(dir.path(), "scenarios/preempt-mid-allreduce.toml");
     // whole lines kept, the rest (and the footer) gone
-    let p = write(dir.path(), "cut.jsonl", &(lines[..20].join("\n") + "\n"));
+    let p = trace_of(dir.path(), "cut.jsonl", &lines[..20]);
     let o = ringside(&["replay", &p]);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}");
@@ -142,7 +154,7 @@ fn a_truncated_trace_exits_2_naming_where_it_stops() {
     // a prefix that differs is a divergence, even when the trace is cut short
     let mut bad = lines[..20].to_vec();
     bad[5] = bad[5].replacen("\"t\":", "\"t\":9", 1);
-    let p = write(dir.path(), "badcut.jsonl", &(bad.join("\n") + "\n"));
+    let p = trace_of(dir.path(), "badcut.jsonl", &bad);
     let o = ringside(&["replay", &p]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("diverged at line 6"));
@@ -274,35 +286,19 @@ fn the_trace_format_doc_describes_every_event_kind_written() {
     }
 }
 
-/// A trace of `scenario` run with the extra flags `args`.
-fn recorded_with(dir: &Path, scenario: &str, args: &[&str]) -> (String, Vec<String>) {
-    let trace = dir.join("budget.jsonl");
-    let path = trace.to_str().expect("utf-8").to_string();
-    let mut all = vec!["run", scenario, "--trace", path.as_str()];
-    all.extend_from_slice(args);
-    let o = ringside(&all);
-    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", text(&o));
-    let lines = std::fs::read_to_string(&trace)
-        .expect("trace written")
-        .lines()
-        .map(String::from)
-        .collect();
-    (path, lines)
-}
-
 #[test]
 fn a_run_its_event_budget_ended_replays_to_the_same_end() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let healthy = common::root().join("scenarios/healthy-allreduce.toml");
-    let healthy = healthy.to_str().expect("utf-8");
+    let healthy = "scenarios/healthy-allreduce.toml";
     let (trace, lines) = recorded_with(dir.path(), healthy, &["--max-events", "30"]);
+    let trace = trace.to_str().expect("utf-8");
     assert!(lines[0].contains(r#""max_events":30"#), "{}", lines[0]);
     let footer = lines.last().expect("a footer");
     assert!(
         footer.contains(r#""outcome":"timed_out""#) && footer.contains(r#""budget":"events""#),
         "{footer}"
     );
-    let o = ringside(&["replay", &trace]);
+    let o = ringside(&["replay", trace]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("identical"), "{}", text(&o));
 
@@ -314,7 +310,7 @@ fn a_run_its_event_budget_ended_replays_to_the_same_end() {
         lines[0]
     );
     assert!(!lines.last().expect("footer").contains("budget"));
-    let o = ringside(&["replay", &trace]);
+    let o = ringside(&["replay", trace.to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
     // the default budget is not written: a replay applies it anyway
@@ -340,7 +336,7 @@ fn a_run_its_wall_clock_budget_ended_replays_as_far_as_it_goes() {
         );
         let footer = lines.last().expect("a footer");
         assert!(footer.contains(r#""budget":"wall_clock""#), "{footer}");
-        let o = ringside(&["replay", &trace]);
+        let o = ringside(&["replay", trace.to_str().expect("utf-8")]);
         assert_eq!(o.status.code(), Some(0), "{level}: {}", text(&o));
         let out = text(&o);
         assert!(
@@ -351,8 +347,7 @@ fn a_run_its_wall_clock_budget_ended_replays_as_far_as_it_goes() {
         let mut forged = lines.clone();
         let n = forged.len();
         forged[n - 3] = forged[n - 3].replacen("\"t\":", "\"t\":1", 1);
-        let forged_path = write(dir.path(), "forged.jsonl", &(forged.join("\n") + "\n"));
-        let o = ringside(&["replay", &forged_path]);
+        let o = ringside(&["replay", &trace_of(dir.path(), "forged.jsonl", &forged)]);
         assert_ne!(o.status.code(), Some(0), "{level}: {}", text(&o));
     }
 }
@@ -360,15 +355,13 @@ fn a_run_its_wall_clock_budget_ended_replays_as_far_as_it_goes() {
 #[test]
 fn a_footer_that_claims_a_wall_clock_budget_on_a_diverging_run_still_diverges() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let healthy = common::root().join("scenarios/healthy-allreduce.toml");
-    let (_, lines) = recorded_with(dir.path(), healthy.to_str().expect("utf-8"), &[]);
+    let (_, lines) = recorded(dir.path(), "scenarios/healthy-allreduce.toml");
     let mut forged = lines.clone();
     let n = forged.len();
     // an event in the middle changed: not the diagnosis, so a divergence whatever the footer
     forged[n / 2] = forged[n / 2].replacen("\"t\":", "\"t\":9", 1);
     forged[n - 1] = forged[n - 1].replace("}", r#","budget":"wall_clock"}"#);
-    let path = write(dir.path(), "forged.jsonl", &(forged.join("\n") + "\n"));
-    let o = ringside(&["replay", &path]);
+    let o = ringside(&["replay", &trace_of(dir.path(), "forged.jsonl", &forged)]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("diverged"), "{}", text(&o));
 }
@@ -376,12 +369,11 @@ fn a_footer_that_claims_a_wall_clock_budget_on_a_diverging_run_still_diverges() 
 #[test]
 fn a_header_with_a_bad_event_budget_is_refused_naming_it() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let healthy = common::root().join("scenarios/healthy-allreduce.toml");
-    let (_, lines) = recorded_with(dir.path(), healthy.to_str().expect("utf-8"), &[]);
+    let (_, lines) = recorded(dir.path(), "scenarios/healthy-allreduce.toml");
     for bad in ["0", "-5", "\"many\"", "1.5"] {
         let mut forged = lines.clone();
         forged[0] = forged[0].replacen('{', &format!("{{\"max_events\":{bad},"), 1);
-        let path = write(dir.path(), "bad.jsonl", &(forged.join("\n") + "\n"));
+        let path = trace_of(dir.path(), "bad.jsonl", &forged);
         for cmd in ["replay", "explain"] {
             let o = ringside(&[cmd, &path]);
             assert_eq!(o.status.code(), Some(2), "{cmd} {bad}: {}", text(&o));
