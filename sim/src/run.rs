@@ -2,7 +2,7 @@
 
 use crate::budget::{Limits, DEFAULT_MAX_EVENTS};
 use crate::diagnose::{diagnose, Diagnosis, Fold};
-use crate::engine::{Engine, RunResult, StopReason};
+use crate::engine::{Engine, RunResult};
 use crate::proto::mutation::Mutations;
 use crate::proto::StepEvent;
 use crate::report::{self, RunReport};
@@ -201,9 +201,7 @@ fn output(
         digest,
         scenario.expect.as_ref(),
     );
-    if let StopReason::OutOfBudget(budget) = result.stop {
-        report.budget = Some(budget);
-    }
+    report.budget = result.stop.budget();
     RunOutput {
         report,
         result,
@@ -244,11 +242,7 @@ fn run_into<W: io::Write>(
         let digest = writer.digest().hex();
         (digest, writer.into_inner()?)
     } else {
-        let budget = match result.stop {
-            StopReason::OutOfBudget(b) => Some(b),
-            _ => None,
-        };
-        let (digest, out) = writer.finish_into(result.outcome, budget)?;
+        let (digest, out) = writer.finish_into(result.outcome, result.stop.budget())?;
         (digest.hex(), out)
     };
     Ok((output(scenario, seed, result, fold, diagnosis, digest), out))

@@ -135,8 +135,7 @@ impl Case {
     /// Runs the case, writing its trace into `trace`. A run that panics leaves there the trace
     /// up to the panic.
     pub(crate) fn run_into(&self, trace: &mut Vec<u8>) -> RunOutput {
-        run_to(&self.scenario, &self.options(), trace)
-            .expect("a run that writes into memory cannot fail")
+        self.run_within(trace, Limits::default())
     }
 
     /// [`Case::run_into`] within `limits`.

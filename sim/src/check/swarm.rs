@@ -22,7 +22,7 @@ use super::shrink;
 use super::strategy::{cases, cases_on, Gen};
 use super::{Case, Mutations, Run};
 use crate::budget::{Budget, Limits};
-use crate::engine::{StopReason, SUPPORT};
+use crate::engine::SUPPORT;
 use crate::proto::data::mix;
 use crate::scenario::{self, unsupported, validate, Scenario};
 use crate::trace::{replay, ReplayOutcome, TraceWriter};
@@ -290,7 +290,7 @@ fn check(case: &Case, properties: &[Property], max_events: u64) -> Checked {
         wall_clock: None,
     };
     let run = match catch_unwind(AssertUnwindSafe(|| case.run_within(&mut trace, limits))) {
-        Ok(out) if out.result.stop == StopReason::OutOfBudget(Budget::Events) => {
+        Ok(out) if out.result.stop.budget() == Some(Budget::Events) => {
             return Checked {
                 checks: 0,
                 trace,

@@ -612,22 +612,20 @@ impl Fold {
         id: impl Fn(&W) -> u32,
     ) {
         let faults = !self.faults.is_empty();
-        let Some(c) = self.call_mut(rank) else {
+        let Some(mut c) = self.call_mut(rank) else {
             return;
         };
         // the wait of the step it leaves ends; without a fault, there is no one to charge it to
-        if faults {
-            if let Some(waited) = c.close_wait(t) {
-                self.charge(rank, waited);
-            }
-            let Some(c) = self.call_mut(rank) else {
-                return;
-            };
-            c.enter_step(t, seq, step, steps, waiting_for, id);
-        } else {
+        if !faults {
             c.charged_ns = t;
-            c.enter_step(t, seq, step, steps, waiting_for, id);
+        } else if let Some(waited) = c.close_wait(t) {
+            self.charge(rank, waited);
+            c = match self.call_mut(rank) {
+                Some(c) => c,
+                None => return,
+            };
         }
+        c.enter_step(t, seq, step, steps, waiting_for, id);
     }
 
     /// Every event but those of messages and steps.

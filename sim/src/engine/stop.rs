@@ -40,6 +40,16 @@ pub enum StopReason {
     OutOfBudget(Budget),
 }
 
+impl StopReason {
+    /// The budget that ended the run, when one did.
+    pub fn budget(&self) -> Option<Budget> {
+        match *self {
+            StopReason::OutOfBudget(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
 /// See [`StopReason::NoProgress`].
 pub const NO_PROGRESS_ROUNDS: u64 = 4;
 
