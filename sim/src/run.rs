@@ -23,51 +23,41 @@ struct Tee<'a, R: Recorder + ?Sized> {
     progress: Option<Progress<'a>>,
 }
 
-/// Told the virtual time reached and the events so far, every [`PROGRESS_EVERY`] events.
+/// Told the virtual time reached and the events so far, every
+/// [`TICK_EVERY`](crate::trace::TICK_EVERY) events the engine processes.
 pub type Progress<'a> = &'a (dyn Fn(Nanos, u64) + Sync);
-
-/// How many events pass between two calls of a run's [`Progress`].
-pub const PROGRESS_EVERY: u64 = 1 << 16;
-
-impl<R: Recorder + ?Sized> Tee<'_, R> {
-    /// Tells the progress display, every [`PROGRESS_EVERY`] events the fold has counted.
-    #[inline(always)]
-    fn count(&self, t: Nanos) {
-        if self.fold.events.is_multiple_of(PROGRESS_EVERY) {
-            if let Some(p) = self.progress {
-                p(t, self.fold.events);
-            }
-        }
-    }
-}
 
 impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
     #[inline(always)]
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.outer.record(t, ev);
         self.fold.apply(t, ev);
-        self.count(t);
+    }
+
+    #[inline(always)]
+    fn tick(&mut self, t: Nanos) {
+        if let Some(p) = self.progress {
+            p(t, self.fold.events);
+        }
+        self.outer.tick(t);
     }
 
     #[inline(always)]
     fn send(&mut self, t: Nanos, s: &Sent<'static>) {
         self.outer.send(t, s);
         self.fold.sent(t, s);
-        self.count(t);
     }
 
     #[inline(always)]
     fn deliver(&mut self, t: Nanos, id: u64, from: u32, to: u32) {
         self.outer.deliver(t, id, from, to);
         self.fold.delivered(t);
-        self.count(t);
     }
 
     #[inline(always)]
     fn step(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
         self.fold.stepped(t, rank, s);
         self.outer.step(t, rank, s);
-        self.count(t);
     }
 }
 

@@ -41,7 +41,7 @@ use crate::proto::{
     TimerKey, WaitState,
 };
 use crate::scenario::{Scenario, TieBreak};
-use crate::trace::{timer_fields, Event, FaultPhase, Recorder};
+use crate::trace::{timer_fields, Event, FaultPhase, Recorder, TICK_EVERY};
 use crate::units::{later, Bandwidth, Nanos, NEVER};
 use faults::FaultSet;
 use net::Net;
@@ -350,6 +350,9 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
                 break;
             }
             self.step();
+            if self.processed.is_multiple_of(TICK_EVERY) {
+                self.rec.tick(self.now);
+            }
         }
         self.result()
     }
@@ -412,6 +415,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         self.stop.is_none()
     }
 
+    #[inline(always)]
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::Start(r) => self.start(r),

@@ -79,6 +79,18 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
         self.transmit(id, rank, to.0, msg, bytes, reliable, from_inc, to_inc)
     }
 
+    #[inline(always)]
+    fn record_send(&mut self, s: &Sent<'static>) {
+        self.stats.events += 1;
+        self.rec.send(self.now, s);
+    }
+
+    /// [`Engine::record_send`] of every message but a chunk.
+    #[inline(never)]
+    fn record_other_send(&mut self, s: &Sent<'static>) {
+        self.record_send(s);
+    }
+
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn transmit(
@@ -110,25 +122,25 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
         }
         let timing = self.net.send(self.now, from, to, bytes, extra);
         if self.record {
-            let (seq, step) = match &msg {
-                Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),
-                Msg::P2p(m) => (Some(m.order), None),
-                Msg::Elastic(_) | Msg::Registry(_) => (None, None),
+            let sent = |msg, seq, step| Sent {
+                id,
+                from,
+                to,
+                bytes,
+                msg,
+                seq,
+                step,
+                arrive_ns: timing.arrive,
             };
-            self.stats.events += 1;
-            self.rec.send(
-                self.now,
-                &Sent {
-                    id,
-                    from,
-                    to,
-                    bytes,
-                    msg: msg.kind(),
-                    seq,
-                    step,
-                    arrive_ns: timing.arrive,
-                },
-            );
+            match &msg {
+                // a chunk, the commonest message: its kind and which fields it has are
+                // constants here, so what records it takes no branch on them
+                Msg::Coll(m) => self.record_send(&sent("coll", Some(m.fp.seq.0), Some(m.step))),
+                Msg::P2p(m) => self.record_other_send(&sent(msg.kind(), Some(m.order), None)),
+                Msg::Elastic(_) | Msg::Registry(_) => {
+                    self.record_other_send(&sent(msg.kind(), None, None))
+                }
+            }
         }
         let flight = move || Flight {
             id,

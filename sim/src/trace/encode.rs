@@ -250,8 +250,17 @@ pub(super) fn digest_step(
     w.word(seq.0);
     w.word(u64::from(step));
     w.word(u64::from(steps));
-    w.word(waiting_for.len() as u64);
-    for x in waiting_for {
+    let n = waiting_for.len();
+    w.word(n as u64);
+    let mut rest = waiting_for;
+    if n == 1 {
+        // the usual step waits for one rank: its words without a loop
+        if let Some(x) = rest.next() {
+            w.word(u64::from(x));
+        }
+        return;
+    }
+    for x in rest {
         w.word(u64::from(x));
     }
 }

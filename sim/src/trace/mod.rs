@@ -19,7 +19,7 @@ pub use reader::{
     parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent,
 };
 pub use replay::{replay, replay_reader, ReplayOutcome};
-pub use writer::{DigestRecorder, NullRecorder, Recorder, TraceWriter, VecRecorder};
+pub use writer::{DigestRecorder, NullRecorder, Recorder, TraceWriter, VecRecorder, TICK_EVERY};
 
 /// The `format` field of every trace header.
 pub const FORMAT: &str = "ringside-trace";

@@ -11,12 +11,20 @@ use crate::units::Nanos;
 use std::io::{self, Write};
 
 /// Where the engine sends its events.
+/// How many engine events pass between two [`Recorder::tick`]s.
+pub const TICK_EVERY: u64 = 1 << 15;
+
 pub trait Recorder {
     /// Whether events are wanted at all (the engine skips building them otherwise).
     fn enabled(&self) -> bool {
         true
     }
     fn record(&mut self, t: Nanos, ev: &Event);
+
+    /// Told the virtual time reached every [`TICK_EVERY`] events the engine processes (a
+    /// progress display); nothing by default.
+    #[inline(always)]
+    fn tick(&mut self, _t: Nanos) {}
 
     /// A message sent: the [`Event::Send`] of `s`. The three commonest events of a run come
     /// this way, their fields as the engine has them, so that a recorder that takes the
