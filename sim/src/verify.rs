@@ -38,17 +38,21 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
     let p = members.len() as u32;
     // a root past the group's end is its last member, as the group clamps it
     let root = (fp.root as usize).min(members.len().saturating_sub(1));
-    // member `me` of the group, world rank `r`
-    let input = |me: usize, r: Rank| {
+    // the input length of member `me`
+    let len = |me: usize| {
         let ctx = Ctx {
             me: me as u32,
             p,
             root: root as u32,
         };
+        input_len(fp.op, ctx, fp.elements)
+    };
+    // member `me` of the group, world rank `r`
+    let input = |me: usize, r: Rank| {
         Buffer::input(
             fp.dtype,
             fp.reduce,
-            input_len(fp.op, ctx, fp.elements),
+            len(me),
             key.seed,
             r.0,
             key.iteration,
@@ -73,10 +77,9 @@ pub fn full_reference(key: &CallKey, members: &[Rank]) -> Option<Buffer> {
             let mut it = members.iter().enumerate();
             let (me, &first) = it.next()?;
             let mut acc = input(me, first);
+            // each other member's input reduced in as it is made, not built first
             for (me, &r) in it {
-                let b = input(me, r);
-                let n = b.len();
-                acc.reduce_from(0, &b, 0, n, fp.reduce);
+                acc.reduce_input(fp.reduce, len(me), key.seed, r.0, key.iteration, key.index);
             }
             Some(acc)
         }

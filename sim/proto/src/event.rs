@@ -152,6 +152,16 @@ impl Outbox {
     pub fn take_step(&mut self) -> Option<StepEvent> {
         self.step.take()
     }
+    /// The step reported last, when no output followed it, left in its place.
+    #[inline(always)]
+    pub fn last_step(&self) -> Option<&StepEvent> {
+        self.step.as_ref()
+    }
+    /// Drops the step reported last (once it was handed over through [`Outbox::last_step`]).
+    #[inline(always)]
+    pub fn clear_step(&mut self) {
+        self.step = None;
+    }
     /// Every output, in order.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
         self.flush_step();

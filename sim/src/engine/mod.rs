@@ -527,7 +527,6 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             return;
         }
         // a step reported last is handed over after the outputs before it
-        let step = out.take_step();
         if out.out.len() == 1 && matches!(out.out[0], Output::Send { .. }) {
             // the usual answer to a chunk: the next chunk to send (then, while recording, the
             // step it belongs to), its fields taken one by one (a copy of the whole output
@@ -539,15 +538,20 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
                 reliable,
             }) = out.out.pop()
             {
+                // a send only queues its delivery: the outbox is untouched
                 self.send(rank, to, msg, bytes, reliable);
             }
-            if let Some(s) = step {
-                if self.record {
-                    self.emit_step(rank, s);
+            // the step is read where it lies, not moved out first
+            if self.record {
+                if let Some(s) = self.out.last_step() {
+                    self.stats.events += 1;
+                    self.rec.step(self.now, rank, s);
                 }
             }
+            self.out.clear_step();
         } else {
             // carrying out outputs may hand another rank an input: it gets an empty outbox
+            let step = out.take_step();
             let mut outs = std::mem::take(&mut self.out.out);
             self.apply(rank, outs.drain(..).chain(step.map(Output::Step)));
             self.out.out = outs;
