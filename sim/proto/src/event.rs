@@ -141,10 +141,10 @@ impl Outbox {
     /// follows it.
     #[inline(always)]
     pub fn step(&mut self, ev: StepEvent) {
-        if self.step.is_some() {
-            self.flush_step();
+        // a step reported before this one, and no output since, goes first
+        if let Some(before) = self.step.replace(ev) {
+            self.out.push(Output::Step(before));
         }
-        self.step = Some(ev);
     }
     /// The step reported last, when no output followed it: it comes after every output left
     /// in `out`.
@@ -160,7 +160,14 @@ impl Outbox {
     /// Drops the step reported last (once it was handed over through [`Outbox::last_step`]).
     #[inline(always)]
     pub fn clear_step(&mut self) {
-        self.step = None;
+        if let Some(s) = self.step.take() {
+            if s.waiting_for.spilled() {
+                drop(s);
+            } else {
+                // a wait list that fits in place owns nothing to free: no drop to call
+                std::mem::forget(s);
+            }
+        }
     }
     /// Every output, in order.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Output> {
