@@ -430,6 +430,33 @@ mod tests {
     }
 
     #[test]
+    fn reducing_an_input_in_equals_reducing_the_built_input() {
+        for dtype in [Dtype::F32, Dtype::F64, Dtype::I64] {
+            for reduce in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
+                for (len, n) in [(0, 0), (1, 1), (7, 7), (33, 33), (33, 20)] {
+                    let acc = Buffer::input(dtype, reduce, len, 9, 0, 2, 1);
+                    let mut built = acc.clone();
+                    let mut fused = acc.clone();
+                    for rank in 1..5 {
+                        let b = Buffer::input(dtype, reduce, n, 9, rank, 2, 1);
+                        assert!(built.reduce_from(0, &b, 0, n, reduce));
+                        assert!(fused.reduce_input(reduce, n, 9, rank, 2, 1));
+                    }
+                    assert!(
+                        fused.same_bits(&built),
+                        "{dtype:?} {reduce:?} {len}/{n}: {fused:?} against {built:?}"
+                    );
+                    assert!(
+                        !fused.reduce_input(reduce, len + 1, 9, 1, 2, 1),
+                        "an input longer than the buffer is refused"
+                    );
+                    assert!(fused.same_bits(&built), "and changes nothing");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn inputs_are_deterministic_and_differ_by_rank() {
         let a = Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 0, 0, 0);
         assert_eq!(a, Buffer::input(Dtype::F32, ReduceOp::Sum, 8, 1, 0, 0, 0));

@@ -10,10 +10,10 @@ use crate::scenario::{Outcome, Scenario};
 use crate::units::Nanos;
 use std::io::{self, Write};
 
-/// Where the engine sends its events.
 /// How many engine events pass between two [`Recorder::tick`]s.
 pub const TICK_EVERY: u64 = 1 << 15;
 
+/// Where the engine sends its events.
 pub trait Recorder {
     /// Whether events are wanted at all (the engine skips building them otherwise).
     fn enabled(&self) -> bool {
