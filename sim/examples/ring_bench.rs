@@ -10,8 +10,10 @@
 //! It also times, run for run, the user's path: `ringside run --json` on the same scenario as a
 //! whole process (parsing, the run, its digest, the diagnosis, the report), when the binary is
 //! there (`RINGSIDE_BIN`, else `target/release/ringside`: `cargo build --release` first), with
-//! its peak memory.
+//! its peak memory, and the ratio of the processor time each used (steadier than wall-clock
+//! time on a machine others share).
 
+use nix::sys::resource::{getrusage, UsageWho};
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::collective::block_bytes;
 use ringside_sim::proto::mutation::Mutations;
@@ -60,6 +62,7 @@ fn main() {
         std::fs::write(&file, text).expect("write the scenario");
     }
     for _ in 0..runs {
+        let cpu_before = cpu_seconds(UsageWho::RUSAGE_SELF);
         let ((stats, events), secs) = seconds(|| match args.get(2) {
             Some(path) => {
                 let f = std::fs::File::create(path).expect("create trace");
@@ -76,6 +79,7 @@ fn main() {
                 (e.run().stats, 0)
             }
         });
+        let engine_cpu = cpu_seconds(UsageWho::RUSAGE_SELF) - cpu_before;
         let rate = stats.messages_delivered as f64 / secs / 1e6;
         print!(
             "p={p}: {} messages delivered in {secs:.3}s = {rate:.2} M msg/s; {events} trace events = {:.2} M events/s",
@@ -83,6 +87,7 @@ fn main() {
             events as f64 / secs / 1e6
         );
         if let Some(bin) = &bin {
+            let children_before = cpu_seconds(UsageWho::RUSAGE_CHILDREN);
             let (out, whole) = seconds(|| {
                 std::process::Command::new(bin)
                     .args(["run", "--json", "--quiet"])
@@ -96,11 +101,13 @@ fn main() {
                 String::from_utf8_lossy(&out.stderr)
             );
             let rss = peak_child_rss_mb();
+            let cpu = cpu_seconds(UsageWho::RUSAGE_CHILDREN) - children_before;
             print!(
-                "; ringside run {whole:.3}s ({:.2}x the engine, {rss:.0} MB peak)",
-                whole / secs
+                "; ringside run {whole:.3}s ({:.2}x the engine, {rss:.0} MB peak; CPU time {:.2}x)",
+                whole / secs,
+                cpu / engine_cpu
             );
-            process.push((whole / secs, whole));
+            process.push((whole / secs, whole, cpu / engine_cpu));
         }
         if runs > 1 {
             // the scenario's link: its latency, and its serialization time of one chunk
@@ -129,10 +136,13 @@ fn main() {
             let mut x: Vec<f64> = process.iter().map(|p| p.0).collect();
             let mut w: Vec<f64> = process.iter().map(|p| p.1).collect();
             let (worst_x, median_x) = mid(&mut x);
+            let mut c: Vec<f64> = process.iter().map(|p| p.2).collect();
             let (_, median_w) = mid(&mut w);
+            let (_, median_c) = mid(&mut c);
             println!(
                 "ringside run as a process: median {median_w:.3}s, {median_x:.2}x the engine \
-                 (worst {worst_x:.2}x); of the bare loop: {:.2}",
+                 (worst {worst_x:.2}x); of the bare loop: {:.2}; CPU time: median {median_c:.2}x \
+                 the engine's",
                 median_ratio / median_x
             );
         }
@@ -144,6 +154,13 @@ fn main() {
 
 /// The peak resident memory of the largest child waited for so far, in MB.
 fn peak_child_rss_mb() -> f64 {
-    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .map_or(0.0, |u| u.max_rss() as f64 / 1024.0)
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0.0, |u| u.max_rss() as f64 / 1024.0)
+}
+
+/// The processor time (user and system) this process, or its children waited for, used so
+/// far, in seconds. Unlike wall-clock time, it leaves out the time a busy machine kept the
+/// process waiting for a processor.
+fn cpu_seconds(who: UsageWho) -> f64 {
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    getrusage(who).map_or(0.0, |u| secs(u.user_time()) + secs(u.system_time()))
 }
