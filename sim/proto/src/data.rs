@@ -243,45 +243,68 @@ impl Buffer {
         iteration: u32,
         op_index: u32,
     ) -> bool {
-        fn go<T: Copy>(d: &mut [T], x: impl Fn(usize) -> T, f: impl Fn(T, T) -> T) {
-            for (e, d) in d.iter_mut().enumerate() {
-                *d = f(*d, x(e));
-            }
-        }
         if len > self.len() {
             return false;
         }
         let v = InputValues::new(reduce, seed, rank, iteration, op_index);
         match self {
-            Buffer::F32(d) => {
-                let (d, x) = (&mut d[..len], |e| v.float(e) as f32);
-                match reduce {
-                    ReduceOp::Sum => go(d, x, |a, b| a + b),
-                    ReduceOp::Prod => go(d, x, |a, b| a * b),
-                    ReduceOp::Max => go(d, x, f32::max),
-                    ReduceOp::Min => go(d, x, f32::min),
-                }
-            }
-            Buffer::F64(d) => {
-                let (d, x) = (&mut d[..len], |e| v.float(e));
-                match reduce {
-                    ReduceOp::Sum => go(d, x, |a, b| a + b),
-                    ReduceOp::Prod => go(d, x, |a, b| a * b),
-                    ReduceOp::Max => go(d, x, f64::max),
-                    ReduceOp::Min => go(d, x, f64::min),
-                }
-            }
-            Buffer::I64(d) => {
-                let (d, x) = (&mut d[..len], |e| v.int(e));
-                match reduce {
-                    ReduceOp::Sum => go(d, x, i64::wrapping_add),
-                    ReduceOp::Prod => go(d, x, i64::wrapping_mul),
-                    ReduceOp::Max => go(d, x, i64::max),
-                    ReduceOp::Min => go(d, x, i64::min),
-                }
-            }
+            Buffer::F32(d) => reduce_each(&mut d[..len], |e| v.float(e) as f32, reduce),
+            Buffer::F64(d) => reduce_each(&mut d[..len], |e| v.float(e), reduce),
+            Buffer::I64(d) => reduce_each(&mut d[..len], |e| v.int(e), reduce),
         }
         true
+    }
+}
+
+/// An element type's reductions, as [`Buffer::reduce_from`] applies them (integers wrap).
+trait Reduce: Copy {
+    fn plus(self, b: Self) -> Self;
+    fn times(self, b: Self) -> Self;
+    fn larger(self, b: Self) -> Self;
+    fn smaller(self, b: Self) -> Self;
+}
+
+macro_rules! reduce_floats {
+    ($($t:ty),*) => {$(
+        impl Reduce for $t {
+            fn plus(self, b: Self) -> Self { self + b }
+            fn times(self, b: Self) -> Self { self * b }
+            fn larger(self, b: Self) -> Self { <$t>::max(self, b) }
+            fn smaller(self, b: Self) -> Self { <$t>::min(self, b) }
+        }
+    )*};
+}
+
+reduce_floats!(f32, f64);
+
+impl Reduce for i64 {
+    fn plus(self, b: Self) -> Self {
+        self.wrapping_add(b)
+    }
+    fn times(self, b: Self) -> Self {
+        self.wrapping_mul(b)
+    }
+    fn larger(self, b: Self) -> Self {
+        Ord::max(self, b)
+    }
+    fn smaller(self, b: Self) -> Self {
+        Ord::min(self, b)
+    }
+}
+
+/// `d[e] = op(d[e], x(e))` for every element, the choice of `op` made once.
+#[inline(always)]
+fn reduce_each<T: Reduce>(d: &mut [T], x: impl Fn(usize) -> T, op: ReduceOp) {
+    fn go<T: Copy>(d: &mut [T], x: impl Fn(usize) -> T, f: impl Fn(T, T) -> T) {
+        for (e, d) in d.iter_mut().enumerate() {
+            *d = f(*d, x(e));
+        }
+    }
+    match op {
+        ReduceOp::Sum => go(d, x, T::plus),
+        ReduceOp::Prod => go(d, x, T::times),
+        ReduceOp::Max => go(d, x, T::larger),
+        ReduceOp::Min => go(d, x, T::smaller),
     }
 }
 
