@@ -10,6 +10,7 @@
 //! `cargo bench -p ringside-sim --bench user_path`; `RINGSIDE_BENCH_RANKS=1024` runs one size.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ringside_sim::budget::Limits;
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::collective::block_bytes;
 use ringside_sim::proto::mutation::Mutations;
@@ -65,7 +66,12 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function("run", |b| {
             b.iter(|| {
-                let out = run(&s, &RunOptions::seeded(1)).expect("runs");
+                // the whole ring, past the default event budget at 4,096 ranks
+                let opts = RunOptions {
+                    limits: Limits::NONE,
+                    ..RunOptions::seeded(1)
+                };
+                let out = run(&s, &opts).expect("runs");
                 assert_eq!(out.result.stats.messages_delivered, messages);
             })
         });
@@ -75,11 +81,16 @@ fn bench(c: &mut Criterion) {
             g.bench_function("process", |b| {
                 b.iter(|| {
                     let o = std::process::Command::new(bin)
-                        .args(["run", "--json", "--quiet"])
+                        .args(["run", "--json", "--quiet", "--max-events"])
+                        .arg((4 * messages + 1_000_000).to_string())
                         .arg(&file)
                         .output()
                         .expect("ringside runs");
                     assert!(o.status.success());
+                    assert!(
+                        String::from_utf8_lossy(&o.stdout).contains(r#""outcome": "completed""#),
+                        "the whole ring runs"
+                    );
                 })
             });
         }

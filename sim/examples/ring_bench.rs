@@ -61,6 +61,8 @@ fn main() {
         let text = toml::to_string(&s).expect("a scenario serializes");
         std::fs::write(&file, text).expect("write the scenario");
     }
+    // every message is one engine event, and the calls and computes around them few
+    let max_events = 4 * 2 * u64::from(p) * u64::from(p.max(1) - 1) + 1_000_000;
     for _ in 0..runs {
         let cpu_before = cpu_seconds(UsageWho::RUSAGE_SELF);
         let ((stats, events), secs) = seconds(|| match args.get(2) {
@@ -90,7 +92,9 @@ fn main() {
             let children_before = cpu_seconds(UsageWho::RUSAGE_CHILDREN);
             let (out, whole) = seconds(|| {
                 std::process::Command::new(bin)
-                    .args(["run", "--json", "--quiet"])
+                    .args(["run", "--json", "--quiet", "--max-events"])
+                    // past 2,600 ranks a ring's messages outnumber the default event budget
+                    .arg(max_events.to_string())
                     .arg(&file)
                     .output()
                     .expect("ringside runs")
@@ -99,6 +103,10 @@ fn main() {
                 out.status.success(),
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains(r#""outcome": "completed""#),
+                "the whole ring runs"
             );
             let rss = peak_child_rss_mb();
             let cpu = cpu_seconds(UsageWho::RUSAGE_CHILDREN) - children_before;
