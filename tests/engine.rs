@@ -240,3 +240,37 @@ fn events_told_field_by_field_digest_and_fold_as_the_events_themselves() {
         }
     }
 }
+
+#[test]
+fn a_long_run_tells_its_progress_as_it_goes() {
+    use ringside_sim::trace::TICK_EVERY;
+    use std::sync::Mutex;
+    // a 256-rank ring: 130,560 messages, so the engine ticks several times
+    let s = scenario(
+        "name = \"long\"\n[world]\nsize = 256\n[workload]\nelements = 256\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"256KiB\"\n",
+    );
+    let told = Mutex::new(Vec::new());
+    let tell = |t: Nanos, events: u64| told.lock().expect("not poisoned").push((t, events));
+    let out = run(
+        &s,
+        &RunOptions {
+            progress: Some(&tell),
+            ..RunOptions::default()
+        },
+    )
+    .expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Completed);
+    let told = told.into_inner().expect("not poisoned");
+    let deliveries = 2 * 255 * 256;
+    assert!(
+        told.len() as u64 >= deliveries / TICK_EVERY,
+        "told {} times over {deliveries} deliveries",
+        told.len()
+    );
+    for w in told.windows(2) {
+        assert!(w[0].0 <= w[1].0, "virtual time never goes back: {w:?}");
+        assert!(w[0].1 < w[1].1, "more events each time: {w:?}");
+    }
+    let (t, events) = *told.last().expect("told at least once");
+    assert!(t <= out.result.end_ns && events < out.report.events);
+}
