@@ -125,38 +125,27 @@ impl Buffer {
         len: usize,
         op: ReduceOp,
     ) -> bool {
-        fn go<T: Copy>(d: &mut [T], s: &[T], f: impl Fn(T, T) -> T) {
-            for (x, y) in d.iter_mut().zip(s) {
-                *x = f(*x, *y);
-            }
-        }
         match (self, src) {
             (Buffer::F32(d), Buffer::F32(s)) if at + len <= d.len() && from + len <= s.len() => {
-                let (d, s) = (&mut d[at..at + len], &s[from..from + len]);
-                match op {
-                    ReduceOp::Sum => go(d, s, |a, b| a + b),
-                    ReduceOp::Prod => go(d, s, |a, b| a * b),
-                    ReduceOp::Max => go(d, s, f32::max),
-                    ReduceOp::Min => go(d, s, f32::min),
-                }
+                reduce_each(
+                    &mut d[at..at + len],
+                    s[from..from + len].iter().copied(),
+                    op,
+                )
             }
             (Buffer::F64(d), Buffer::F64(s)) if at + len <= d.len() && from + len <= s.len() => {
-                let (d, s) = (&mut d[at..at + len], &s[from..from + len]);
-                match op {
-                    ReduceOp::Sum => go(d, s, |a, b| a + b),
-                    ReduceOp::Prod => go(d, s, |a, b| a * b),
-                    ReduceOp::Max => go(d, s, f64::max),
-                    ReduceOp::Min => go(d, s, f64::min),
-                }
+                reduce_each(
+                    &mut d[at..at + len],
+                    s[from..from + len].iter().copied(),
+                    op,
+                )
             }
             (Buffer::I64(d), Buffer::I64(s)) if at + len <= d.len() && from + len <= s.len() => {
-                let (d, s) = (&mut d[at..at + len], &s[from..from + len]);
-                match op {
-                    ReduceOp::Sum => go(d, s, i64::wrapping_add),
-                    ReduceOp::Prod => go(d, s, i64::wrapping_mul),
-                    ReduceOp::Max => go(d, s, i64::max),
-                    ReduceOp::Min => go(d, s, i64::min),
-                }
+                reduce_each(
+                    &mut d[at..at + len],
+                    s[from..from + len].iter().copied(),
+                    op,
+                )
             }
             _ => return false,
         }
@@ -248,15 +237,15 @@ impl Buffer {
         }
         let v = InputValues::new(reduce, seed, rank, iteration, op_index);
         match self {
-            Buffer::F32(d) => reduce_each(&mut d[..len], |e| v.float(e) as f32, reduce),
-            Buffer::F64(d) => reduce_each(&mut d[..len], |e| v.float(e), reduce),
-            Buffer::I64(d) => reduce_each(&mut d[..len], |e| v.int(e), reduce),
+            Buffer::F32(d) => reduce_each(d, (0..len).map(|e| v.float(e) as f32), reduce),
+            Buffer::F64(d) => reduce_each(d, (0..len).map(|e| v.float(e)), reduce),
+            Buffer::I64(d) => reduce_each(d, (0..len).map(|e| v.int(e)), reduce),
         }
         true
     }
 }
 
-/// An element type's reductions, as [`Buffer::reduce_from`] applies them (integers wrap).
+/// An element type's reductions (integers wrap).
 trait Reduce: Copy {
     fn plus(self, b: Self) -> Self;
     fn times(self, b: Self) -> Self;
@@ -292,19 +281,20 @@ impl Reduce for i64 {
     }
 }
 
-/// `d[e] = op(d[e], x(e))` for every element, the choice of `op` made once.
+/// `d[i] = op(d[i], x)` for the i-th value `x` of `xs`, as far as both go; the choice of `op`
+/// is made once, not per element.
 #[inline(always)]
-fn reduce_each<T: Reduce>(d: &mut [T], x: impl Fn(usize) -> T, op: ReduceOp) {
-    fn go<T: Copy>(d: &mut [T], x: impl Fn(usize) -> T, f: impl Fn(T, T) -> T) {
-        for (e, d) in d.iter_mut().enumerate() {
-            *d = f(*d, x(e));
+fn reduce_each<T: Reduce>(d: &mut [T], xs: impl Iterator<Item = T>, op: ReduceOp) {
+    fn go<T: Copy>(d: &mut [T], xs: impl Iterator<Item = T>, f: impl Fn(T, T) -> T) {
+        for (d, x) in d.iter_mut().zip(xs) {
+            *d = f(*d, x);
         }
     }
     match op {
-        ReduceOp::Sum => go(d, x, T::plus),
-        ReduceOp::Prod => go(d, x, T::times),
-        ReduceOp::Max => go(d, x, T::larger),
-        ReduceOp::Min => go(d, x, T::smaller),
+        ReduceOp::Sum => go(d, xs, T::plus),
+        ReduceOp::Prod => go(d, xs, T::times),
+        ReduceOp::Max => go(d, xs, T::larger),
+        ReduceOp::Min => go(d, xs, T::smaller),
     }
 }
 
