@@ -6,8 +6,8 @@ use common::{scenario, shipped_files};
 use ringside_sim::cost::{textbook, Cost, Net};
 use ringside_sim::diagnose::Fold;
 use ringside_sim::run::{run, run_events, RunOptions};
-use ringside_sim::scenario::{load, Algorithm, OpKind, Outcome};
-use ringside_sim::trace::{DigestRecorder, Event, Recorder, VecRecorder};
+use ringside_sim::scenario::{load, Algorithm, OpKind, Outcome, Scenario};
+use ringside_sim::trace::{DigestRecorder, Event, Level, Recorder, TraceWriter, VecRecorder};
 use ringside_sim::units::Nanos;
 
 /// The textbook time of a ring allreduce.
@@ -203,13 +203,43 @@ fn a_restarted_rank_without_elastic_membership_says_it_cannot_rejoin() {
         && matches!(e, ringside_sim::trace::Event::RejoinRefused { rank: 1, reason } if reason.contains("not elastic"))));
 }
 
-/// A run's digest taken from whole events only: the commonest kinds are built as events
-/// rather than told to it field by field.
-struct ByEvents(DigestRecorder);
+/// A recorder told whole events only: the commonest kinds are built as events rather than told
+/// to it field by field.
+struct ByEvents<R>(R);
 
-impl Recorder for ByEvents {
+impl<R: Recorder> Recorder for ByEvents<R> {
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.0.record(t, ev);
+    }
+}
+
+/// The trace of `s` at `level` written by a writer told events as `run_events` tells them,
+/// and by one told whole events only.
+fn traces_both_ways(s: &Scenario, opts: &RunOptions, level: Level) -> (Vec<u8>, Vec<u8>) {
+    let mut direct = TraceWriter::with_level(Vec::new(), s, 1, level).expect("header");
+    let (result, _, _) = run_events(s, opts, &mut direct);
+    let mut whole = ByEvents(TraceWriter::with_level(Vec::new(), s, 1, level).expect("header"));
+    run_events(s, opts, &mut whole);
+    let direct = direct
+        .finish_into(result.outcome, None)
+        .expect("in memory")
+        .1;
+    let whole = whole
+        .0
+        .finish_into(result.outcome, None)
+        .expect("in memory")
+        .1;
+    (direct, whole)
+}
+
+#[test]
+fn events_told_field_by_field_are_written_as_the_events_themselves() {
+    for file in shipped_files() {
+        let s = load(&file).unwrap_or_else(|e| panic!("{e}"));
+        for level in [Level::Full, Level::Calls] {
+            let (direct, whole) = traces_both_ways(&s, &RunOptions::seeded(2), level);
+            assert!(direct == whole, "{} at {level:?}", file.display());
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Streaming trace output and the chained digest.
 
 use super::digest::Digest;
-use super::encode::encode_line;
+use super::encode::{common_line, deliver_line, encode_line_serde, send_line, step_line, Line};
 use super::event::{Event, Sent};
 use super::{from_proto, Level};
 use crate::budget::Budget;
@@ -102,7 +102,10 @@ impl Recorder for DigestRecorder {
 /// Output is buffered; call [`TraceWriter::flush`] to push it out (the CLI does so on Ctrl-C).
 pub struct TraceWriter<W: Write> {
     out: io::BufWriter<W>,
-    line: Vec<u8>,
+    /// The line being written by hand.
+    line: Box<Line>,
+    /// A line serde writes.
+    general: Vec<u8>,
     digest: Digest,
     level: Level,
     /// Event lines written.
@@ -146,7 +149,8 @@ impl<W: Write> TraceWriter<W> {
         out.write_all(b"\n")?;
         Ok(TraceWriter {
             out,
-            line: Vec::with_capacity(256),
+            line: Box::new(Line::new()),
+            general: Vec::with_capacity(256),
             digest: Digest::new(),
             level,
             lines: 0,
@@ -204,19 +208,73 @@ impl<W: Write> TraceWriter<W> {
     }
 }
 
+impl<W: Write> TraceWriter<W> {
+    /// Writes the line in `self.line` when `written` (it was written by hand), else `ev`'s
+    /// line through serde.
+    #[inline(always)]
+    fn write_line(&mut self, written: bool, t: Nanos, ev: impl FnOnce() -> Event) {
+        self.lines += 1;
+        if self.error.is_some() {
+            return;
+        }
+        let r = if written {
+            let b = self.line.bytes();
+            self.out
+                .write_all(b)
+                .and_then(|()| self.out.write_all(b"\n"))
+        } else {
+            encode_line_serde(&mut self.general, t, &ev());
+            self.general.push(b'\n');
+            self.out.write_all(&self.general)
+        };
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+    }
+}
+
 impl<W: Write> Recorder for TraceWriter<W> {
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.digest.update(t, ev);
         if !self.level.holds(ev) {
             return;
         }
-        self.lines += 1;
-        encode_line(&mut self.line, t, ev);
-        if self.error.is_none() {
-            self.line.push(b'\n');
-            if let Err(e) = self.out.write_all(&self.line) {
-                self.error = Some(e);
-            }
+        let written = common_line(&mut self.line, t, ev);
+        self.write_line(written, t, || ev.clone());
+    }
+
+    #[inline(always)]
+    fn send(&mut self, t: Nanos, s: &Sent<'static>) {
+        self.digest.update_send(t, s);
+        // a message's lines are in full traces only
+        if self.level != Level::Full {
+            return;
         }
+        let written = send_line(&mut self.line, t, s);
+        self.write_line(written, t, || s.event());
+    }
+
+    #[inline(always)]
+    fn deliver(&mut self, t: Nanos, id: u64, from: u32, to: u32) {
+        self.digest.update_deliver(t, id, from, to);
+        if self.level != Level::Full {
+            return;
+        }
+        let written = deliver_line(&mut self.line, t, id, from, to);
+        self.write_line(written, t, || Event::Deliver { id, from, to });
+    }
+
+    #[inline(always)]
+    fn step(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
+        self.digest.update_step(t, rank, s);
+        let written = step_line(
+            &mut self.line,
+            t,
+            rank,
+            (s.group, s.generation, s.seq),
+            (s.step, s.steps),
+            s.waiting_for.iter().map(|r| r.0),
+        );
+        self.write_line(written, t, || from_proto::step_event(rank, s));
     }
 }

@@ -32,24 +32,35 @@ fn meant_for(ev: &Event) -> bool {
     }
 }
 
+/// Numbers of every length, and those where a digit is added.
+fn n64() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        any::<u64>(),
+        (0..20u32, 0..3u64).prop_map(|(k, d)| 10u64.pow(k).saturating_sub(d)),
+        (0..20u32).prop_flat_map(|k| 0..10u64.pow(k).max(1)),
+        Just(u64::MAX),
+    ]
+}
+
+fn n32() -> impl Strategy<Value = u32> {
+    prop_oneof![any::<u32>(), n64().prop_map(|n| n as u32), Just(u32::MAX)]
+}
+
 fn event() -> impl Strategy<Value = Event> {
     let msg = prop_oneof![
         Just("coll".to_string()),
         "[a-z]{0,8}",
-        ".{0,6}", // quotes, backslashes, control characters, anything
+        ".{0,6}",         // quotes, backslashes, control characters, anything
+        "[a-z]{400,600}", // longer than a line written by hand
     ];
     prop_oneof![
-        (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(id, from, to)| Event::Deliver {
-            id,
-            from,
-            to
-        }),
+        (n64(), n32(), n32()).prop_map(|(id, from, to)| Event::Deliver { id, from, to }),
         (
-            (any::<u64>(), any::<u32>(), any::<u32>(), any::<u64>()),
+            (n64(), n32(), n32(), n64()),
             msg,
-            any::<Option<u64>>(),
-            any::<Option<u32>>(),
-            any::<u64>()
+            proptest::option::of(n64()),
+            proptest::option::of(n32()),
+            n64()
         )
             .prop_map(|((id, from, to, bytes), msg, seq, step, arrive_ns)| {
                 Event::Send {
@@ -64,9 +75,12 @@ fn event() -> impl Strategy<Value = Event> {
                 }
             }),
         (
-            (any::<u32>(), any::<u32>(), any::<u32>(), any::<u64>()),
-            (any::<u32>(), any::<u32>()),
-            proptest::collection::vec(any::<u32>(), 0..5)
+            (n32(), n32(), n32(), n64()),
+            (n32(), n32()),
+            prop_oneof![
+                4 => proptest::collection::vec(n32(), 0..5),
+                1 => proptest::collection::vec(n32(), 5..200),
+            ]
         )
             .prop_map(|((rank, g, n, q), (step, steps), waiting_for)| {
                 Event::Step {
