@@ -150,7 +150,12 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> io::Result<RunOutput> {
             if !is_zstd_path(path) {
                 return run_into(scenario, opts, f).map(|(out, _)| out);
             }
-            let z = zstd::Encoder::new(f, ZSTD_LEVEL)?;
+            let mut z = zstd::Encoder::new(f, ZSTD_LEVEL)?;
+            if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+                // compressing beside the run, on a thread of zstd's own, rather than after
+                // every block of lines the run writes
+                z.multithread(1)?;
+            }
             let (out, z) = run_into(scenario, opts, z)?;
             // an interrupted run's trace is a whole zstd stream too, without the footer
             z.finish()?;
