@@ -126,3 +126,76 @@ fn a_bad_range_is_bad_input() {
         assert!(err.contains("--bytes"), "{bad}: {err}");
     }
 }
+
+/// A barrier's runs take few events, an allreduce's many.
+const BARRIER_THEN_ALLREDUCE: &str = "name = \"budget\"\n[world]\nsize = 8\n[workload]\n\
+    [[workload.ops]]\nop = \"barrier\"\n\
+    [[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n";
+
+fn sweep_of(text: &str, args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("budget.toml");
+    std::fs::write(&path, text).expect("write");
+    let mut all = vec!["sweep", path.to_str().expect("utf-8"), "--quiet"];
+    all.extend_from_slice(args);
+    common::ringside(&all)
+}
+
+#[test]
+fn a_run_past_its_event_budget_stops_the_sweep_and_keeps_the_rows_before_it() {
+    let o = sweep_of(
+        BARRIER_THEN_ALLREDUCE,
+        &["--bytes", "1KiB..2KiB", "--max-events", "100", "--json"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).expect("a JSON array");
+    let names: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r["algorithm"].as_str())
+        .collect();
+    assert_eq!(names, ["dissemination", "tree"], "the barrier's rows");
+    assert!(rows
+        .iter()
+        .all(|r| r["op"] == "barrier" && r["fastest"].is_boolean()));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("allreduce with ring on 1024 bytes did not complete (timed_out)")
+            && err.contains("--max-events"),
+        "{err}"
+    );
+    // the table says the same
+    let o = sweep_of(
+        BARRIER_THEN_ALLREDUCE,
+        &["--bytes", "1KiB..2KiB", "--max-events", "100"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("dissemination") && !table.contains("ring"),
+        "{table}"
+    );
+    // with the budget it needs, every run completes
+    let o = sweep_of(
+        BARRIER_THEN_ALLREDUCE,
+        &["--bytes", "1KiB..2KiB", "--max-events", "1000", "--json"],
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(rows.len(), 2 + 5 * 2);
+}
+
+#[test]
+fn the_wall_clock_budget_covers_the_whole_sweep() {
+    // far more runs than 1ms allows: whatever the machine, the sweep stops early
+    let o = sweep_of(
+        BARRIER_THEN_ALLREDUCE,
+        &["--bytes", "1B..1GiB", "--max-wall", "1ms", "--json"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).expect("a JSON array");
+    assert!(rows.len() < 2 + 5 * 31, "{} rows", rows.len());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("did not complete (timed_out)") && err.contains("--max-wall"),
+        "{err}"
+    );
+}

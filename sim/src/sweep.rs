@@ -166,14 +166,27 @@ fn alone(scenario: &Scenario, spec: &OpSpec, algorithm: Algorithm, bytes: u64) -
     s
 }
 
-/// Runs the sweep: for each op of the scenario, each applicable algorithm and each size. An op
-/// that differs from an earlier one only in its algorithm, size or reduction is not repeated.
-/// `progress` is told the runs done and the runs in all, after each run.
+/// What a sweep measured.
+#[derive(Debug)]
+pub struct Swept {
+    /// One row per run that completed, in the order they ran.
+    pub rows: Vec<SweepRow>,
+    /// The run that did not complete ([`SweepError::Incomplete`]), where the sweep stopped.
+    /// The rows of its size are kept, none of them marked fastest.
+    pub incomplete: Option<SweepError>,
+}
+
+/// Runs the sweep: for each op of the scenario, each applicable algorithm and each size, each
+/// run within `limits`. An op that differs from an earlier one only in its algorithm, size or
+/// reduction is not repeated. `progress` is told the runs done and the runs in all, after each
+/// run. A scenario with nothing to sweep is an error; a run that does not complete stops the
+/// sweep, keeping the rows before it.
 pub fn sweep(
     scenario: &Scenario,
     sizes: Sizes,
+    limits: &Limits,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Vec<SweepRow>, SweepError> {
+) -> Result<Swept, SweepError> {
     let ops = &scenario.workload.ops;
     if ops.is_empty() {
         return Err(SweepError::NoOps);
@@ -204,15 +217,18 @@ pub fn sweep(
         for algorithm in algorithms {
             let s = alone(scenario, spec, algorithm, bytes);
             let mut rec = NullRecorder;
-            let r = Engine::new(&s, s.seed, Mutations::NONE, &mut rec)
-                .run_within(&Limits::default(), None);
+            let r = Engine::new(&s, s.seed, Mutations::NONE, &mut rec).run_within(limits, None);
             if r.outcome != Outcome::Completed {
-                return Err(SweepError::Incomplete {
+                let incomplete = SweepError::Incomplete {
                     op,
                     algorithm,
                     bytes,
                     outcome: r.outcome,
                     why: why_incomplete(&s, &r),
+                };
+                return Ok(Swept {
+                    rows,
+                    incomplete: Some(incomplete),
                 });
             }
             let t = r.end_ns;
@@ -237,7 +253,10 @@ pub fn sweep(
             r.fastest = Some(r.time_ns) == best;
         }
     }
-    Ok(rows)
+    Ok(Swept {
+        rows,
+        incomplete: None,
+    })
 }
 
 /// The rows as a table, one block per op, sizes in order, `*` on the fastest.
@@ -341,7 +360,14 @@ mod tests {
              [[workload.ops]]\nop = \"barrier\"\n\
              [[workload.ops]]\nop = \"allreduce\"\nbytes = \"2MiB\"\nalgorithm = \"tree\"\n",
         );
-        let rows = sweep(&s, Sizes::parse("1KiB..4KiB").unwrap(), &mut |_, _| {}).unwrap();
+        let rows = sweep(
+            &s,
+            Sizes::parse("1KiB..4KiB").unwrap(),
+            &Limits::default(),
+            &mut |_, _| {},
+        )
+        .unwrap()
+        .rows;
         // allreduce: 5 algorithms x 3 sizes; barrier: 2 algorithms, once
         assert_eq!(rows.len(), 5 * 3 + 2);
         for size in [1024, 2048, 4096] {
@@ -375,7 +401,14 @@ mod tests {
             "m.toml",
         )
         .unwrap();
-        let rows = sweep(&s, Sizes::parse("4KiB..4KiB").unwrap(), &mut |_, _| {}).unwrap();
+        let rows = sweep(
+            &s,
+            Sizes::parse("4KiB..4KiB").unwrap(),
+            &Limits::default(),
+            &mut |_, _| {},
+        )
+        .unwrap()
+        .rows;
         assert_eq!(rows.len(), 3);
         assert!(rows.iter().all(|r| r.ranks == 4));
         let r = &rows[0];

@@ -1,4 +1,4 @@
-//! `ringside sweep SCENARIO [--bytes A..B] [--json]`
+//! `ringside sweep SCENARIO [--bytes A..B] [--json] [--max-events N] [--max-wall DURATION]`
 
 use super::load_scenario;
 use crate::progress::Progress;
@@ -21,24 +21,31 @@ pub struct SweepArgs {
     #[arg(long, short)]
     pub quiet: bool,
     #[command(flatten)]
-    pub memory: super::MemoryLimit,
+    pub budget: super::BudgetArgs,
 }
 
 pub fn main(a: SweepArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
-    a.memory.admit_file(&scenario, &a.scenario)?;
+    a.budget.memory.admit_file(&scenario, &a.scenario)?;
     let sizes = Sizes::parse(&a.bytes).context("--bytes")?;
+    // each run within --max-events; --max-wall for the whole sweep
+    let wall = a.budget.wall_clock_flag();
+    let limits = a.budget.limits(wall.as_deref());
     let progress = Progress::new(a.quiet);
-    let rows = sweep(&scenario, sizes, &mut |done, runs| {
+    let swept = sweep(&scenario, sizes, &limits, &mut |done, runs| {
         progress.items(done as u64, runs as u64, "runs")
     });
     progress.finish();
-    let rows = rows?;
+    let swept = swept?;
+    // the rows measured are printed even when a run stopped the sweep
     if a.json {
-        let text = serde_json::to_string_pretty(&rows)?;
+        let text = serde_json::to_string_pretty(&swept.rows)?;
         println!("{text}");
-    } else {
-        print!("{}", table(&rows));
+    } else if !swept.rows.is_empty() {
+        print!("{}", table(&swept.rows));
     }
-    Ok(())
+    match swept.incomplete {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }
