@@ -295,6 +295,26 @@ fn malformed_traces_exit_2_with_the_line() {
 }
 
 #[test]
+fn a_negative_time_to_explain_at_is_named_in_one_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("t.jsonl");
+    let t = trace.to_str().expect("utf-8");
+    ringside(&["run", "scenarios/healthy-allreduce.toml", "--trace", t]);
+    for at in [&["--at", "-1ms"][..], &["--at=-1ms"]] {
+        let mut args = vec!["explain", t];
+        args.extend_from_slice(at);
+        let o = ringside(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{at:?}: {err}");
+        assert_eq!(
+            err.trim(),
+            "error: --at: `-1ms` does not start with a number",
+            "{at:?}"
+        );
+    }
+}
+
+#[test]
 fn an_interrupted_run_leaves_a_readable_trace() {
     let dir = tempfile::tempdir().expect("temp dir");
     let scenario = dir.path().join("long.toml");

@@ -13,7 +13,7 @@ pub struct ExplainArgs {
     /// A trace written by `ringside run --trace` (or `ringside launch`).
     pub trace: PathBuf,
     /// Diagnose the state at this virtual time (e.g. "25ms") instead of the end of the trace.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub at: Option<String>,
     /// Prints one JSON object.
     #[arg(long, conflicts_with = "dot")]
