@@ -206,13 +206,11 @@ impl<W: Write> TraceWriter<W> {
         }
         self.out.into_inner().map_err(|e| e.into_error())
     }
-}
 
-impl<W: Write> TraceWriter<W> {
-    /// Writes the line in `self.line` when `written` (it was written by hand), else `ev`'s
-    /// line through serde.
+    /// Writes the line in `self.line` when `written` (it was written by hand), else the line
+    /// `general` writes through serde.
     #[inline(always)]
-    fn write_line(&mut self, written: bool, t: Nanos, ev: impl FnOnce() -> Event) {
+    fn write_line(&mut self, written: bool, general: impl FnOnce(&mut Vec<u8>)) {
         self.lines += 1;
         if self.error.is_some() {
             return;
@@ -223,7 +221,7 @@ impl<W: Write> TraceWriter<W> {
                 .write_all(b)
                 .and_then(|()| self.out.write_all(b"\n"))
         } else {
-            encode_line_serde(&mut self.general, t, &ev());
+            general(&mut self.general);
             self.general.push(b'\n');
             self.out.write_all(&self.general)
         };
@@ -240,7 +238,7 @@ impl<W: Write> Recorder for TraceWriter<W> {
             return;
         }
         let written = common_line(&mut self.line, t, ev);
-        self.write_line(written, t, || ev.clone());
+        self.write_line(written, |buf| encode_line_serde(buf, t, ev));
     }
 
     #[inline(always)]
@@ -251,7 +249,7 @@ impl<W: Write> Recorder for TraceWriter<W> {
             return;
         }
         let written = send_line(&mut self.line, t, s);
-        self.write_line(written, t, || s.event());
+        self.write_line(written, |buf| encode_line_serde(buf, t, &s.event()));
     }
 
     #[inline(always)]
@@ -261,7 +259,9 @@ impl<W: Write> Recorder for TraceWriter<W> {
             return;
         }
         let written = deliver_line(&mut self.line, t, id, from, to);
-        self.write_line(written, t, || Event::Deliver { id, from, to });
+        self.write_line(written, |buf| {
+            encode_line_serde(buf, t, &Event::Deliver { id, from, to })
+        });
     }
 
     #[inline(always)]
@@ -275,6 +275,8 @@ impl<W: Write> Recorder for TraceWriter<W> {
             (s.step, s.steps),
             s.waiting_for.iter().map(|r| r.0),
         );
-        self.write_line(written, t, || from_proto::step_event(rank, s));
+        self.write_line(written, |buf| {
+            encode_line_serde(buf, t, &from_proto::step_event(rank, s))
+        });
     }
 }
