@@ -15,9 +15,13 @@ const SCENARIO: &str = "name = \"sweep\"\n[world]\nsize = 8\n\
     [[faults]]\nkind = \"preempt\"\nrank = 3\nat = \"1ms\"\n";
 
 fn sweep(args: &[&str]) -> Output {
+    sweep_of(SCENARIO, args)
+}
+
+fn sweep_of(text: &str, args: &[&str]) -> Output {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("sweep.toml");
-    std::fs::write(&path, SCENARIO).expect("write");
+    std::fs::write(&path, text).expect("write");
     let mut all = vec!["sweep", path.to_str().expect("utf-8")];
     all.extend_from_slice(args);
     common::ringside(&all)
@@ -131,15 +135,6 @@ fn a_bad_range_is_bad_input() {
 const BARRIER_THEN_ALLREDUCE: &str = "name = \"budget\"\n[world]\nsize = 8\n[workload]\n\
     [[workload.ops]]\nop = \"barrier\"\n\
     [[workload.ops]]\nop = \"allreduce\"\nbytes = \"64MiB\"\n";
-
-fn sweep_of(text: &str, args: &[&str]) -> Output {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("budget.toml");
-    std::fs::write(&path, text).expect("write");
-    let mut all = vec!["sweep", path.to_str().expect("utf-8"), "--quiet"];
-    all.extend_from_slice(args);
-    common::ringside(&all)
-}
 
 #[test]
 fn a_run_past_its_event_budget_stops_the_sweep_and_keeps_the_rows_before_it() {
