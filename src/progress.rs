@@ -45,9 +45,11 @@ impl Progress {
             } else {
                 (
                     ProgressBar::new(total),
-                    "{spinner} [{bar:40}] {pos}/{len} {msg} {per_sec}, {elapsed}",
+                    "{spinner} [{bar:40}] {pos}/{len} {msg}, {elapsed}",
                 )
             };
+            // the time shown is the work's, which began before the bar
+            let bar = bar.with_elapsed(self.start.elapsed());
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(template)
@@ -77,7 +79,7 @@ impl Progress {
         if let Some(b) = self.bar(total.max(1)) {
             b.set_length(total);
             b.set_position(done);
-            b.set_message(what.to_string());
+            b.set_message(items_message(what, done, self.start.elapsed()));
         }
     }
 
@@ -92,5 +94,31 @@ impl Progress {
         if let Some(b) = self.bar.get() {
             b.finish_and_clear();
         }
+    }
+}
+
+/// What a bar of items says beside its count: what they are, and how many a second since the
+/// work began (the bar, shown only after a second, would see the items done before it as done
+/// at once).
+fn items_message(what: &str, done: u64, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    format!("{what}, {:.0}/s", done as f64 / secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_of_items_counts_from_the_start_of_the_work() {
+        assert_eq!(
+            items_message("cases", 4000, Duration::from_secs(2)),
+            "cases, 2000/s"
+        );
+        assert_eq!(
+            items_message("runs", 70, Duration::from_millis(1250)),
+            "runs, 56/s"
+        );
+        assert_eq!(items_message("runs", 0, Duration::ZERO), "runs, 0/s");
     }
 }
