@@ -78,10 +78,12 @@ impl Line {
         &self.bytes[..self.len]
     }
 
+    /// Begins a new line, at time `t`: `{"t":N`.
     #[inline(always)]
-    fn clear(&mut self) {
+    fn start(&mut self, t: Nanos) {
         self.len = 0;
         self.overflowed = false;
+        self.field(b"{\"t\":", t);
     }
 
     #[inline(always)]
@@ -178,8 +180,7 @@ impl Line {
 /// Writes the line of a `send` event into `l`; false when serde's path must write it.
 #[inline(always)]
 pub(crate) fn send_line(l: &mut Line, t: Nanos, s: &Sent) -> bool {
-    l.clear();
-    l.field(b"{\"t\":", t);
+    l.start(t);
     l.field(b",\"kind\":\"send\",\"id\":", s.id);
     l.field(b",\"from\":", s.from);
     l.field(b",\"to\":", s.to);
@@ -200,8 +201,7 @@ pub(crate) fn send_line(l: &mut Line, t: Nanos, s: &Sent) -> bool {
 /// Writes the line of a `deliver` event into `l`.
 #[inline(always)]
 pub(crate) fn deliver_line(l: &mut Line, t: Nanos, id: u64, from: u32, to: u32) -> bool {
-    l.clear();
-    l.field(b"{\"t\":", t);
+    l.start(t);
     l.field(b",\"kind\":\"deliver\",\"id\":", id);
     l.field(b",\"from\":", from);
     l.field(b",\"to\":", to);
@@ -219,8 +219,7 @@ pub(crate) fn step_line(
     (step, steps): (u32, u32),
     waiting_for: impl Iterator<Item = u32>,
 ) -> bool {
-    l.clear();
-    l.field(b"{\"t\":", t);
+    l.start(t);
     l.field(b",\"kind\":\"step\",\"rank\":", rank);
     l.field(b",\"group\":", group.0);
     l.field(b",\"generation\":", generation.0);
@@ -258,22 +257,19 @@ pub(crate) fn common_line(l: &mut Line, t: Nanos, ev: &Event) -> bool {
             iteration,
             duration_ns,
         } => {
-            l.clear();
-            l.field(b"{\"t\":", t);
+            l.start(t);
             l.field(b",\"kind\":\"compute\",\"rank\":", *rank);
             l.field(b",\"iteration\":", *iteration);
             l.field(b",\"duration_ns\":", *duration_ns);
             l.end()
         }
         Event::ComputeDone { rank } => {
-            l.clear();
-            l.field(b"{\"t\":", t);
+            l.start(t);
             l.field(b",\"kind\":\"compute_done\",\"rank\":", *rank);
             l.end()
         }
         Event::Iteration { rank, iteration } => {
-            l.clear();
-            l.field(b"{\"t\":", t);
+            l.start(t);
             l.field(b",\"kind\":\"iteration\",\"rank\":", *rank);
             l.field(b",\"iteration\":", *iteration);
             l.end()
