@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// Identifies one collective call as every participant must see it: a rank only consumes a
 /// message whose fingerprint equals that of the call it is in (as NCCL, a mismatched call waits).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Fingerprint {
     pub group: GroupId,
     pub generation: Generation,
@@ -21,6 +21,37 @@ pub struct Fingerprint {
     pub root: u32,
     pub reduce: ReduceOp,
     pub elements: u32,
+}
+
+/// Every field equal. Compared without a branch per field: every delivered chunk is checked
+/// against its call, and the derived comparison became a call to the C library's `bcmp`.
+impl PartialEq for Fingerprint {
+    #[inline(always)]
+    fn eq(&self, o: &Fingerprint) -> bool {
+        // named field by field, so that a new field cannot be left out of the comparison
+        let Fingerprint {
+            group,
+            generation,
+            seq,
+            op,
+            algorithm,
+            bytes,
+            dtype,
+            root,
+            reduce,
+            elements,
+        } = *self;
+        let wide = (seq.0 ^ o.seq.0) | (bytes ^ o.bytes);
+        let narrow = (group.0 ^ o.group.0)
+            | (generation.0 ^ o.generation.0)
+            | (root ^ o.root)
+            | (elements ^ o.elements);
+        let tags = (op as u8 ^ o.op as u8)
+            | (algorithm as u8 ^ o.algorithm as u8)
+            | (dtype as u8 ^ o.dtype as u8)
+            | (reduce as u8 ^ o.reduce as u8);
+        (wide | u64::from(narrow) | u64::from(tags)) == 0
+    }
 }
 
 impl Fingerprint {
@@ -94,6 +125,74 @@ impl Msg {
             },
             Msg::Elastic(m) => m.kind(),
             Msg::Registry(m) => m.kind(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::VariantArray;
+
+    /// Two fingerprints are equal exactly when every field is: a change to any one field, to
+    /// any value of it, makes them differ.
+    #[test]
+    fn fingerprints_differ_in_any_field() {
+        let a = Fingerprint {
+            group: GroupId(1),
+            generation: Generation(2),
+            seq: SeqNo(3),
+            op: OpKind::Allreduce,
+            algorithm: Algorithm::Ring,
+            bytes: 1 << 20,
+            dtype: Dtype::F32,
+            root: 0,
+            reduce: ReduceOp::Sum,
+            elements: 16,
+        };
+        let same = a;
+        assert_eq!(a, same);
+        let mut changed: Vec<Fingerprint> = vec![
+            Fingerprint {
+                group: GroupId(u32::MAX),
+                ..a
+            },
+            Fingerprint {
+                generation: Generation(1 << 31),
+                ..a
+            },
+            Fingerprint {
+                seq: SeqNo(1 << 63),
+                ..a
+            },
+            Fingerprint {
+                bytes: (1 << 20) + 1,
+                ..a
+            },
+            Fingerprint { root: 1, ..a },
+            Fingerprint { elements: 17, ..a },
+        ];
+        changed.extend(OpKind::VARIANTS.iter().map(|&op| Fingerprint { op, ..a }));
+        changed.extend(
+            Algorithm::VARIANTS
+                .iter()
+                .map(|&algorithm| Fingerprint { algorithm, ..a }),
+        );
+        changed.extend(
+            Dtype::VARIANTS
+                .iter()
+                .map(|&dtype| Fingerprint { dtype, ..a }),
+        );
+        changed.extend(
+            ReduceOp::VARIANTS
+                .iter()
+                .map(|&reduce| Fingerprint { reduce, ..a }),
+        );
+        for b in changed {
+            let same = format!("{a:?}") == format!("{b:?}");
+            assert_eq!(a == b, same, "{a:?} against {b:?}");
+            assert_eq!(b == a, same);
+            assert_eq!(a.cmp(&b) == std::cmp::Ordering::Equal, same, "Ord agrees");
         }
     }
 }

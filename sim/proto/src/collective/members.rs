@@ -15,6 +15,8 @@ pub struct Members {
 
 #[derive(Debug, PartialEq, Eq)]
 enum Lookup {
+    /// World rank r is group index r, for r below the length: the world and its like.
+    Identity,
     /// Group index of each world rank from `first` on (`u32::MAX` when not a member): for
     /// groups that fill most of their span of world ranks.
     Dense { first: u32, index_of: Vec<u32> },
@@ -26,7 +28,10 @@ impl Members {
     pub fn new(ranks: Vec<Rank>) -> Arc<Members> {
         let first = ranks.iter().map(|r| r.0).min().unwrap_or(0);
         let span = ranks.iter().map(|r| r.0 - first + 1).max().unwrap_or(0) as usize;
-        let lookup = if span <= 2 * ranks.len() + 64 {
+        let identity = ranks.iter().enumerate().all(|(i, r)| r.0 as usize == i);
+        let lookup = if identity {
+            Lookup::Identity
+        } else if span <= 2 * ranks.len() + 64 {
             let mut index_of = vec![u32::MAX; span];
             for (i, r) in ranks.iter().enumerate() {
                 index_of[(r.0 - first) as usize] = i as u32;
@@ -44,8 +49,10 @@ impl Members {
         Arc::new(Members { ranks, lookup })
     }
 
+    #[inline]
     pub fn index(&self, r: Rank) -> Option<u32> {
         match &self.lookup {
+            Lookup::Identity => ((r.0 as usize) < self.ranks.len()).then_some(r.0),
             Lookup::Dense { first, index_of } => {
                 r.0.checked_sub(*first)
                     .and_then(|k| index_of.get(k as usize))
@@ -71,6 +78,8 @@ mod tests {
     fn members_find_their_index_dense_or_sparse() {
         for ranks in [
             vec![0, 1, 2, 3],
+            vec![0, 2, 1],
+            vec![0],
             vec![5, 6, 7],
             vec![3, 1, 2],
             vec![0, 1000, 2000, 3000],
