@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 /// Identifies one collective call as every participant must see it: a rank only consumes a
 /// message whose fingerprint equals that of the call it is in (as NCCL, a mismatched call waits).
+// equality is every field's, as the derived hash and order take them (see `PartialEq` below)
+#[allow(clippy::derived_hash_with_manual_eq)]
 #[derive(Clone, Copy, Debug, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Fingerprint {
     pub group: GroupId,
