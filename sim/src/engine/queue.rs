@@ -121,7 +121,7 @@ impl<E> RadixHeap<E> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<(u64, E)> {
         if self.len == 0 {
             return None;
@@ -195,7 +195,7 @@ impl<E> Queue<E> {
         self.heap.push(Reverse((t, key, slot)));
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
         if self.heap.is_empty() {
             return self.radix.pop();
