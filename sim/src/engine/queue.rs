@@ -32,8 +32,9 @@ struct RadixHeap<E> {
     last: u64,
     now: VecDeque<Entry<E>>,
     buckets: Vec<Vec<Entry<E>>>,
-    /// Bit i set when bucket i (1..=64) is non-empty.
-    nonempty: u128,
+    /// Bit i - 1 set when bucket i (1..=64) is non-empty (one machine word: a shift of a
+    /// 128-bit mask at every push cost several instructions).
+    nonempty: u64,
     len: usize,
 }
 
@@ -68,7 +69,7 @@ impl<E> RadixHeap<E> {
         if b == 0 {
             self.now.push_back((t, ev()));
         } else {
-            self.nonempty |= 1 << b;
+            self.nonempty |= 1 << (b - 1);
             let bucket = &mut self.buckets[b];
             bucket.reserve(1);
             let len = bucket.len();
@@ -88,9 +89,9 @@ impl<E> RadixHeap<E> {
     }
 
     fn refill_from_bucket(&mut self) {
-        let i = self.nonempty.trailing_zeros() as usize;
+        let i = self.nonempty.trailing_zeros() as usize + 1;
         let mut items = std::mem::take(&mut self.buckets[i]);
-        self.nonempty &= !(1 << i);
+        self.nonempty &= !(1 << (i - 1));
         let first = items.first().map_or(self.last, |e| e.0);
         let (mut min, mut same) = (first, true);
         for e in &items {
@@ -112,7 +113,7 @@ impl<E> RadixHeap<E> {
                 self.now.push_back((t, ev));
             } else {
                 self.buckets[b].push((t, ev));
-                self.nonempty |= 1 << b;
+                self.nonempty |= 1 << (b - 1);
             }
         }
         // keep the emptied vector's capacity for reuse
