@@ -383,7 +383,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             return false;
         }
         self.processed += 1;
-        let (t, ev) = self.queue.pop().expect("peeked");
+        let (t, ev) = self.queue.pop_peeked().expect("peeked");
         debug_assert!(t >= self.now, "time never goes back");
         self.now = t;
         self.dispatch(ev);

@@ -141,6 +141,14 @@ impl<E> RadixHeap<E> {
         self.refill();
         Some(self.last)
     }
+
+    /// Pops the event [`RadixHeap::peek`] just found (the heap is refilled and not empty).
+    #[inline(always)]
+    fn pop_peeked(&mut self) -> Option<(u64, E)> {
+        let entry = self.now.pop_front()?;
+        self.len -= 1;
+        Some(entry)
+    }
 }
 
 pub struct Queue<E> {
@@ -228,6 +236,16 @@ impl<E> Queue<E> {
         self.radix.len + self.heap.len()
     }
 
+    /// Pops the earliest event right after [`Queue::peek_time`] found one, without looking
+    /// again for where it lies.
+    #[inline(always)]
+    pub fn pop_peeked(&mut self) -> Option<(Nanos, E)> {
+        if self.heap.is_empty() {
+            return self.radix.pop_peeked();
+        }
+        self.pop()
+    }
+
     #[inline]
     pub fn peek_time(&mut self) -> Option<Nanos> {
         match self.heap.peek() {
@@ -253,6 +271,33 @@ mod tests {
         assert_eq!(q.pop(), Some((5, "c")));
         assert_eq!(q.pop(), Some((5, "d")));
         assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn popping_what_was_peeked_keeps_the_order() {
+        for shuffled in [false, true] {
+            let mut q = Queue::default();
+            let key = |k: u64| shuffled.then_some(k);
+            for (i, t) in [9u64, 3, 3, 70_000, 5, 1 << 40, 3].into_iter().enumerate() {
+                q.push(t, (t, i), key(i as u64));
+            }
+            let mut popped = Vec::new();
+            while let Some(t) = q.peek_time() {
+                let (at, e) = q.pop_peeked().expect("peeked");
+                assert_eq!((at, e.0), (t, t));
+                popped.push(e);
+                if e.1 == 2 {
+                    q.push(t, (t, 7), key(7));
+                }
+            }
+            let mut sorted = popped.clone();
+            sorted.sort();
+            assert_eq!(popped.len(), 8);
+            if !shuffled {
+                assert_eq!(popped, sorted, "time order, then insertion order");
+            }
+            assert!(popped.windows(2).all(|w| w[0].0 <= w[1].0));
+        }
     }
 
     #[test]
