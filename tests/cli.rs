@@ -266,12 +266,19 @@ fn trace_has_header_events_footer_and_a_chained_digest() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("line 6"));
 }
 
+/// The trace of a run of the shipped healthy allreduce, written in `dir`.
+fn healthy_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    let trace = dir.join("t.jsonl");
+    let t = trace.to_str().expect("utf-8");
+    let o = ringside(&["run", "scenarios/healthy-allreduce.toml", "--trace", t]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    trace
+}
+
 #[test]
 fn malformed_traces_exit_2_with_the_line() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let trace = dir.path().join("t.jsonl");
-    let t = trace.to_str().expect("utf-8");
-    ringside(&["run", "scenarios/healthy-allreduce.toml", "--trace", t]);
+    let trace = healthy_trace(dir.path());
     let text = std::fs::read_to_string(&trace).expect("trace");
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     lines[3] = "{\"t\":5,\"kind\":\"no_such_event\"}".into();
@@ -297,9 +304,8 @@ fn malformed_traces_exit_2_with_the_line() {
 #[test]
 fn a_negative_time_to_explain_at_is_named_in_one_line() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let trace = dir.path().join("t.jsonl");
+    let trace = healthy_trace(dir.path());
     let t = trace.to_str().expect("utf-8");
-    ringside(&["run", "scenarios/healthy-allreduce.toml", "--trace", t]);
     for at in [&["--at", "-1ms"][..], &["--at=-1ms"]] {
         let mut args = vec!["explain", t];
         args.extend_from_slice(at);

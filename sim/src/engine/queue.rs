@@ -123,17 +123,6 @@ impl<E> RadixHeap<E> {
     }
 
     #[inline(always)]
-    fn pop(&mut self) -> Option<(u64, E)> {
-        if self.len == 0 {
-            return None;
-        }
-        self.refill();
-        let entry = self.now.pop_front()?;
-        self.len -= 1;
-        Some(entry)
-    }
-
-    #[inline]
     fn peek(&mut self) -> Option<u64> {
         if self.len == 0 {
             return None;
@@ -204,14 +193,11 @@ impl<E> Queue<E> {
         self.heap.push(Reverse((t, key, slot)));
     }
 
-    #[inline(always)]
+    /// The earliest event.
+    #[cfg(test)]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        if self.heap.is_empty() {
-            return self.radix.pop();
-        }
-        let Reverse((t, _, slot)) = self.heap.pop()?;
-        self.free.push(slot);
-        self.slab[slot as usize].take().map(|e| (t, e))
+        self.peek_time()?;
+        self.pop_peeked()
     }
 
     /// The earliest time of an event that `ignore` does not pass over, by a scan of the whole
@@ -243,10 +229,17 @@ impl<E> Queue<E> {
         if self.heap.is_empty() {
             return self.radix.pop_peeked();
         }
-        self.pop()
+        self.pop_heap()
     }
 
-    #[inline]
+    /// Pops the earliest event of the binary heap (shuffled ties).
+    fn pop_heap(&mut self) -> Option<(Nanos, E)> {
+        let Reverse((t, _, slot)) = self.heap.pop()?;
+        self.free.push(slot);
+        self.slab[slot as usize].take().map(|e| (t, e))
+    }
+
+    #[inline(always)]
     pub fn peek_time(&mut self) -> Option<Nanos> {
         match self.heap.peek() {
             Some(Reverse((t, _, _))) => Some(*t),

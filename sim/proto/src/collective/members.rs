@@ -26,12 +26,15 @@ enum Lookup {
 
 impl Members {
     pub fn new(ranks: Vec<Rank>) -> Arc<Members> {
+        if ranks.iter().enumerate().all(|(i, r)| r.0 as usize == i) {
+            return Arc::new(Members {
+                ranks,
+                lookup: Lookup::Identity,
+            });
+        }
         let first = ranks.iter().map(|r| r.0).min().unwrap_or(0);
         let span = ranks.iter().map(|r| r.0 - first + 1).max().unwrap_or(0) as usize;
-        let identity = ranks.iter().enumerate().all(|(i, r)| r.0 as usize == i);
-        let lookup = if identity {
-            Lookup::Identity
-        } else if span <= 2 * ranks.len() + 64 {
+        let lookup = if span <= 2 * ranks.len() + 64 {
             let mut index_of = vec![u32::MAX; span];
             for (i, r) in ranks.iter().enumerate() {
                 index_of[(r.0 - first) as usize] = i as u32;
