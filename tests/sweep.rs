@@ -180,9 +180,11 @@ fn a_run_past_its_event_budget_stops_the_sweep_and_keeps_the_rows_before_it() {
 
 #[test]
 fn the_wall_clock_budget_covers_the_whole_sweep() {
-    // far more runs than 1ms allows: whatever the machine, the sweep stops early
+    // on 512 ranks the whole sweep takes seconds (10 s on a 2-core machine), thousands of
+    // times the budget: whatever the machine, it stops early (on 8 ranks it took a few
+    // milliseconds, and a budget of one could miss it)
     let o = sweep_of(
-        BARRIER_THEN_ALLREDUCE,
+        &BARRIER_THEN_ALLREDUCE.replace("size = 8", "size = 512"),
         &["--bytes", "1B..1GiB", "--max-wall", "1ms", "--json"],
     );
     assert_eq!(o.status.code(), Some(2));
