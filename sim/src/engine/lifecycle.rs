@@ -32,6 +32,7 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
     pub(super) fn restart(&mut self, r: u32) {
         self.pending_faults -= 1;
         self.maybe_finished = true;
+        self.unfinish(r);
         if self.slots[r as usize].alive() {
             return; // an earlier restart (of an overlapping preemption) brought it back
         }
@@ -135,6 +136,7 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
         self.observer.forget(rank);
         let inc = self.incarnations[rank as usize];
         self.maybe_finished = true;
+        self.unfinish(rank);
         // bump the incarnation so the dead process's messages and timers are dropped
         self.incarnations[rank as usize] += 1;
         if self.elastic.is_some() {

@@ -149,6 +149,8 @@ pub struct Engine<'r, R: Recorder + ?Sized = dyn Recorder> {
     observer: Observer,
     /// Set when a rank may have finished (done, refused, died), so the end is checked then.
     maybe_finished: bool,
+    /// Every rank below this one was finished when [`Engine::all_finished`] last looked.
+    finished_below: u32,
     /// Ranks in the world (the store, when there is one, is node `ranks`).
     ranks: u32,
     /// Elastic membership, when the group is elastic.
@@ -237,6 +239,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             stop: None,
             observer: Observer::new(cfg.clone(), seed, nodes as usize),
             maybe_finished: false,
+            finished_below: 0,
             ranks: p,
             elastic: cfg.elastic.clone(),
             pending_faults: 0,
@@ -622,6 +625,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
                             let at = later(self.now.max(slot.cpu_free), d);
                             slot.cpu_free = at;
                             slot.held += 1;
+                            self.unfinish(rank);
                             let inc = self.incarnations[rank as usize];
                             self.push(
                                 at,

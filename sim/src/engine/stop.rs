@@ -118,18 +118,37 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
         hung
     }
 
-    pub(super) fn all_finished(&self) -> bool {
+    /// Whether every rank is finished: done, refused, or dead for good. The ranks below
+    /// [`Engine::finished_below`] were finished when last looked at and are not looked at
+    /// again: ranks mostly finish in rank order, and a scan from rank 0 at every rank's end
+    /// made the end of a run quadratic in the ranks (4,096 ranks: 8 million slots read).
+    pub(super) fn all_finished(&mut self) -> bool {
         if self.elastic.is_some() {
             return self.elastic_finished();
         }
-        self.slots[..self.ranks as usize]
-            .iter()
-            .all(|s| match &s.proc {
-                None => !s.restart_pending,
-                Some(p) => {
-                    s.held == 0 && matches!(p.status(), RankStatus::Done | RankStatus::Refused)
-                }
-            })
+        let slots = &self.slots[..self.ranks as usize];
+        let from = (self.finished_below as usize).min(slots.len());
+        let unfinished = slots[from..].iter().position(|s| match &s.proc {
+            None => s.restart_pending,
+            Some(p) => s.held > 0 || !matches!(p.status(), RankStatus::Done | RankStatus::Refused),
+        });
+        match unfinished {
+            Some(i) => {
+                self.finished_below = (from + i) as u32;
+                false
+            }
+            None => {
+                self.finished_below = self.ranks;
+                true
+            }
+        }
+    }
+
+    /// `rank` may no longer be finished (it died, restarted, or holds outputs back): the
+    /// next [`Engine::all_finished`] looks at it again.
+    #[inline]
+    pub(super) fn unfinish(&mut self, rank: u32) {
+        self.finished_below = self.finished_below.min(rank);
     }
 
     /// The outcome so far (final once the run has stopped).
