@@ -250,23 +250,90 @@ fn events_told_field_by_field_digest_and_fold_as_the_events_themselves() {
         for seed in 1..=3 {
             let opts = RunOptions::seeded(seed);
             let mut direct = DigestRecorder::default();
-            let (result, fold, _) = run_events(&s, &opts, &mut direct);
+            run_events(&s, &opts, &mut direct);
             let mut whole = ByEvents(DigestRecorder::default());
             run_events(&s, &opts, &mut whole);
             let at = format!("{} seed {seed}", file.display());
             assert_eq!(direct.digest, whole.0.digest, "{at}");
-            // the run's own fold, told field by field, against one that applies every event
-            let mut events = VecRecorder::default();
-            run_events(&s, &opts, &mut events);
-            let mut replayed = Fold::new(&s);
-            let (last, rest) = events.events.split_last().expect("a diagnosis at least");
-            for (t, ev) in rest {
-                replayed.apply(*t, ev);
-            }
-            replayed.t = result.end_ns;
-            replayed.outcome = Some(result.outcome);
-            replayed.apply(last.0, &last.1);
-            assert_eq!(format!("{fold:?}"), format!("{replayed:?}"), "{at}");
+            assert_fold_is_that_of_its_events(&s, &opts, &at);
+        }
+    }
+}
+
+/// A run's own fold (its steps and sends told field by field, and kept aside until another
+/// event comes) equals one that applies every event of the run as it comes.
+fn assert_fold_is_that_of_its_events(s: &Scenario, opts: &RunOptions, at: &str) {
+    let mut events = VecRecorder::default();
+    let (result, mut fold, _) = run_events(s, opts, &mut events);
+    let mut replayed = Fold::new(s);
+    let (last, rest) = events.events.split_last().expect("a diagnosis at least");
+    for (t, ev) in rest {
+        replayed.apply(*t, ev);
+    }
+    replayed.t = result.end_ns;
+    replayed.outcome = Some(result.outcome);
+    replayed.apply(last.0, &last.1);
+    // what each receiver was sent is a set, read only by membership: its order is free
+    for f in [&mut fold, &mut replayed] {
+        for list in &mut f.sent {
+            list.sort_by_key(|m| format!("{m:?}"));
+        }
+    }
+    assert_eq!(format!("{fold:?}"), format!("{replayed:?}"), "{at}");
+}
+
+#[test]
+fn a_runs_fold_is_that_of_its_events_for_every_schedule() {
+    // without faults every step and send of a run is kept aside before it reaches the fold
+    let ops = [
+        ("allreduce", "ring"),
+        ("allreduce", "recursive_doubling"),
+        ("allreduce", "rabenseifner"),
+        ("allreduce", "tree"),
+        ("allreduce", "direct"),
+        ("broadcast", "binomial"),
+        ("broadcast", "scatter_allgather"),
+        ("reduce", "binomial"),
+        ("allgather", "ring"),
+        ("allgather", "recursive_doubling"),
+        ("reduce_scatter", "recursive_halving"),
+        ("barrier", "dissemination"),
+        ("barrier", "tree"),
+        ("all_to_all", "pairwise"),
+        ("all_to_all", "bruck"),
+        ("gather", "binomial"),
+        ("scatter", "direct"),
+    ];
+    for p in [1u32, 2, 5, 8] {
+        for (op, algorithm) in ops {
+            let bytes = if op == "barrier" {
+                ""
+            } else {
+                "bytes = \"96KiB\"\n"
+            };
+            let s = scenario(&format!(
+                "name = \"fold\"\n[world]\nsize = {p}\n[workload]\niterations = 2\ncompute = \"1us\"\nelements = 24\n[[workload.ops]]\nop = \"{op}\"\n{bytes}algorithm = \"{algorithm}\"\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n"
+            ));
+            let at = format!("{op} {algorithm} on {p} ranks");
+            assert_fold_is_that_of_its_events(&s, &RunOptions::seeded(1), &at);
+        }
+    }
+    // stopped in the middle of a call, by a stall and by the event budget
+    for name in [
+        "skipped-allreduce.toml",
+        "pipeline-1f1b.toml",
+        "healthy-allreduce.toml",
+    ] {
+        let s = common::shipped(name);
+        for events in [50, 400] {
+            let opts = RunOptions {
+                limits: ringside_sim::budget::Limits {
+                    events: Some(events),
+                    ..ringside_sim::budget::Limits::NONE
+                },
+                ..RunOptions::seeded(1)
+            };
+            assert_fold_is_that_of_its_events(&s, &opts, &format!("{name} within {events}"));
         }
     }
 }
@@ -303,4 +370,21 @@ fn a_long_run_tells_its_progress_as_it_goes() {
     }
     let (t, events) = *told.last().expect("told at least once");
     assert!(t <= out.result.end_ns && events < out.report.events);
+}
+
+#[test]
+fn a_rank_preempted_after_it_finished_is_waited_for_until_it_restarts() {
+    // rank 0 finishes at 10ms, long before the straggler rank 1 (100ms); preempted at 50ms
+    // with a restart at 150ms, it is not finished when rank 1 is, so the run goes on to
+    // the restart (where, not elastic, the new process cannot rejoin)
+    let s = scenario(
+        "name = \"done-then-preempted\"\n[world]\nsize = 2\n[[groups]]\nname = \"solo\"\nranks = [[0], [1]]\n[workload]\ncompute = \"10ms\"\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\ngroup = \"solo\"\n[[faults]]\nkind = \"slow\"\nrank = 1\nat = \"0s\"\nfactor = 10.0\n[[faults]]\nkind = \"preempt\"\nrank = 0\nat = \"50ms\"\nrestart_after = \"100ms\"\n",
+    );
+    let mut events = VecRecorder::default();
+    let (result, _, _) = run_events(&s, &RunOptions::default(), &mut events);
+    assert_eq!(result.end_ns, 150_000_000);
+    assert!(events
+        .events
+        .iter()
+        .any(|(t, ev)| *t == 150_000_000 && matches!(ev, Event::ProcessStart { rank: 0, .. })));
 }

@@ -1,6 +1,7 @@
 //! Running a scenario end to end: engine, trace, diagnosis, report.
 
 use crate::budget::{Limits, DEFAULT_MAX_EVENTS};
+use crate::diagnose::deferred::Deferred;
 use crate::diagnose::{diagnose, Diagnosis, Fold};
 use crate::engine::{Engine, RunResult};
 use crate::proto::mutation::Mutations;
@@ -16,10 +17,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Feeds every event to an outer recorder and to the fold the report is built from (the
 /// outer recorder's type is known here, so that the digest a run without a trace takes is
-/// called directly).
+/// called directly). Steps and sends reach the fold through [`Deferred`], which writes them
+/// back before any other event is folded.
 struct Tee<'a, R: Recorder + ?Sized> {
     outer: &'a mut R,
     fold: &'a mut Fold,
+    deferred: Deferred,
     progress: Option<Progress<'a>>,
 }
 
@@ -31,6 +34,7 @@ impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
     #[inline(always)]
     fn record(&mut self, t: Nanos, ev: &Event) {
         self.outer.record(t, ev);
+        self.deferred.write_back(self.fold);
         self.fold.apply(t, ev);
     }
 
@@ -45,7 +49,7 @@ impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
     #[inline(always)]
     fn send(&mut self, t: Nanos, s: &Sent<'static>) {
         self.outer.send(t, s);
-        self.fold.sent(t, s);
+        self.deferred.sent(self.fold, t, s);
     }
 
     #[inline(always)]
@@ -56,7 +60,7 @@ impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
 
     #[inline(always)]
     fn step(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
-        self.fold.stepped(t, rank, s);
+        self.deferred.stepped(self.fold, t, rank, s);
         self.outer.step(t, rank, s);
     }
 }
@@ -113,10 +117,14 @@ pub fn run_events<R: Recorder + ?Sized>(
         let mut tee = Tee {
             outer: rec,
             fold: &mut fold,
+            deferred: Deferred::new(scenario.world.size),
             progress: opts.progress,
         };
         let mut engine = Engine::new(scenario, seed, opts.mutations, &mut tee);
-        engine.run_within(&opts.limits, opts.interrupt)
+        let result = engine.run_within(&opts.limits, opts.interrupt);
+        drop(engine);
+        tee.deferred.write_back(tee.fold);
+        result
     };
     fold.t = result.end_ns;
     // as a trace's footer tells `explain`

@@ -540,9 +540,7 @@ impl Fold {
     /// Applies the `send` event of `s`.
     #[inline(always)]
     pub fn sent(&mut self, t: Nanos, s: &Sent) {
-        self.t = t;
-        self.events += 1;
-        self.messages_sent += 1;
+        self.count_sent(t);
         // a chunk is told by its step, without reading the message's kind
         match (s.seq, s.step) {
             (Some(seq), Some(step)) => self.mark_sent(s.from, s.to, seq, None, step),
@@ -558,17 +556,31 @@ impl Fold {
         }
     }
 
+    /// Counts a `send` event at `t`, without its mark.
+    #[inline(always)]
+    pub(super) fn count_sent(&mut self, t: Nanos) {
+        self.t = t;
+        self.events += 1;
+        self.messages_sent += 1;
+    }
+
     /// Applies the `step` event of `rank`'s step `s`.
     #[inline(always)]
     pub fn stepped(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
+        self.count_step(t);
+        self.step(t, rank, s.seq, s.step, s.steps, &s.waiting_for, |r| r.0);
+    }
+
+    /// Counts a `step` event at `t`, without applying it.
+    #[inline(always)]
+    pub(super) fn count_step(&mut self, t: Nanos) {
         self.t = t;
         self.events += 1;
-        self.step(t, rank, s.seq, s.step, s.steps, &s.waiting_for, |r| r.0);
     }
 
     /// `rank`'s running call, if it has one.
     #[inline(always)]
-    fn call_mut(&mut self, rank: u32) -> Option<&mut CallView> {
+    pub(super) fn call_mut(&mut self, rank: u32) -> Option<&mut CallView> {
         self.ranks.get_mut(rank as usize)?.call.as_mut()
     }
 
@@ -585,6 +597,23 @@ impl Fold {
             }
             _ => (GroupId(0), Generation(0)),
         };
+        self.mark(from, to, group, p2p, generation, seq, step);
+    }
+
+    /// Marks that `from` sent `to` the chunk `step` of its call `(group, generation, seq)`,
+    /// or (`p2p`) the point-to-point message `seq` of `group`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn mark(
+        &mut self,
+        from: u32,
+        to: u32,
+        group: GroupId,
+        p2p: Option<P2pKind>,
+        generation: Generation,
+        seq: u64,
+        step: u32,
+    ) {
         let key = SentMark::key(from, group);
         let at = SentMark::at(generation, seq, step);
         let Some(list) = self.sent.get_mut(to as usize) else {

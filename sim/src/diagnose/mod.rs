@@ -34,6 +34,7 @@
 //! them — are reported separately, never as blocked.
 
 mod causes;
+pub mod deferred;
 mod dot;
 pub mod fold;
 mod graph;
