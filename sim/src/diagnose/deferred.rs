@@ -20,7 +20,7 @@
 //! When the run has a fault in force (a straggler is charged for each wait as it ends, in
 //! order), or a step waits for many ranks, the step is folded as it comes.
 
-use super::fold::{Fold, P2pKind};
+use super::fold::{Fold, Marked, P2pKind};
 use crate::proto::{Generation, GroupId, StepEvent};
 use crate::trace::Sent;
 use crate::units::Nanos;
@@ -55,17 +55,6 @@ struct Entered {
     n: u8,
 }
 
-/// The latest message a rank sent to one receiver (one sender and group), not yet marked.
-#[derive(Clone, Copy, Debug)]
-struct Mark {
-    to: u32,
-    group: GroupId,
-    p2p: Option<P2pKind>,
-    generation: Generation,
-    seq: u64,
-    step: u32,
-}
-
 /// One rank's steps and sends since the fold last got them.
 #[derive(Clone, Copy, Debug, Default)]
 struct Record {
@@ -74,7 +63,8 @@ struct Record {
     stepped: Option<Nanos>,
     /// The latest step of the call itself.
     entered: Option<Entered>,
-    mark: Option<Mark>,
+    /// The latest message the rank sent to one receiver (one group), not yet marked.
+    mark: Option<Marked>,
 }
 
 /// The records of every rank, and which are in use.
@@ -139,7 +129,7 @@ impl Deferred {
             } if call == seq && (p2p.is_none() || peer == Some(s.to)) => (group, generation),
             _ => (GroupId(0), Generation(0)),
         };
-        let mark = Mark {
+        let mark = Marked {
             to: s.to,
             group,
             p2p,
@@ -227,6 +217,6 @@ fn write_step(fold: &mut Fold, rank: u32, r: &mut Record) {
     }
 }
 
-fn apply_mark(fold: &mut Fold, from: u32, m: Mark) {
-    fold.mark(from, m.to, m.group, m.p2p, m.generation, m.seq, m.step);
+fn apply_mark(fold: &mut Fold, from: u32, m: Marked) {
+    fold.mark(from, &m);
 }

@@ -186,6 +186,19 @@ impl SentMark {
     }
 }
 
+/// A message a sender sent one receiver, as its mark sees it: the chunk `step` of the
+/// sender's call `(group, generation, seq)`, or (`p2p`) the point-to-point message `seq` of
+/// `group`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Marked {
+    pub to: u32,
+    pub group: GroupId,
+    pub p2p: Option<P2pKind>,
+    pub generation: Generation,
+    pub seq: u64,
+    pub step: u32,
+}
+
 /// What a point-to-point message carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum P2pKind {
@@ -597,26 +610,23 @@ impl Fold {
             }
             _ => (GroupId(0), Generation(0)),
         };
-        self.mark(from, to, group, p2p, generation, seq, step);
+        let sent = Marked {
+            to,
+            group,
+            p2p,
+            generation,
+            seq,
+            step,
+        };
+        self.mark(from, &sent);
     }
 
-    /// Marks that `from` sent `to` the chunk `step` of its call `(group, generation, seq)`,
-    /// or (`p2p`) the point-to-point message `seq` of `group`.
-    #[allow(clippy::too_many_arguments)]
+    /// Marks that `from` sent `m`.
     #[inline(always)]
-    pub(super) fn mark(
-        &mut self,
-        from: u32,
-        to: u32,
-        group: GroupId,
-        p2p: Option<P2pKind>,
-        generation: Generation,
-        seq: u64,
-        step: u32,
-    ) {
-        let key = SentMark::key(from, group);
-        let at = SentMark::at(generation, seq, step);
-        let Some(list) = self.sent.get_mut(to as usize) else {
+    pub(super) fn mark(&mut self, from: u32, m: &Marked) {
+        let (key, p2p) = (SentMark::key(from, m.group), m.p2p);
+        let at = SentMark::at(m.generation, m.seq, m.step);
+        let Some(list) = self.sent.get_mut(m.to as usize) else {
             return;
         };
         match list.first_mut() {
