@@ -4,7 +4,7 @@
 //!
 //! Folded one by one, every message of a run writes the step into its rank's call and marks
 //! what its sender sent in the receiver's list: with thousands of ranks those are cold cache
-//! lines at every message (about a fifth of `ringside run` at 4,096 ranks). Kept aside, the
+//! lines at every message. Kept aside, the
 //! steps and sends of one rank touch one record, and the fold gets their net effect once, at
 //! the next other event or at the end of the run.
 //!
@@ -20,7 +20,7 @@
 //! When the run has a fault in force (a straggler is charged for each wait as it ends, in
 //! order), or a step waits for many ranks, the step is folded as it comes.
 
-use super::fold::{Fold, Marked, P2pKind};
+use super::fold::{marked_by, Fold, Marked};
 use crate::proto::{Generation, GroupId, StepEvent};
 use crate::trace::Sent;
 use crate::units::Nanos;
@@ -106,14 +106,8 @@ impl Deferred {
     #[inline(always)]
     pub fn sent(&mut self, fold: &mut Fold, t: Nanos, s: &Sent) {
         fold.count_sent(t);
-        let (seq, p2p, step) = match (s.seq, s.step) {
-            (Some(seq), Some(step)) => (seq, None, step),
-            (Some(seq), None) => match s.msg {
-                "p2p" => (seq, Some(P2pKind::Data), 0),
-                "p2p_ack" => (seq, Some(P2pKind::Ack), 0),
-                _ => return,
-            },
-            (None, _) => return,
+        let Some((seq, p2p, step)) = marked_by(s) else {
+            return;
         };
         let Some(r) = self.record(fold, s.from) else {
             return;
@@ -186,8 +180,9 @@ impl Deferred {
 
     /// Writes every record in use into the fold, which is then as if it had folded each event.
     pub fn write_back(&mut self, fold: &mut Fold) {
-        for rank in std::mem::take(&mut self.used) {
-            let r = &mut self.records[rank as usize];
+        let Deferred { records, used } = self;
+        for rank in used.drain(..) {
+            let r = &mut records[rank as usize];
             write_step(fold, rank, r);
             if let Some(m) = r.mark.take() {
                 apply_mark(fold, rank, m);

@@ -199,6 +199,22 @@ pub(super) struct Marked {
     pub step: u32,
 }
 
+/// What a send marks as sent: a collective's chunk `(seq, None, step)`, a point-to-point
+/// message or acknowledgement `(order, Some(kind), 0)`, or nothing (membership traffic).
+#[inline(always)]
+pub(super) fn marked_by(s: &Sent) -> Option<(u64, Option<P2pKind>, u32)> {
+    // a chunk is told by its step, without reading the message's kind
+    match (s.seq, s.step) {
+        (Some(seq), Some(step)) => Some((seq, None, step)),
+        (Some(seq), None) => match s.msg {
+            "p2p" => Some((seq, Some(P2pKind::Data), 0)),
+            "p2p_ack" => Some((seq, Some(P2pKind::Ack), 0)),
+            _ => None,
+        },
+        (None, _) => None,
+    }
+}
+
 /// What a point-to-point message carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum P2pKind {
@@ -554,18 +570,8 @@ impl Fold {
     #[inline(always)]
     pub fn sent(&mut self, t: Nanos, s: &Sent) {
         self.count_sent(t);
-        // a chunk is told by its step, without reading the message's kind
-        match (s.seq, s.step) {
-            (Some(seq), Some(step)) => self.mark_sent(s.from, s.to, seq, None, step),
-            (Some(seq), None) => {
-                let p2p = match s.msg {
-                    "p2p" => P2pKind::Data,
-                    "p2p_ack" => P2pKind::Ack,
-                    _ => return,
-                };
-                self.mark_sent(s.from, s.to, seq, Some(p2p), 0);
-            }
-            (None, _) => {}
+        if let Some((seq, p2p, step)) = marked_by(s) {
+            self.mark_sent(s.from, s.to, seq, p2p, step);
         }
     }
 
