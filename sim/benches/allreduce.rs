@@ -5,6 +5,9 @@
 //! real elements per rank. For one-shot wall times at 4096 ranks, where criterion's ten samples
 //! per algorithm would take minutes, use the `allreduce_bench` example instead.
 
+#[path = "common/alloc.rs"]
+mod alloc;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::mutation::Mutations;

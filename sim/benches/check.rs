@@ -6,6 +6,9 @@
 //! `all_properties` is what `ringside check` does per case; `generate_and_run` leaves the
 //! properties out, to show their share.
 
+#[path = "common/alloc.rs"]
+mod alloc;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringside_sim::check::swarm::{Quiet, Swarm};
 use ringside_sim::check::{Gen, Property};

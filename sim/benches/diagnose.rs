@@ -10,6 +10,9 @@
 //!
 //! Run with `cargo bench -p ringside-sim --bench diagnose`.
 
+#[path = "common/alloc.rs"]
+mod alloc;
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use ringside_sim::diagnose::{diagnose, Fold};
 use ringside_sim::run::{run_events, RunOptions};

@@ -3,6 +3,9 @@
 //! `cargo bench -p ringside-sim --bench engine` reports delivered messages per second without a
 //! trace, and trace events per second with a full JSON Lines trace written to a file.
 
+#[path = "common/alloc.rs"]
+mod alloc;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::mutation::Mutations;

@@ -5,6 +5,9 @@
 //!
 //! `cargo bench -p ringside-sim --bench fr_import`
 
+#[path = "common/alloc.rs"]
+mod alloc;
+
 use ringside_sim::fr;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,6 +6,9 @@
 //! under 2 s; `cargo run --release -p ringside-sim --example rebuild_bench` is the same run
 //! once, for profiling.
 
+#[path = "common/alloc.rs"]
+mod alloc;
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::mutation::Mutations;

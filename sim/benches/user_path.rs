@@ -9,6 +9,9 @@
 //!
 //! `cargo bench -p ringside-sim --bench user_path`; `RINGSIDE_BENCH_RANKS=1024` runs one size.
 
+#[path = "common/alloc.rs"]
+mod alloc;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringside_sim::budget::Limits;
 use ringside_sim::engine::Engine;

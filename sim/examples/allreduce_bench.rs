@@ -3,6 +3,9 @@
 //! [elements]` (defaults: 4096 ranks, 1MiB, `all` algorithms, 64 real elements per rank). Ranks sit 8 to a host, with an intra-host
 //! link, so that `hierarchical` has hosts to work with.
 
+#[path = "../benches/common/alloc.rs"]
+mod alloc;
+
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario::{self, Algorithm, OpKind, Outcome};

@@ -2,6 +2,9 @@
 //! --example rebuild_bench -- [ranks] [trace-file]`. One rank of the world is preempted in the
 //! middle of the job; the others detect it, agree on the next generation and finish.
 
+#[path = "../benches/common/alloc.rs"]
+mod alloc;
+
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario::{self, Scenario};

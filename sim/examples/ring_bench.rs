@@ -20,6 +20,8 @@ use ringside_sim::proto::mutation::Mutations;
 use ringside_sim::scenario;
 use ringside_sim::trace::{NullRecorder, TraceWriter};
 
+#[path = "../benches/common/alloc.rs"]
+mod alloc;
 #[path = "../benches/common/bare.rs"]
 mod bare;
 use bare::bare_loop;

@@ -25,6 +25,7 @@ pub mod diagnose;
 pub mod driver;
 pub mod engine;
 pub mod fr;
+mod hint;
 pub mod observe;
 pub mod report;
 pub mod run;

@@ -47,6 +47,12 @@ impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
     }
 
     #[inline(always)]
+    fn prefetch(&self, rank: u32) {
+        self.deferred.prefetch(rank);
+        self.outer.prefetch(rank);
+    }
+
+    #[inline(always)]
     fn send(&mut self, t: Nanos, s: &Sent<'static>) {
         self.outer.send(t, s);
         self.deferred.sent(self.fold, t, s);

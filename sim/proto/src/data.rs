@@ -44,6 +44,17 @@ impl Buffer {
         }
     }
 
+    /// The address of element `i` (one past the end at most), for a driver's cache hint:
+    /// nothing is read through it.
+    #[inline(always)]
+    pub fn element_addr(&self, i: usize) -> *const u8 {
+        match self {
+            Buffer::F32(v) => v.as_ptr().wrapping_add(i).cast(),
+            Buffer::F64(v) => v.as_ptr().wrapping_add(i).cast(),
+            Buffer::I64(v) => v.as_ptr().wrapping_add(i).cast(),
+        }
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Buffer::F32(v) => v.len(),

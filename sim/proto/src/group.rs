@@ -192,6 +192,17 @@ impl ProcessGroup {
         }
     }
 
+    /// Where the chunk `m` will land if it belongs to the running call's step (see
+    /// [`crate::process::RankProcess::landing`]).
+    #[inline(always)]
+    pub fn landing(&self, m: &CollMsg) -> Option<*const u8> {
+        let a = self.active.as_ref()?;
+        if a.coll.fp.seq != m.fp.seq {
+            return None;
+        }
+        a.coll.landing()
+    }
+
     /// The flight recorder's entries, oldest first.
     pub fn flight_record(&self) -> Vec<FlightEntry> {
         let mut entries: Vec<FlightEntry> = self.recorder.iter().cloned().collect();

@@ -177,6 +177,22 @@ impl RankProcess {
             .or_else(|| self.layouts.iter().flatten().find_map(|g| g.wait_state()))
     }
 
+    /// Where the chunk `m`, on its way to this rank, will be reduced or copied into when it
+    /// arrives, if the running call's step receives one run of elements: the address of the
+    /// first. A driver that sees the chunk coming asks for that memory early (a cache hint);
+    /// nothing is read or written through it, and asking changes no state.
+    #[inline(always)]
+    pub fn landing(&self, m: &super::msg::CollMsg) -> Option<*const u8> {
+        if m.fp.group == self.world.id {
+            return self.world.landing(m);
+        }
+        self.layouts
+            .iter()
+            .flatten()
+            .find(|g| g.id == m.fp.group)?
+            .landing(m)
+    }
+
     /// The group `id` of this rank: the world or its sub-group of a layout.
     #[inline]
     fn group_mut(&mut self, id: GroupId) -> Option<&mut ProcessGroup> {

@@ -83,6 +83,14 @@ impl Deferred {
         }
     }
 
+    /// Brings `rank`'s record into the cache ([`crate::hint`]).
+    #[inline(always)]
+    pub fn prefetch(&self, rank: u32) {
+        if let Some(r) = self.records.get(rank as usize) {
+            crate::hint::prefetch(r);
+        }
+    }
+
     /// `rank`'s record, in use from now on, with its call copied from the fold.
     #[inline(always)]
     fn record(&mut self, fold: &Fold, rank: u32) -> Option<&mut Record> {

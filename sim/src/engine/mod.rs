@@ -33,6 +33,7 @@ pub use stop::{RunResult, StopReason, NO_PROGRESS_ROUNDS};
 pub use transport::DropReason;
 
 use crate::budget::{Budget, Limits};
+use crate::hint::{prefetch, prefetch_addr};
 use crate::observe::Observer;
 use crate::proto::elastic::{ElasticConfig, StoreServer};
 use crate::proto::mutation::{Mutation, Mutations};
@@ -87,6 +88,16 @@ enum Ev {
     /// Elastic: no rank is working and no fault is due; see whether anything can still happen.
     Settle,
 }
+
+/// How many events ahead the engine asks for the memory a delivery will touch
+/// ([`crate::hint`]): far enough for a load from the last-level cache to arrive, near enough
+/// for what it brings to be still in the first-level cache when it is read. The 4,096-rank
+/// ring ran 3.2 s without hints, 2.4 s at (12, 6) and (16, 8), 2.5 s at (8, 4) and (24, 12);
+/// the 1,024-rank ring 15.8 M messages/s without, 17.2 M at (12, 6) (`ring_bench`).
+const PREFETCH_AHEAD: usize = 12;
+/// The second, nearer hint: what the state fetched by the first points to (the receiver's
+/// buffer where the chunk lands, and the chunk's data), read only once that state is cached.
+const LAND_AHEAD: usize = 6;
 
 /// Laid out in declaration order: what a delivered message touches first.
 #[repr(C)]
@@ -387,6 +398,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         }
         self.processed += 1;
         let (t, ev) = self.queue.pop_peeked().expect("peeked");
+        self.prefetch_ahead();
         debug_assert!(t >= self.now, "time never goes back");
         self.now = t;
         self.dispatch(ev);
@@ -416,6 +428,32 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             }
         }
         self.stop.is_none()
+    }
+
+    /// Asks for the memory of the deliveries [`PREFETCH_AHEAD`] and [`LAND_AHEAD`] events on,
+    /// when those are due at the current time (a round of a collective: the queue holds them
+    /// in order): the receiver's slot, the recorder's state of that rank and the chunk first,
+    /// then where the chunk lands in the receiver's buffer and the chunk's own data.
+    #[inline(always)]
+    fn prefetch_ahead(&self) {
+        if let Some(Ev::Deliver(f)) = self.queue.ahead(PREFETCH_AHEAD) {
+            if let Some(slot) = self.slots.get(f.to as usize) {
+                prefetch(slot);
+            }
+            if let crate::proto::Msg::Coll(m) = &f.msg {
+                prefetch(&**m);
+            }
+            self.rec.prefetch(f.to);
+        }
+        if let Some(Ev::Deliver(f)) = self.queue.ahead(LAND_AHEAD) {
+            if let crate::proto::Msg::Coll(m) = &f.msg {
+                prefetch_addr(m.data.element_addr(0));
+                let proc = self.slots.get(f.to as usize).and_then(|s| s.proc.as_ref());
+                if let Some(at) = proc.and_then(|p| p.landing(m)) {
+                    prefetch_addr(at);
+                }
+            }
+        }
     }
 
     #[inline(always)]

@@ -131,6 +131,12 @@ impl<E> RadixHeap<E> {
         Some(self.last)
     }
 
+    /// The `k`-th event from the front of `now` (0: the next one).
+    #[inline(always)]
+    fn ahead(&self, k: usize) -> Option<&E> {
+        self.now.get(k).map(|(_, e)| e)
+    }
+
     /// Pops the event [`RadixHeap::peek`] just found (the heap is refilled and not empty).
     #[inline(always)]
     fn pop_peeked(&mut self) -> Option<(u64, E)> {
@@ -232,6 +238,17 @@ impl<E> Queue<E> {
         self.pop_heap()
     }
 
+    /// The event that pops `k + 1` pops from now (0: the next one), when it is due at the same
+    /// time as the next one and so known without a search: what memory the coming events
+    /// will touch. None otherwise, and always with a shuffled tie-break.
+    #[inline(always)]
+    pub fn ahead(&self, k: usize) -> Option<&E> {
+        if !self.heap.is_empty() {
+            return None;
+        }
+        self.radix.ahead(k)
+    }
+
     /// Pops the earliest event of the binary heap (shuffled ties).
     fn pop_heap(&mut self) -> Option<(Nanos, E)> {
         let Reverse((t, _, slot)) = self.heap.pop()?;
@@ -264,6 +281,28 @@ mod tests {
         assert_eq!(q.pop(), Some((5, "c")));
         assert_eq!(q.pop(), Some((5, "d")));
         assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn what_lies_ahead_is_what_pops_next_at_the_same_time() {
+        let mut q = Queue::default();
+        for (i, t) in [4u64, 4, 4, 4, 9, 4].into_iter().enumerate() {
+            q.push(t, i, None);
+        }
+        q.peek_time();
+        assert_eq!(q.pop_peeked(), Some((4, 0)));
+        // due at 4 from the next one on: 1, 2, 3, 5; the event at 9 is not looked for
+        assert_eq!(
+            (0..4).map(|k| q.ahead(k).copied()).collect::<Vec<_>>(),
+            [Some(1), Some(2), Some(3), Some(5)]
+        );
+        assert_eq!(q.ahead(4), None);
+        // with a shuffled tie-break nothing is told (the binary heap has no cheap order)
+        let mut q = Queue::default();
+        for i in 0..4u64 {
+            q.push(4, i, Some(i));
+        }
+        assert_eq!(q.ahead(0), None);
     }
 
     #[test]

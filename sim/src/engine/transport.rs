@@ -43,8 +43,8 @@ impl std::fmt::Display for DropReason {
 pub(super) struct Flight {
     id: u64,
     from: u32,
-    to: u32,
-    msg: Msg,
+    pub(super) to: u32,
+    pub(super) msg: Msg,
     bytes: u64,
     reliable: bool,
     from_inc: u32,

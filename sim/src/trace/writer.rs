@@ -26,6 +26,11 @@ pub trait Recorder {
     #[inline(always)]
     fn tick(&mut self, _t: Nanos) {}
 
+    /// Told that an event touching `rank` comes soon, so that what the recorder keeps of
+    /// that rank can be brought into the cache ([`crate::hint`]); nothing by default.
+    #[inline(always)]
+    fn prefetch(&self, _rank: u32) {}
+
     /// A message sent: the [`Event::Send`] of `s`. The three commonest events of a run come
     /// this way, their fields as the engine has them, so that a recorder that takes the
     /// fields directly (the digest and the diagnosis of a run without a trace) overrides

@@ -624,6 +624,14 @@ impl Collective {
         self.missing = 1;
     }
 
+    /// Where the chunk of the step's only receive will be reduced or copied into: the address
+    /// of its first element (see [`crate::process::RankProcess::landing`]).
+    #[inline(always)]
+    pub fn landing(&self) -> Option<*const u8> {
+        let one = self.one.as_ref()?;
+        Some(self.buf.element_addr(one.at))
+    }
+
     /// The first receive of the current step from group member `from` still missing.
     fn missing_from(&self, from: u32) -> Option<usize> {
         if let Some(&i) = self.by_peer.get(from as usize) {
@@ -809,3 +817,6 @@ pub fn extract(op: OpKind, algorithm: Algorithm, ctx: Ctx, buf: Buffer) -> Optio
         _ => Some(buf),
     }
 }
+
+#[cfg(test)]
+mod tests;
