@@ -83,7 +83,7 @@ impl Deferred {
         }
     }
 
-    /// Brings `rank`'s record into the cache ([`crate::hint`]).
+    /// Brings `rank`'s record into the cache (a hint: nothing changes).
     #[inline(always)]
     pub fn prefetch(&self, rank: u32) {
         if let Some(r) = self.records.get(rank as usize) {

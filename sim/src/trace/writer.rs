@@ -27,7 +27,8 @@ pub trait Recorder {
     fn tick(&mut self, _t: Nanos) {}
 
     /// Told that an event touching `rank` comes soon, so that what the recorder keeps of
-    /// that rank can be brought into the cache ([`crate::hint`]); nothing by default.
+    /// that rank can be brought into the cache (a hint: it changes nothing the recorder
+    /// computes); nothing by default.
     #[inline(always)]
     fn prefetch(&self, _rank: u32) {}
 
