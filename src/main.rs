@@ -7,11 +7,11 @@ use clap::{Parser, Subcommand};
 use std::fmt;
 use std::process::ExitCode;
 
-/// mimalloc keeps allocations of one size together in pages of their own, so the state of
-/// thousands of ranks (each rank's buffer, slot and chunks, touched once per round of a
-/// collective) spans fewer pages than the system allocator spreads it over: the 4,096-rank
-/// ring took 6.0 s through `ringside run` with the system allocator and 4.1 s with mimalloc,
-/// before the engine's cache hints (README, "Speed", for the figures since).
+/// mimalloc: the 4,096-rank ring took 6.0 s through `ringside run` with the system allocator
+/// and 4.1 s with mimalloc, before the engine's cache hints (README, "Speed", for the figures
+/// since). mimalloc keeps allocations of one size together in pages of their own, so the state
+/// of thousands of ranks, touched once per round of a collective, most likely spans fewer
+/// pages; the run's instructions per message are the same either way.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

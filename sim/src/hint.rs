@@ -12,7 +12,8 @@ pub(crate) fn prefetch_addr(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: as in `prefetch`: no fault, nothing read
+        // SAFETY: a prefetch reads nothing the program sees and faults on no address, and
+        // SSE, which it needs, is part of every x86-64 processor
         unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -22,18 +23,8 @@ pub(crate) fn prefetch_addr(p: *const u8) {
 /// Asks for the cache lines of `x` (all of them: a rank's slot spans a dozen).
 #[inline(always)]
 pub(crate) fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = (x as *const T).cast::<i8>();
-        let mut off = 0;
-        while off < std::mem::size_of::<T>() {
-            // SAFETY: a prefetch reads nothing the program sees and faults on no address, and
-            // SSE, which it needs, is part of every x86-64 processor
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
-            off += 64;
-        }
+    let p = (x as *const T).cast::<u8>();
+    for off in (0..std::mem::size_of::<T>()).step_by(64) {
+        prefetch_addr(p.wrapping_add(off));
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }

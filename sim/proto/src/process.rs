@@ -183,14 +183,16 @@ impl RankProcess {
     /// nothing is read or written through it, and asking changes no state.
     #[inline(always)]
     pub fn landing(&self, m: &super::msg::CollMsg) -> Option<*const u8> {
-        if m.fp.group == self.world.id {
-            return self.world.landing(m);
+        self.group(m.fp.group)?.landing(m)
+    }
+
+    /// The group `id` of this rank, as [`RankProcess::group_mut`].
+    #[inline]
+    fn group(&self, id: GroupId) -> Option<&ProcessGroup> {
+        if id == self.world.id {
+            return Some(&self.world);
         }
-        self.layouts
-            .iter()
-            .flatten()
-            .find(|g| g.id == m.fp.group)?
-            .landing(m)
+        self.layouts.iter().flatten().find(|g| g.id == id)
     }
 
     /// The group `id` of this rank: the world or its sub-group of a layout.

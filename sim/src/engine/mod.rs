@@ -92,8 +92,9 @@ enum Ev {
 /// How many events ahead the engine asks for the memory a delivery will touch
 /// ([`crate::hint`]): far enough for a load from the last-level cache to arrive, near enough
 /// for what it brings to be still in the first-level cache when it is read. The 4,096-rank
-/// ring ran 3.2 s without hints, 2.4 s at (12, 6) and (16, 8), 2.5 s at (8, 4) and (24, 12);
-/// the 1,024-rank ring 15.8 M messages/s without, 17.2 M at (12, 6) (`ring_bench`).
+/// ring ran 3.2 s without hints, 2.4 s at (12, 6) and (16, 8), 2.4-2.5 s at (24, 12), 2.6 s
+/// at (8, 4); the 1,024-rank ring 15.8 M messages/s without, 17.2 M at (12, 6) (`ring_bench`,
+/// engine alone).
 const PREFETCH_AHEAD: usize = 12;
 /// The second, nearer hint: what the state fetched by the first points to (the receiver's
 /// buffer where the chunk lands, and the chunk's data), read only once that state is cached.
