@@ -875,3 +875,34 @@ fn a_rank_left_behind_on_its_slow_links_is_charged_to_them_not_to_a_peer_that_fi
     assert_eq!(r.outcome, Outcome::Rebuilt);
     assert_eq!(names(&r.root_causes), ["slow:2"]);
 }
+
+/// One wait-for solver names a cycle one way, whichever path reads it: the run, `explain` on
+/// its trace, and `import` of the dumps the trace exports to.
+#[test]
+fn a_three_cycle_is_named_alike_by_run_explain_and_import() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = common::root().join("tests/data/diagnosis/three-group-cycle.toml");
+    let trace = dir.path().join("cycle.jsonl");
+    let (code, out) = ringside(&[
+        "run",
+        scenario.to_str().expect("path"),
+        "--json",
+        "--trace",
+        trace.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let want = serde_json::json!(["deadlock:0,1,2"]);
+    assert_eq!(json(&out)["root_causes"], want, "run");
+    let (_, out) = ringside(&["explain", trace.to_str().expect("path"), "--json"]);
+    assert_eq!(json(&out)["root_causes"], want, "explain");
+    let fr = dir.path().join("fr");
+    let (code, out) = ringside(&[
+        "export",
+        trace.to_str().expect("path"),
+        "--fr",
+        fr.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (_, out) = ringside(&["import", fr.to_str().expect("path"), "--json"]);
+    assert_eq!(json(&out)["root_causes"], want, "import");
+}

@@ -404,7 +404,7 @@ fn a_message_in_the_report_takes_latency_plus_transfer() {
     assert_eq!(op_time(&text), 5_000 + 1_000_000);
     let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
     let op = &out.report.ops[0];
-    assert_eq!((op.op.as_str(), op.algorithm.as_str()), ("send", "eager"));
+    assert_eq!((op.op.name(), op.algorithm.name()), ("send", "eager"));
     assert_eq!((op.from, op.to), (Some(0), Some(1)));
 }
 

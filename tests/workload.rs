@@ -416,7 +416,7 @@ fn a_group_a_rank_is_not_in_and_a_missing_neighbour_are_skipped_silently() {
     for o in &r.ops {
         assert!(o.correct);
         assert_eq!(o.ranks_called, 2);
-        if o.op == "send" {
+        if o.op.is(OpKind::Send) {
             assert_eq!((o.from, o.to), (Some(3), Some(1)));
         }
     }

@@ -64,7 +64,7 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
             "explanation": explain(&d),
             "stragglers": d.stragglers,
             "in_progress": d.in_progress,
-            "edges": d.edges,
+            "edges": d.edges().collect::<Vec<_>>(),
             "waits": d.waits,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);

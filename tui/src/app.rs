@@ -518,12 +518,7 @@ impl App {
 
     /// Ranks that appear in the wait-for graph.
     pub fn graph_ranks(&self) -> Vec<u32> {
-        let mut r: Vec<u32> = self
-            .diagnosis
-            .edges
-            .iter()
-            .flat_map(|&(a, b)| [a, b])
-            .collect();
+        let mut r: Vec<u32> = self.diagnosis.edges().flat_map(|(a, b)| [a, b]).collect();
         r.sort_unstable();
         r.dedup();
         r
@@ -536,7 +531,7 @@ impl App {
             .iter()
             .flat_map(|c| c.culprits.iter().copied())
             .collect();
-        wait_paths(&self.diagnosis.edges, &first)
+        wait_paths(&self.diagnosis.edges().collect::<Vec<_>>(), &first)
     }
 
     /// Whether the wait-for graph is drawn as a picture.

@@ -2,6 +2,7 @@
 //! sentences that explain them.
 
 use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
+use super::solve::Solution;
 use super::Straggler;
 use crate::cause::RootCause;
 use crate::proto::event::AbortReason;
@@ -10,8 +11,6 @@ use crate::proto::types::Rank;
 use crate::proto::workload::{Along, OpCall, Step, WorkloadConfig};
 use crate::scenario::OpKind;
 use crate::units::{fmt_ms, fmt_time, Nanos};
-use petgraph::graph::{DiGraph, NodeIndex};
-use petgraph::Direction;
 use std::collections::BTreeMap;
 
 fn join(r: &[u32]) -> String {
@@ -554,16 +553,12 @@ impl CauseBook {
         SlotVerdict { culprits }
     }
 
-    pub fn deadlock(&mut self, _fold: &Fold, g: &DiGraph<(), ()>, ranks: &[u32]) -> RootCause {
+    pub fn deadlock(&mut self, _fold: &Fold, s: &Solution, ranks: &[u32]) -> RootCause {
         let key = RootCause::deadlock(ranks.iter().copied().map(Rank).collect());
         self.note(&key, || {
             let mut waits = Vec::new();
             for &r in ranks {
-                let mut to: Vec<u32> = g
-                    .neighbors_directed(NodeIndex::new(r as usize), Direction::Outgoing)
-                    .map(|x| x.index() as u32)
-                    .filter(|x| ranks.contains(x))
-                    .collect();
+                let mut to: Vec<u32> = s.waits_of(r).filter(|x| ranks.contains(x)).collect();
                 to.sort_unstable();
                 to.dedup();
                 waits.push(format!("{r} waits for {}", join(&to)));

@@ -2,14 +2,11 @@
 
 use super::causes::CauseBook;
 use super::fold::{CallView, Fold, RankState, RankView, Slot, CALL_HISTORY};
-use super::{Blocked, Cause, Diagnosis, EdgeKind, MessageWait, WaitEdge};
+use super::solve::{Solution, WaitGraph};
+use super::{Blocked, CallOp, Cause, Diagnosis, EdgeKind, MessageWait, Via, WaitEdge};
 use crate::cause::RootCause;
 use crate::scenario::Outcome;
-use petgraph::algo::tarjan_scc;
-use petgraph::graph::{DiGraph, NodeIndex};
-use petgraph::visit::NodeFiltered;
-use petgraph::Direction;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// What one wait-for edge tells.
 enum Class {
@@ -210,54 +207,32 @@ fn history_reaches(v: &RankView, site: (u32, u32)) -> bool {
     v.history.len() < CALL_HISTORY || v.history.front().is_some_and(|p| p.sig.site() <= site)
 }
 
-/// Membership causes (`quorum_lost`): ranks that wait for a generation rather than for a peer
-/// inside a collective. The fold records no rendezvous waits yet; when it does, each such rank
-/// whose rendezvous cannot reach a quorum is a seed of `RootCause::QuorumLost` here.
-fn membership_seeds(_fold: &Fold) -> Vec<(RootCause, u32)> {
-    Vec::new()
-}
-
 /// Builds the wait-for graph of `fold` and finds the blocked ranks and their root causes.
 pub(super) fn analyze(fold: &Fold) -> Diagnosis {
-    let n = fold.ranks.len();
     let mut book = CauseBook::default();
-    let mut waiter = vec![false; n];
-    let mut waits: Vec<WaitEdge> = Vec::new();
-    let mut seeds: Vec<(RootCause, u32)> = Vec::new();
-    // `waits` edges only: the graph transitive blocking and deadlocks are computed on
-    let mut g: DiGraph<(), ()> = DiGraph::with_capacity(n, n);
-    for _ in 0..n {
-        g.add_node(());
-    }
-    let mut in_flight: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let graph = classify_waits(fold, &mut book);
+    let mut s = graph.solve();
+    name_cycles(fold, &mut book, &mut s);
+    late(fold, &mut book, &mut s);
+    churn(fold, &mut book, &mut s);
+    hold(fold, &mut book, &mut s);
+    report(fold, &mut book, s)
+}
+
+/// Every wait of every rank inside a call, classified.
+fn classify_waits(fold: &Fold, book: &mut CauseBook) -> WaitGraph {
+    let mut g = WaitGraph::new(fold.ranks.len());
     for v in &fold.ranks {
         let Some(c) = waiting_call(v) else { continue };
-        waiter[v.rank as usize] = true;
+        g.wait(v.rank);
         let out = book.left_out(fold, v.rank);
         for &b in &c.waiting_for {
-            let (kind, causes) = match classify(fold, &mut book, v.rank, c, b, &out) {
-                Class::Root(keys) => {
-                    for k in &keys {
-                        seeds.push((k.clone(), v.rank));
-                    }
-                    (EdgeKind::RootCause, keys)
-                }
-                Class::InFlight => {
-                    in_flight[v.rank as usize].push(b);
-                    (EdgeKind::InFlight, Vec::new())
-                }
-                Class::Waits => {
-                    if (b as usize) < n {
-                        g.add_edge(
-                            NodeIndex::new(v.rank as usize),
-                            NodeIndex::new(b as usize),
-                            (),
-                        );
-                    }
-                    (EdgeKind::Waits, Vec::new())
-                }
+            let (kind, causes) = match classify(fold, book, v.rank, c, b, &out) {
+                Class::Root(keys) => (EdgeKind::RootCause, keys),
+                Class::InFlight => (EdgeKind::InFlight, Vec::new()),
+                Class::Waits => (EdgeKind::Waits, Vec::new()),
             };
-            waits.push(WaitEdge {
+            g.add(WaitEdge {
                 from: v.rank,
                 to: b,
                 kind,
@@ -270,125 +245,100 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             });
         }
     }
-    seeds.extend(membership_seeds(fold));
+    g
+}
 
-    // 1. blocked on root causes, transitively through `waits` edges
-    let mut blocked_by: Vec<Vec<RootCause>> = vec![Vec::new(); n];
-    propagate(&g, &waiter, None, &seeds, &mut blocked_by);
-
-    // 2. in progress: every chain ends in a chunk on its way or a working peer
-    let progressing = progress(&g, &waiter, &blocked_by);
-
-    // 3. deadlocks: cycles of `waits` among the rest
-    let rest: Vec<bool> = (0..n)
-        .map(|i| waiter[i] && blocked_by[i].is_empty() && !progressing[i])
-        .collect();
-    let mut dl_seeds = Vec::new();
-    {
-        let sub = NodeFiltered::from_fn(&g, |x: NodeIndex| rest[x.index()]);
-        for scc in tarjan_scc(&sub) {
-            let cyclic = scc.len() > 1 || g.contains_edge(scc[0], scc[0]);
-            if !cyclic {
-                continue;
-            }
-            let mut ranks: Vec<u32> = scc.iter().map(|x| x.index() as u32).collect();
-            ranks.sort_unstable();
-            let key = book.deadlock(fold, &g, &ranks);
-            for &r in &ranks {
-                dl_seeds.push((key.clone(), r));
-            }
-        }
+/// Cycles of waits with nothing on its way: deadlocks.
+fn name_cycles(fold: &Fold, book: &mut CauseBook, s: &mut Solution) {
+    let mut seeds = Vec::new();
+    for ranks in s.cycles() {
+        let key = book.deadlock(fold, s, &ranks);
+        seeds.extend(ranks.iter().map(|&r| (key.clone(), r)));
     }
-    propagate(&g, &waiter, None, &dl_seeds, &mut blocked_by);
+    s.propagate(&seeds);
+}
 
-    // 4. a watchdog that fired while its rank was merely in progress: the chunks were late
-    let mut late_seeds = Vec::new();
+/// A watchdog that fired while its rank was merely in progress: the chunks were late. The same
+/// lateness holds back other waiters too (a chunk late on the same slow link, a peer still
+/// computing): they cannot finish before the job is torn down either.
+fn late(fold: &Fold, book: &mut CauseBook, s: &mut Solution) {
+    let mut seeds = Vec::new();
     for v in &fold.ranks {
-        let i = v.rank as usize;
         let aborted = v.call.as_ref().is_some_and(|c| c.aborted.is_some());
-        if waiter[i] && aborted && blocked_by[i].is_empty() {
-            late_seeds.extend(lateness(fold, &mut book, &g, &waiter, &in_flight, v.rank));
+        if s.is_waiter(v.rank) && aborted && !s.is_blocked(v.rank) {
+            seeds.extend(lateness(fold, book, s, v.rank));
         }
     }
-    // the same lateness holds back other waiters too (a chunk late on the same slow link, a
-    // peer still computing): they cannot finish before the job is torn down either
-    if !late_seeds.is_empty() {
-        let found: Vec<RootCause> = late_seeds.iter().map(|(k, _)| k.clone()).collect();
-        for v in &fold.ranks {
-            let a = v.rank;
-            if !waiter[a as usize] || !blocked_by[a as usize].is_empty() {
-                continue;
+    if seeds.is_empty() {
+        return;
+    }
+    let found: Vec<RootCause> = seeds.iter().map(|(k, _)| k.clone()).collect();
+    for v in &fold.ranks {
+        let a = v.rank;
+        if !s.is_waiter(a) || s.is_blocked(a) {
+            continue;
+        }
+        for &b in s.in_flight_of(a) {
+            let k = book.late(fold, a, b);
+            if found.contains(&k) {
+                seeds.push((k, a));
             }
-            for &b in &in_flight[a as usize] {
-                let k = book.late(fold, a, b);
+        }
+        for b in s.waits_of(a) {
+            if !s.is_waiter(b) {
+                let k = book.working(fold, a, b);
                 if found.contains(&k) {
-                    late_seeds.push((k, a));
-                }
-            }
-            for b in g.neighbors_directed(NodeIndex::new(a as usize), Direction::Outgoing) {
-                if !waiter[b.index()] {
-                    let k = book.working(fold, a, b.index() as u32);
-                    if found.contains(&k) {
-                        late_seeds.push((k, a));
-                    }
+                    seeds.push((k, a));
                 }
             }
         }
     }
-    propagate(&g, &waiter, None, &late_seeds, &mut blocked_by);
+    s.propagate(&seeds);
+}
 
-    // 5. an elastic run that stalled with nobody blocked stopped because the group kept
-    // rebuilding without getting further: whatever made members suspect one another since
-    // the last completed call holds everyone back
-    if fold.outcome == Some(Outcome::Stalled) && blocked_by.iter().all(|b| b.is_empty()) {
-        let keys = book.churn(fold);
-        if !keys.is_empty() {
-            for (i, b) in blocked_by.iter_mut().enumerate() {
-                if waiter[i] {
-                    b.extend(keys.iter().cloned());
-                }
-            }
-        }
+/// An elastic run that stalled with nobody blocked stopped because the group kept rebuilding
+/// without getting further: whatever made members suspect one another since the last completed
+/// call holds everyone back.
+fn churn(fold: &Fold, book: &mut CauseBook, s: &mut Solution) {
+    if fold.outcome != Some(Outcome::Stalled) || s.blocked_by.iter().any(|b| !b.is_empty()) {
+        return;
     }
+    let keys = book.churn(fold);
+    let seeds: Vec<(RootCause, u32)> = (0..fold.ranks.len() as u32)
+        .filter(|&r| s.is_waiter(r))
+        .flat_map(|r| keys.iter().map(move |k| (k.clone(), r)))
+        .collect();
+    s.propagate(&seeds);
+}
 
-    // 6. every fault that still holds a rank or link along a blocked rank's chains of waits
-    // is a root cause of its own, next to the one that explains the wait first: a second dead
-    // or frozen rank, a partition that cuts a link the chain crosses
-    let mut full: DiGraph<(), ()> = DiGraph::with_capacity(n, waits.len());
-    for _ in 0..n {
-        full.add_node(());
-    }
+/// Every fault that still holds a rank or link along a blocked rank's chains of waits is a
+/// root cause of its own, next to the one that explains the wait first: a second dead or frozen
+/// rank, a partition that cuts a link the chain crosses.
+fn hold(fold: &Fold, book: &mut CauseBook, s: &mut Solution) {
     let mut held = Vec::new();
-    for e in &waits {
-        if (e.to as usize) < n {
-            full.add_edge(
-                NodeIndex::new(e.from as usize),
-                NodeIndex::new(e.to as usize),
-                (),
-            );
-        }
-        for k in holding(fold, &mut book, e.from, e.to) {
+    for e in s.graph().edges() {
+        for k in holding(fold, book, e.from, e.to) {
             held.push((k, e.from));
         }
     }
-    let is_blocked: Vec<bool> = blocked_by.iter().map(|b| !b.is_empty()).collect();
-    propagate(&full, &waiter, Some(&is_blocked), &held, &mut blocked_by);
+    s.propagate_along_all(&held);
+}
 
-    // the report
+/// The diagnosis of the solved graph.
+fn report(fold: &Fold, book: &mut CauseBook, s: Solution) -> Diagnosis {
     let mut blocked = Vec::new();
     let mut in_progress = Vec::new();
     let mut per_cause: BTreeMap<RootCause, Vec<u32>> = BTreeMap::new();
     for v in &fold.ranks {
-        let i = v.rank as usize;
-        if !waiter[i] {
+        if !s.is_waiter(v.rank) {
             continue;
         }
         let Some(c) = v.call.as_ref() else { continue };
-        if blocked_by[i].is_empty() {
+        let mut keys = s.blocked_by[v.rank as usize].clone();
+        if keys.is_empty() {
             in_progress.push(v.rank);
             continue;
         }
-        let mut keys = blocked_by[i].clone();
         keys.sort();
         keys.dedup();
         for k in &keys {
@@ -396,8 +346,8 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
         }
         blocked.push(Blocked {
             rank: v.rank,
-            op: c.op.name().into(),
-            algorithm: c.algorithm.name().into(),
+            op: CallOp::Op(c.op),
+            algorithm: Via::Algorithm(c.algorithm),
             group: c.group.0,
             generation: c.generation.0,
             seq: c.seq.0,
@@ -423,7 +373,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
             {
                 continue;
             }
-            for k in idle(fold, &mut book, v.rank) {
+            for k in idle(fold, book, v.rank) {
                 per_cause.entry(k).or_default();
             }
         }
@@ -444,8 +394,7 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
         t: fold.t,
         blocked,
         causes,
-        edges: waits.iter().map(|e| (e.from, e.to)).collect(),
-        waits,
+        waits: s.into_edges(),
         in_progress,
         stragglers: Vec::new(),
     }
@@ -472,118 +421,28 @@ fn holding(fold: &Fold, book: &mut CauseBook, a: u32, b: u32) -> Vec<RootCause> 
     keys
 }
 
-/// Marks every waiter that reaches a seed through the edges of `g` as blocked by the seed's
-/// cause; with `only`, just the ranks it holds (the others are passed through).
-fn propagate(
-    g: &DiGraph<(), ()>,
-    waiter: &[bool],
-    only: Option<&[bool]>,
-    seeds: &[(RootCause, u32)],
-    blocked_by: &mut [Vec<RootCause>],
-) {
-    let mut by_key: BTreeMap<&RootCause, Vec<u32>> = BTreeMap::new();
-    for (k, r) in seeds {
-        by_key.entry(k).or_default().push(*r);
-    }
-    let mut seen = vec![false; waiter.len()];
-    let mut touched = Vec::new();
-    for (key, starts) in by_key {
-        let mut queue: VecDeque<u32> = VecDeque::new();
-        for r in starts {
-            let i = r as usize;
-            if i < seen.len() && !seen[i] {
-                seen[i] = true;
-                touched.push(i);
-                queue.push_back(r);
-            }
-        }
-        while let Some(r) = queue.pop_front() {
-            let i = r as usize;
-            if only.is_none_or(|o| o[i]) && !blocked_by[i].contains(key) {
-                blocked_by[i].push(key.clone());
-            }
-            for up in g.neighbors_directed(NodeIndex::new(i), Direction::Incoming) {
-                let j = up.index();
-                if waiter[j] && !seen[j] {
-                    seen[j] = true;
-                    touched.push(j);
-                    queue.push_back(j as u32);
-                }
-            }
-        }
-        for i in touched.drain(..) {
-            seen[i] = false;
-        }
-    }
-}
-
-/// Waiters that will progress: not blocked, and every `waits` edge leads to a rank that is not
-/// waiting (it works) or that itself progresses (least fixpoint, so cycles do not count).
-fn progress(g: &DiGraph<(), ()>, waiter: &[bool], blocked_by: &[Vec<RootCause>]) -> Vec<bool> {
-    let n = waiter.len();
-    let mut pending = vec![0usize; n];
-    let mut done = vec![false; n];
-    let mut queue = VecDeque::new();
-    for i in 0..n {
-        if !waiter[i] || !blocked_by[i].is_empty() {
-            continue;
-        }
-        pending[i] = g
-            .neighbors_directed(NodeIndex::new(i), Direction::Outgoing)
-            .filter(|b| waiter[b.index()])
-            .count();
-        if pending[i] == 0 {
-            done[i] = true;
-            queue.push_back(i);
-        }
-    }
-    while let Some(b) = queue.pop_front() {
-        for up in g.neighbors_directed(NodeIndex::new(b), Direction::Incoming) {
-            let a = up.index();
-            if !waiter[a] || !blocked_by[a].is_empty() || done[a] {
-                continue;
-            }
-            // parallel edges are counted once each, in both directions
-            pending[a] -= 1;
-            if pending[a] == 0 {
-                done[a] = true;
-                queue.push_back(a);
-            }
-        }
-    }
-    done
-}
-
 /// Why the watchdog of `start`, which was in progress, fired anyway: follow its waits to the
 /// chunks still on their way and the peers still working. Each rank at that frontier — the
 /// one whose chunk is late, the one waiting for a peer that has not arrived — is blocked on
 /// the lateness (its call cannot finish before the job is torn down), and so is everyone
 /// upstream of it, `start` included.
-fn lateness(
-    fold: &Fold,
-    book: &mut CauseBook,
-    g: &DiGraph<(), ()>,
-    waiter: &[bool],
-    in_flight: &[Vec<u32>],
-    start: u32,
-) -> Vec<(RootCause, u32)> {
+fn lateness(fold: &Fold, book: &mut CauseBook, s: &Solution, start: u32) -> Vec<(RootCause, u32)> {
     let mut seeds = Vec::new();
-    let mut seen = vec![false; waiter.len()];
+    let mut seen = vec![false; s.graph().len()];
     let mut stack = vec![start];
     seen[start as usize] = true;
     while let Some(a) = stack.pop() {
-        for &b in &in_flight[a as usize] {
+        for &b in s.in_flight_of(a) {
             seeds.push((book.late(fold, a, b), a));
         }
-        for b in g.neighbors_directed(NodeIndex::new(a as usize), Direction::Outgoing) {
-            let j = b.index();
-            if waiter[j] {
-                if !seen[j] {
-                    seen[j] = true;
-                    stack.push(j as u32);
+        for b in s.waits_of(a) {
+            if s.is_waiter(b) {
+                if !seen[b as usize] {
+                    seen[b as usize] = true;
+                    stack.push(b);
                 }
             } else {
-                seeds.push((book.working(fold, start, j as u32), a));
+                seeds.push((book.working(fold, start, b), a));
             }
         }
     }

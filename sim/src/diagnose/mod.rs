@@ -16,7 +16,8 @@
 //!   step), so it is on its way — late perhaps, but coming;
 //! - `waits`: `b` has not sent it yet; whether `a` is stuck depends on `b`.
 //!
-//! A rank is **blocked** when it reaches a root-cause edge through `waits` edges; it is **in
+//! The classified edges go to the one wait-for solver ([`solve`]), which the diagnosis of Flight
+//! Recorder dumps shares: a rank is **blocked** when it reaches a root-cause edge through `waits` edges; it is **in
 //! progress** when every chain it waits on ends in a chunk on its way or in a healthy peer
 //! that is working (computing, or still in an earlier collective). Waiters that are neither
 //! sit in or upstream of a cycle of `waits` edges with nothing on its way: a **deadlock**,
@@ -39,6 +40,7 @@ mod dot;
 pub mod fold;
 mod graph;
 pub mod membership;
+pub mod solve;
 
 pub use crate::cause::RootCause;
 pub use causes::{fmt_ranks, ranks_phrase};
@@ -49,15 +51,99 @@ pub use fold::{
 };
 pub use membership::{GenerationView, MembershipView, QueryView, WaitView};
 
+use crate::proto::vocab::{Algorithm, OpKind};
 use crate::units::Nanos;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+/// The op of a call the diagnosis names: one of ringside's ops, or an op only a recorded job
+/// knows (a vendor's collective in a Flight Recorder dump), kept as it was recorded.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CallOp {
+    Op(OpKind),
+    Recorded(Box<str>),
+}
+
+impl CallOp {
+    /// ringside's op, when it is one.
+    pub fn kind(&self) -> Option<OpKind> {
+        match self {
+            CallOp::Op(k) => Some(*k),
+            CallOp::Recorded(_) => None,
+        }
+    }
+
+    pub fn is(&self, k: OpKind) -> bool {
+        self.kind() == Some(k)
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            CallOp::Op(k) => k.name(),
+            CallOp::Recorded(s) => s,
+        }
+    }
+}
+
+impl fmt::Display for CallOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for CallOp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl From<OpKind> for CallOp {
+    fn from(k: OpKind) -> CallOp {
+        CallOp::Op(k)
+    }
+}
+
+/// How a call is carried out: the algorithm of a simulated call, or the backend that ran a
+/// recorded one (`nccl`, `gloo`). Written as its name (`--json`'s `algorithm`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Via {
+    Algorithm(Algorithm),
+    Backend(Box<str>),
+}
+
+impl Via {
+    pub fn name(&self) -> &str {
+        match self {
+            Via::Algorithm(a) => a.name(),
+            Via::Backend(b) => b,
+        }
+    }
+}
+
+impl fmt::Display for Via {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Via {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl From<Algorithm> for Via {
+    fn from(a: Algorithm) -> Via {
+        Via::Algorithm(a)
+    }
+}
 
 /// A rank that waits, directly or transitively, on a root cause.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Blocked {
     pub rank: u32,
-    pub op: String,
-    pub algorithm: String,
+    pub op: CallOp,
+    pub algorithm: Via,
     pub group: u32,
     pub generation: u32,
     pub seq: u64,
@@ -139,9 +225,7 @@ pub struct Diagnosis {
     /// Ranks blocked on a root cause, by rank.
     pub blocked: Vec<Blocked>,
     pub causes: Vec<Cause>,
-    /// Wait-for edges (waiter, awaited), every one of them.
-    pub edges: Vec<(u32, u32)>,
-    /// The same edges, classified.
+    /// Every wait-for edge (waiter, awaited), classified.
     pub waits: Vec<WaitEdge>,
     /// Ranks inside a collective that are waiting but will progress.
     pub in_progress: Vec<u32>,
@@ -152,6 +236,11 @@ impl Diagnosis {
     /// Every root cause, in the order they are listed.
     pub fn root_causes(&self) -> Vec<RootCause> {
         self.causes.iter().map(|c| c.cause.clone()).collect()
+    }
+
+    /// Every wait-for edge as (waiter, awaited).
+    pub fn edges(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.waits.iter().map(|e| (e.from, e.to))
     }
 
     pub fn blocked_ranks(&self) -> Vec<u32> {

@@ -9,6 +9,7 @@
 //! (`<scenario>.toml`, line = op index + 1), as a training loop's source line would. A rank that
 //! died, or that is frozen when the run ends, writes no dump, as in a real job.
 
+use super::model::{torch_dtype, torch_name};
 use crate::scenario::{Dtype, OpKind};
 use crate::trace::{Event, TraceReader};
 use serde_pickle::{HashableValue, Value};
@@ -37,34 +38,10 @@ struct RankState {
     paused: bool,
 }
 
-fn op_name(op: OpKind) -> &'static str {
-    match op {
-        OpKind::Allreduce => "all_reduce",
-        OpKind::Broadcast => "broadcast",
-        OpKind::Reduce => "reduce",
-        OpKind::Allgather => "all_gather",
-        OpKind::ReduceScatter => "reduce_scatter",
-        OpKind::Barrier => "barrier",
-        OpKind::AllToAll => "all_to_all",
-        OpKind::Gather => "gather",
-        OpKind::Scatter => "scatter",
-        OpKind::Send => "send",
-        OpKind::Recv => "recv",
-    }
-}
-
-fn dtype_name(d: Dtype) -> (&'static str, u64) {
-    match d {
-        Dtype::F32 => ("Float", 4),
-        Dtype::F64 => ("Double", 8),
-        Dtype::I64 => ("Long", 8),
-    }
-}
-
 /// Input and output sizes of a record: modeled bytes as elements of the dtype (an allgather's
 /// bytes are its output, a reduce-scatter's its input).
 fn sizes(r: &Rec) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
-    let n = r.bytes / dtype_name(r.dtype).1;
+    let n = r.bytes / torch_dtype(r.dtype).1;
     let p = u64::from(r.members.max(1));
     match r.op {
         OpKind::Barrier => (Vec::new(), Vec::new()),
@@ -349,12 +326,12 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                     _ => None,
                 };
                 let profiling = match &p2p {
-                    Some((_, pair)) => format!("nccl:{} {pair}", op_name(r.op)),
-                    None => format!("nccl:{}", op_name(r.op)),
+                    Some((_, pair)) => format!("nccl:{} {pair}", torch_name(r.op)),
+                    None => format!("nccl:{}", torch_name(r.op)),
                 };
                 let (name, desc) = group_desc(r.group);
                 let (inp, outp) = sizes(r);
-                let (dt, _) = dtype_name(r.dtype);
+                let (dt, _) = torch_dtype(r.dtype);
                 let dts = if r.op == OpKind::Barrier {
                     V::List(Vec::new())
                 } else {
@@ -409,7 +386,7 @@ pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String
                     e.push((
                         "frames".into(),
                         V::List(vec![V::Dict(vec![
-                            ("name".into(), s(op_name(r.op))),
+                            ("name".into(), s(torch_name(r.op))),
                             ("filename".into(), s(&site)),
                             ("line".into(), V::Int(i64::from(r.index) + 1)),
                         ])]),

@@ -4,6 +4,8 @@
 //! tables ([`Table`]) and records refer to them by index; dumps are read independently (on
 //! several threads) and compared by value.
 
+use crate::diagnose::CallOp;
+use crate::proto::vocab::{Dtype, OpKind};
 use std::collections::BTreeMap;
 
 /// Interned values of one dump: index 0 is always the empty value.
@@ -95,31 +97,22 @@ pub fn fmt_shapes(s: &[u64]) -> String {
     format!("[{}]", ts.join(", "))
 }
 
-/// What a record's collective is, from its profiling name (`nccl:all_reduce`).
+/// What a record is, from its profiling name (`nccl:all_reduce`): one of ringside's ops, the
+/// record that closes a coalesced block, or an op ringside does not know.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum OpKind {
-    AllReduce,
-    Broadcast,
-    Reduce,
-    AllGather,
-    ReduceScatter,
-    AllToAll,
-    Gather,
-    Scatter,
-    Barrier,
-    Send,
-    Recv,
+pub enum RecordKind {
+    Op(OpKind),
     /// The record that closes a coalesced block (`nccl:coalesced`, `ALLGATHER_coalesced`...).
     Coalesced,
     Other,
 }
 
-impl OpKind {
+impl RecordKind {
     /// The kind of an op name (the part after `backend:`).
-    pub fn of(op: &str) -> OpKind {
-        match op {
+    pub fn of(op: &str) -> RecordKind {
+        let k = match op {
             "all_reduce" | "allreduce" | "allreduce_coalesced" | "all_reduce_coalesced" => {
-                OpKind::AllReduce
+                OpKind::Allreduce
             }
             "broadcast" | "_broadcast_oop" | "broadcast_coalesced" => OpKind::Broadcast,
             "reduce" | "_reduce_oop" => OpKind::Reduce,
@@ -129,7 +122,7 @@ impl OpKind {
             | "all_gather_into_tensor"
             | "all_gather_into_tensor_coalesced"
             | "allgather_coalesced"
-            | "allgather_into_tensor_coalesced" => OpKind::AllGather,
+            | "allgather_into_tensor_coalesced" => OpKind::Allgather,
             "reduce_scatter"
             | "_reduce_scatter_base"
             | "reduce_scatter_tensor"
@@ -140,13 +133,83 @@ impl OpKind {
             "barrier" | "all_reduce_barrier" => OpKind::Barrier,
             "send" => OpKind::Send,
             "recv" => OpKind::Recv,
-            "coalesced" | "ALLGATHER_coalesced" | "REDUCE_SCATTER_coalesced" => OpKind::Coalesced,
-            _ => OpKind::Other,
+            "coalesced" | "ALLGATHER_coalesced" | "REDUCE_SCATTER_coalesced" => {
+                return RecordKind::Coalesced
+            }
+            _ => return RecordKind::Other,
+        };
+        RecordKind::Op(k)
+    }
+
+    /// ringside's op, when the record is one.
+    pub fn op(self) -> Option<OpKind> {
+        match self {
+            RecordKind::Op(k) => Some(k),
+            _ => None,
         }
     }
 
+    pub fn is(self, k: OpKind) -> bool {
+        self == RecordKind::Op(k)
+    }
+
     pub fn is_p2p(self) -> bool {
-        matches!(self, OpKind::Send | OpKind::Recv)
+        self.is(OpKind::Send) || self.is(OpKind::Recv)
+    }
+
+    /// The op as the diagnosis names it; `recorded` is the op name as the dump wrote it.
+    pub fn call_op(self, recorded: &str) -> CallOp {
+        match self {
+            RecordKind::Op(k) => CallOp::Op(k),
+            _ => CallOp::Recorded(recorded.into()),
+        }
+    }
+}
+
+/// torch's name of an op (`all_reduce`), as a profiling name writes it after the backend.
+pub fn torch_name(op: OpKind) -> &'static str {
+    match op {
+        OpKind::Allreduce => "all_reduce",
+        OpKind::Broadcast => "broadcast",
+        OpKind::Reduce => "reduce",
+        OpKind::Allgather => "all_gather",
+        OpKind::ReduceScatter => "reduce_scatter",
+        OpKind::Barrier => "barrier",
+        OpKind::AllToAll => "all_to_all",
+        OpKind::Gather => "gather",
+        OpKind::Scatter => "scatter",
+        OpKind::Send => "send",
+        OpKind::Recv => "recv",
+    }
+}
+
+/// Bytes of one element of a torch dtype name (`Float`, `BFloat16`; or its Python spelling).
+pub fn dtype_bytes(name: &str) -> u64 {
+    match name {
+        "Double" | "Long" | "ComplexFloat" | "float64" | "int64" => 8,
+        "Half" | "BFloat16" | "Short" | "float16" | "bfloat16" => 2,
+        "Byte" | "Char" | "Bool" | "Float8_e4m3fn" | "Float8_e5m2" | "uint8" | "int8" => 1,
+        "ComplexDouble" => 16,
+        _ => 4,
+    }
+}
+
+/// The ringside dtype of a record's comma-separated torch dtype names (the real buffers only:
+/// modeled bytes carry the size).
+pub fn dtype(names: &str) -> Dtype {
+    match names.split(',').next().unwrap_or("") {
+        "Double" | "float64" => Dtype::F64,
+        "Long" | "int64" => Dtype::I64,
+        _ => Dtype::F32,
+    }
+}
+
+/// torch's name of a ringside dtype and the bytes of one element.
+pub fn torch_dtype(d: Dtype) -> (&'static str, u64) {
+    match d {
+        Dtype::F32 => ("Float", 4),
+        Dtype::F64 => ("Double", 8),
+        Dtype::I64 => ("Long", 8),
     }
 }
 
@@ -208,7 +271,7 @@ pub struct Record {
     pub backend: u32,
     /// The op name after the backend, without point-to-point peers, interned.
     pub op: u32,
-    pub kind: OpKind,
+    pub kind: RecordKind,
     pub peer: Option<Peer>,
     /// Wall-clock (Unix epoch) ns of the call on its rank's host.
     pub time_ns: u64,
@@ -306,9 +369,9 @@ impl Dump {
     pub fn profiling_name(&self, r: &Record) -> String {
         let b = self.str(r.backend);
         let op = self.str(r.op);
-        let peer = match (r.kind, r.peer) {
-            (OpKind::Send, Some(p)) => format!(" {}->{}", p.me, fmt_peer(p.peer)),
-            (OpKind::Recv, Some(p)) => format!(" {}<-{}", p.me, fmt_peer(p.peer)),
+        let peer = match (r.kind.op(), r.peer) {
+            (Some(OpKind::Send), Some(p)) => format!(" {}->{}", p.me, fmt_peer(p.peer)),
+            (Some(OpKind::Recv), Some(p)) => format!(" {}<-{}", p.me, fmt_peer(p.peer)),
             _ => String::new(),
         };
         if b.is_empty() {

@@ -4,10 +4,11 @@
 use super::analyze::lanes;
 use super::analyze::{Analysis, Divergence};
 use super::groups::MembersFrom;
-use super::model::{numel, Dump};
-use crate::diagnose::{fmt_ranks, ranks_phrase, Blocked, Diagnosis, Straggler};
+use super::model::{dtype_bytes, numel, Dump};
+use crate::diagnose::{fmt_ranks, ranks_phrase, Blocked, Straggler, Via};
+use crate::report::text::{self, Wording};
 use crate::report::{BlockedReport, ExpectReport, GenerationReport, OpReport};
-use crate::scenario::{Outcome, RootCause};
+use crate::scenario::Outcome;
 use crate::units::{fmt_ms, Nanos};
 use serde::Serialize;
 
@@ -71,17 +72,6 @@ pub struct ImportReport {
     pub notes: Vec<String>,
 }
 
-/// Bytes of one element of a torch dtype name.
-pub fn dtype_bytes(name: &str) -> u64 {
-    match name {
-        "Double" | "Long" | "ComplexFloat" | "float64" | "int64" => 8,
-        "Half" | "BFloat16" | "Short" | "float16" | "bfloat16" => 2,
-        "Byte" | "Char" | "Bool" | "Float8_e4m3fn" | "Float8_e5m2" | "uint8" | "int8" => 1,
-        "ComplexDouble" => 16,
-        _ => 4,
-    }
-}
-
 /// Modeled bytes of a call: elements of its input times the dtype's size.
 pub fn call_bytes(dumps: &[Dump], c: &lanes::Call) -> u64 {
     let d = &dumps[c.dump as usize];
@@ -94,129 +84,26 @@ pub fn call_bytes(dumps: &[Dump], c: &lanes::Call) -> u64 {
         .fold(0u64, |a, b| a.saturating_add(b))
 }
 
-/// `ranks 0,1 are blocked in all_reduce #3 of group 0 (default_pg) since 2.504s: 0 waits for 2`.
-fn blocked_clause(a: &Analysis, bs: &[&Blocked]) -> String {
-    let mut calls: Vec<(&Blocked, Vec<&Blocked>)> = Vec::new();
-    for b in bs {
-        match calls
-            .iter_mut()
-            .find(|(k, _)| k.op == b.op && k.seq == b.seq && k.group == b.group && k.peer == b.peer)
-        {
-            Some((_, v)) => v.push(b),
-            None => calls.push((b, vec![b])),
-        }
+/// How an import names groups and calls: a group by its name and description, a call by how
+/// long after the first record it was issued.
+struct Recorded<'a>(&'a Analysis);
+
+impl Wording for Recorded<'_> {
+    fn group(&self, b: &Blocked) -> String {
+        let g = self.0.groups.list.get(b.group as usize);
+        format!(" of {}", g.map(|g| g.label()).unwrap_or_default())
     }
-    let parts: Vec<String> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| {
-            let ranks: Vec<u32> = v.iter().map(|b| b.rank).collect();
-            let verb = match (i, ranks.len()) {
-                (0, 1) => " is blocked",
-                (0, _) => " are blocked",
-                _ => "",
-            };
-            let since = v.iter().map(|b| b.since_ns).min().unwrap_or(0);
-            let group = a
-                .groups
-                .list
-                .get(k.group as usize)
-                .map(|g| g.label())
-                .unwrap_or_default();
-            // a send or recv: where it goes
-            let peer = match k.peer {
-                Some(p) if k.op == "send" => format!(" to rank {p}"),
-                Some(p) => format!(" from rank {p}"),
-                None => String::new(),
-            };
-            format!(
-                "{}{verb} in {} #{}{peer} of {group} since {}",
-                ranks_phrase(&ranks),
-                k.op,
-                k.seq,
-                fmt_ms(since)
-            )
-        })
-        .collect();
-    const MAX_WAITS: usize = 12;
-    let mut waits: Vec<String> = bs
-        .iter()
-        .take(MAX_WAITS)
-        .map(|b| format!("{} waits for {}", b.rank, fmt_ranks(&b.waiting_for)))
-        .collect();
-    if bs.len() > MAX_WAITS {
-        waits.push(format!("... ({} more)", bs.len() - MAX_WAITS));
+
+    fn detail(&self, bs: &[&Blocked]) -> String {
+        let since = bs.iter().map(|b| b.since_ns).min().unwrap_or(0);
+        format!(" since {}", fmt_ms(since))
     }
-    format!("{}: {}", parts.join(" and "), waits.join(", "))
 }
 
-/// One paragraph per root cause, as `run` writes them; past [`MAX_PARAGRAPHS`] (a job with
-/// thousands of ranks without a dump has a cause for each), one line names the rest.
+/// One paragraph per root cause, as `run` writes them.
 pub fn explain(a: &Analysis) -> Vec<String> {
-    let d: &Diagnosis = &a.diagnosis;
-    // causes mostly share their blocked ranks: each set's clause is written once
-    let mut clauses: std::collections::BTreeMap<&[u32], String> = Default::default();
-    let mut out: Vec<String> = d
-        .causes
-        .iter()
-        .take(MAX_PARAGRAPHS)
-        .map(|c| {
-            let clause = clauses.entry(&c.blocked).or_insert_with(|| {
-                let mine: Vec<&Blocked> = d
-                    .blocked
-                    .iter()
-                    .filter(|b| c.blocked.contains(&b.rank))
-                    .collect();
-                if mine.is_empty() {
-                    String::new()
-                } else {
-                    blocked_clause(a, &mine)
-                }
-            });
-            if clause.is_empty() {
-                format!("no rank is waiting in a call; root cause: {}", c.text)
-            } else {
-                format!("{clause}; root cause: {}", c.text)
-            }
-        })
-        .collect();
-    // causes one divergence names together (ranks that left no dump) read alike: said once
-    let mut seen = std::collections::BTreeSet::new();
-    out.retain(|p| seen.insert(p.clone()));
-    let rest = d.causes.get(MAX_PARAGRAPHS..).unwrap_or_default();
-    if !rest.is_empty() {
-        let missing: Vec<u32> = rest
-            .iter()
-            .filter_map(|c| match &c.cause {
-                RootCause::Missing(r) => Some(r.0),
-                _ => None,
-            })
-            .collect();
-        let others: Vec<String> = rest
-            .iter()
-            .filter(|c| !matches!(c.cause, RootCause::Missing(_)))
-            .map(|c| c.cause.to_string())
-            .collect();
-        let mut parts = Vec::new();
-        if !missing.is_empty() {
-            parts.push(format!("{} left no dump", ranks_phrase(&missing)));
-        }
-        if !others.is_empty() {
-            let shown = others.len().min(16);
-            let more = if others.len() > shown { ", ..." } else { "" };
-            parts.push(format!("{}{more}", others[..shown].join(", ")));
-        }
-        out.push(format!(
-            "and {} more root causes: {}",
-            rest.len(),
-            parts.join("; ")
-        ));
-    }
-    out
+    text::explain(&a.diagnosis, &Recorded(a))
 }
-
-/// Root causes explained one by one; the rest are summed up in one line.
-const MAX_PARAGRAPHS: usize = 32;
 
 /// Builds the report; `name` names the job (from the paths given).
 pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
@@ -229,10 +116,14 @@ pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
             ops.push(OpReport {
                 iteration: 0,
                 index: i as u32,
-                op: lanes::op_name(dumps, &row.call).to_string(),
-                algorithm: dumps[row.call.dump as usize]
-                    .str(lanes::head(dumps, &row.call).backend)
-                    .to_string(),
+                op: lanes::head(dumps, &row.call)
+                    .kind
+                    .call_op(lanes::op_name(dumps, &row.call)),
+                algorithm: Via::Backend(
+                    dumps[row.call.dump as usize]
+                        .str(lanes::head(dumps, &row.call).backend)
+                        .into(),
+                ),
                 group: g.id,
                 generation: 0,
                 seq: row.seq,
@@ -341,7 +232,7 @@ impl ImportReport {
     /// The report in sentences.
     pub fn human(&self) -> String {
         let mut s = String::new();
-        let backends: Vec<&str> = self.ops.iter().map(|o| o.algorithm.as_str()).collect();
+        let backends: Vec<&str> = self.ops.iter().map(|o| o.algorithm.name()).collect();
         let mut b = backends.clone();
         b.sort_unstable();
         b.dedup();

@@ -19,8 +19,7 @@
 use super::analyze::lanes::{self, Call};
 use super::analyze::Analysis;
 use super::groups::Group;
-use super::model::{numel, Dump, OpKind as FrOp};
-use super::report::dtype_bytes;
+use super::model::{dtype, dtype_bytes, numel, Dump};
 use crate::proto::vocab::Peer;
 use crate::scenario::{
     Dtype, Expect, Fault, GroupConfig, GroupRanks, NamedGroup, OpKind, OpSpec, Outcome, Program,
@@ -47,33 +46,6 @@ impl Replay {
     }
 }
 
-/// The ringside op of a Flight Recorder op, when there is one.
-pub fn op_kind(k: FrOp) -> Option<OpKind> {
-    Some(match k {
-        FrOp::AllReduce => OpKind::Allreduce,
-        FrOp::Broadcast => OpKind::Broadcast,
-        FrOp::Reduce => OpKind::Reduce,
-        FrOp::AllGather => OpKind::Allgather,
-        FrOp::ReduceScatter => OpKind::ReduceScatter,
-        FrOp::Barrier => OpKind::Barrier,
-        FrOp::AllToAll => OpKind::AllToAll,
-        FrOp::Gather => OpKind::Gather,
-        FrOp::Scatter => OpKind::Scatter,
-        FrOp::Send => OpKind::Send,
-        FrOp::Recv => OpKind::Recv,
-        FrOp::Coalesced | FrOp::Other => return None,
-    })
-}
-
-/// The ringside dtype of a torch dtype name (the real buffers only; bytes carry the size).
-pub fn dtype(name: &str) -> Dtype {
-    match name.split(',').next().unwrap_or("") {
-        "Double" | "float64" => Dtype::F64,
-        "Long" | "int64" => Dtype::I64,
-        _ => Dtype::F32,
-    }
-}
-
 /// Modeled bytes of call `c` of a group of `p` members, as the op's `bytes` counts them:
 /// gather and scatter the root's whole buffer, every other op its larger side.
 fn modeled_bytes(dumps: &[Dump], c: &Call, p: u64) -> u64 {
@@ -82,9 +54,9 @@ fn modeled_bytes(dumps: &[Dump], c: &Call, p: u64) -> u64 {
         .map(|r| {
             let t = dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
             let (i, o) = (numel(d.shapes(r.input)), numel(d.shapes(r.output)));
-            let n = match r.kind {
-                FrOp::Gather => i.saturating_mul(p),
-                FrOp::Scatter => o.saturating_mul(p),
+            let n = match r.kind.op() {
+                Some(OpKind::Gather) => i.saturating_mul(p),
+                Some(OpKind::Scatter) => o.saturating_mul(p),
                 _ => i.max(o),
             };
             n.saturating_mul(t)
@@ -175,7 +147,7 @@ fn op_of(
             g.label()
         )
     };
-    let mut op = op_kind(rec.kind).ok_or_else(unsupported)?;
+    let mut op = rec.kind.op().ok_or_else(unsupported)?;
     let p = g.members.len() as u64;
     let bytes = match op {
         OpKind::Barrier => 0,

@@ -12,9 +12,10 @@
 
 use super::analyze::lanes::{self, Call};
 use super::analyze::Analysis;
+use super::model::dtype;
 use super::model::Dump;
 use super::report::call_bytes;
-use super::scenario::{dtype, op_kind, plan};
+use super::scenario::plan;
 use crate::proto::{Generation, GroupId, SeqNo};
 use crate::scenario::{OpKind, OpSpec, Outcome, ReduceOp};
 use crate::trace::{Event, FaultPhase, Recorder, TraceWriter};
@@ -68,7 +69,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
             for &(m, c) in calls {
                 let rec = lanes::head(dumps, &c);
                 let d = &dumps[c.dump as usize];
-                let op = op_kind(rec.kind).ok_or_else(|| {
+                let op = rec.kind.op().ok_or_else(|| {
                     format!(
                         "{} (#{seq} of {}) has no ringside op yet: it cannot be written in a trace",
                         d.profiling_name(rec),
@@ -214,7 +215,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
             continue;
         };
         let rec = lanes::head(dumps, &c);
-        let Some(op) = op_kind(rec.kind) else {
+        let Some(op) = rec.kind.op() else {
             continue;
         };
         for &m in &d.victims {

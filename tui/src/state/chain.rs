@@ -26,7 +26,7 @@ pub struct CauseChain {
 /// Waiters by the rank they wait for.
 fn waiters_of(d: &Diagnosis) -> BTreeMap<u32, Vec<u32>> {
     let mut m: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for &(a, b) in &d.edges {
+    for (a, b) in d.edges() {
         m.entry(b).or_default().push(a);
     }
     m
@@ -95,10 +95,9 @@ fn cycle_of(d: &Diagnosis, ranks: &[u32]) -> Vec<u32> {
     let mut at = start;
     loop {
         let next = d
-            .edges
-            .iter()
-            .find(|&&(a, b)| a == at && ranks.contains(&b) && (b == start || !out.contains(&b)))
-            .map(|&(_, b)| b);
+            .edges()
+            .find(|&(a, b)| a == at && ranks.contains(&b) && (b == start || !out.contains(&b)))
+            .map(|(_, b)| b);
         match next {
             Some(b) if b == start => break,
             Some(b) => {
@@ -116,7 +115,7 @@ fn cycle_of(d: &Diagnosis, ranks: &[u32]) -> Vec<u32> {
 /// blocked yet or not), then the waiters no cause explains, by rank.
 pub fn waiters_in_order(d: &Diagnosis, chains: &[CauseChain]) -> Vec<(u32, Vec<u32>)> {
     let mut by_waiter: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for &(a, b) in &d.edges {
+    for (a, b) in d.edges() {
         by_waiter.entry(a).or_default().push(b);
     }
     let waiters = waiters_of(d);
@@ -140,12 +139,13 @@ mod tests {
     use super::*;
     use ringside_sim::diagnose::{Blocked, Cause, WaitEdge};
     use ringside_sim::proto::Rank;
+    use ringside_sim::scenario::{Algorithm, OpKind};
 
     fn blocked(rank: u32) -> Blocked {
         Blocked {
             rank,
-            op: "allreduce".into(),
-            algorithm: "ring".into(),
+            op: OpKind::Allreduce.into(),
+            algorithm: Algorithm::Ring.into(),
             group: 0,
             generation: 0,
             seq: 1,
@@ -166,7 +166,6 @@ mod tests {
         let mut d = Diagnosis::default();
         for a in (0..n).filter(|&a| a != dead) {
             let b = (a + n - 1) % n;
-            d.edges.push((a, b));
             let root = b == dead;
             d.waits.push(WaitEdge {
                 from: a,
@@ -208,7 +207,15 @@ mod tests {
     #[test]
     fn a_deadlock_is_shown_as_its_cycle() {
         let mut d = Diagnosis {
-            edges: vec![(0, 2), (1, 0), (2, 1), (3, 1)],
+            waits: [(0, 2), (1, 0), (2, 1), (3, 1)]
+                .map(|(from, to)| WaitEdge {
+                    from,
+                    to,
+                    kind: EdgeKind::Waits,
+                    causes: Vec::new(),
+                    message: None,
+                })
+                .to_vec(),
             ..Diagnosis::default()
         };
         let cause = RootCause::deadlock(vec![Rank(0), Rank(1), Rank(2)]);

@@ -130,7 +130,7 @@ fn text_lines(app: &App) -> Vec<Line<'static>> {
     if d.causes.is_empty() {
         if !blocked.is_empty() {
             lines.push(Line::styled("root cause: not determined", style::bad()));
-        } else if d.edges.is_empty() {
+        } else if d.waits.is_empty() {
             lines.push(Line::styled("no rank waits in a collective", style::dim()));
         } else {
             lines.push(Line::styled(
@@ -224,7 +224,7 @@ fn list_lines(app: &App, width: u16) -> Vec<Line<'static>> {
 /// Rows the text needs at `width` (the stacked layout sizes the panel by it).
 pub fn wanted_height(app: &App, width: u16) -> u16 {
     let mut lines = text_lines(app);
-    if !app.diagnosis.edges.is_empty() {
+    if !app.diagnosis.waits.is_empty() {
         // a few rows of the graph below the text
         lines.extend((0..4).map(|_| Line::raw("")));
     }
@@ -243,7 +243,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect, wide: bool) {
     let frame = crate::view::panel(app, wide, Focus::Diagnosis, Line::raw(""));
     let inner = frame.inner(area);
     let mut lines = text_lines(app);
-    let graph = !app.diagnosis.edges.is_empty();
+    let graph = !app.diagnosis.waits.is_empty();
     // a picture needs room: in a short panel, the list says more
     let list =
         graph && (!app.shows_picture() || (app.graph == GraphMode::Auto && inner.height < 10));

@@ -191,7 +191,7 @@ fn render_circles(app: &App, f: &mut Frame, area: Rect, circles: &[Vec<u32>]) {
         .x_bounds([-xb, xb])
         .y_bounds([-yb, yb])
         .paint(|ctx| {
-            for &(a, b) in &d.edges {
+            for (a, b) in d.edges() {
                 let color = if app.state_of(a) == RankState::Blocked {
                     Color::Red
                 } else {

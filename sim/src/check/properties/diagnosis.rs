@@ -199,7 +199,7 @@ pub(super) fn diagnosis_complete(case: &Case, run: &Run) -> Result<(), Violation
     }
     loop {
         let before = waited.len();
-        for &(a, b) in &d.edges {
+        for (a, b) in d.edges() {
             if waited.contains(&a) {
                 waited.insert(b);
             }
@@ -246,10 +246,9 @@ pub(super) fn diagnosis_complete(case: &Case, run: &Run) -> Result<(), Violation
                     _ => false,
                 };
                 let cut: Vec<u32> = d
-                    .edges
-                    .iter()
-                    .filter(|&&(a, b)| waited.contains(&a) && (cuts(a, b) || cuts(b, a)))
-                    .flat_map(|&(a, b)| [a, b])
+                    .edges()
+                    .filter(|&(a, b)| waited.contains(&a) && (cuts(a, b) || cuts(b, a)))
+                    .flat_map(|(a, b)| [a, b])
                     .collect();
                 if cut.is_empty() {
                     continue;

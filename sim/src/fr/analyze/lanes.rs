@@ -1,7 +1,8 @@
 //! Each rank's calls per group ("lanes"), and how two calls compare.
 
 use crate::fr::groups::Groups;
-use crate::fr::model::{fmt_shapes, numel, Dump, OpKind, Record, State};
+use crate::fr::model::{fmt_shapes, numel, Dump, Record, RecordKind, State};
+use crate::proto::vocab::OpKind;
 use std::collections::BTreeMap;
 
 /// One rank's call in one group: one record, or a coalesced block of records sharing a
@@ -83,7 +84,7 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Vec<Lane>> {
                 continue;
             }
             // the record that closes a batch of sends and receives is not flagged p2p
-            if r.kind == OpKind::Coalesced && prev_p2p[g] {
+            if r.kind == RecordKind::Coalesced && prev_p2p[g] {
                 // its state is the batch's: the batch's own records stay `scheduled`
                 let batch = d.records[lane.p2p.last().map_or(0, |p| p.first as usize)].p2p_seq;
                 for p in lane.p2p.iter_mut().rev() {
@@ -102,7 +103,7 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Vec<Lane>> {
                 Some(c) if c.seq == call.seq => {
                     // one coalesced block: the closing record's state is the block's
                     c.last = call.last;
-                    if r.kind == OpKind::Coalesced {
+                    if r.kind == RecordKind::Coalesced {
                         c.left = call.left;
                         c.completed = call.completed;
                     } else {
@@ -151,7 +152,7 @@ pub fn parts<'d>(dumps: &'d [Dump], c: &Call) -> impl Iterator<Item = &'d Record
     let n = recs.len();
     recs.iter()
         .enumerate()
-        .filter(move |(i, r)| !(n > 1 && *i == n - 1 && r.kind == OpKind::Coalesced))
+        .filter(move |(i, r)| !(n > 1 && *i == n - 1 && r.kind == RecordKind::Coalesced))
         .map(|(_, r)| r)
 }
 
@@ -193,17 +194,17 @@ pub fn differs(dumps: &[Dump], a: &Call, b: &Call) -> Option<String> {
             return Some(format!("{ob} instead of {oa}"));
         }
         // uneven all_to_all splits are legal: per-peer sizes are not recorded
-        let sizes = !matches!(ra.kind, OpKind::AllToAll);
+        let sizes = !ra.kind.is(OpKind::AllToAll);
         let (ia, ib) = (da.shapes(ra.input), db.shapes(rb.input));
         let (xa, xb) = (da.shapes(ra.output), db.shapes(rb.output));
-        if sizes && !matches!(ra.kind, OpKind::Scatter) && ia != ib {
+        if sizes && !ra.kind.is(OpKind::Scatter) && ia != ib {
             return Some(format!(
                 "input sizes {} instead of {}",
                 fmt_shapes(ib),
                 fmt_shapes(ia)
             ));
         }
-        if sizes && !matches!(ra.kind, OpKind::Gather) && xa != xb && numel(xa) != numel(xb) {
+        if sizes && !ra.kind.is(OpKind::Gather) && xa != xb && numel(xa) != numel(xb) {
             return Some(format!(
                 "output sizes {} instead of {}",
                 fmt_shapes(xb),

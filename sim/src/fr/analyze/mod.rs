@@ -4,15 +4,16 @@
 //! by seq), point-to-point calls by (peer pair, order) ([`p2p`]). Each group's earliest
 //! divergence is judged by the majority of its members, then by the history of the call (its
 //! parameters and call site elsewhere in the group: `verdict`); then every rank stuck in a call
-//! that cannot complete is put in a wait-for [`graph`] to find what it is blocked on.
+//! that cannot complete is put in a wait-for graph, solved by the diagnosis's one solver
+//! ([`crate::diagnose::solve`]), to find what it is blocked on.
 
-pub mod graph;
 pub mod judge;
 pub mod lanes;
 pub mod p2p;
 mod verdict;
 
-use crate::diagnose::{ranks_phrase, Blocked, Cause, Diagnosis};
+use crate::diagnose::solve::WaitGraph;
+use crate::diagnose::{ranks_phrase, Blocked, Cause, Diagnosis, EdgeKind, Via, WaitEdge};
 use crate::fr::groups::{self, Groups};
 use crate::fr::model::Dump;
 use crate::scenario::{Outcome, RootCause};
@@ -220,7 +221,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
         }
     }
     let mut undecided_reasons: Vec<String> = Vec::new();
-    let mut edges: Vec<graph::Edge> = Vec::new();
+    let mut graph = WaitGraph::new(world);
     let toward: Vec<Toward> = scans
         .iter()
         .map(|sc| Toward::new(sc.divergence.as_ref().map_or(&[], |d| &d.causes)))
@@ -270,14 +271,29 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             } else {
                 vec![RootCause::Undecided]
             };
-            edges.push(graph::Edge {
+            graph.add(WaitEdge {
                 from: s.rank,
                 to: m,
+                kind: if causes.is_empty() {
+                    EdgeKind::Waits
+                } else {
+                    EdgeKind::RootCause
+                },
                 causes,
+                message: None,
             });
         }
     }
-    let solved = graph::solve(world, &waiter, &edges);
+    let mut solved = graph.solve();
+    let cycles: Vec<(RootCause, u32)> = solved
+        .cycles()
+        .into_iter()
+        .flat_map(|ranks| {
+            let key = RootCause::deadlock(ranks.iter().copied().map(r).collect());
+            ranks.into_iter().map(move |x| (key.clone(), x))
+        })
+        .collect();
+    solved.propagate(&cycles);
     let mut blocked: Vec<Blocked> = Vec::new();
     let mut per_cause: BTreeMap<RootCause, Vec<u32>> = BTreeMap::new();
     let mut in_progress: Vec<u32> = Vec::new();
@@ -373,7 +389,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
                 &c,
                 &told,
                 &undecided_reasons,
-                &edges,
+                solved.graph().edges(),
                 &stuck,
                 dumps,
                 &groups,
@@ -406,8 +422,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
         t: span,
         blocked,
         causes,
-        edges: solved.waits.iter().map(|e| (e.from, e.to)).collect(),
-        waits: solved.waits,
+        waits: solved.into_edges(),
         in_progress,
         stragglers: Vec::new(),
     };
@@ -544,8 +559,8 @@ fn blocked_entry(
     let rec = &d.records[s.call.first as usize];
     Blocked {
         rank: s.rank,
-        op: d.str(rec.op).to_string(),
-        algorithm: d.str(rec.backend).to_string(),
+        op: rec.kind.call_op(d.str(rec.op)),
+        algorithm: Via::Backend(d.str(rec.backend).into()),
         group: groups.list[s.group as usize].id,
         generation: 0,
         seq: if s.p2p {
@@ -574,7 +589,7 @@ fn describe(
     c: &RootCause,
     told: &BTreeMap<&RootCause, &str>,
     undecided: &[String],
-    edges: &[graph::Edge],
+    edges: &[WaitEdge],
     stuck: &[Stuck],
     dumps: &[Dump],
     groups: &Groups,

@@ -5,7 +5,8 @@
 use super::lanes::{self, Lane};
 use super::Stuck;
 use crate::fr::groups::Groups;
-use crate::fr::model::{numel, Dump, OpKind};
+use crate::fr::model::{numel, Dump, RecordKind};
+use crate::proto::vocab::OpKind;
 use crate::proto::Rank;
 use crate::scenario::RootCause;
 use std::collections::BTreeMap;
@@ -36,8 +37,8 @@ pub fn stuck(
                     continue;
                 };
                 match rec.kind {
-                    OpKind::Send => pairs.entry((m, other)).or_default().0.push(*c),
-                    OpKind::Recv => pairs.entry((other, m)).or_default().1.push(*c),
+                    RecordKind::Op(OpKind::Send) => pairs.entry((m, other)).or_default().0.push(*c),
+                    RecordKind::Op(OpKind::Recv) => pairs.entry((other, m)).or_default().1.push(*c),
                     _ => {}
                 }
             }
@@ -48,7 +49,7 @@ pub fn stuck(
             let d = &dumps[c.dump as usize];
             let r = &d.records[c.first as usize];
             let t =
-                crate::fr::report::dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
+                crate::fr::model::dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
             numel(d.shapes(r.input)).saturating_mul(t)
         };
         let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();

@@ -4,8 +4,9 @@
 
 use super::tree::{Node, NodeId, Tree};
 use crate::fr::model::{
-    Dump, Format, OpKind, OptU64, Peer, PgConfig, PgStatus, Record, State, Table,
+    Dump, Format, OptU64, Peer, PgConfig, PgStatus, Record, RecordKind, State, Table,
 };
+use crate::proto::vocab::OpKind;
 
 /// At most this many records per dump (torch's default buffer holds 2,000).
 pub const MAX_ENTRIES: usize = 1_000_000;
@@ -183,7 +184,7 @@ struct Conv<'t, 'a> {
 type CallKey = (u32, u32, u32, u32, u32);
 
 /// A parsed profiling name: backend, op (both interned), kind and peer.
-type Profiling = (u32, u32, OpKind, Option<Peer>);
+type Profiling = (u32, u32, RecordKind, Option<Peer>);
 
 const NONE: u32 = u32::MAX;
 const TORCH: u32 = u32::MAX - 1;
@@ -791,10 +792,10 @@ impl Conv<'_, '_> {
         }
         let (backend, rest) = s.split_once(':').unwrap_or(("", s));
         let (op, args) = rest.split_once(' ').unwrap_or((rest, ""));
-        let kind = OpKind::of(op);
+        let kind = RecordKind::of(op);
         let peer = match kind {
-            OpKind::Send => parse_peer(args, "->"),
-            OpKind::Recv => parse_peer(args, "<-"),
+            RecordKind::Op(OpKind::Send) => parse_peer(args, "->"),
+            RecordKind::Op(OpKind::Recv) => parse_peer(args, "<-"),
             _ => None,
         };
         let b = self.strings.intern(backend);

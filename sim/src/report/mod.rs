@@ -1,11 +1,14 @@
 //! The result of `ringside run`: the object `--json` prints, and the same in sentences.
 //!
 //! Root causes stay [`RootCause`] values in the report; they become strings only as it is
-//! written out (serde, sentences).
+//! written out (serde, sentences). The sentences that say who is blocked, waiting for whom, and
+//! why are written by [`text`], for `run`, `explain` and `import` alike.
+
+pub mod text;
 
 use crate::budget::Budget;
 use crate::cause::{listed, RootCause};
-use crate::diagnose::{ranks_phrase, Blocked, Diagnosis, Fold, OpView, QueryView, Straggler};
+use crate::diagnose::{Blocked, CallOp, Diagnosis, Fold, OpView, QueryView, Straggler, Via};
 use crate::scenario::{Expect, Outcome};
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use serde::Serialize;
@@ -15,8 +18,8 @@ use std::collections::BTreeSet;
 pub struct OpReport {
     pub iteration: u32,
     pub index: u32,
-    pub op: String,
-    pub algorithm: String,
+    pub op: CallOp,
+    pub algorithm: Via,
     pub group: u32,
     pub generation: u32,
     pub seq: u64,
@@ -39,8 +42,8 @@ pub struct OpReport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct BlockedReport {
     pub rank: u32,
-    pub op: String,
-    pub algorithm: String,
+    pub op: CallOp,
+    pub algorithm: Via,
     pub seq: u64,
     /// 1-based step, and the number of steps.
     pub step: u32,
@@ -134,8 +137,8 @@ impl OpReport {
         OpReport {
             iteration: o.iteration,
             index: o.index,
-            op: o.op.name().into(),
-            algorithm: o.algorithm.name().into(),
+            op: o.op.into(),
+            algorithm: o.algorithm.into(),
             group: o.group.0,
             generation: o.generation.0,
             seq: o.seq.0,
@@ -182,114 +185,9 @@ fn ranks_list(r: &[u32]) -> String {
         .join(",")
 }
 
-/// At most this many "a waits for b" clauses per paragraph.
-const MAX_WAITS: usize = 12;
-
-/// One paragraph per root cause: which ranks are blocked on it, in which collective and step,
-/// who waits for whom, and what happened.
+/// One paragraph per root cause of a simulated run, as [`text::explain`] writes them.
 pub fn explain(d: &Diagnosis) -> Vec<String> {
-    if d.blocked.is_empty() {
-        // nobody waits in a collective, yet something holds the workload up
-        return d
-            .causes
-            .iter()
-            .map(|c| format!("no rank is waiting in a collective; root cause: {}", c.text))
-            .collect();
-    }
-    if d.causes.is_empty() {
-        // every blocked rank has a cause by construction; keep a sentence for the impossible
-        let all: Vec<&Blocked> = d.blocked.iter().collect();
-        return vec![format!(
-            "{}; root cause: not determined",
-            blocked_clause(&all)
-        )];
-    }
-    d.causes
-        .iter()
-        .map(|c| {
-            let mine: Vec<&Blocked> = d
-                .blocked
-                .iter()
-                .filter(|b| c.blocked.contains(&b.rank))
-                .collect();
-            format!("{}; root cause: {}", blocked_clause(&mine), c.text)
-        })
-        .collect()
-}
-
-/// `ranks 0,1 are blocked in allreduce #3 (ring, step 2/4): 0 waits for 2, 1 waits for 0`.
-fn blocked_clause(bs: &[&Blocked]) -> String {
-    // the calls the ranks are blocked in, first seen first
-    let mut calls: Vec<(&Blocked, Vec<&Blocked>)> = Vec::new();
-    for b in bs {
-        match calls.iter_mut().find(|(k, _)| {
-            k.op == b.op
-                && k.seq == b.seq
-                && k.group == b.group
-                && k.generation == b.generation
-                && k.peer == b.peer
-        }) {
-            Some((_, v)) => v.push(b),
-            None => calls.push((b, vec![b])),
-        }
-    }
-    let parts: Vec<String> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| {
-            let ranks: Vec<u32> = v.iter().map(|b| b.rank).collect();
-            let steps: Vec<u32> = v.iter().map(|b| b.step + 1).collect();
-            let lo = steps.iter().min().copied().unwrap_or(0);
-            let hi = steps.iter().max().copied().unwrap_or(0);
-            let step = if lo == hi {
-                format!("step {lo}/{}", k.steps)
-            } else {
-                format!("steps {lo}-{hi} of {}", k.steps)
-            };
-            let verb = match (i, ranks.len()) {
-                (0, 1) => " is blocked",
-                (0, _) => " are blocked",
-                _ => "",
-            };
-            match k.peer {
-                // a send or recv has one step: where it goes matters, not the step
-                Some(peer) => format!(
-                    "{}{verb} in {} #{} {} rank {peer}{} ({})",
-                    ranks_phrase(&ranks),
-                    k.op,
-                    k.seq,
-                    if k.op == "send" { "to" } else { "from" },
-                    if k.group == 0 {
-                        String::new()
-                    } else {
-                        format!(" in group {}", k.group)
-                    },
-                    k.algorithm
-                ),
-                None => format!(
-                    "{}{verb} in {} #{}{} ({}, {step})",
-                    ranks_phrase(&ranks),
-                    k.op,
-                    k.seq,
-                    if k.group == 0 {
-                        String::new()
-                    } else {
-                        format!(" in group {}", k.group)
-                    },
-                    k.algorithm
-                ),
-            }
-        })
-        .collect();
-    let mut waits: Vec<String> = bs
-        .iter()
-        .take(MAX_WAITS)
-        .map(|b| format!("{} waits for {}", b.rank, ranks_list(&b.waiting_for)))
-        .collect();
-    if bs.len() > MAX_WAITS {
-        waits.push(format!("... ({} more)", bs.len() - MAX_WAITS));
-    }
-    format!("{}: {}", parts.join(" and "), waits.join(", "))
+    text::explain(d, &text::Simulated)
 }
 
 /// One sentence per straggler.
