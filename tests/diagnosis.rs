@@ -7,8 +7,8 @@ mod common;
 use common::code_and_stdout;
 use ringside_sim::report::RunReport;
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::RootCause;
 use ringside_sim::scenario::{self, Outcome};
+use ringside_sim::scenario::{FaultKind, RootCause};
 use std::path::Path;
 
 /// A small training job: `size` ranks, 3 iterations of 10ms compute then `ops`; 2s watchdog.
@@ -550,17 +550,7 @@ fn shipped_scenarios_meet_their_expectations() {
         n += 1;
     }
     assert!(n >= 12, "{n} scenarios");
-    for k in [
-        "preempt",
-        "pause",
-        "partition",
-        "delay",
-        "loss",
-        "slow",
-        "mismatch",
-        "skip",
-        "hang",
-    ] {
+    for k in FaultKind::ALL {
         assert!(kinds.contains(k), "no shipped scenario has a `{k}` fault");
     }
 }

@@ -10,6 +10,8 @@
 //! - [`diagnose`]: wait-for graphs and root causes;
 //! - [`cause`]: the root-cause vocabulary, one [`cause::RootCause`] for the diagnosis, the
 //!   scenario's `[expect]`, reports and traces;
+//! - [`fault`]: the fault kinds, one [`fault::FaultKind`] for the scenario, the engine, traces,
+//!   the diagnosis and the checker, and the one rule of what a partition cuts;
 //! - [`check`]: properties and proptest strategies;
 //! - [`cost`]: the textbook cost of every algorithm, and nccl-tests' bandwidths;
 //! - [`driver`]: other drivers of the same protocol code (OS processes over TCP; madsim, with
@@ -24,6 +26,7 @@ pub mod cost;
 pub mod diagnose;
 pub mod driver;
 pub mod engine;
+pub mod fault;
 pub mod fr;
 mod hint;
 pub mod observe;

@@ -5,6 +5,7 @@ use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
 use super::solve::Solution;
 use super::Straggler;
 use crate::cause::RootCause;
+use crate::fault::FaultKind;
 use crate::proto::event::AbortReason;
 use crate::proto::mutation::Mutation;
 use crate::proto::types::Rank;
@@ -195,7 +196,7 @@ impl CauseBook {
         let key = RootCause::Preempted(Rank(r));
         self.note(&key, || {
             let v = &fold.ranks[r as usize];
-            let at = last_fault(fold, "preempt", r)
+            let at = last_fault(fold, FaultKind::Preempt, r)
                 .map(|f| f.begin_ns)
                 .or(v.dead_since)
                 .unwrap_or(v.since_ns);
@@ -218,7 +219,7 @@ impl CauseBook {
         self.note(&key, || {
             let v = &fold.ranks[r as usize];
             let since = v.paused_since.unwrap_or(v.since_ns);
-            let how = last_fault(fold, "pause", r)
+            let how = last_fault(fold, FaultKind::Pause, r)
                 .and_then(|f| f.detail.rsplit_once(" for ").map(|(_, d)| d.to_string()))
                 .map(|d| format!(" for {d}"))
                 .unwrap_or_default();
@@ -579,7 +580,7 @@ impl CauseBook {
     /// A pause of `r` that overlapped `[window, now]`: the rank fell behind while frozen.
     fn paused_during(&mut self, fold: &Fold, r: u32, window: Nanos) -> Option<RootCause> {
         let f = fold.faults.iter().rev().find(|f| {
-            f.kind == "pause"
+            f.kind == FaultKind::Pause
                 && f.ranks == [r]
                 && f.begin_ns <= fold.t
                 && f.end_ns.is_none_or(|e| e >= window)
@@ -632,13 +633,11 @@ impl CauseBook {
         if let (true, Some(store)) = (in_rendezvous, fold.store) {
             keys.extend(self.store_down(fold, a, store));
         }
-        if let Some(i) = fold.faults.iter().position(|f| {
-            f.kind == "partition"
-                && during(f)
-                && members
-                    .iter()
-                    .any(|&b| b != a && (f.cuts(a, b) || f.cuts(b, a)))
-        }) {
+        if let Some(i) = fold
+            .faults
+            .iter()
+            .position(|f| during(f) && members.iter().any(|&b| b != a && f.separates(a, b)))
+        {
             keys.push(self.partitioned(fold, i));
         }
         keys.extend(self.paused_during(fold, a, window));
@@ -649,9 +648,7 @@ impl CauseBook {
             // its heartbeats, its requests to join or its rendezvous messages were lost or
             // late on a faulty link
             if let Some(f) = fold.faults.iter().rev().find(|f| {
-                matches!(f.kind.as_str(), "loss" | "delay")
-                    && during(f)
-                    && members.iter().any(|&b| b != a && f.on_link(a, b))
+                f.kind.is_link() && during(f) && members.iter().any(|&b| b != a && f.on_link(a, b))
             }) {
                 let culprit = f.straggler(a);
                 let key = self.slow(culprit, || {
@@ -694,14 +691,17 @@ impl CauseBook {
             let key = if let Some(i) = fold
                 .faults
                 .iter()
-                .position(|f| f.kind == "partition" && during(f) && (0..n).any(|b| f.cuts(peer, b)))
+                .position(|f| during(f) && (0..n).any(|b| f.cuts(peer, b)))
             {
                 self.partitioned(fold, i)
             } else if let Some(k) = self.paused_during(fold, peer, since) {
                 k
-            } else if let Some(f) = fold.faults.iter().rev().find(|f| {
-                matches!(f.kind.as_str(), "loss" | "delay") && during(f) && f.ranks.contains(&peer)
-            }) {
+            } else if let Some(f) = fold
+                .faults
+                .iter()
+                .rev()
+                .find(|f| f.kind.is_link() && during(f) && f.ranks.contains(&peer))
+            {
                 let culprit = f.straggler(peer);
                 self.slow(culprit, || {
                     format!(
@@ -746,7 +746,7 @@ impl CauseBook {
                 why.push(self.paused(fold, b));
             }
             for (i, f) in fold.faults.iter().enumerate() {
-                if f.kind == "partition" && f.active_at(fold.t) && (f.cuts(a, b) || f.cuts(b, a)) {
+                if f.active_at(fold.t) && f.separates(a, b) {
                     why.push(self.partitioned(fold, i));
                 }
             }
@@ -784,20 +784,20 @@ impl CauseBook {
     /// Why the rendezvous store (node `store`) cannot answer rank `a` now.
     fn store_down(&mut self, fold: &Fold, a: u32, store: u32) -> Option<RootCause> {
         // a restarted store has lost the rendezvous state: its death still counts
-        let i = fold.faults.iter().rposition(|f| match f.kind.as_str() {
-            "preempt" => f.begin_ns <= fold.t && f.ranks == [store],
-            "pause" => f.active_at(fold.t) && f.ranks == [store],
-            "partition" => f.active_at(fold.t) && (f.cuts(a, store) || f.cuts(store, a)),
+        let i = fold.faults.iter().rposition(|f| match f.kind {
+            FaultKind::Preempt => f.begin_ns <= fold.t && f.ranks == [store],
+            FaultKind::Pause => f.active_at(fold.t) && f.ranks == [store],
+            FaultKind::Partition => f.active_at(fold.t) && f.separates(a, store),
             _ => false,
         })?;
         let f = &fold.faults[i];
-        let key = match f.kind.as_str() {
-            "preempt" => RootCause::Preempted(Rank(store)),
-            "pause" => RootCause::Paused(Rank(store)),
+        let key = match f.kind {
+            FaultKind::Preempt => RootCause::Preempted(Rank(store)),
+            FaultKind::Pause => RootCause::Paused(Rank(store)),
             _ => return Some(self.partitioned(fold, i)),
         };
         self.note(&key, || {
-            let what = if f.kind == "preempt" {
+            let what = if f.kind == FaultKind::Preempt {
                 "preempted"
             } else {
                 "paused"
@@ -822,7 +822,7 @@ impl CauseBook {
         if let Some(i) = fold
             .faults
             .iter()
-            .position(|f| f.kind == "partition" && during(&f) && f.cuts(from, waiter))
+            .position(|f| during(&f) && f.cuts(from, waiter))
         {
             return self.partitioned(fold, i);
         }
@@ -834,7 +834,7 @@ impl CauseBook {
             .faults
             .iter()
             .filter(during)
-            .find(|f| matches!(f.kind.as_str(), "delay" | "loss") && f.on_link(waiter, from))
+            .find(|f| f.kind.is_link() && f.on_link(waiter, from))
         {
             // a rank the fault touches (its own, or a link's first end), never `from`
             let r = f.ranks.first().copied().unwrap_or(from);
@@ -856,16 +856,11 @@ impl CauseBook {
         if let Some(i) = fold
             .faults
             .iter()
-            .position(|f| f.kind == "partition" && during(&f))
+            .position(|f| f.kind == FaultKind::Partition && during(&f))
         {
             return self.partitioned(fold, i);
         }
-        if let Some(f) = fold
-            .faults
-            .iter()
-            .filter(during)
-            .find(|f| matches!(f.kind.as_str(), "delay" | "loss"))
-        {
+        if let Some(f) = fold.faults.iter().filter(during).find(|f| f.kind.is_link()) {
             // a rank the fault touches (its own, or a link's first end), never `from`
             let r = f.ranks.first().copied().unwrap_or(from);
             return self.slow(r, || {
@@ -880,7 +875,7 @@ impl CauseBook {
         let paused: Vec<u32> = fold
             .faults
             .iter()
-            .filter(|f| f.kind == "pause" && during(f))
+            .filter(|f| f.kind == FaultKind::Pause && during(f))
             .flat_map(|f| f.ranks.iter().copied())
             .collect();
         for r in paused {
@@ -925,14 +920,14 @@ impl CauseBook {
         if let Some(i) = fold
             .faults
             .iter()
-            .position(|f| f.kind == "partition" && earlier(&f))
+            .position(|f| f.kind == FaultKind::Partition && earlier(&f))
         {
             return Some(self.partitioned(fold, i));
         }
         let paused: Vec<u32> = fold
             .faults
             .iter()
-            .filter(|f| f.kind == "pause" && earlier(f))
+            .filter(|f| f.kind == FaultKind::Pause && earlier(f))
             .flat_map(|f| f.ranks.iter().copied())
             .collect();
         for r in paused {
@@ -944,7 +939,7 @@ impl CauseBook {
             .faults
             .iter()
             .filter(earlier)
-            .find(|f| matches!(f.kind.as_str(), "delay" | "loss" | "slow"))
+            .find(|f| f.kind.is_straggler())
         {
             let r = f.ranks.first().copied().unwrap_or(from);
             return Some(self.slow(r, || {
@@ -968,11 +963,12 @@ impl CauseBook {
         if fold.ranks[r as usize].state == RankState::Done {
             // done, not working: the waiter fell behind on a faulty link of its own, or what
             // `r` sent before it finished was held up on the way
-            if let Some(f) = fold.faults.iter().rev().find(|f| {
-                matches!(f.kind.as_str(), "delay" | "loss")
-                    && f.begin_ns <= fold.t
-                    && f.ranks.contains(&waiter)
-            }) {
+            if let Some(f) = fold
+                .faults
+                .iter()
+                .rev()
+                .find(|f| f.kind.is_link() && f.begin_ns <= fold.t && f.ranks.contains(&waiter))
+            {
                 let culprit = f.straggler(waiter);
                 return self.slow(culprit, || {
                     format!(
@@ -984,7 +980,7 @@ impl CauseBook {
             }
             return self.late(fold, waiter, r);
         }
-        if last_fault(fold, "slow", r).is_none() {
+        if last_fault(fold, FaultKind::Slow, r).is_none() {
             if let Some(k) = self.held_back(fold, waiter, r, window) {
                 return k;
             }
@@ -1009,7 +1005,7 @@ impl CauseBook {
                 RankState::Computing => format!("still computing iteration {}", v.iteration),
                 _ => format!("{} and had not reached the collective", v.state.name()),
             };
-            let why = last_fault(fold, "slow", r)
+            let why = last_fault(fold, FaultKind::Slow, r)
                 .map(|f| format!(" ({})", f.detail))
                 .unwrap_or_default();
             format!("rank {r} is a straggler: it was {doing} when the watchdog fired{why}")
@@ -1033,7 +1029,7 @@ fn generation_members(fold: &Fold, g: Option<u32>) -> Vec<u32> {
 }
 
 /// The most recent fault of `kind` that touches exactly rank `r`.
-fn last_fault<'f>(fold: &'f Fold, kind: &str, r: u32) -> Option<&'f FaultView> {
+fn last_fault(fold: &Fold, kind: FaultKind, r: u32) -> Option<&FaultView> {
     fold.faults
         .iter()
         .rev()
@@ -1142,5 +1138,5 @@ pub(super) fn site_in(fold: &Fold, a: u32, b: u32, index: u32) -> Option<u32> {
 fn touched(fold: &Fold, r: u32) -> bool {
     fold.faults
         .iter()
-        .any(|f| super::fold::is_straggler_kind(&f.kind) && f.ranks.contains(&r))
+        .any(|f| f.kind.is_straggler() && f.ranks.contains(&r))
 }

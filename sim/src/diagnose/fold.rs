@@ -5,6 +5,7 @@
 
 use super::membership::MembershipView;
 use crate::cause::RootCause;
+use crate::fault::FaultKind;
 use crate::proto::event::AbortReason;
 use crate::proto::workload::{Along, Step, WorkloadConfig};
 use crate::proto::{Generation, GroupId, Rank, SeqNo, StepEvent};
@@ -371,7 +372,7 @@ pub struct OpView {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FaultView {
     pub index: u32,
-    pub kind: String,
+    pub kind: FaultKind,
     pub ranks: Vec<u32>,
     pub sides: Option<Vec<Vec<u32>>>,
     /// A one-way partition drops only traffic from the first side to the others.
@@ -386,16 +387,19 @@ impl FaultView {
         self.begin_ns <= t && self.end_ns.is_none_or(|e| e > t)
     }
 
-    /// Whether this (partition) fault drops traffic from `from` to `to`; mirrors the engine.
+    /// Whether this fault is a partition that drops traffic from `from` to `to` while it acts,
+    /// by the engine's rule ([`crate::fault::cuts`]).
     pub fn cuts(&self, from: u32, to: u32) -> bool {
-        let Some(sides) = &self.sides else {
-            return false;
-        };
-        let side_of = |r: u32| sides.iter().position(|s| s.contains(&r));
-        match (side_of(from), side_of(to)) {
-            (Some(a), Some(b)) if a != b => !self.oneway || a == 0,
+        match (&self.sides, self.kind) {
+            (Some(sides), FaultKind::Partition) => crate::fault::cuts(sides, self.oneway, from, to),
             _ => false,
         }
+    }
+
+    /// Whether this fault is a partition that separates `a` and `b`: it drops traffic between
+    /// them in at least one direction.
+    pub fn separates(&self, a: u32, b: u32) -> bool {
+        self.cuts(a, b) || self.cuts(b, a)
     }
 
     /// Whether this delay or loss fault acts on the link between `a` and `b`: the fault's one
@@ -410,9 +414,9 @@ impl FaultView {
 
     /// The fault slows others down when they wait for `awaited` (a straggler fault).
     pub fn slows(&self, waiter: u32, awaited: u32) -> bool {
-        match self.kind.as_str() {
-            "slow" => self.ranks == [awaited],
-            "delay" | "loss" => self.on_link(waiter, awaited),
+        match self.kind {
+            FaultKind::Slow => self.ranks == [awaited],
+            FaultKind::Delay | FaultKind::Loss => self.on_link(waiter, awaited),
             _ => false,
         }
     }
@@ -690,12 +694,12 @@ impl Fold {
                 detail,
             } => match phase {
                 FaultPhase::Begin => {
-                    if is_straggler_kind(fault) {
+                    if fault.is_straggler() {
                         self.close_all_waits(t);
                     }
                     self.faults.push(FaultView {
                         index: *index,
-                        kind: fault.clone(),
+                        kind: *fault,
                         ranks: ranks.clone(),
                         sides: sides.clone(),
                         oneway: *oneway,
@@ -705,7 +709,7 @@ impl Fold {
                     })
                 }
                 FaultPhase::End => {
-                    if is_straggler_kind(fault) {
+                    if fault.is_straggler() {
                         self.close_all_waits(t);
                     }
                     if let Some(f) = self
@@ -995,7 +999,7 @@ impl Fold {
         if !self
             .faults
             .iter()
-            .any(|f| f.end_ns.is_none() && is_straggler_kind(&f.kind))
+            .any(|f| f.end_ns.is_none() && f.kind.is_straggler())
         {
             return;
         }
@@ -1023,7 +1027,7 @@ impl Fold {
         let mut acc = self.lateness.clone();
         let active: Vec<&FaultView> = self
             .active_faults()
-            .filter(|f| is_straggler_kind(&f.kind))
+            .filter(|f| f.kind.is_straggler())
             .collect();
         if active.is_empty() {
             return acc;
@@ -1119,10 +1123,6 @@ impl Fold {
     pub fn active_faults(&self) -> impl Iterator<Item = &FaultView> {
         self.faults.iter().filter(|f| f.end_ns.is_none())
     }
-}
-
-pub(crate) fn is_straggler_kind(kind: &str) -> bool {
-    matches!(kind, "slow" | "delay" | "loss")
 }
 
 /// Puts `mark` first in `list`: merged into the mark of the same sender, group and kind when

@@ -62,11 +62,9 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
     if matches!(vb.state, RankState::Dead | RankState::Refused) {
         return Class::Root(vec![book.preempted(fold, b)]);
     }
-    if let Some(i) = fold
-        .faults
-        .iter()
-        .position(|f| f.kind == "partition" && f.active_at(fold.t) && f.cuts(b, a))
-    {
+    if let Some(i) = fold.faults.iter().position(|f| {
+        f.kind == crate::fault::FaultKind::Partition && f.active_at(fold.t) && f.cuts(b, a)
+    }) {
         return Class::Root(vec![book.partitioned(fold, i)]);
     }
     let slot = slot_of(a, ca);
@@ -85,10 +83,9 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
     // a restarted process outside the group: its old one died with what it had sent, and the
     // new one knows nothing of this call
     if fold.membership.joining.contains(&b)
-        && fold
-            .faults
-            .iter()
-            .any(|f| f.kind == "preempt" && f.ranks == [b] && f.begin_ns <= fold.t)
+        && fold.faults.iter().any(|f| {
+            f.kind == crate::fault::FaultKind::Preempt && f.ranks == [b] && f.begin_ns <= fold.t
+        })
     {
         return Class::Root(vec![book.preempted(fold, b)]);
     }
@@ -414,7 +411,8 @@ fn holding(fold: &Fold, book: &mut CauseBook, a: u32, b: u32) -> Vec<RootCause> 
         keys.push(book.paused(fold, b));
     }
     for (i, f) in fold.faults.iter().enumerate() {
-        if f.kind == "partition" && f.active_at(fold.t) && (f.cuts(b, a) || f.cuts(a, b)) {
+        if f.kind == crate::fault::FaultKind::Partition && f.active_at(fold.t) && f.separates(b, a)
+        {
             keys.push(book.partitioned(fold, i));
         }
     }

@@ -170,7 +170,7 @@ fn partitions_cut_both_ways_or_one_way() {
         50,
         &Event::Fault {
             index: 0,
-            fault: "partition".into(),
+            fault: crate::fault::FaultKind::Partition,
             phase: FaultPhase::Begin,
             ranks: vec![0, 1, 2],
             sides: Some(vec![vec![2], vec![0, 1]]),

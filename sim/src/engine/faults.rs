@@ -52,16 +52,9 @@ impl FaultSet {
 
     /// Whether an active partition blocks traffic from `from` to `to`.
     pub fn partitioned(&self, from: u32, to: u32) -> bool {
-        self.active_net.iter().any(|&i| match &self.faults[i] {
-            Fault::Partition { sides, oneway, .. } => {
-                let side_of = |r: u32| sides.iter().position(|s| s.contains(&r));
-                match (side_of(from), side_of(to)) {
-                    (Some(a), Some(b)) if a != b => !*oneway || a == 0,
-                    _ => false,
-                }
-            }
-            _ => false,
-        })
+        self.active_net
+            .iter()
+            .any(|&i| self.faults[i].cuts(from, to))
     }
 
     /// Extra delay of active `delay` faults on the link, jitter drawn from `rng`.

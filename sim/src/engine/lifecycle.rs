@@ -68,7 +68,7 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
             };
             self.emit(Event::Fault {
                 index: i as u32,
-                fault: f.kind().into(),
+                fault: f.kind(),
                 phase,
                 ranks: touched_ranks(&f),
                 sides,

@@ -274,7 +274,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
             at,
             Event::Fault {
                 index: i as u32,
-                fault: "preempt".into(),
+                fault: crate::fault::FaultKind::Preempt,
                 phase: FaultPhase::Begin,
                 ranks: vec![m],
                 sides: None,

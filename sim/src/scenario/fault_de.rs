@@ -7,50 +7,21 @@
 //! the offending key and the keys that kind accepts.
 
 use super::model::{Dtype, Fault, OpKind};
+use crate::fault::FaultKind;
 use crate::units::{Duration, Size};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Kind {
-    Preempt,
-    Pause,
-    Partition,
-    Delay,
-    Loss,
-    Slow,
-    Mismatch,
-    Skip,
-    Hang,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Preempt => "preempt",
-            Kind::Pause => "pause",
-            Kind::Partition => "partition",
-            Kind::Delay => "delay",
-            Kind::Loss => "loss",
-            Kind::Slow => "slow",
-            Kind::Mismatch => "mismatch",
-            Kind::Skip => "skip",
-            Kind::Hang => "hang",
-        }
-    }
-}
-
 /// The keys each kind accepts (after `kind`), and how many of the first ones are required.
-fn keys_of(kind: Kind) -> (&'static [&'static str], usize) {
+fn keys_of(kind: FaultKind) -> (&'static [&'static str], usize) {
     match kind {
-        Kind::Preempt => (&["rank", "at", "restart_after"], 2),
-        Kind::Pause => (&["rank", "at", "duration"], 3),
-        Kind::Partition => (&["sides", "at", "duration", "oneway"], 2),
-        Kind::Delay => (&["at", "extra", "rank", "link", "duration", "jitter"], 2),
-        Kind::Loss => (&["at", "rate", "rank", "link", "duration"], 2),
-        Kind::Slow => (&["rank", "at", "factor", "duration"], 3),
-        Kind::Mismatch => (
+        FaultKind::Preempt => (&["rank", "at", "restart_after"], 2),
+        FaultKind::Pause => (&["rank", "at", "duration"], 3),
+        FaultKind::Partition => (&["sides", "at", "duration", "oneway"], 2),
+        FaultKind::Delay => (&["at", "extra", "rank", "link", "duration", "jitter"], 2),
+        FaultKind::Loss => (&["at", "rate", "rank", "link", "duration"], 2),
+        FaultKind::Slow => (&["rank", "at", "factor", "duration"], 3),
+        FaultKind::Mismatch => (
             &[
                 "rank",
                 "iteration",
@@ -62,8 +33,8 @@ fn keys_of(kind: Kind) -> (&'static [&'static str], usize) {
             ],
             2,
         ),
-        Kind::Skip => (&["rank", "iteration", "op_index"], 2),
-        Kind::Hang => (&["rank", "iteration"], 2),
+        FaultKind::Skip => (&["rank", "iteration", "op_index"], 2),
+        FaultKind::Hang => (&["rank", "iteration"], 2),
     }
 }
 
@@ -92,7 +63,7 @@ const ALL_KEYS: &[&str] = &[
 /// Every value a fault table may hold, before its kind is known.
 #[derive(Default)]
 struct Slots {
-    kind: Option<Kind>,
+    kind: Option<FaultKind>,
     rank: Option<u32>,
     at: Option<Duration>,
     duration: Option<Duration>,
@@ -137,7 +108,7 @@ fn fill<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
     Ok(())
 }
 
-fn list(keys: &[&str]) -> String {
+fn list<T: fmt::Display>(keys: &[T]) -> String {
     let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
     quoted.join(", ")
 }
@@ -192,7 +163,7 @@ impl<'de> Visitor<'de> for FaultVisitor {
                 )),
                 None => de::Error::custom(format!(
                     "missing field `kind`: say which fault this is, one of {}",
-                    list(&Fault::KINDS)
+                    list(FaultKind::ALL)
                 )),
             });
         };
@@ -205,14 +176,14 @@ impl<'de> Visitor<'de> for FaultVisitor {
         if let Some(k) = bad {
             return Err(de::Error::custom(format!(
                 "unknown field `{k}` for a `{}` fault, expected one of `kind`, {}",
-                kind.name(),
+                kind,
                 list(keys)
             )));
         }
         if let Some(k) = keys[..required].iter().find(|k| !seen.contains(k)) {
             return Err(de::Error::custom(format!(
                 "missing field `{k}`: a `{}` fault needs {}",
-                kind.name(),
+                kind,
                 list(&keys[..required])
             )));
         }
@@ -221,25 +192,25 @@ impl<'de> Visitor<'de> for FaultVisitor {
 }
 
 /// Assembles the fault; `None` only if `keys_of` and this function disagree on a required key.
-fn build(kind: Kind, s: Slots) -> Option<Fault> {
+fn build(kind: FaultKind, s: Slots) -> Option<Fault> {
     Some(match kind {
-        Kind::Preempt => Fault::Preempt {
+        FaultKind::Preempt => Fault::Preempt {
             rank: s.rank?,
             at: s.at?,
             restart_after: s.restart_after,
         },
-        Kind::Pause => Fault::Pause {
+        FaultKind::Pause => Fault::Pause {
             rank: s.rank?,
             at: s.at?,
             duration: s.duration?,
         },
-        Kind::Partition => Fault::Partition {
+        FaultKind::Partition => Fault::Partition {
             sides: s.sides?,
             at: s.at?,
             duration: s.duration,
             oneway: s.oneway.unwrap_or(false),
         },
-        Kind::Delay => Fault::Delay {
+        FaultKind::Delay => Fault::Delay {
             rank: s.rank,
             link: s.link.map(|l| l.0),
             at: s.at?,
@@ -247,20 +218,20 @@ fn build(kind: Kind, s: Slots) -> Option<Fault> {
             extra: s.extra?,
             jitter: s.jitter,
         },
-        Kind::Loss => Fault::Loss {
+        FaultKind::Loss => Fault::Loss {
             rank: s.rank,
             link: s.link.map(|l| l.0),
             at: s.at?,
             duration: s.duration,
             rate: s.rate?,
         },
-        Kind::Slow => Fault::Slow {
+        FaultKind::Slow => Fault::Slow {
             rank: s.rank?,
             at: s.at?,
             duration: s.duration,
             factor: s.factor?,
         },
-        Kind::Mismatch => Fault::Mismatch {
+        FaultKind::Mismatch => Fault::Mismatch {
             rank: s.rank?,
             iteration: s.iteration?,
             op_index: s.op_index,
@@ -269,12 +240,12 @@ fn build(kind: Kind, s: Slots) -> Option<Fault> {
             root: s.root,
             dtype: s.dtype,
         },
-        Kind::Skip => Fault::Skip {
+        FaultKind::Skip => Fault::Skip {
             rank: s.rank?,
             iteration: s.iteration?,
             op_index: s.op_index,
         },
-        Kind::Hang => Fault::Hang {
+        FaultKind::Hang => Fault::Hang {
             rank: s.rank?,
             iteration: s.iteration?,
         },
@@ -293,9 +264,8 @@ mod tests {
 
     #[test]
     fn every_kind_lists_its_keys() {
-        for name in Fault::KINDS {
-            let kind: Kind = serde_json::from_value(serde_json::json!(name)).unwrap();
-            assert_eq!(kind.name(), name);
+        for &kind in FaultKind::ALL {
+            let name = kind.name();
             let (keys, required) = keys_of(kind);
             assert!(required <= keys.len());
             assert!(keys.iter().all(|k| ALL_KEYS.contains(k)), "{name}");
@@ -304,11 +274,10 @@ mod tests {
 
     #[test]
     fn required_keys_are_enough_to_build() {
-        for name in Fault::KINDS {
-            let kind: Kind = serde_json::from_value(serde_json::json!(name)).unwrap();
+        for &kind in FaultKind::ALL {
             let (keys, required) = keys_of(kind);
             let mut obj = serde_json::Map::new();
-            obj.insert("kind".into(), name.into());
+            obj.insert("kind".into(), kind.name().into());
             for k in &keys[..required] {
                 let v = match *k {
                     "at" | "duration" | "extra" => serde_json::json!("1ms"),
@@ -319,7 +288,7 @@ mod tests {
                 obj.insert(k.to_string(), v);
             }
             let fault: Fault = serde_json::from_value(obj.into()).unwrap();
-            assert_eq!(fault.kind(), name);
+            assert_eq!(fault.kind(), kind);
         }
     }
 

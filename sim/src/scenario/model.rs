@@ -3,6 +3,7 @@
 //! ops, rendezvous kinds, meshes) lives in `ringside-proto` and is re-exported here.
 
 use crate::cause::RootCause;
+use crate::fault::FaultKind;
 use crate::units::{Bandwidth, Duration, PerByte, Size};
 pub use ringside_proto::vocab::{
     Algorithm, Dtype, Mesh, OpKind, Peer, PeerStep, ReduceOp, RegistryAction, RendezvousKind,
@@ -501,30 +502,27 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl Fault {
-    /// Every fault kind, as written in `kind = "..."`.
-    pub const KINDS: [&'static str; 9] = [
-        "preempt",
-        "pause",
-        "partition",
-        "delay",
-        "loss",
-        "slow",
-        "mismatch",
-        "skip",
-        "hang",
-    ];
-
-    pub fn kind(&self) -> &'static str {
+    /// What the fault does, as written in `kind = "..."`.
+    pub fn kind(&self) -> FaultKind {
         match self {
-            Fault::Preempt { .. } => "preempt",
-            Fault::Pause { .. } => "pause",
-            Fault::Partition { .. } => "partition",
-            Fault::Delay { .. } => "delay",
-            Fault::Loss { .. } => "loss",
-            Fault::Slow { .. } => "slow",
-            Fault::Mismatch { .. } => "mismatch",
-            Fault::Skip { .. } => "skip",
-            Fault::Hang { .. } => "hang",
+            Fault::Preempt { .. } => FaultKind::Preempt,
+            Fault::Pause { .. } => FaultKind::Pause,
+            Fault::Partition { .. } => FaultKind::Partition,
+            Fault::Delay { .. } => FaultKind::Delay,
+            Fault::Loss { .. } => FaultKind::Loss,
+            Fault::Slow { .. } => FaultKind::Slow,
+            Fault::Mismatch { .. } => FaultKind::Mismatch,
+            Fault::Skip { .. } => FaultKind::Skip,
+            Fault::Hang { .. } => FaultKind::Hang,
+        }
+    }
+
+    /// Whether this fault is a partition that drops traffic from `from` to `to` while it acts
+    /// (see [`crate::fault::cuts`]).
+    pub fn cuts(&self, from: u32, to: u32) -> bool {
+        match self {
+            Fault::Partition { sides, oneway, .. } => crate::fault::cuts(sides, *oneway, from, to),
+            _ => false,
         }
     }
 

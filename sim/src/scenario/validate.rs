@@ -6,6 +6,7 @@
 
 use super::model::*;
 use super::{groups, program};
+use crate::fault::FaultKind;
 use crate::units::Duration;
 use programs::{named_groups, pipeline, point_to_point};
 
@@ -447,7 +448,7 @@ fn declared(source: program::Source) -> String {
 fn rank_or_link(
     s: &Scenario,
     k: &str,
-    kind: &str,
+    kind: FaultKind,
     rank: Option<u32>,
     link: Option<[u32; 2]>,
 ) -> Result<(), Invalid> {
@@ -507,7 +508,7 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
             duration,
             ..
         } => {
-            rank_or_link(s, k, "delay", *rank, *link)?;
+            rank_or_link(s, k, FaultKind::Delay, *rank, *link)?;
             optional_duration(k, *duration)
         }
         Fault::Loss {
@@ -517,7 +518,7 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
             rate,
             ..
         } => {
-            rank_or_link(s, k, "loss", *rank, *link)?;
+            rank_or_link(s, k, FaultKind::Loss, *rank, *link)?;
             optional_duration(k, *duration)?;
             if !(*rate > 0.0 && *rate <= 1.0) {
                 return fail(

@@ -2,6 +2,7 @@
 
 use crate::budget::Budget;
 use crate::cause::RootCause;
+use crate::fault::FaultKind;
 use crate::proto::event::FlightEntry;
 use crate::proto::{Generation, GroupId, SeqNo, TimerKey};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp};
@@ -106,7 +107,7 @@ pub enum Event {
     /// partition's sides.
     Fault {
         index: u32,
-        fault: String,
+        fault: FaultKind,
         phase: FaultPhase,
         ranks: Vec<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]

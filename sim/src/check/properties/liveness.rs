@@ -126,12 +126,7 @@ fn stall_diagnosed(run: &Run) -> Result<(), Violation> {
         ))
         .ranks(waiting.iter().map(|(rank, _)| *rank)));
     }
-    let separated = |a: u32, b: u32| {
-        fold.active_faults().any(|f| {
-            let side = |r: u32| f.sides.as_ref()?.iter().position(|s| s.contains(&r));
-            f.kind == "partition" && matches!((side(a), side(b)), (Some(x), Some(y)) if x != y)
-        })
-    };
+    let separated = |a: u32, b: u32| fold.active_faults().any(|f| f.separates(a, b));
     for (rank, awaited) in waiting {
         for &w in awaited {
             let Some(peer) = fold.ranks.get(w as usize) else {

@@ -3,7 +3,7 @@
 use super::Gen;
 use crate::check::bound;
 use crate::proto::data::mix;
-use crate::scenario::{program, Dtype, Fault, OpKind, OpSpec, Scenario};
+use crate::scenario::{program, Dtype, Fault, FaultKind, OpKind, OpSpec, Scenario};
 use crate::units::{Duration, Nanos, Size};
 use proptest::prelude::*;
 
@@ -108,7 +108,7 @@ fn other_dtype(d: Dtype, k: u32) -> Dtype {
 impl FaultDraw {
     /// The fault on `f`, or None when it cannot exist there (a link or partition on one rank,
     /// an application bug in a workload without ops).
-    fn fault(&self, f: &Frame, kinds: &[&'static str]) -> Option<Fault> {
+    fn fault(&self, f: &Frame, kinds: &[FaultKind]) -> Option<Fault> {
         let p = f.p.max(1);
         let kind = *kinds.get(self.kind % kinds.len().max(1))?;
         let rank = self.rank % p;
@@ -126,17 +126,17 @@ impl FaultDraw {
         let ops = &f.ops[(rank as usize).min(f.ops.len() - 1)];
         let op_index = (!ops.is_empty()).then(|| self.op_index % ops.len() as u32);
         Some(match kind {
-            "preempt" => Fault::Preempt {
+            FaultKind::Preempt => Fault::Preempt {
                 rank,
                 at,
                 restart_after: self.flag.then(|| duration.unwrap_or(span(100))),
             },
-            "pause" => Fault::Pause {
+            FaultKind::Pause => Fault::Pause {
                 rank,
                 at,
                 duration: duration.unwrap_or(span(100)),
             },
-            "partition" => {
+            FaultKind::Partition => {
                 let b = other_rank?;
                 // 2 or 3 sides; other ranks are on no side (their links are untouched)
                 let k = 2 + self.magnitude % 2;
@@ -161,7 +161,7 @@ impl FaultDraw {
                     oneway: self.flag,
                 }
             }
-            "delay" => {
+            FaultKind::Delay => {
                 let extra = capped(
                     (u128::from(f.timeout / 4) * u128::from(self.magnitude) / 1000).max(1_000),
                 );
@@ -177,20 +177,20 @@ impl FaultDraw {
                         .then(|| Duration(extra.0 / 2 + 1)),
                 }
             }
-            "loss" => Fault::Loss {
+            FaultKind::Loss => Fault::Loss {
                 rank: target.0,
                 link: target.1,
                 at,
                 duration,
                 rate: f64::from(self.magnitude % 100 + 1) / 100.0,
             },
-            "slow" => Fault::Slow {
+            FaultKind::Slow => Fault::Slow {
                 rank,
                 at,
                 duration,
                 factor: 1.0 + f64::from(self.magnitude % 90 + 5) / 10.0,
             },
-            "mismatch" => {
+            FaultKind::Mismatch => {
                 let index = op_index?;
                 let target = &ops[index as usize];
                 let mut m = (None, None, None, None);
@@ -223,18 +223,17 @@ impl FaultDraw {
                     dtype: m.3,
                 }
             }
-            "skip" => Fault::Skip {
+            FaultKind::Skip => Fault::Skip {
                 rank,
                 iteration,
                 op_index: Some(op_index?),
             },
-            "hang" => Fault::Hang { rank, iteration },
-            _ => return None,
+            FaultKind::Hang => Fault::Hang { rank, iteration },
         })
     }
 }
 
-pub(super) fn faults_on(frame: &Frame, draws: &[FaultDraw], kinds: &[&'static str]) -> Vec<Fault> {
+pub(super) fn faults_on(frame: &Frame, draws: &[FaultDraw], kinds: &[FaultKind]) -> Vec<Fault> {
     draws.iter().filter_map(|d| d.fault(frame, kinds)).collect()
 }
 

@@ -29,8 +29,8 @@ use super::bound;
 use super::Case;
 use crate::proto::collective::supported;
 use crate::scenario::{
-    Algorithm, Dtype, EngineConfig, Fault, GroupConfig, Link, NamedGroup, Network, OpKind, OpSpec,
-    Peer, PeerStep, ReduceOp, Scenario, TieBreak, Workload, World,
+    Algorithm, Dtype, EngineConfig, FaultKind, GroupConfig, Link, NamedGroup, Network, OpKind,
+    OpSpec, Peer, PeerStep, ReduceOp, Scenario, TieBreak, Workload, World,
 };
 use crate::units::{Bandwidth, Duration, Size};
 use faults::{fault_draws, faults_on, Frame};
@@ -70,8 +70,8 @@ pub struct Gen {
     pub timeout_ms: RangeInclusive<u64>,
     /// Largest compute phase, in microseconds.
     pub max_compute_us: u64,
-    /// Fault kinds to draw from, as written in `kind = "..."`.
-    pub fault_kinds: Vec<&'static str>,
+    /// Fault kinds to draw from.
+    pub fault_kinds: Vec<FaultKind>,
 }
 
 impl Default for Gen {
@@ -85,7 +85,7 @@ impl Default for Gen {
             max_bytes: 4 << 20,
             timeout_ms: 50..=500,
             max_compute_us: 5_000,
-            fault_kinds: Fault::KINDS.to_vec(),
+            fault_kinds: FaultKind::ALL.to_vec(),
         }
     }
 }
@@ -501,7 +501,7 @@ mod tests {
             shapes[3] |= s.workload.ops.iter().any(|o| o.rendezvous);
             shapes[4] |= s.workload.ops.iter().any(|o| o.compute.is_some());
         }
-        assert_eq!(kinds.len(), Fault::KINDS.len(), "{kinds:?}");
+        assert_eq!(kinds.len(), FaultKind::ALL.len(), "{kinds:?}");
         assert_eq!(ops.len(), OpKind::ALL.len(), "{ops:?}");
         assert_eq!(
             shapes, [true; 5],

@@ -65,6 +65,7 @@ mod node;
 
 pub use judge::{MadsimCall, MadsimGeneration, MadsimOp, MadsimOutcome, MadsimStop};
 
+use crate::fault::cuts;
 use crate::scenario::{Fault, Scenario};
 use crate::units::Nanos;
 use ::madsim::net::NetSim;
@@ -266,27 +267,21 @@ impl GroupHandle {
     fn clog(&self, sides: &[Vec<u32>], oneway: bool, on: bool) {
         let net = NetSim::current();
         let mut clogs = self.clogs.lock().unwrap_or_else(|e| e.into_inner());
-        for (i, a_side) in sides.iter().enumerate() {
-            for (j, b_side) in sides.iter().enumerate() {
-                if i == j || (oneway && i != 0) {
-                    continue;
-                }
-                for &a in a_side {
-                    for &b in b_side {
-                        let (a, b) = (a as usize, b as usize);
-                        let n = clogs.entry((a, b)).or_insert(0);
-                        let (src, dst) = (self.nodes[a], self.nodes[b]);
-                        if on {
-                            *n += 1;
-                            if *n == 1 {
-                                net.clog_link(src, dst);
-                            }
-                        } else if *n > 0 {
-                            *n -= 1;
-                            if *n == 0 {
-                                net.unclog_link(src, dst);
-                            }
-                        }
+        let ranks: Vec<u32> = sides.iter().flatten().copied().collect();
+        for &a in &ranks {
+            for &b in ranks.iter().filter(|&&b| cuts(sides, oneway, a, b)) {
+                let (a, b) = (a as usize, b as usize);
+                let n = clogs.entry((a, b)).or_insert(0);
+                let (src, dst) = (self.nodes[a], self.nodes[b]);
+                if on {
+                    *n += 1;
+                    if *n == 1 {
+                        net.clog_link(src, dst);
+                    }
+                } else if *n > 0 {
+                    *n -= 1;
+                    if *n == 0 {
+                        net.unclog_link(src, dst);
                     }
                 }
             }

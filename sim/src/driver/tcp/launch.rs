@@ -105,7 +105,7 @@ pub fn unemulated(s: &Scenario) -> Vec<&'static str> {
                 Fault::Partition { .. } | Fault::Delay { .. } | Fault::Loss { .. }
             )
         })
-        .map(|f| f.kind())
+        .map(|f| f.kind().name())
         .collect();
     kinds.dedup();
     kinds
@@ -512,7 +512,7 @@ impl<'a> Launch<'a> {
             t,
             Event::Fault {
                 index: i as u32,
-                fault: f.kind().into(),
+                fault: f.kind(),
                 phase,
                 ranks: touched_ranks(&f),
                 sides: None,

@@ -97,8 +97,8 @@ fn every_key_parses() {
     assert_eq!(r[0].scope.as_deref(), Some("s"));
     assert_eq!(r[1].message.as_deref(), Some("hello"));
     assert_eq!(r[2].expect_members, Some(vec![0]));
-    let kinds: Vec<&str> = s.faults.iter().map(|f| f.kind()).collect();
-    assert_eq!(kinds, Fault::KINDS);
+    let kinds: Vec<FaultKind> = s.faults.iter().map(|f| f.kind()).collect();
+    assert_eq!(kinds, FaultKind::ALL);
     assert_eq!(
         s.faults[2],
         Fault::Partition {

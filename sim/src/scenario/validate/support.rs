@@ -1,6 +1,7 @@
 //! What the engine implements today, and rejecting scenarios that need more.
 
 use super::Invalid;
+use crate::fault::FaultKind;
 use crate::scenario::model::*;
 use crate::units::Duration;
 
@@ -33,7 +34,7 @@ pub struct Support {
     /// `restart_after` on `preempt` faults.
     pub restart: bool,
     /// Fault kinds the engine injects, as written in `kind = "..."`.
-    pub fault_kinds: &'static [&'static str],
+    pub fault_kinds: &'static [FaultKind],
     /// Whether the engine runs `op` with this algorithm.
     pub algorithm: fn(OpKind, Algorithm) -> bool,
 }
@@ -55,7 +56,7 @@ impl Support {
         mesh: true,
         registry: true,
         restart: true,
-        fault_kinds: &Fault::KINDS,
+        fault_kinds: FaultKind::ALL,
         algorithm: every_algorithm,
     };
 }
@@ -179,7 +180,11 @@ pub fn unsupported(s: &Scenario, supported: &Support) -> Result<(), Invalid> {
                 &format!(
                     "`{}` faults; the engine injects {}",
                     f.kind(),
-                    sup.fault_kinds.join(", ")
+                    sup.fault_kinds
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             );
         }
@@ -339,7 +344,7 @@ mod tests {
             "jitter",
         );
         let kinds = Support {
-            fault_kinds: &["preempt", "pause"],
+            fault_kinds: &[FaultKind::Preempt, FaultKind::Pause],
             ..all
         };
         not_yet(
