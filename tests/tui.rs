@@ -1,23 +1,24 @@
 //! The real binary in a pseudo-terminal: open a trace, press End and q, read what the screen
-//! showed, and check that the terminal was given back (main screen, cursor shown, cooked mode).
-//! Then the same in tmux, as a person would use it: keys, a resize, and a SIGTERM that must
-//! leave the terminal as it found it.
+//! showed, and check that the terminal was given back (main screen, cursor shown, cooked mode);
+//! close the terminal and check the viewer goes. Then in tmux, as a person would use it
+//! (`tui/tmux.rs`).
 
 mod common;
+#[path = "tui/tmux.rs"]
+mod tmux;
 
 use nix::sys::termios::LocalFlags;
 use portable_pty::{native_pty_system, CommandBuilder, MasterPty, PtySize};
 use predicates::str::contains;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
 
 const ROWS: u16 = 24;
 const COLS: u16 = 80;
 /// How often the screen is looked at while waiting.
-const POLL_MS: u64 = 20;
+pub const POLL_MS: u64 = 20;
 
 /// Feeds what the program writes into a terminal emulator.
 struct Screen {
@@ -129,8 +130,9 @@ impl Session {
         self.keys.flush().expect("flush");
     }
 
-    /// Presses q and checks the program exits well and gives the terminal back.
-    fn quit(mut self) {
+    /// Presses q and checks the program exits well and gives the terminal back; returns the
+    /// main screen as it was left.
+    fn quit(mut self) -> String {
         self.press(b"q");
         let mut status = None;
         for _ in 0..10_000 / POLL_MS {
@@ -152,6 +154,7 @@ impl Session {
         assert!(!s.alternate_screen(), "the alternate screen was left");
         assert!(!s.hide_cursor(), "the cursor is shown again");
         assert_eq!(canonical(&*self.master), Some(true), "cooked mode is back");
+        self.screen.text()
     }
 }
 
@@ -192,7 +195,8 @@ fn end_and_quit_in_a_pseudo_terminal() {
     assert!(shown.contains("preempt-mid-allreduce"), "{shown}");
     assert!(shown.contains("preempted:2"), "{shown}");
     assert!(shown.contains("blocked"), "{shown}");
-    s.quit();
+    let after = s.quit();
+    assert!(!after.contains("digest"), "`tui` prints nothing: {after}");
 }
 
 #[test]
@@ -206,7 +210,11 @@ fn run_with_tui_opens_the_viewer_on_the_run() {
     s.press(b"\x1b[F");
     s.screen.wait_for("event 232 of 232", 10);
     assert!(s.screen.text().contains("completed"), "{}", s.screen.text());
-    s.quit();
+    // once closed, the run's report, as `run` prints it
+    let after = s.quit();
+    assert!(after.contains("completed"), "{after}");
+    assert!(after.contains("digest "), "{after}");
+    assert!(after.contains("expectations met"), "{after}");
 }
 
 #[test]
@@ -232,149 +240,6 @@ fn a_bad_trace_is_refused_before_the_screen_changes() {
         .assert()
         .code(2)
         .stderr(contains("not a ringside trace"));
-}
-
-/// A tmux server of its own, killed when dropped.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.cmd(&["capture-pane", "-p", "-t", "t"])
-    }
-
-    /// Waits until the pane shows `needle`; panics with the screen after `secs`.
-    fn wait_for(&self, needle: &str, secs: u64) -> String {
-        for _ in 0..secs * 1000 / POLL_MS {
-            let s = self.screen();
-            if s.contains(needle) {
-                return s;
-            }
-            std::thread::sleep(Duration::from_millis(POLL_MS));
-        }
-        panic!("tmux never showed {needle:?}:\n{}", self.screen());
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "t"];
-        args.extend_from_slice(keys);
-        self.cmd(&args);
-    }
-
-    fn format(&self, f: &str) -> String {
-        self.cmd(&["display-message", "-p", "-t", "t", f])
-            .trim()
-            .to_string()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .output();
-    }
-}
-
-#[test]
-fn in_tmux_keys_a_resize_and_sigterm_leave_the_terminal_as_it_was() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: tmux is not installed");
-        return;
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let trace = write_trace(dir.path());
-    let tmux = Tmux {
-        socket: format!("ringside-test-{}", std::process::id()),
-    };
-    // the shell reports how the viewer ended and how it left the terminal
-    let script = format!(
-        "{} tui {}; echo exit=$?; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; echo stty-end; sleep 60",
-        env!("CARGO_BIN_EXE_ringside"),
-        trace.display()
-    );
-    tmux.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "80",
-        "-y",
-        "24",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    let s = tmux.wait_for("preempted:2", 30);
-    assert!(s.contains("2 ✗ dead") || s.contains("✗2 dead"), "{s}");
-    assert_eq!(tmux.format("#{alternate_on}"), "1");
-    assert_eq!(
-        tmux.format("#{mouse_any_flag}"),
-        "1",
-        "mouse reporting is on"
-    );
-    // the whole run, then the fault, then the event detail pane
-    tmux.keys(&["End"]);
-    tmux.wait_for("outcome stalled", 5);
-    tmux.keys(&["Home", "f"]);
-    tmux.wait_for("preempt begins", 5);
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("Esc closes", 5);
-    tmux.keys(&["Escape"]);
-    // go to a rank, filter the log as it is typed
-    tmux.keys(&[":", "1", "Enter", "/", "drop"]);
-    let s = tmux.wait_for("/drop", 5);
-    assert!(s.contains("matching"), "{s}");
-    tmux.keys(&["Enter", "n"]);
-    tmux.wait_for("drop ", 5);
-    // wider: the ranks and the diagnosis side by side, in boxes
-    tmux.cmd(&["resize-window", "-t", "t", "-x", "160", "-y", "50"]);
-    tmux.wait_for("┌ ranks", 5);
-    // SIGTERM: the viewer goes, and gives the terminal back
-    let shell = tmux.format("#{pane_pid}");
-    let out = Command::new("pgrep")
-        .args(["-P", &shell])
-        .output()
-        .expect("pgrep runs");
-    let pid = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .expect("the viewer runs under the shell")
-        .trim()
-        .to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    let s = tmux.wait_for("stty-end", 10);
-    assert!(s.contains("exit=143"), "ended by the signal:\n{s}");
-    assert!(
-        s.lines().any(|l| l.trim() == "icanon"),
-        "cooked mode is back:\n{s}"
-    );
-    assert_eq!(
-        tmux.format("#{alternate_on}"),
-        "0",
-        "the main screen is back"
-    );
-    assert_eq!(tmux.format("#{cursor_flag}"), "1", "the cursor is shown");
-    assert_eq!(
-        tmux.format("#{mouse_any_flag}"),
-        "0",
-        "mouse reporting is off"
-    );
 }
 
 fn nz(n: u16) -> std::num::NonZeroU16 {

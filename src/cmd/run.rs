@@ -33,10 +33,13 @@ pub struct RunArgs {
     /// Prints one JSON object instead of sentences.
     #[arg(long, conflicts_with = "tui")]
     pub json: bool,
-    /// Opens the time-travel debugger on the run's trace instead of printing the report
-    /// (the trace is kept in memory unless --trace names a file).
+    /// Opens the time-travel debugger on the run's trace, and prints the report when it is
+    /// closed (the trace is kept in memory unless --trace names a file).
     #[arg(long)]
     pub tui: bool,
+    /// With --tui: leaves the mouse to the terminal (`m` in the viewer turns it on and off).
+    #[arg(long, requires = "tui")]
+    pub no_mouse: bool,
     #[command(flatten)]
     pub budget: super::BudgetArgs,
 }
@@ -48,9 +51,16 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let wall = a.budget.wall_clock_flag();
     let progress = Progress::new(a.quiet);
     let tick = |t, events| progress.run(t, events);
+    let viewer = super::tui::ViewerArgs {
+        no_mouse: a.no_mouse,
+    }
+    .options();
+    if a.tui {
+        super::tui::needs_terminal()?;
+    }
     if a.tui && a.trace.is_none() {
         // nothing to keep: the trace stays in memory, under the same budgets as any run
-        let trace = ringside_tui::state::record_with(
+        let recorded = ringside_tui::state::record_with(
             &scenario,
             &RunOptions {
                 seed: a.seed,
@@ -61,7 +71,9 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
             },
         );
         progress.finish();
-        return super::tui::view(ringside_tui::Loaded::new(trace?));
+        let (trace, report) = recorded?;
+        super::tui::view(ringside_tui::Loaded::new(trace), viewer)?;
+        return summary(&report, &flag, false, None);
     }
     let out = run(
         &scenario,
@@ -78,20 +90,35 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
     progress.finish();
     let out = out?;
     if let (true, Some(trace)) = (a.tui, &a.trace) {
-        return super::tui::open(trace);
+        super::tui::open(trace, viewer)?;
     }
+    summary(&out.report, &flag, a.json, a.trace.as_deref())
+}
+
+/// Prints the run's report (after the viewer, when it was opened); exit 1 when an
+/// expectation failed.
+fn summary(
+    r: &ringside_sim::report::RunReport,
+    flag: &std::sync::atomic::AtomicBool,
+    json: bool,
+    trace: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     if flag.load(Ordering::SeqCst) {
+        let kept = if trace.is_some() {
+            "; the trace so far is kept"
+        } else {
+            ""
+        };
         eprintln!(
-            "interrupted at {}; the trace so far is kept",
-            ringside_sim::units::fmt_ms(out.result.end_ns)
+            "interrupted at {}{kept}",
+            ringside_sim::units::fmt_ms(r.virtual_time_ns)
         );
     }
-    let r = &out.report;
-    if a.json {
+    if json {
         println!("{}", serde_json::to_string_pretty(r)?);
     } else {
         print!("{}", r.human());
-        if let Some(t) = &a.trace {
+        if let Some(t) = trace {
             println!("trace written to {}", t.display());
         }
     }

@@ -88,6 +88,10 @@ pub struct App {
     pub color: bool,
     /// A one-line message for the user (cleared by the next action).
     pub status: Option<String>,
+    /// Mouse reporting is on (clicks and the wheel reach the viewer, not the terminal).
+    pub mouse: bool,
+    /// The user asked to suspend the viewer (Ctrl-Z); the main loop does it.
+    pub suspend: bool,
     pub quit: bool,
 }
 
@@ -128,6 +132,8 @@ impl App {
             compact: false,
             color: !no_color_env(),
             status: None,
+            mouse: true,
+            suspend: false,
             quit: false,
         };
         if let Some(p) = app.loaded.markers.first_stall {
@@ -354,6 +360,15 @@ impl App {
         self.status = None;
         match action {
             Action::Quit => self.quit = true,
+            Action::Suspend => self.suspend = true,
+            Action::ToggleMouse => {
+                self.mouse = !self.mouse;
+                self.status = Some(if self.mouse {
+                    "mouse on: click and scroll in the viewer (m turns it off)".into()
+                } else {
+                    "mouse off: the terminal selects and scrolls text (m turns it on)".into()
+                });
+            }
             Action::Step(d) => {
                 let p = if d < 0 {
                     self.pos.saturating_sub(d.unsigned_abs() as usize)

@@ -19,6 +19,10 @@ pub const WHEEL: i64 = 3;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     Quit,
+    /// Give the terminal back and stop the process until it is continued (Ctrl-Z).
+    Suspend,
+    /// Mouse reporting on or off.
+    ToggleMouse,
     /// Move the cursor by this many events.
     Step(i64),
     Start,
@@ -75,7 +79,7 @@ pub enum Mode {
 }
 
 /// The key bindings, as `?` shows them.
-pub const KEYS: [(&str, &str); 22] = [
+pub const KEYS: [(&str, &str); 24] = [
     ("← →  h l", "one event back / forward"),
     ("PgUp PgDn", "100 events back / forward"),
     ("Home End", "start / end of the trace"),
@@ -94,6 +98,8 @@ pub const KEYS: [(&str, &str); 22] = [
     ("g", "wait-for graph: picture / list"),
     ("c", "ranks: table / compact grid"),
     ("mouse", "click a rank, an event, the timeline; wheel"),
+    ("m", "mouse reporting off / on (off: the terminal selects)"),
+    ("Ctrl-Z", "suspend to the shell (fg comes back)"),
     ("?", "this help"),
     ("q Ctrl-C", "quit"),
     ("Esc", "close, cancel what is typed"),
@@ -108,8 +114,12 @@ pub fn action(mode: Mode, key: KeyEvent) -> Action {
     if key.kind == KeyEventKind::Release {
         return Action::None;
     }
-    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-        return Action::Quit;
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        match key.code {
+            KeyCode::Char('c') => return Action::Quit,
+            KeyCode::Char('z') => return Action::Suspend,
+            _ => {}
+        }
     }
     match mode {
         Mode::Editing => match key.code {
@@ -163,6 +173,7 @@ pub fn action(mode: Mode, key: KeyEvent) -> Action {
             KeyCode::Char('b') => Action::ToggleStuck,
             KeyCode::Char('g') => Action::ToggleGraph,
             KeyCode::Char('c') => Action::ToggleCompact,
+            KeyCode::Char('m') => Action::ToggleMouse,
             KeyCode::Char('?') => Action::ToggleHelp,
             _ => Action::None,
         },

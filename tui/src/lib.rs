@@ -19,8 +19,23 @@ pub mod view;
 pub use app::App;
 pub use state::Loaded;
 
-/// Opens the viewer on a loaded trace; returns when the user quits.
-pub fn view(loaded: Loaded) -> std::io::Result<()> {
+/// How the viewer starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Mouse reporting on (off: the terminal selects and scrolls text as usual).
+    pub mouse: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { mouse: true }
+    }
+}
+
+/// Opens the viewer on a loaded trace; returns when the user quits. A signal that ends it
+/// gives the terminal back, then ends the process as the signal would.
+pub fn view(loaded: Loaded, opts: Options) -> std::io::Result<()> {
     let mut app = App::new(loaded);
+    app.mouse = opts.mouse;
     term::run(&mut app)
 }

@@ -22,11 +22,12 @@ use ranges::fit_ranks;
 use ringside_sim::diagnose::{diagnose, Fold};
 use ringside_sim::proto::mesh::MeshLayout;
 use ringside_sim::proto::{GroupId, Rank};
-use ringside_sim::run::{run_events, RunOptions};
+use ringside_sim::report::RunReport;
+#[cfg(test)]
+use ringside_sim::run::run_events;
+use ringside_sim::run::{run_to, RunOptions};
 use ringside_sim::scenario::{groups, Scenario};
-use ringside_sim::trace::{
-    Digest, Event, Trace, TraceError, TraceReader, TraceWriter, UnparsedEvent,
-};
+use ringside_sim::trace::{Digest, Event, Trace, TraceError, TraceReader, UnparsedEvent};
 use ringside_sim::units::Nanos;
 use std::path::Path;
 use std::sync::mpsc;
@@ -34,13 +35,16 @@ use std::sync::mpsc;
 /// Runs `scenario` with `seed` and keeps its trace in memory, exactly as a trace file would
 /// read back (header, events, footer, digest).
 pub fn record(scenario: &Scenario, seed: u64) -> Result<Trace, TraceError> {
-    record_with(scenario, &RunOptions::seeded(seed))
+    record_with(scenario, &RunOptions::seeded(seed)).map(|(trace, _)| trace)
 }
 
-/// [`record`] with the options of a run: its seed, budgets, interrupt flag and progress. A run
-/// that a budget or the interrupt ends keeps what it recorded, with the outcome it ended on.
-pub fn record_with(scenario: &Scenario, opts: &RunOptions) -> Result<Trace, TraceError> {
-    let seed = opts.seed.unwrap_or(scenario.seed);
+/// [`record`] with the options of a run: its seed, budgets, interrupt flag and progress; with
+/// the run's report. A run that a budget or the interrupt ends keeps what it recorded, with
+/// the outcome it ended on.
+pub fn record_with(
+    scenario: &Scenario,
+    opts: &RunOptions,
+) -> Result<(Trace, RunReport), TraceError> {
     let name = format!("<{} in memory>", scenario.name);
     let io = |e: std::io::Error| TraceError {
         file: name.clone(),
@@ -48,21 +52,20 @@ pub fn record_with(scenario: &Scenario, opts: &RunOptions) -> Result<Trace, Trac
         message: e.to_string(),
     };
     let mut bytes = Vec::new();
-    let mut writer = TraceWriter::new(&mut bytes, scenario, seed).map_err(io)?;
-    let (result, _, _) = run_events(scenario, opts, &mut writer);
-    writer.finish(result.outcome).map_err(io)?;
+    let out = run_to(scenario, opts, &mut bytes).map_err(io)?;
     let mut reader = TraceReader::new(&bytes[..], &name)?;
     let mut events = Vec::new();
     while let Some(e) = reader.next_event()? {
         events.push(e);
     }
-    Ok(Trace {
+    let trace = Trace {
         header: reader.header.clone(),
         events,
         footer: reader.footer().cloned(),
         digest: reader.digest().hex(),
         incomplete: reader.incomplete(),
-    })
+    };
+    Ok((trace, out.report))
 }
 
 /// A trace read into memory, folded once, with checkpoints for seeking and its markers.
@@ -378,6 +381,7 @@ mod tests {
     use super::*;
     use ringside_sim::scenario;
     use ringside_sim::trace::read_trace;
+    use ringside_sim::trace::TraceWriter;
 
     fn scenario(toml: &str) -> Scenario {
         scenario::parse(toml, "test").expect("valid scenario")
@@ -496,7 +500,7 @@ at = "100ms"
             },
             ..RunOptions::seeded(0)
         };
-        let trace = record_with(&scenario(STALLS), &opts).expect("recorded");
+        let (trace, _) = record_with(&scenario(STALLS), &opts).expect("recorded");
         let footer = trace.footer.expect("a footer");
         assert_eq!(footer.outcome, ringside_sim::scenario::Outcome::TimedOut);
         // the budget counts the engine's events, each of which may write a few trace events
