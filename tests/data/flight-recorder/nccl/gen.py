@@ -1206,10 +1206,6 @@ class Megatron:
                                  "BFloat16", site_finalize("dp_ag")), ("dp_ag", b)))
         return out
 
-    def records_per_iteration(self):
-        return max(sum(1 if it[0] in "KP" else len(it[2]) + 1 if it[0] == "B" else 0
-                       for it, _ in self.iteration(r)) for r in range(self.world))
-
 
 def find(items, pred, nth=0):
     """Index of the nth (item, tag) whose tag satisfies pred."""
@@ -1648,7 +1644,7 @@ def case_alltoall_split(entries=2000):
                  divergence=div_collective(scn, 1, 5, "unrecorded", [], []), undecided=reason)
 
 
-def megatron_case(name, meg, culprit, fault, entries, iterations=None, spread=(0.5, 2.0), seed=1):
+def megatron_case(name, meg, culprit, fault, entries, iterations=None, spread=(0.5, 2.0)):
     """A Megatron job whose culprit runs `fault(items)` in the last iteration (items: the (item,
     tag) list of its iteration; returns the new list)."""
     healthy = [[it for it, _ in meg.iteration(r)] for r in range(meg.world)]
@@ -1658,8 +1654,7 @@ def megatron_case(name, meg, culprit, fault, entries, iterations=None, spread=(0
         fewest = min(sum(1 if it[0] in "KP" else len(it[2]) + 1 if it[0] == "B" else 0 for it in p)
                      for p in healthy)
         iterations = entries // max(1, fewest) + 2
-    return Scenario(name, meg.job, final, healthy, iterations=iterations, entries=entries, spread=spread,
-                    seed=seed).run()
+    return Scenario(name, meg.job, final, healthy, iterations=iterations, entries=entries, spread=spread).run()
 
 
 def stop_before(pred):
