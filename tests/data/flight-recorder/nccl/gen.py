@@ -1245,7 +1245,7 @@ def case(fn):
 
 class Truth:
     def __init__(self, scn, fault, culprits, root_causes, why, divergence=None, call_site=None,
-                 json_root_causes=None, json_why=None, undecided=None, json_undecided=None):
+                 json_root_causes=None, json_why=None, undecided=None, json_undecided=None, json_divergence=None):
         self.scn = scn
         self.fault = fault
         self.culprits = culprits
@@ -1257,6 +1257,7 @@ class Truth:
         self.json_why = json_why
         self.undecided = undecided
         self.json_undecided = json_undecided
+        self.json_divergence = json_divergence
 
     def form(self, dump_t, as_json):
         scn = self.scn
@@ -1266,7 +1267,7 @@ class Truth:
             "blocked": sorted(r for r, t in dump_t.items() if scn.blocked(r, t)),
             "blocked_maybe": [],
             "missing": sorted(r for r in range(scn.job.world) if r not in dump_t),
-            "divergence": self.divergence,
+            "divergence": self.json_divergence if (as_json and self.json_divergence) else self.divergence,
             "call_site": None if as_json else self.call_site,
             "why": (self.json_why if (as_json and self.json_why) else self.why),
         }
@@ -1329,6 +1330,19 @@ def waits_on(scn, culprit):
                 best = (r, i, fs.st[r][i])
             break
     return best
+
+
+def div_wait(scn, culprit, kind):
+    """The divergence of a culprit that issued nothing more (or left no dump): the earliest call
+    another rank started and never completed for want of it."""
+    r, i, _ = waits_on(scn, culprit)
+    it = scn.final[r][i]
+    if it[0] == "K":
+        members = scn.job.groups[it[1]].ranks
+        return div_collective(scn, r, i, kind, [culprit], [x for x in members if x != culprit])
+    ops = [(it[2], it[3])] if it[0] == "P" else [(o[0], o[1]) for o in it[2]]
+    j = next(k for k, (_, peer) in enumerate(ops) if peer == culprit)
+    return div_p2p(scn, r, i, kind, [culprit], [r], op=j)
 
 
 ACT = ((1024, 4, 2048),)
@@ -1576,6 +1590,8 @@ def case_missing_victim(entries=2000):
             "without call sites: rank 0 issued 5 world all_reduces, ranks 2,3 issued 4 and completed "
             "them; rank 0 waits in #5 that the majority never issues: rank 0 is one call ahead"
         ),
+        json_divergence=div_collective(scn, 0, index_of(scn.final[0], lambda it: it[0] == "K", 4), "extra", [0],
+                                       [2, 3]),
     )
 
 
@@ -1672,13 +1688,12 @@ def case_pp1f1b_batched_hang(world=4, entries=64):
     culprit = 2
     scn = megatron_case("pp1f1b_batched_hang", meg, culprit,
                         stop_before(lambda t: t[:2] == ("fwd_compute", 5)), entries)
-    w = waits_on(scn, culprit)
     return Truth(
         scn, "rank_stuck_in_host_code", [culprit], [f"hung:{culprit}"],
         "rank 2 completed its calls up to the forward of microbatch 5 and issued nothing after; "
         "stage 1 waits in its batch with stage 2 (send activation 5 / recv gradient), stage 3 in its "
         "batch with stage 2, stage 0 behind stage 1",
-        divergence=div_p2p(scn, w[0], w[1], "stopped", [culprit], [w[0]]),
+        divergence=div_wait(scn, culprit, "stopped"),
     )
 
 
@@ -1722,14 +1737,12 @@ def case_3d_hung(world=8, entries=64):
     culprit = meg.rank(meg.tp - 1, 0, min(1, meg.pp - 1))
     scn = megatron_case("3d_hung", meg, culprit,
                         stop_before(lambda t: t[0] == "fwd" and t[1] == 2 and t[3] == "attn"), entries)
-    w = waits_on(scn, culprit)
-    desc, members = group_of(scn, scn.final[w[0]][w[1]][1])
     return Truth(
         scn, "rank_stuck_in_host_code", [culprit], [f"hung:{culprit}"],
         f"rank {culprit} completed every call it issued and issued nothing after the compute before "
         f"its tensor-parallel all_reduce of microbatch 2: its TP peers wait in that all_reduce, their "
         f"later calls are scheduled behind it, and the pipeline and data-parallel neighbours wait on them",
-        divergence=div_collective(scn, w[0], w[1], "stopped", [culprit], [r for r in members if r != culprit]),
+        divergence=div_wait(scn, culprit, "stopped"),
     )
 
 
@@ -1743,10 +1756,7 @@ def case_3d_dead(world=8, entries=64):
         return [(SYNC, ("sync",)), (DIE, ("die",))]
 
     scn = megatron_case("3d_dead", meg, culprit, fault, entries)
-    w = waits_on(scn, culprit)
-    it = scn.final[w[0]][w[1]]
-    div = div_collective(scn, w[0], w[1], "missing", [culprit], []) if it[0] == "K" else \
-        div_p2p(scn, w[0], w[1], "missing", [culprit], [])
+    div = div_wait(scn, culprit, "missing")
     return Truth(
         scn, "rank_died", [culprit], [f"missing:{culprit}"],
         f"rank {culprit} left no dump; its TP peer waits in the first tensor-parallel all_reduce of "
@@ -1856,15 +1866,13 @@ def case_3d_timeout_skew(world=8, entries=64):
     scn = megatron_case("3d_timeout_skew", meg, culprit,
                         stop_before(lambda t: t[0] == "bwd" and t[1] == 1 and t[3] == "mlp"), entries,
                         spread=(0.2, 6.0))
-    w = waits_on(scn, culprit)
-    desc, members = group_of(scn, scn.final[w[0]][w[1]][1])
     return Truth(
         scn, "rank_stuck_in_host_code", [culprit], [f"hung:{culprit}"],
         f"rank {culprit} stopped issuing before the backward tensor-parallel all_reduce of "
         f"microbatch 1; its victims blocked seconds apart, and the dumps were taken over 6 s after "
         f"the first timeout: the stuck calls of some ranks are retired (their watchdog fired before "
         f"they dumped), of others not yet",
-        divergence=div_collective(scn, w[0], w[1], "stopped", [culprit], [r for r in members if r != culprit]),
+        divergence=div_wait(scn, culprit, "stopped"),
     )
 
 
