@@ -212,8 +212,22 @@ TRAIN = [
     F("train_step", f"{MEG}/training/training.py", 1187),
     F("train", f"{MEG}/training/training.py", 1654),
     F("pretrain", f"{MEG}/training/training.py", 417),
+    F("main", PRETRAIN, 290),
+    F("wrapper", f"{TORCH}/distributed/elastic/multiprocessing/errors/__init__.py", 355),
     F("<module>", PRETRAIN, 305),
 ]
+
+
+def deep(stack):
+    """A Megatron stack padded to 26 frames with the nested decorator frames (contextlib,
+    megatron.core.utils nvtx ranges) that sit between the training loop and its callees."""
+    k = 0
+    while len(stack) < 26:
+        cut = len(stack) - len(TRAIN)
+        stack = stack[:cut] + [F("inner", f"{LIB}/contextlib.py", 81), F("wrapped", f"{MEG}/core/utils.py", 1752 + k)] \
+            + stack[cut:]
+        k += 1
+    return stack
 SCHED = f"{MEG}/core/pipeline_parallel/schedules.py"
 P2P = f"{MEG}/core/pipeline_parallel/p2p_communication.py"
 # the line of forward_backward_pipelining_without_interleaving that runs each step of 1F1B
@@ -246,7 +260,8 @@ def site_tp_forward(sub, step):
          F("apply", f"{TORCH}/autograd/function.py", 575),
          F("reduce_from_tensor_model_parallel_region", f"{MEG}/core/tensor_parallel/mappings.py", 470),
          F("forward", f"{MEG}/core/tensor_parallel/layers.py", 1045)] + MOD
-        + [inner] + MOD + [layer, F("forward", f"{MEG}/core/transformer/transformer_layer.py", 433)] + MOD
+        + [inner] + MOD + [layer, F("forward", f"{MEG}/core/transformer/transformer_layer.py", 433)]
+        + [F("__call__", f"{MEG}/core/transformer/module.py", 163)]
         + [F("forward", f"{MEG}/core/transformer/transformer_block.py", 548)] + MOD
         + [F("forward", f"{MEG}/core/models/gpt/gpt_model.py", 284)] + MOD
         + [F("forward_step", PRETRAIN, 199), F("forward_step", SCHED, 289), sched_frame(step)] + TRAIN
@@ -257,7 +272,7 @@ def site_tp_backward(sub, step):
     """The all_reduce of _CopyToModelParallelRegion.backward (column-parallel input grad)."""
     cols = F("forward", f"{MEG}/core/transformer/attention.py", 655) if sub == "attn" else \
         F("forward", f"{MEG}/core/transformer/mlp.py", 121)
-    return (
+    return deep(
         [F("all_reduce", C10D, 2806), LOGGER,
          F("_reduce", f"{MEG}/core/tensor_parallel/mappings.py", 33),
          F("backward", f"{MEG}/core/tensor_parallel/mappings.py", 199),
@@ -288,7 +303,7 @@ def site_p2p(func, step, torch_fn, batched):
     else:
         inner = [F(torch_fn, C10D, 2462 if torch_fn == "isend" else 2503),
                  F("_p2p_ops", P2P, {"isend": 270, "irecv": 276}[torch_fn])]
-    return (
+    return deep(
         [LOGGER] + inner
         + [F("_communicate", P2P, 405)] + nvtx(1733)
         + [F(func, P2P, P2P_FUNC_LINE[func])] + nvtx(1733)
@@ -336,7 +351,7 @@ def site_finalize(kind):
         outer = []
     else:
         raise ValueError(kind)
-    return inner + nvtx(1760) + outer + [F("wrapped", f"{MEG}/core/utils.py", 1751)] + TRAIN
+    return deep(inner + nvtx(1760) + outer + [F("wrapped", f"{MEG}/core/utils.py", 1751)] + TRAIN)
 
 
 def toy_site(fn, line, func, torch_fn="all_reduce", depth=20):
