@@ -532,9 +532,6 @@ class Worker:
     def op(self, it, text):
         self.ev("op", iteration=it, op=text)
 
-    def group(self, desc):
-        return self.pgs[desc]
-
     def dump(self, which, reason):
         with self.lock:
             if which == "main":
