@@ -59,6 +59,9 @@ enum Command {
     Launch(cmd::launch::LaunchArgs),
     /// One process of a real run (started by `launch`).
     Worker(cmd::worker::WorkerArgs),
+    /// Run a real PyTorch program (backend "ringside") on the scenario's simulated cluster,
+    /// in virtual time, under its faults; report as `run` does.
+    Torchrun(cmd::torchrun::TorchrunArgs),
 }
 
 /// A failure with its exit code. Commands return `anyhow::Result`: an error that is not a
@@ -114,6 +117,7 @@ fn main() -> ExitCode {
         Command::Import(a) => cmd::import::main(a).map_err(anyhow::Error::from),
         Command::Launch(a) => cmd::launch::main(a),
         Command::Worker(a) => cmd::worker::main(a),
+        Command::Torchrun(a) => cmd::torchrun::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -107,6 +107,8 @@ pub struct Observer {
     /// Every generation formed after the first, in the order first reported.
     generations: Vec<GenerationRecord>,
     hashes: from_proto::ResultHashes,
+    /// The real inputs of an application-driven run, which results are checked against.
+    real: Option<Box<verify::RealInputs>>,
 }
 
 impl Observer {
@@ -120,7 +122,20 @@ impl Observer {
             refs: References::default(),
             generations: Vec::new(),
             hashes: from_proto::ResultHashes::default(),
+            real: None,
         }
+    }
+
+    /// The application built group `id` (an application-driven run).
+    pub fn add_group(&mut self, id: GroupId, members: Arc<Members>) {
+        self.real.get_or_insert_default().add_group(id, members);
+    }
+
+    /// `rank` issues the application's call `call`, with its real input.
+    pub fn app_input(&mut self, rank: u32, call: &crate::proto::AppCall) {
+        self.real
+            .get_or_insert_default()
+            .issued(rank, call.index, call.input.clone());
     }
 
     /// Forgets what `rank`'s process was doing: it died, or starts afresh (in no call, knowing
@@ -158,6 +173,9 @@ impl Observer {
                 ..
             } => {
                 follow.call = Some((*fp, *iteration, *index, *peer));
+                if let Some(real) = self.real.as_mut() {
+                    real.called(rank, *index, fp, *peer);
+                }
                 Hint::Working
             }
             ProtoEvent::Complete {
@@ -219,6 +237,9 @@ impl Observer {
         peer: Rank,
         result: &crate::proto::Buffer,
     ) -> bool {
+        if let Some(real) = self.real.as_ref() {
+            return real.check_message(&fp, peer, Rank(rank), result);
+        }
         match fp.op {
             OpKind::Recv => result.approx_eq(&verify::message(&fp, self.seed, peer, Rank(rank))),
             _ => result.is_empty(),
@@ -236,6 +257,10 @@ impl Observer {
         index: u32,
         result: &crate::proto::Buffer,
     ) -> bool {
+        if let Some(real) = self.real.as_mut() {
+            let world = self.cfg.world_members.clone();
+            return real.check(&fp, &world, Rank(rank), result);
+        }
         let members = if fp.group == GroupId(0) {
             match &self.ranks[rank as usize].members {
                 Some(m) if fp.generation.0 > 0 => m.clone(),

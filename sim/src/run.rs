@@ -90,6 +90,8 @@ pub struct RunOptions<'a> {
     pub mutations: Mutations,
     /// The budgets that end a run early (by default, an event budget only).
     pub limits: Limits<'a>,
+    /// A real application drives the ranks (`ringside torchrun`; the scenario has `[torch]`).
+    pub app: Option<&'a std::cell::RefCell<dyn crate::engine::Application + 'a>>,
 }
 
 impl RunOptions<'_> {
@@ -126,7 +128,11 @@ pub fn run_events<R: Recorder + ?Sized>(
             deferred: Deferred::new(scenario.world.size),
             progress: opts.progress,
         };
+        let mut app = opts.app.map(|a| a.borrow_mut());
         let mut engine = Engine::new(scenario, seed, opts.mutations, &mut tee);
+        if let Some(app) = app.as_mut() {
+            engine.drive_by(&mut **app);
+        }
         let result = engine.run_within(&opts.limits, opts.interrupt);
         drop(engine);
         tee.deferred.write_back(tee.fold);

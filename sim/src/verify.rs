@@ -179,3 +179,124 @@ impl References {
         matches_reference(&key.fp, full, members, rank, result)
     }
 }
+
+/// The real inputs of an application's calls (`ringside torchrun`), which its results are
+/// checked against: each member's input of each collective, and each send's data, kept until
+/// every member has been checked.
+#[derive(Default)]
+pub struct RealInputs {
+    groups: std::collections::BTreeMap<crate::proto::GroupId, Arc<Members>>,
+    /// Inputs handed in with a call, until the call is issued: by (rank, call index).
+    issued: std::collections::BTreeMap<(u32, u32), Buffer>,
+    /// Each collective's inputs by member, and how many members have not been checked yet.
+    calls: std::collections::BTreeMap<(u32, u32, u64), (Vec<Option<Buffer>>, usize)>,
+    /// Each send's data by (group, from, to, order).
+    sends: std::collections::BTreeMap<(u32, u32, u32, u64), Buffer>,
+}
+
+impl RealInputs {
+    pub fn add_group(&mut self, id: crate::proto::GroupId, members: Arc<Members>) {
+        self.groups.entry(id).or_insert(members);
+    }
+
+    /// `rank` handed in call `index` with `input`.
+    pub fn issued(&mut self, rank: u32, index: u32, input: Buffer) {
+        self.issued.insert((rank, index), input);
+    }
+
+    fn members(&self, fp: &Fingerprint, world: &Arc<Members>) -> Arc<Members> {
+        self.groups
+            .get(&fp.group)
+            .cloned()
+            .unwrap_or_else(|| world.clone())
+    }
+
+    /// `rank` issued its call `index` as `fp` (a send or recv with `peer`).
+    pub fn called(&mut self, rank: u32, index: u32, fp: &Fingerprint, peer: Option<Rank>) {
+        let Some(input) = self.issued.remove(&(rank, index)) else {
+            return;
+        };
+        match (fp.op, peer) {
+            (OpKind::Send, Some(to)) => {
+                self.sends.insert((fp.group.0, rank, to.0, fp.seq.0), input);
+            }
+            (OpKind::Recv, _) => {}
+            _ => {
+                let key = (fp.group.0, fp.generation.0, fp.seq.0);
+                let p = self.groups.get(&fp.group).map_or(usize::MAX, |m| m.len());
+                let entry = self.calls.entry(key).or_insert_with(|| (Vec::new(), p));
+                let me = self
+                    .groups
+                    .get(&fp.group)
+                    .and_then(|m| m.index(Rank(rank)))
+                    .unwrap_or(rank) as usize;
+                if entry.0.len() <= me {
+                    entry.0.resize(me + 1, None);
+                }
+                entry.0[me] = Some(input);
+            }
+        }
+    }
+
+    /// Whether `rank`'s `result` of collective `fp` is what its members' real inputs give.
+    pub fn check(
+        &mut self,
+        fp: &Fingerprint,
+        world: &Arc<Members>,
+        rank: Rank,
+        result: &Buffer,
+    ) -> bool {
+        let members = self.members(fp, world);
+        let key = (fp.group.0, fp.generation.0, fp.seq.0);
+        let Some((inputs, left)) = self.calls.get_mut(&key) else {
+            return fp.op == OpKind::Barrier && result.is_empty();
+        };
+        let full = real_reference(fp, inputs, members.len());
+        let ok = matches_reference(fp, full.as_ref(), &members, rank, result);
+        *left = left.saturating_sub(1).min(members.len().saturating_sub(1));
+        if *left == 0 {
+            self.calls.remove(&key);
+        }
+        ok
+    }
+
+    /// Whether `to`'s `result` of recv `fp` from `from` is the data `from` sent.
+    pub fn check_message(&self, fp: &Fingerprint, from: Rank, to: Rank, result: &Buffer) -> bool {
+        match fp.op {
+            OpKind::Recv => self
+                .sends
+                .get(&(fp.group.0, from.0, to.0, fp.seq.0))
+                .is_some_and(|sent| sent.same_bits(result)),
+            _ => result.is_empty(),
+        }
+    }
+}
+
+/// The full reference of collective `fp` from its `p` members' real inputs (None when one the
+/// result depends on is missing).
+fn real_reference(fp: &Fingerprint, inputs: &[Option<Buffer>], p: usize) -> Option<Buffer> {
+    let root = (fp.root as usize).min(p.saturating_sub(1));
+    let input = |me: usize| inputs.get(me).and_then(Option::as_ref);
+    match fp.op {
+        OpKind::Barrier | OpKind::Send | OpKind::Recv => None,
+        OpKind::Broadcast | OpKind::Scatter => input(root).cloned(),
+        OpKind::Allgather | OpKind::Gather | OpKind::AllToAll => {
+            let mut out = Buffer::empty(fp.dtype);
+            for me in 0..p {
+                let b = input(me)?;
+                out.extend_from(b, 0..b.len());
+            }
+            Some(out)
+        }
+        OpKind::Allreduce | OpKind::Reduce | OpKind::ReduceScatter => {
+            let mut acc = input(0)?.clone();
+            for me in 1..p {
+                let b = input(me)?;
+                if !acc.reduce_from(0, b, 0, b.len(), fp.reduce) {
+                    return None;
+                }
+            }
+            Some(acc)
+        }
+    }
+}

@@ -8,6 +8,7 @@ pub mod launch;
 pub mod replay;
 pub mod run;
 pub mod sweep;
+pub mod torchrun;
 pub mod tui;
 pub mod worker;
 

@@ -46,6 +46,15 @@ pub struct RunArgs {
 
 pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let scenario = load_scenario(&a.scenario)?;
+    if scenario.torch.is_some() {
+        return Err(crate::Failure::Input(format!(
+            "{}: the scenario has [torch]: its workload is a program, run it with `ringside \
+             torchrun {} -- PROGRAM`",
+            a.scenario.display(),
+            a.scenario.display()
+        ))
+        .into());
+    }
     a.budget.memory.admit_file(&scenario, &a.scenario)?;
     let flag = interrupt_flag();
     let wall = a.budget.wall_clock_flag();

@@ -35,6 +35,8 @@ pub mod workload;
 pub use data::Buffer;
 pub use event::{Outbox, Output, ProtoEvent, StepEvent, WaitList};
 pub use msg::{CollMsg, Fingerprint, Msg, P2pBody, P2pMsg, P2pSig};
-pub use process::{Input, ProcConfig, RankProcess, RankStatus};
+pub use process::{
+    AppCall, AppDone, AppGroup, AppOutcome, Input, ProcConfig, RankProcess, RankStatus,
+};
 pub use types::{Generation, GroupId, Rank, SendToken, SeqNo, TimerKey};
 pub use wait::WaitState;

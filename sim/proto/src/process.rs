@@ -2,8 +2,10 @@
 //! world, and its sub-group of every group layout it is in), with elastic membership and the
 //! registry when the scenario asks for them (see `process/membership.rs`).
 
+mod app;
 mod membership;
 
+pub use app::{AppCall, AppDone, AppGroup, AppOutcome};
 pub use membership::MemberView;
 
 use super::collective::{self, hierarchical::local_size};
@@ -36,6 +38,12 @@ pub enum Input {
     ComputeDone,
     /// The bytes of the send that `Output::NotifySent` named have left this rank.
     SendDone(SendToken),
+    /// An application-driven rank (see `process/app.rs`) built a group.
+    Group(AppGroup),
+    /// An application-driven rank issues a call.
+    Call(Box<AppCall>),
+    /// The application ended.
+    Exit,
 }
 
 /// What a rank is doing, as far as its own code knows.
@@ -94,6 +102,8 @@ pub struct RankProcess {
     /// Elastic: collective messages of a later generation than this rank's, kept until it
     /// installs that generation (its peers may get there first).
     later: Vec<(Rank, Box<super::msg::CollMsg>)>,
+    /// The application's calls, when a real application drives the rank.
+    app: Option<Box<app::App>>,
 }
 
 impl RankProcess {
@@ -136,7 +146,18 @@ impl RankProcess {
             elastic,
             registry,
             later: Vec::new(),
+            app: None,
         }
+    }
+
+    /// Whether a real application drives this rank (its calls arrive as [`Input::Call`]).
+    pub fn app_driven(&self) -> bool {
+        self.cfg.app_driven
+    }
+
+    /// The next call of the application that ended, if any.
+    pub fn poll_app(&mut self) -> Option<AppDone> {
+        self.app.as_mut()?.poll()
     }
 
     pub fn rank(&self) -> Rank {
@@ -172,9 +193,14 @@ impl RankProcess {
 
     /// What the rank is blocked on, if it is inside a call.
     pub fn wait_state(&self) -> Option<WaitState> {
-        self.world
-            .wait_state()
-            .or_else(|| self.layouts.iter().flatten().find_map(|g| g.wait_state()))
+        let app = self.app.iter().flat_map(|a| a.groups.iter());
+        self.world.wait_state().or_else(|| {
+            self.layouts
+                .iter()
+                .flatten()
+                .chain(app)
+                .find_map(|g| g.wait_state())
+        })
     }
 
     /// Where the chunk `m`, on its way to this rank, will be reduced or copied into when it
@@ -192,7 +218,10 @@ impl RankProcess {
         if id == self.world.id {
             return Some(&self.world);
         }
-        self.layouts.iter().flatten().find(|g| g.id == id)
+        match &self.app {
+            Some(app) => app.group(id),
+            None => self.layouts.iter().flatten().find(|g| g.id == id),
+        }
     }
 
     /// The group `id` of this rank: the world or its sub-group of a layout.
@@ -201,7 +230,10 @@ impl RankProcess {
         if id == self.world.id {
             return Some(&mut self.world);
         }
-        self.layouts.iter_mut().flatten().find(|g| g.id == id)
+        match &mut self.app {
+            Some(app) => app.group_mut(id),
+            None => self.layouts.iter_mut().flatten().find(|g| g.id == id),
+        }
     }
 
     #[inline(always)]
@@ -219,17 +251,43 @@ impl RankProcess {
 
     #[inline(always)]
     fn on_chunk(&mut self, now: Nanos, from: Rank, m: Box<super::msg::CollMsg>, out: &mut Outbox) {
+        let m_group = m.fp.group;
         if self.elastic.is_some() && m.fp.generation > self.world.generation {
             self.later.push((from, m));
         } else if let Some(g) = self.group_mut(m.fp.group) {
             let o = g.on_message(now, from, m, out);
-            self.on_outcome(now, o, out);
+            let group = m_group;
+            self.on_outcome(now, group, o, out);
         }
     }
 
     #[inline(never)]
     fn handle_other(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         match input {
+            Input::Start if self.cfg.app_driven => {
+                self.app = Some(Box::default());
+                self.phase = Phase::Computing;
+            }
+            Input::Group(g) => {
+                let (me, events, seed) = (self.me, self.cfg.step_events, self.cfg.seed);
+                if let Some(app) = self.app.as_mut() {
+                    app.add_group(g, me, events, seed);
+                }
+            }
+            Input::Call(call) => {
+                let group = call.group;
+                if let Some(app) = self.app.as_mut() {
+                    app.enqueue(*call);
+                    self.app_run(now, group, out);
+                }
+            }
+            Input::Exit => {
+                if let Some(app) = self.app.as_mut() {
+                    app.exited = true;
+                    self.phase = Phase::Done;
+                    out.event(ProtoEvent::WorkloadDone);
+                }
+            }
             Input::Start => {
                 if let Some(r) = self.registry.as_mut() {
                     r.start(now, out);
@@ -256,15 +314,16 @@ impl RankProcess {
             Input::SendDone(token) => {
                 if let Some(g) = self.group_mut(token.group) {
                     let o = g.on_sent(token, out);
-                    self.on_outcome(now, o, out);
+                    self.on_outcome(now, token.group, o, out);
                 }
             }
             Input::Message { from, msg } => match msg {
                 Msg::Coll(m) => self.on_chunk(now, from, m, out),
                 Msg::P2p(m) => {
-                    if let Some(g) = self.group_mut(m.group) {
+                    let group = m.group;
+                    if let Some(g) = self.group_mut(group) {
                         let o = g.on_p2p(from, m, out);
-                        self.on_outcome(now, o, out);
+                        self.on_outcome(now, group, o, out);
                     }
                 }
                 Msg::Elastic(m) => self.on_elastic_message(now, from, *m, out),
@@ -275,6 +334,16 @@ impl RankProcess {
                 }
             },
             Input::Timer(key) => match key {
+                TimerKey::Watchdog { group, seq } if self.app.is_some() => {
+                    self.app_watchdog(now, group, |g, out| g.on_watchdog(now, seq, out), out)
+                }
+                TimerKey::PeerWatchdog { group, peer, order } if self.app.is_some() => self
+                    .app_watchdog(
+                        now,
+                        group,
+                        |g, out| g.on_p2p_watchdog(now, peer, order, out),
+                        out,
+                    ),
                 TimerKey::Watchdog { group, seq } => {
                     if group == self.world.id {
                         let waited = self.world.wait_state();
@@ -282,17 +351,17 @@ impl RankProcess {
                         if o == CallOutcome::Aborted && self.elastic.is_some() {
                             self.on_elastic_watchdog(now, waited, out);
                         } else {
-                            self.on_outcome(now, o, out);
+                            self.on_outcome(now, group, o, out);
                         }
                     } else if let Some(g) = self.group_mut(group) {
                         let o = g.on_watchdog(now, seq, out);
-                        self.on_outcome(now, o, out);
+                        self.on_outcome(now, group, o, out);
                     }
                 }
                 TimerKey::PeerWatchdog { group, peer, order } => {
                     if let Some(g) = self.group_mut(group) {
                         let o = g.on_p2p_watchdog(now, peer, order, out);
-                        self.on_outcome(now, o, out);
+                        self.on_outcome(now, group, o, out);
                     }
                 }
                 TimerKey::Heartbeat | TimerKey::Rendezvous { .. } => {
@@ -417,12 +486,120 @@ impl RankProcess {
     }
 
     #[inline]
-    fn on_outcome(&mut self, now: Nanos, o: CallOutcome, out: &mut Outbox) {
+    fn on_outcome(&mut self, now: Nanos, group: GroupId, o: CallOutcome, out: &mut Outbox) {
+        if self.app.is_some() {
+            return self.app_outcome(now, group, o, out);
+        }
         match o {
             CallOutcome::Pending => {}
             CallOutcome::Completed { .. } => self.run(now, self.pc + 1, out),
             CallOutcome::Aborted => {
                 // a real job's watchdog tears the process down; the driver decides what follows
+            }
+        }
+    }
+}
+
+impl RankProcess {
+    /// Starts the calls of group `id` that can start, in order, until one has to wait.
+    fn app_run(&mut self, now: Nanos, id: GroupId, out: &mut Outbox) {
+        loop {
+            let member = self.group(id).is_some();
+            let Some(call) = self.app.as_mut().and_then(|a| a.next(id, member)) else {
+                break;
+            };
+            let Some(g) = self.group_mut(id) else {
+                break;
+            };
+            let req = CallRequest {
+                iteration: 0,
+                index: call.index,
+                op: call.op,
+                algorithm: call.algorithm,
+                bytes: call.bytes,
+                dtype: call.dtype,
+                root: call.root,
+                reduce: call.reduce,
+                elements: call.elements,
+                input: call.input,
+                peer: call.peer,
+            };
+            let o = g.call(now, req, out);
+            if !self.app_settle(id, o) {
+                break;
+            }
+        }
+        self.app_status();
+    }
+
+    /// Takes the end of a call of group `id` in; true when the group's lane is free again.
+    fn app_settle(&mut self, id: GroupId, o: CallOutcome) -> bool {
+        let Some(app) = self.app.as_mut() else {
+            return false;
+        };
+        match o {
+            CallOutcome::Pending => false,
+            CallOutcome::Completed { result, .. } => {
+                app.completed(id, result);
+                true
+            }
+            CallOutcome::Aborted => {
+                app.aborted(id, AbortReason::OutsideGroup("the call was refused".into()));
+                true
+            }
+        }
+    }
+
+    fn app_outcome(&mut self, now: Nanos, id: GroupId, o: CallOutcome, out: &mut Outbox) {
+        if self.app_settle(id, o) {
+            self.app_run(now, id, out);
+        }
+    }
+
+    /// A watchdog of group `id` fired: `fire` hands it to the group; the running call fails.
+    fn app_watchdog(
+        &mut self,
+        now: Nanos,
+        id: GroupId,
+        fire: impl FnOnce(&mut ProcessGroup, &mut Outbox) -> CallOutcome,
+        out: &mut Outbox,
+    ) {
+        let Some(g) = self.group_mut(id) else {
+            return;
+        };
+        let waited = g.wait_state();
+        if fire(g, out) != CallOutcome::Aborted {
+            return;
+        }
+        let reason = match waited {
+            Some(ws) => AbortReason::Watchdog {
+                op: ws.op,
+                seq: ws.seq,
+                waited: now.saturating_sub(ws.since_ns),
+                step: ws.step,
+                steps: ws.steps,
+                waiting_for: ws.waiting_for,
+            },
+            None => AbortReason::OutsideGroup("the call was aborted".into()),
+        };
+        if let Some(app) = self.app.as_mut() {
+            app.aborted(id, reason);
+        }
+        for g in self.app.as_ref().map(|a| a.ready()).unwrap_or_default() {
+            self.app_run(now, g, out);
+        }
+        self.app_status();
+    }
+
+    /// In a call while any is running or queued; else running the application's own code.
+    fn app_status(&mut self) {
+        if let Some(app) = &self.app {
+            if !app.exited {
+                self.phase = if app.busy() {
+                    Phase::InOp
+                } else {
+                    Phase::Computing
+                };
             }
         }
     }

@@ -198,6 +198,8 @@ pub struct WorkloadConfig {
     pub elastic: Option<Arc<ElasticConfig>>,
     /// The registry workload, when the scenario has registry steps.
     pub registry: Option<Arc<RegistryConfig>>,
+    /// A real application issues the calls one by one (`process/app.rs`), not `programs`.
+    pub app_driven: bool,
 }
 
 impl WorkloadConfig {

@@ -7,6 +7,7 @@
 //! of its ranks' protocol events through one [`Observer`](crate::observe::Observer).
 
 pub mod tcp;
+pub mod torch;
 
 #[cfg(madsim)]
 pub mod madsim;

@@ -134,6 +134,7 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
         slot.compute_token = None;
         slot.held = 0;
         self.observer.forget(rank);
+        self.app_killed(rank);
         let inc = self.incarnations[rank as usize];
         self.maybe_finished = true;
         self.unfinish(rank);

@@ -18,6 +18,7 @@
 //! - `net`, `faults`, `queue`, `rng`: the network model, the active faults, the event queue
 //!   and the seeded random numbers.
 
+mod app;
 pub(crate) mod faults;
 mod lifecycle;
 pub(crate) mod membership;
@@ -27,6 +28,7 @@ mod rng;
 mod stop;
 mod transport;
 
+pub use app::Application;
 pub use faults::{describe_fault, touched_ranks};
 pub use rng::Rng;
 pub use stop::{RunResult, StopReason, NO_PROGRESS_ROUNDS};
@@ -87,6 +89,11 @@ enum Ev {
     Restart(u32),
     /// Elastic: no rank is working and no fault is due; see whether anything can still happen.
     Settle,
+    /// An input from the application that drives the rank (`app`).
+    App {
+        rank: u32,
+        input: Box<Input>,
+    },
 }
 
 /// How many events ahead the engine asks for the memory a delivery will touch
@@ -190,6 +197,8 @@ pub struct Engine<'r, R: Recorder + ?Sized = dyn Recorder> {
     /// to begin or end. When they are all the queue holds, nothing else can happen (the
     /// messages would be sent again forever) and the run is quiescent.
     doomed: usize,
+    /// The application that drives the ranks, when a real one does.
+    app: Option<app::AppLink<'r>>,
 }
 
 impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
@@ -263,6 +272,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             processed: 0,
             max_events: u64::MAX,
             doomed: 0,
+            app: None,
             registry_only: !cfg.has_calls() && cfg.registry.is_some() && cfg.elastic.is_none(),
         };
         for (i, f) in scenario.faults.iter().enumerate() {
@@ -376,6 +386,9 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
     pub fn step(&mut self) -> bool {
         if self.stop.is_some() {
             return false;
+        }
+        if self.app.is_some() {
+            self.sync_app();
         }
         let Some(t) = self.queue.peek_time() else {
             self.stop = Some(StopReason::Quiescent);
@@ -541,6 +554,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
                 }
             }
             Ev::Restart(r) => self.restart(r),
+            Ev::App { rank, input } => self.app_input(rank, input),
         }
     }
 
@@ -600,6 +614,9 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         }
         if self.elastic.is_some() {
             self.recount(rank);
+        }
+        if self.app.is_some() {
+            self.poll_app(rank);
         }
     }
 

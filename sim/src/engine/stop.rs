@@ -84,7 +84,9 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
                 self.progress_ns = self.now;
             }
             Hint::Aborted { watchdog } => {
-                if watchdog && self.stop.is_none() && self.elastic.is_none() {
+                // an application's call fails instead, and its error handling runs
+                let torn_down = self.elastic.is_none() && !self.cfg.app_driven;
+                if watchdog && self.stop.is_none() && torn_down {
                     // without elastic membership the watchdog tears the job down
                     self.stop = Some(StopReason::Watchdog { rank });
                 }

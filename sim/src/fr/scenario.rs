@@ -670,6 +670,7 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
             pipeline: None,
             registry: Vec::new(),
         },
+        torch: None,
         groups: a
             .groups
             .list

@@ -32,7 +32,12 @@ pub struct Scenario {
     /// Named groups (`[[groups]]`), like `torch.distributed.new_group` or a DeviceMesh slice.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<NamedGroup>,
+    /// Omitted when a real program is the workload (`[torch]`).
+    #[serde(default)]
     pub workload: Workload,
+    /// A real PyTorch program is the workload (`ringside torchrun`, docs/torchrun.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<Torch>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -235,6 +240,85 @@ pub struct Workload {
     pub pipeline: Option<Pipeline>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub registry: Vec<RegistryStep>,
+}
+
+impl Default for Workload {
+    fn default() -> Workload {
+        Workload {
+            iterations: one(),
+            compute: Duration::default(),
+            dtype: default_dtype(),
+            elements: default_elements(),
+            ops: Vec::new(),
+            programs: Vec::new(),
+            pipeline: None,
+            registry: Vec::new(),
+        }
+    }
+}
+
+/// `[torch]`: the workload is a real PyTorch program that `ringside torchrun` starts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Torch {
+    /// How the program's own work between two calls advances its rank's clock.
+    #[serde(default)]
+    pub compute: ComputeModel,
+}
+
+/// `[torch] compute`: `"zero"`, `"fixed:<duration>"` per call, or `"measured:<factor>"` (the
+/// process's CPU time since its previous call, times the factor: not deterministic).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum ComputeModel {
+    #[default]
+    Zero,
+    Fixed(Duration),
+    Measured(f64),
+}
+
+impl ComputeModel {
+    pub fn parse(s: &str) -> Result<ComputeModel, String> {
+        let bad = || {
+            format!(
+                "`{s}` is not a compute model: \"zero\", \"fixed:<duration>\" or \
+                 \"measured:<factor>\""
+            )
+        };
+        match s.split_once(':') {
+            None if s == "zero" => Ok(ComputeModel::Zero),
+            Some(("fixed", d)) => Duration::parse(d)
+                .map(ComputeModel::Fixed)
+                .map_err(|e| format!("{}: {e}", bad())),
+            Some(("measured", f)) => match f.parse::<f64>() {
+                Ok(f) if f.is_finite() && f >= 0.0 => Ok(ComputeModel::Measured(f)),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for ComputeModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ComputeModel::Zero => f.write_str("zero"),
+            ComputeModel::Fixed(d) => write!(f, "fixed:{d}"),
+            ComputeModel::Measured(x) => write!(f, "measured:{x}"),
+        }
+    }
+}
+
+impl Serialize for ComputeModel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ComputeModel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ComputeModel::parse(&s).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `[[groups]]`: a named group, as one list of ranks or as disjoint sub-groups (one per list).

@@ -100,6 +100,7 @@ pub fn workload(s: &Scenario, seed: u64, mutations: Mutations) -> WorkloadConfig
             })
         }),
         registry: registry(s),
+        app_driven: s.torch.is_some(),
     }
 }
 

@@ -187,15 +187,20 @@ impl ProcessGroup {
             } else {
                 seed
             };
-            let data = Buffer::message(
-                sig.dtype,
-                sig.elements as usize,
-                seed,
-                id.0,
-                me_rank.0,
-                peer_rank.0,
-                order,
-            );
+            // an application's send carries its own data; a scenario's, data anyone can check
+            let data = if req.input.is_empty() {
+                Buffer::message(
+                    sig.dtype,
+                    sig.elements as usize,
+                    seed,
+                    id.0,
+                    me_rank.0,
+                    peer_rank.0,
+                    order,
+                )
+            } else {
+                req.input
+            };
             let msg = Msg::P2p(Box::new(P2pMsg {
                 group: id,
                 generation,

@@ -413,6 +413,7 @@ pub fn scenarios(gen: &Gen) -> impl Strategy<Value = Scenario> {
                         ..GroupConfig::default()
                     },
                     workload,
+                    torch: None,
                     faults: Vec::new(),
                     expect: None,
                 };

@@ -1,0 +1,342 @@
+//! The lockstep between real PyTorch processes and the engine (docs/torchrun.md, "Lockstep"):
+//! the [`Application`] that hands the engine the programs' calls.
+//!
+//! Each rank is running (its own Python code), waiting (in a `wait`) or gone. A sync blocks
+//! until no rank runs, then hands the engine every call received since the last one, ordered
+//! by (the rank's clock, rank, arrival on that rank's connection): the order frames arrived in
+//! across connections plays no part.
+
+use super::procs::{Event, Jobs};
+use super::wire::{Call, Reply, Request};
+use crate::engine::Application;
+use crate::proto::collective::Members;
+use crate::proto::{AppCall, AppDone, AppGroup, AppOutcome, GroupId, Input, Rank};
+use crate::scenario::{Algorithm, ComputeModel, OpKind};
+use crate::units::{later, Nanos};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration as WallDuration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Running,
+    Waiting(u32),
+    Gone,
+}
+
+struct RankState {
+    mode: Mode,
+    /// The rank's virtual clock: when it was last released, plus its compute since.
+    clock: Nanos,
+    /// Calls issued so far (the next one is `calls + 1`).
+    calls: u32,
+    /// Calls that ended and were not waited for yet: (when, how).
+    ended: BTreeMap<u32, (Nanos, AppOutcome)>,
+    /// Call sites of the calls issued, by number.
+    sites: BTreeMap<u32, String>,
+    /// The wall-clock CPU time at its last release (the `measured` compute model).
+    cpu_mark: Option<std::time::Duration>,
+}
+
+/// A frame of the program, stamped for the engine.
+struct Pending {
+    at: Nanos,
+    rank: u32,
+    seq: u64,
+    what: PendingKind,
+}
+
+enum PendingKind {
+    Group {
+        name: String,
+        ranks: Vec<u32>,
+        timeout: Nanos,
+    },
+    Call(Call),
+    Exit,
+}
+
+/// The [`Application`] of `ringside torchrun`.
+pub struct Lockstep<'a> {
+    ranks: Vec<RankState>,
+    jobs: &'a mut Jobs,
+    pending: Vec<Pending>,
+    seq: u64,
+    groups: BTreeMap<String, GroupId>,
+    next_group: u32,
+    compute: ComputeModel,
+    /// `[group] timeout`: a group's timeout when the program gives none.
+    timeout: Nanos,
+    algorithm: Option<Algorithm>,
+    interrupt: Option<&'a AtomicBool>,
+    wall: Option<&'a AtomicBool>,
+    /// A program that broke the protocol: (rank, what).
+    pub errors: Vec<(u32, String)>,
+}
+
+impl<'a> Lockstep<'a> {
+    pub fn new(
+        jobs: &'a mut Jobs,
+        compute: ComputeModel,
+        timeout: Nanos,
+        algorithm: Option<Algorithm>,
+        interrupt: Option<&'a AtomicBool>,
+        wall: Option<&'a AtomicBool>,
+    ) -> Lockstep<'a> {
+        let n = jobs.ranks();
+        Lockstep {
+            ranks: (0..n)
+                .map(|_| RankState {
+                    mode: Mode::Running,
+                    clock: 0,
+                    calls: 0,
+                    ended: BTreeMap::new(),
+                    sites: BTreeMap::new(),
+                    cpu_mark: None,
+                })
+                .collect(),
+            jobs,
+            pending: Vec::new(),
+            seq: 0,
+            groups: BTreeMap::new(),
+            next_group: 1,
+            compute,
+            timeout,
+            algorithm,
+            interrupt,
+            wall,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The call site of every call issued: ((rank, call number), site).
+    pub fn sites(&self) -> Vec<((u32, u32), String)> {
+        let mut out = Vec::new();
+        for (r, st) in self.ranks.iter().enumerate() {
+            for (i, s) in &st.sites {
+                out.push(((r as u32, *i), s.clone()));
+            }
+        }
+        out
+    }
+
+    fn stopping(&self) -> bool {
+        self.interrupt.is_some_and(|f| f.load(Ordering::Relaxed))
+            || self.wall.is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
+    /// Tells `rank` that its call `work` ended.
+    fn release(&mut self, rank: u32, work: u32, at: Nanos, outcome: AppOutcome) {
+        let st = &mut self.ranks[rank as usize];
+        st.clock = st.clock.max(at);
+        st.mode = Mode::Running;
+        st.cpu_mark = self.jobs.cpu_time(rank);
+        let reply = match outcome {
+            AppOutcome::Completed(result) => Reply::Done { work, result },
+            AppOutcome::Failed(reason) => Reply::Failed {
+                work,
+                message: super::watchdog_message(
+                    &reason,
+                    self.ranks[rank as usize].sites.get(&work),
+                ),
+            },
+        };
+        self.jobs.reply(rank, &reply);
+    }
+
+    /// The rank's compute since its last call, by the model.
+    fn compute(&mut self, rank: u32) -> Nanos {
+        match self.compute {
+            ComputeModel::Zero => 0,
+            ComputeModel::Fixed(d) => d.0,
+            ComputeModel::Measured(factor) => {
+                let now = self.jobs.cpu_time(rank);
+                let st = &mut self.ranks[rank as usize];
+                let spent = match (now, st.cpu_mark) {
+                    (Some(n), Some(m)) => n.saturating_sub(m),
+                    _ => std::time::Duration::ZERO,
+                };
+                st.cpu_mark = now;
+                (spent.as_nanos() as f64 * factor).round() as Nanos
+            }
+        }
+    }
+
+    fn push(&mut self, rank: u32, what: PendingKind) {
+        self.seq += 1;
+        let at = self.ranks[rank as usize].clock;
+        self.pending.push(Pending {
+            at,
+            rank,
+            seq: self.seq,
+            what,
+        });
+    }
+
+    /// Takes in one frame (or the end) of `rank`.
+    fn on_event(&mut self, rank: u32, ev: Event) {
+        if self.ranks[rank as usize].mode == Mode::Gone {
+            return;
+        }
+        match ev {
+            Event::Frame(Request::Group {
+                name,
+                ranks,
+                timeout_ms,
+            }) => {
+                let timeout = timeout_ms.map_or(self.timeout, |ms| ms.saturating_mul(1_000_000));
+                self.push(
+                    rank,
+                    PendingKind::Group {
+                        name,
+                        ranks,
+                        timeout,
+                    },
+                );
+            }
+            Event::Frame(Request::Call(call)) => {
+                let st = &mut self.ranks[rank as usize];
+                st.calls += 1;
+                if call.work != st.calls {
+                    return self.broke(rank, format!("call {} out of order", call.work));
+                }
+                st.sites.insert(call.work, call.site.clone());
+                let d = self.compute(rank);
+                let st = &mut self.ranks[rank as usize];
+                st.clock = later(st.clock, d);
+                self.push(rank, PendingKind::Call(call));
+            }
+            Event::Frame(Request::Wait { work }) => {
+                let st = &mut self.ranks[rank as usize];
+                if work == 0 || work > st.calls {
+                    return self.broke(rank, format!("waits for call {work}, never issued"));
+                }
+                match st.ended.remove(&work) {
+                    Some((at, outcome)) => self.release(rank, work, at, outcome),
+                    None => st.mode = Mode::Waiting(work),
+                }
+            }
+            Event::Frame(Request::Exit { .. }) | Event::Closed => self.gone(rank),
+            Event::Broken(what) => self.broke(rank, what),
+        }
+    }
+
+    /// `rank` spoke nonsense: it is no member of the job any more.
+    fn broke(&mut self, rank: u32, what: String) {
+        self.errors.push((rank, what));
+        self.jobs.kill(rank);
+        self.gone(rank);
+    }
+
+    fn gone(&mut self, rank: u32) {
+        let st = &mut self.ranks[rank as usize];
+        if st.mode != Mode::Gone {
+            st.mode = Mode::Gone;
+            self.push(rank, PendingKind::Exit);
+        }
+    }
+
+    /// The pending frames as engine inputs, in (clock, rank, arrival) order.
+    fn inputs(&mut self) -> Vec<(u32, Nanos, Input)> {
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.sort_by_key(|p| (p.at, p.rank, p.seq));
+        let mut out = Vec::with_capacity(pending.len());
+        for p in pending {
+            let input = match p.what {
+                PendingKind::Group {
+                    name,
+                    ranks,
+                    timeout,
+                } => {
+                    let id = self.group_id(&name, &ranks);
+                    Input::Group(AppGroup {
+                        id,
+                        members: Members::new(ranks.into_iter().map(Rank).collect()),
+                        timeout,
+                    })
+                }
+                PendingKind::Call(c) => Input::Call(Box::new(self.app_call(c))),
+                PendingKind::Exit => Input::Exit,
+            };
+            out.push((p.rank, p.at, input));
+        }
+        out
+    }
+
+    /// The id of torch's group `name`: the world's first group is the world (0), the others
+    /// numbered in the order they are first used.
+    fn group_id(&mut self, name: &str, ranks: &[u32]) -> GroupId {
+        if let Some(id) = self.groups.get(name) {
+            return *id;
+        }
+        let world = ranks.len() == self.ranks.len()
+            && ranks.iter().enumerate().all(|(i, r)| *r as usize == i);
+        let id = if world && self.groups.is_empty() {
+            GroupId(0)
+        } else {
+            self.next_group += 1;
+            GroupId(self.next_group - 1)
+        };
+        self.groups.insert(name.to_string(), id);
+        id
+    }
+
+    fn app_call(&self, c: Call) -> AppCall {
+        let group = self
+            .groups
+            .get(&c.group)
+            .copied()
+            .unwrap_or(GroupId(u32::MAX));
+        let p2p = c.op.point_to_point();
+        let algorithm = match c.op {
+            OpKind::Allreduce => self
+                .algorithm
+                .filter(|a| c.op.algorithms().contains(a))
+                .unwrap_or(c.op.default_algorithm()),
+            op => op.default_algorithm(),
+        };
+        AppCall {
+            index: c.work,
+            group,
+            op: c.op,
+            algorithm,
+            bytes: c.bytes,
+            dtype: c.input.dtype(),
+            reduce: c.reduce,
+            root: if p2p { 0 } else { c.root },
+            elements: c.elements,
+            peer: p2p.then_some(c.root),
+            input: c.input,
+        }
+    }
+}
+
+impl Application for Lockstep<'_> {
+    fn sync(&mut self, _now: Nanos, done: Vec<(u32, Nanos, AppDone)>) -> Vec<(u32, Nanos, Input)> {
+        for (rank, at, d) in done {
+            let st = &mut self.ranks[rank as usize];
+            match st.mode {
+                Mode::Waiting(w) if w == d.index => self.release(rank, w, at, d.outcome),
+                Mode::Gone => {}
+                _ => {
+                    st.ended.insert(d.index, (at, d.outcome));
+                }
+            }
+        }
+        while self.ranks.iter().any(|r| r.mode == Mode::Running) {
+            if self.stopping() {
+                return Vec::new();
+            }
+            if let Some((rank, ev)) = self.jobs.next_event(WallDuration::from_millis(100)) {
+                self.on_event(rank, ev);
+            }
+        }
+        self.inputs()
+    }
+
+    fn killed(&mut self, rank: u32, _now: Nanos) {
+        self.jobs.kill(rank);
+        let st = &mut self.ranks[rank as usize];
+        st.mode = Mode::Gone;
+    }
+}

@@ -1,0 +1,342 @@
+//! The program's processes: started with torchrun's environment, connected over a Unix socket
+//! in a directory only the user can enter, each connection proven with the job's key (the
+//! handshake of `ringside launch`, `driver::tcp::auth`), its frames read on a thread of its own
+//! and handed to the lockstep in the order each connection carried them.
+
+use super::wire::{self, Reply, Request, MAX_FRAME};
+use crate::driver::tcp::auth::{self, Channel, JobKey};
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// What a rank's connection brought.
+#[derive(Debug)]
+pub enum Event {
+    Frame(Request),
+    /// The connection closed (the process ended, or closed it).
+    Closed,
+    /// The connection spoke nonsense.
+    Broken(String),
+}
+
+/// How a rank's process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// The processes of one job and their connections.
+pub struct Jobs {
+    dir: PathBuf,
+    children: Vec<Option<Child>>,
+    writers: Vec<Option<UnixStream>>,
+    rx: mpsc::Receiver<(u32, Incoming)>,
+    exits: Vec<Option<Exit>>,
+    /// Ranks whose connection was proven.
+    connected: Vec<bool>,
+}
+
+enum Incoming {
+    Connected(UnixStream),
+    Event(Event),
+    Refused(String),
+}
+
+/// What to start.
+pub struct Spawn<'a> {
+    pub program: &'a [String],
+    pub nproc: u32,
+    /// Where the children's standard output goes: ours, or our standard error.
+    pub stdout_to_stderr: bool,
+}
+
+fn private_dir() -> io::Result<PathBuf> {
+    let tag: [u8; 8] = auth::random_bytes()?;
+    let name: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::temp_dir().join(format!("ringside-torch-{name}"));
+    fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
+fn free_port() -> io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+impl Jobs {
+    /// Starts `spawn.nproc` processes of the program; their backend connects back.
+    pub fn start(spawn: &Spawn) -> io::Result<Jobs> {
+        let Some((exe, args)) = spawn.program.split_first() else {
+            return Err(io::Error::other("no program to run (after --)"));
+        };
+        let dir = private_dir()?;
+        let key = JobKey::random()?;
+        let job = u64::from_be_bytes(auth::random_bytes()?);
+        let key_file = dir.join("key");
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&key_file)?
+            .write_all(key.to_hex().as_bytes())?;
+        let socket = dir.join("socket");
+        let listener = UnixListener::bind(&socket)?;
+        let (tx, rx) = mpsc::channel();
+        let n = spawn.nproc;
+        std::thread::spawn(move || accept(listener, key, job, n, tx));
+        let port = free_port()?;
+        let mut children = Vec::new();
+        for rank in 0..n {
+            let mut cmd = Command::new(exe);
+            cmd.args(args)
+                .env("RANK", rank.to_string())
+                .env("LOCAL_RANK", rank.to_string())
+                .env("WORLD_SIZE", n.to_string())
+                .env("LOCAL_WORLD_SIZE", n.to_string())
+                .env("GROUP_RANK", "0")
+                .env("ROLE_RANK", rank.to_string())
+                .env("ROLE_WORLD_SIZE", n.to_string())
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", port.to_string())
+                .env("TORCHELASTIC_RUN_ID", format!("ringside-{job:016x}"))
+                .env("RINGSIDE_TORCH_SOCKET", &socket)
+                .env("RINGSIDE_TORCH_KEY_FILE", &key_file)
+                .env("RINGSIDE_TORCH_JOB", format!("{job:016x}"))
+                .stdin(Stdio::null());
+            if spawn.stdout_to_stderr {
+                cmd.stdout(io::stderr());
+            }
+            let child = cmd
+                .spawn()
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot start {exe}: {e}")))?;
+            children.push(Some(child));
+        }
+        Ok(Jobs {
+            dir,
+            children,
+            writers: (0..n).map(|_| None).collect(),
+            rx,
+            exits: vec![None; n as usize],
+            connected: vec![false; n as usize],
+        })
+    }
+
+    /// How many ranks the job has.
+    pub fn ranks(&self) -> usize {
+        self.children.len()
+    }
+
+    /// The next frame or end of any rank, waiting at most `wait`. A rank whose process ended
+    /// without ever connecting ends here too.
+    pub fn next_event(&mut self, wait: Duration) -> Option<(u32, Event)> {
+        loop {
+            match self.rx.recv_timeout(wait) {
+                Ok((rank, Incoming::Connected(s))) => {
+                    self.connected[rank as usize] = true;
+                    self.writers[rank as usize] = Some(s);
+                }
+                Ok((rank, Incoming::Event(e))) => return Some((rank, e)),
+                Ok((_, Incoming::Refused(why))) => eprintln!("ringside torchrun: {why}"),
+                Err(_) => return self.ended_unconnected(),
+            }
+        }
+    }
+
+    /// A rank whose process ended without connecting (it never built a process group).
+    fn ended_unconnected(&mut self) -> Option<(u32, Event)> {
+        for rank in 0..self.children.len() {
+            if self.connected[rank] || self.exits[rank].is_some() {
+                continue;
+            }
+            let Some(c) = self.children[rank].as_mut() else {
+                continue;
+            };
+            if let Ok(Some(status)) = c.try_wait() {
+                self.exits[rank] = Some(exit_of(status));
+                self.connected[rank] = true; // nothing more can come
+                return Some((rank as u32, Event::Closed));
+            }
+        }
+        None
+    }
+
+    /// Sends `reply` to `rank` (a rank whose connection is gone gets nothing).
+    pub fn reply(&mut self, rank: u32, reply: &Reply) {
+        if let Some(w) = self.writers[rank as usize].as_mut() {
+            if w.write_all(&wire::encode(reply)).is_err() {
+                self.writers[rank as usize] = None;
+            }
+        }
+    }
+
+    /// Kills `rank`'s process (SIGKILL).
+    pub fn kill(&mut self, rank: u32) {
+        if let Some(c) = self.children[rank as usize].as_mut() {
+            let _ = c.kill();
+            if let Ok(status) = c.wait() {
+                self.exits[rank as usize] = Some(exit_of(status));
+            }
+        }
+        self.writers[rank as usize] = None;
+    }
+
+    /// The CPU time `rank`'s process has used so far (Linux: from /proc).
+    pub fn cpu_time(&self, rank: u32) -> Option<Duration> {
+        let pid = self.children.get(rank as usize)?.as_ref()?.id();
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = after.split(' ').collect();
+        let ticks: u64 =
+            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // clock ticks are 1/100 s on Linux
+        Some(Duration::from_millis(ticks * 10))
+    }
+
+    /// Waits for every process to end (killing what is left after `grace`), and gives how
+    /// each ended.
+    pub fn finish(&mut self, grace: Duration) -> Vec<Option<Exit>> {
+        let until = std::time::Instant::now() + grace;
+        for (rank, c) in self.children.iter_mut().enumerate() {
+            let Some(c) = c.as_mut() else { continue };
+            if self.exits[rank].is_some() {
+                continue;
+            }
+            loop {
+                match c.try_wait() {
+                    Ok(Some(s)) => {
+                        self.exits[rank] = Some(exit_of(s));
+                        break;
+                    }
+                    Ok(None) if std::time::Instant::now() < until => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    _ => {
+                        let _ = c.kill();
+                        self.exits[rank] = c.wait().ok().map(exit_of);
+                        break;
+                    }
+                }
+            }
+        }
+        self.exits.clone()
+    }
+}
+
+impl Drop for Jobs {
+    fn drop(&mut self) {
+        for c in self.children.iter_mut().flatten() {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn exit_of(s: ExitStatus) -> Exit {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => Exit::Code(c),
+        (None, Some(sig)) => Exit::Signal(sig),
+        _ => Exit::Code(-1),
+    }
+}
+
+/// Accepts connections: each must prove the key for a rank of the job that has not connected.
+fn accept(
+    listener: UnixListener,
+    key: JobKey,
+    job: u64,
+    n: u32,
+    tx: mpsc::Sender<(u32, Incoming)>,
+) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build();
+    let Ok(rt) = rt else {
+        return;
+    };
+    let mut seen = vec![false; n as usize];
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let proven = rt.block_on(async {
+            stream.set_nonblocking(true)?;
+            let mut s = tokio::net::UnixStream::from_std(stream)?;
+            let claim = tokio::time::timeout(
+                Duration::from_secs(10),
+                auth::verify(&mut s, &key, Channel::Control, job),
+            )
+            .await
+            .map_err(|_| io::Error::other("no proof within 10 s"))?
+            .map_err(io::Error::other)?;
+            let s = s.into_std()?;
+            s.set_nonblocking(false)?;
+            Ok::<_, io::Error>((claim, s))
+        });
+        let (claim, s) = match proven {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = tx.send((
+                    0,
+                    Incoming::Refused(format!("a connection was refused: {e}")),
+                ));
+                continue;
+            }
+        };
+        let rank = claim.rank;
+        if rank >= n || seen[rank as usize] {
+            let _ = tx.send((
+                0,
+                Incoming::Refused(format!(
+                    "a connection claimed rank {rank}, which is not a rank waiting to connect"
+                )),
+            ));
+            continue;
+        }
+        seen[rank as usize] = true;
+        let Ok(reader) = s.try_clone() else { continue };
+        if tx.send((rank, Incoming::Connected(s))).is_err() {
+            return;
+        }
+        let tx = tx.clone();
+        std::thread::spawn(move || read_frames(rank, reader, tx));
+    }
+}
+
+/// Reads `rank`'s frames until its connection ends or breaks.
+fn read_frames(rank: u32, mut s: UnixStream, tx: mpsc::Sender<(u32, Incoming)>) {
+    let mut len = [0u8; 4];
+    loop {
+        let ev = match s.read_exact(&mut len) {
+            Err(_) => Event::Closed,
+            Ok(()) => {
+                let n = u32::from_be_bytes(len) as usize;
+                if n > MAX_FRAME {
+                    Event::Broken(format!("a frame of {n} bytes (at most {MAX_FRAME})"))
+                } else {
+                    let mut body = vec![0u8; n];
+                    match s.read_exact(&mut body) {
+                        Err(_) => Event::Closed,
+                        Ok(()) => match wire::decode(&body) {
+                            Ok(req) => Event::Frame(req),
+                            Err(e) => Event::Broken(e.to_string()),
+                        },
+                    }
+                }
+            }
+        };
+        let end = !matches!(ev, Event::Frame(_));
+        if tx.send((rank, Incoming::Event(ev))).is_err() || end {
+            return;
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! `ringside torchrun SCENARIO [--nproc N] [--seed S] [--json] [--trace FILE] -- PROGRAM ARGS...`
+
+use super::{interrupt_flag, load_scenario};
+use crate::Failure;
+use clap::Args;
+use ringside_sim::driver::torch::{torchrun, Exit, TorchOptions};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct TorchrunArgs {
+    /// The scenario: the simulated cluster and its faults (its `[workload]` may be omitted:
+    /// the program is the workload).
+    pub scenario: PathBuf,
+    /// The number of processes (default: the scenario's `[world] size`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub nproc: Option<u32>,
+    /// Overrides the scenario's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Writes the trace (JSON Lines; zstd-compressed when the name ends in `.zst`).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Prints one JSON object instead of sentences (the program's standard output then goes
+    /// to standard error).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub budget: super::BudgetArgs,
+    /// The program and its arguments, e.g. `python train.py --steps 20`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub program: Vec<String>,
+}
+
+pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
+    let mut scenario = load_scenario(&a.scenario)?;
+    if let Some(n) = a.nproc {
+        scenario.world.size = n;
+    }
+    if scenario.torch.is_none() {
+        scenario.torch = Some(Default::default());
+    }
+    let flag = interrupt_flag();
+    let wall = a.budget.wall_clock_flag();
+    let out = torchrun(
+        &scenario,
+        &a.program,
+        &TorchOptions {
+            seed: a.seed,
+            trace: a.trace.as_deref(),
+            interrupt: Some(&flag),
+            limits: a.budget.limits(wall.as_deref()),
+            stdout_to_stderr: a.json,
+        },
+    )?;
+    let r = &out.run.report;
+    let exits: Vec<serde_json::Value> = out
+        .exits
+        .iter()
+        .enumerate()
+        .map(|(rank, e)| {
+            let (code, signal) = match e {
+                Some(Exit::Code(c)) => (Some(*c), None),
+                Some(Exit::Signal(s)) => (None, Some(*s)),
+                None => (None, None),
+            };
+            serde_json::json!({"rank": rank, "code": code, "signal": signal})
+        })
+        .collect();
+    if a.json {
+        let mut v = serde_json::to_value(r)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("ranks_exit".into(), exits.into());
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", r.human());
+        println!("{}", exit_line(&out.exits));
+        if let Some(t) = &a.trace {
+            println!("trace written to {}", t.display());
+        }
+    }
+    for (rank, what) in &out.errors {
+        eprintln!("rank {rank} broke the protocol and was stopped: {what}");
+    }
+    if r.expect.ok {
+        Ok(())
+    } else {
+        Err(Failure::Check(String::new()).into())
+    }
+}
+
+/// `ranks exited: 0-2 with 0, 3 killed by signal 9`.
+fn exit_line(exits: &[Option<Exit>]) -> String {
+    let mut by: Vec<(String, Vec<usize>)> = Vec::new();
+    for (rank, e) in exits.iter().enumerate() {
+        let how = match e {
+            Some(Exit::Code(c)) => format!("with {c}"),
+            Some(Exit::Signal(s)) => format!("killed by signal {s}"),
+            None => "unknown".into(),
+        };
+        match by.iter_mut().find(|(h, _)| *h == how) {
+            Some((_, ranks)) => ranks.push(rank),
+            None => by.push((how, vec![rank])),
+        }
+    }
+    let parts: Vec<String> = by
+        .iter()
+        .map(|(how, ranks)| {
+            let list: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
+            format!("{} {how}", list.join(","))
+        })
+        .collect();
+    format!("ranks exited: {}", parts.join("; "))
+}

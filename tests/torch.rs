@@ -1,0 +1,123 @@
+//! `ringside torchrun`: real PyTorch programs on the simulated cluster (docs/torchrun.md).
+//!
+//! These tests need the pinned torch in a virtual environment outside the clone, with the
+//! `ringside` Python package installed in it: `.ci/run` makes it (`$RINGSIDE_TORCH_VENV`, by
+//! default `~/.cache/ringside/torch-2.15.0`). Without it each test says so and passes, so that
+//! the Rust test command works on a machine without Python.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Output;
+
+/// The venv's `bin/` when it has torch and the ringside package, else None (and why, once).
+fn venv() -> Option<PathBuf> {
+    let dir = match std::env::var_os("RINGSIDE_TORCH_VENV") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/ringside/torch-2.15.0"),
+    };
+    let bin = dir.join("bin");
+    let ok = std::process::Command::new(bin.join("python"))
+        .args([
+            "-c",
+            "import torch, importlib.metadata as m; m.version('ringside')",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "skipped: no torch venv with the ringside package at {} (.ci/run makes it)",
+            dir.display()
+        );
+        return None;
+    }
+    Some(bin)
+}
+
+/// `ringside torchrun ARGS -- python PROGRAM PARGS` with the venv's python, the checkout's
+/// backend module first on the path.
+fn torchrun(bin: &PathBuf, args: &[&str], program: &[&str]) -> Output {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    common::cmd()
+        .env("PATH", path)
+        .env("PYTHONPATH", common::root().join("python"))
+        .env("PYTHONWARNINGS", "ignore")
+        .arg("torchrun")
+        .args(args)
+        .arg("--")
+        .arg("python")
+        .args(program)
+        .output()
+        .expect("ringside runs")
+}
+
+#[test]
+fn two_ranks_all_reduce_and_broadcast_complete_with_correct_results() {
+    let Some(bin) = venv() else { return };
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/two-ranks.toml", "--json"],
+        &["examples/torch/allreduce.py"],
+    );
+    let v = common::json(&o);
+    assert_eq!(v["outcome"], "completed", "{}", common::text(&o));
+    let ops = v["ops"].as_array().expect("ops");
+    assert_eq!(ops.len(), 2);
+    assert!(ops.iter().all(|op| op["correct"] == true), "{v}");
+    assert_eq!(ops[0]["op"], "allreduce");
+    let exits = v["ranks_exit"].as_array().expect("ranks_exit");
+    assert!(exits.iter().all(|e| e["code"] == 0), "{v}");
+}
+
+#[test]
+fn two_runs_of_one_program_have_one_digest() {
+    let Some(bin) = venv() else { return };
+    let run = || {
+        let o = torchrun(
+            &bin,
+            &["scenarios/torch/two-ranks.toml", "--json", "--nproc", "3"],
+            &["examples/torch/allreduce.py"],
+        );
+        common::json(&o)["digest"]
+            .as_str()
+            .expect("digest")
+            .to_string()
+    };
+    assert_eq!(run(), run());
+}
+
+/// The `final loss ...` line the DDP example prints on rank 0.
+fn final_loss(o: &Output) -> String {
+    common::stdout(o)
+        .lines()
+        .find(|l| l.starts_with("final loss"))
+        .unwrap_or_else(|| panic!("no final loss in:\n{}", common::text(o)))
+        .to_string()
+}
+
+#[test]
+fn ddp_on_four_ranks_ends_with_the_loss_and_weights_of_gloo() {
+    let Some(bin) = venv() else { return };
+    let scenario = "scenarios/torch/four-ranks.toml";
+    let ours = torchrun(
+        &bin,
+        &[scenario],
+        &["examples/torch/ddp.py", "--steps", "3"],
+    );
+    assert!(
+        common::stdout(&ours).contains("all results correct"),
+        "{}",
+        common::text(&ours)
+    );
+    // the same program on gloo, for real, started by the same launcher (ringside sees no call)
+    let gloo = torchrun(
+        &bin,
+        &[scenario],
+        &["examples/torch/ddp.py", "--steps", "3", "--backend", "gloo"],
+    );
+    assert_eq!(final_loss(&ours), final_loss(&gloo));
+}
