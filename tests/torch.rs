@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// The venv's `bin/` when it has torch and the ringside package, else None (and why, once).
@@ -36,7 +36,7 @@ fn venv() -> Option<PathBuf> {
 
 /// `ringside torchrun ARGS -- python PROGRAM PARGS` with the venv's python, the checkout's
 /// backend module first on the path.
-fn torchrun(bin: &PathBuf, args: &[&str], program: &[&str]) -> Output {
+fn torchrun(bin: &Path, args: &[&str], program: &[&str]) -> Output {
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -90,13 +90,21 @@ fn two_runs_of_one_program_have_one_digest() {
     assert_eq!(run(), run());
 }
 
-/// The `final loss ...` line the DDP example prints on rank 0.
-fn final_loss(o: &Output) -> String {
-    common::stdout(o)
+/// The loss and the sum of the weights the DDP example prints on rank 0
+/// (`final loss L weights W`).
+fn final_loss(o: &Output) -> (f64, f64) {
+    let out = common::stdout(o);
+    let line = out
         .lines()
         .find(|l| l.starts_with("final loss"))
-        .unwrap_or_else(|| panic!("no final loss in:\n{}", common::text(o)))
-        .to_string()
+        .unwrap_or_else(|| panic!("no final loss in:\n{}", common::text(o)));
+    let words: Vec<&str> = line.split(' ').collect();
+    let num = |i: usize| {
+        words[i]
+            .parse::<f64>()
+            .unwrap_or_else(|e| panic!("{line}: {e}"))
+    };
+    (num(2), num(4))
 }
 
 #[test]
@@ -119,5 +127,43 @@ fn ddp_on_four_ranks_ends_with_the_loss_and_weights_of_gloo() {
         &[scenario],
         &["examples/torch/ddp.py", "--steps", "3", "--backend", "gloo"],
     );
-    assert_eq!(final_loss(&ours), final_loss(&gloo));
+    // the same values up to the order of each sum (ringside's ring allreduce adds the ranks'
+    // gradients in another order than gloo does)
+    let (ours, gloo) = (final_loss(&ours), final_loss(&gloo));
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0);
+    assert!(
+        close(ours.0, gloo.0) && close(ours.1, gloo.1),
+        "{ours:?} on ringside, {gloo:?} on gloo"
+    );
+}
+
+#[test]
+fn a_preempted_rank_makes_the_others_wait_raise_and_their_except_clause_run() {
+    let Some(bin) = venv() else { return };
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/preempt-rank1.toml"],
+        &["examples/torch/resilient.py"],
+    );
+    let out = common::stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "expectations met:\n{}",
+        common::text(&o)
+    );
+    for rank in [0, 2] {
+        assert!(
+            out.contains(&format!("rank {rank} caught a failed all_reduce at step 2")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("preempted"), "{out}");
+    assert!(
+        out.contains("rank 0 was blocked in the call at ")
+            && out.contains("examples/torch/resilient.py:15 (<module>)"),
+        "the call site of the blocked wait: {out}"
+    );
+    assert!(out.contains("1 killed by signal 9"), "{out}");
+    assert!(out.contains("0,2 with 3"), "{out}");
 }

@@ -4,6 +4,7 @@ use crate::budget::{Limits, DEFAULT_MAX_EVENTS};
 use crate::diagnose::deferred::Deferred;
 use crate::diagnose::{diagnose, Diagnosis, Fold};
 use crate::engine::{Engine, RunResult};
+use crate::proto::event::AbortReason;
 use crate::proto::mutation::Mutations;
 use crate::proto::StepEvent;
 use crate::report::{self, RunReport};
@@ -24,6 +25,9 @@ struct Tee<'a, R: Recorder + ?Sized> {
     fold: &'a mut Fold,
     deferred: Deferred,
     progress: Option<Progress<'a>>,
+    /// An application-driven run goes on after a watchdog fails a call (the program's error
+    /// handling runs): the state when the first one fired, which is the stall to diagnose.
+    first_stall: Option<Option<(Nanos, Fold)>>,
 }
 
 /// Told the virtual time reached and the events so far, every
@@ -36,6 +40,11 @@ impl<R: Recorder + ?Sized> Recorder for Tee<'_, R> {
         self.outer.record(t, ev);
         self.deferred.write_back(self.fold);
         self.fold.apply(t, ev);
+        if let (Some(first @ None), Event::Abort { reason, .. }) = (&mut self.first_stall, ev) {
+            if AbortReason::text_is_watchdog(reason) {
+                *first = Some((t, self.fold.clone()));
+            }
+        }
     }
 
     #[inline(always)]
@@ -127,6 +136,7 @@ pub fn run_events<R: Recorder + ?Sized>(
             fold: &mut fold,
             deferred: Deferred::new(scenario.world.size),
             progress: opts.progress,
+            first_stall: opts.app.map(|_| None),
         };
         let mut app = opts.app.map(|a| a.borrow_mut());
         let mut engine = Engine::new(scenario, seed, opts.mutations, &mut tee);
@@ -136,12 +146,21 @@ pub fn run_events<R: Recorder + ?Sized>(
         let result = engine.run_within(&opts.limits, opts.interrupt);
         drop(engine);
         tee.deferred.write_back(tee.fold);
-        result
+        (result, tee.first_stall.flatten())
     };
+    let (result, first_stall) = result;
     fold.t = result.end_ns;
     // as a trace's footer tells `explain`
     fold.outcome = Some(result.outcome);
-    let diagnosis = diagnose(&fold);
+    let diagnosis = match first_stall {
+        // the program went on after its call failed: the stall is where the first one did
+        Some((t, mut at)) if result.outcome != crate::scenario::Outcome::Completed => {
+            at.t = t;
+            at.outcome = Some(result.outcome);
+            diagnose(&at)
+        }
+        _ => diagnose(&fold),
+    };
     let ev = Event::Diagnosis {
         blocked: diagnosis.blocked_ranks(),
         root_causes: diagnosis.root_causes(),

@@ -180,6 +180,9 @@ impl References {
     }
 }
 
+/// A collective's real inputs by group index, and how many members are still to be checked.
+type MemberInputs = (Vec<Option<Buffer>>, usize);
+
 /// The real inputs of an application's calls (`ringside torchrun`), which its results are
 /// checked against: each member's input of each collective, and each send's data, kept until
 /// every member has been checked.
@@ -189,7 +192,7 @@ pub struct RealInputs {
     /// Inputs handed in with a call, until the call is issued: by (rank, call index).
     issued: std::collections::BTreeMap<(u32, u32), Buffer>,
     /// Each collective's inputs by member, and how many members have not been checked yet.
-    calls: std::collections::BTreeMap<(u32, u32, u64), (Vec<Option<Buffer>>, usize)>,
+    calls: std::collections::BTreeMap<(u32, u32, u64), MemberInputs>,
     /// Each send's data by (group, from, to, order).
     sends: std::collections::BTreeMap<(u32, u32, u32, u64), Buffer>,
 }

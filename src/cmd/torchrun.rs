@@ -68,12 +68,27 @@ pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
         .collect();
     if a.json {
         let mut v = serde_json::to_value(r)?;
+        if let Some(blocked) = v.get_mut("blocked").and_then(|b| b.as_array_mut()) {
+            for b in blocked {
+                let rank = b.get("rank").and_then(|r| r.as_u64());
+                let site = out
+                    .blocked_sites
+                    .iter()
+                    .find(|(r, _)| Some(u64::from(*r)) == rank);
+                if let (Some(o), Some((_, site))) = (b.as_object_mut(), site) {
+                    o.insert("call_site".into(), site.clone().into());
+                }
+            }
+        }
         if let Some(o) = v.as_object_mut() {
             o.insert("ranks_exit".into(), exits.into());
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", r.human());
+        for (rank, site) in &out.blocked_sites {
+            println!("  rank {rank} was blocked in the call at {site}");
+        }
         println!("{}", exit_line(&out.exits));
         if let Some(t) = &a.trace {
             println!("trace written to {}", t.display());

@@ -199,6 +199,8 @@ pub struct Engine<'r, R: Recorder + ?Sized = dyn Recorder> {
     doomed: usize,
     /// The application that drives the ranks, when a real one does.
     app: Option<app::AppLink<'r>>,
+    /// A watchdog failed one of the application's calls.
+    app_failed: bool,
 }
 
 impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
@@ -273,6 +275,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             max_events: u64::MAX,
             doomed: 0,
             app: None,
+            app_failed: false,
             registry_only: !cfg.has_calls() && cfg.registry.is_some() && cfg.elastic.is_none(),
         };
         for (i, f) in scenario.faults.iter().enumerate() {

@@ -84,7 +84,9 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
                 self.progress_ns = self.now;
             }
             Hint::Aborted { watchdog } => {
-                // an application's call fails instead, and its error handling runs
+                // an application's call fails instead, and its error handling runs; the run
+                // did not go as it should, however it ends
+                self.app_failed |= watchdog && self.cfg.app_driven;
                 let torn_down = self.elastic.is_none() && !self.cfg.app_driven;
                 if watchdog && self.stop.is_none() && torn_down {
                     // without elastic membership the watchdog tears the job down
@@ -157,7 +159,7 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
     pub fn result(&self) -> RunResult {
         let stop = self.stop.clone().unwrap_or(StopReason::Quiescent);
         // without collectives (a registry workload), a dead node's workload just stops
-        let dead_ok = !self.cfg.has_calls();
+        let dead_ok = !self.cfg.has_calls() && !self.cfg.app_driven;
         let all_done = if self.elastic.is_some() {
             self.elastic_finished()
         } else {
@@ -174,7 +176,7 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
                 Outcome::TimedOut
             }
             _ if all_done && self.latest_generation().0 > 0 => Outcome::Rebuilt,
-            _ if all_done => Outcome::Completed,
+            _ if all_done && !self.app_failed => Outcome::Completed,
             _ => Outcome::Stalled,
         };
         RunResult {

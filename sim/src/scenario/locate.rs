@@ -147,6 +147,11 @@ impl<'t> Located<'t> {
             + 1
     }
 
+    /// Whether `path` is written in the text.
+    pub(crate) fn has(&self, path: &KeyPath) -> bool {
+        self.entry(path).is_some()
+    }
+
     fn entry(&self, path: &KeyPath) -> Option<&Entry> {
         self.entries.iter().find(|e| &e.path == path)
     }

@@ -113,6 +113,16 @@ fn parse_inner(
         let (key, line, message) = doc.serde_error(e.span(), e.message());
         ScenarioError::new(file, line, key, message)
     })?;
+    let workload = KeyPath::parse("workload").is_some_and(|p| doc.has(&p));
+    if scenario.torch.is_none() && !workload {
+        // only a program (`[torch]`) stands in for the workload
+        return Err(ScenarioError::new(
+            file,
+            1,
+            "workload",
+            "missing required key `workload`",
+        ));
+    }
     let at_key = |(key, message): Invalid| {
         let line = KeyPath::parse(&key).map_or(1, |p| doc.line_of(&p));
         ScenarioError::new(file, line, key, message)

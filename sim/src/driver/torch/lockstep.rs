@@ -72,6 +72,8 @@ pub struct Lockstep<'a> {
     wall: Option<&'a AtomicBool>,
     /// A program that broke the protocol: (rank, what).
     pub errors: Vec<(u32, String)>,
+    /// Each rank's first call that failed (the one it was blocked in when its watchdog fired).
+    first_failed: BTreeMap<u32, u32>,
 }
 
 impl<'a> Lockstep<'a> {
@@ -106,7 +108,26 @@ impl<'a> Lockstep<'a> {
             interrupt,
             wall,
             errors: Vec::new(),
+            first_failed: BTreeMap::new(),
         }
+    }
+
+    /// Where each rank was blocked: the call site of its first call that failed, else of the
+    /// call it waits for at the end.
+    pub fn blocked_sites(&self) -> Vec<(u32, String)> {
+        let mut out = Vec::new();
+        for (r, st) in self.ranks.iter().enumerate() {
+            let r = r as u32;
+            let work = match (self.first_failed.get(&r), st.mode) {
+                (Some(w), _) => *w,
+                (None, Mode::Waiting(w)) => w,
+                _ => continue,
+            };
+            if let Some(site) = st.sites.get(&work) {
+                out.push((r, site.clone()));
+            }
+        }
+        out
     }
 
     /// The call site of every call issued: ((rank, call number), site).
@@ -133,13 +154,16 @@ impl<'a> Lockstep<'a> {
         st.cpu_mark = self.jobs.cpu_time(rank);
         let reply = match outcome {
             AppOutcome::Completed(result) => Reply::Done { work, result },
-            AppOutcome::Failed(reason) => Reply::Failed {
-                work,
-                message: super::watchdog_message(
-                    &reason,
-                    self.ranks[rank as usize].sites.get(&work),
-                ),
-            },
+            AppOutcome::Failed(reason) => {
+                self.first_failed.entry(rank).or_insert(work);
+                Reply::Failed {
+                    work,
+                    message: super::watchdog_message(
+                        &reason,
+                        self.ranks[rank as usize].sites.get(&work),
+                    ),
+                }
+            }
         };
         self.jobs.reply(rank, &reply);
     }

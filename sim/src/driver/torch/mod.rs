@@ -47,6 +47,9 @@ pub struct TorchOutput {
     pub errors: Vec<(u32, String)>,
     /// The call site of each rank's calls: (rank, call number) -> `file:line (function)`.
     pub sites: Vec<((u32, u32), String)>,
+    /// Where each blocked rank was blocked: its first call that failed, else the call it
+    /// waited for at the end.
+    pub blocked_sites: Vec<(u32, String)>,
 }
 
 /// Runs `program` as `scenario.world.size` processes on the simulated cluster of `scenario`
@@ -84,6 +87,7 @@ pub fn torchrun(
     let lockstep = lockstep.into_inner();
     let errors = lockstep.errors.clone();
     let sites = lockstep.sites();
+    let blocked_sites = lockstep.blocked_sites();
     drop(lockstep);
     let exits = jobs.finish(EXIT_GRACE);
     Ok(TorchOutput {
@@ -91,6 +95,7 @@ pub fn torchrun(
         exits,
         errors,
         sites,
+        blocked_sites,
     })
 }
 

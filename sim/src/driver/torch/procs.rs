@@ -202,7 +202,9 @@ impl Jobs {
     /// Waits for every process to end (killing what is left after `grace`), and gives how
     /// each ended.
     pub fn finish(&mut self, grace: Duration) -> Vec<Option<Exit>> {
-        let until = std::time::Instant::now() + grace;
+        const POLL: Duration = Duration::from_millis(5);
+        // counted in polls rather than read from a clock
+        let mut polls = grace.as_millis() / POLL.as_millis();
         for (rank, c) in self.children.iter_mut().enumerate() {
             let Some(c) = c.as_mut() else { continue };
             if self.exits[rank].is_some() {
@@ -214,8 +216,9 @@ impl Jobs {
                         self.exits[rank] = Some(exit_of(s));
                         break;
                     }
-                    Ok(None) if std::time::Instant::now() < until => {
-                        std::thread::sleep(Duration::from_millis(5))
+                    Ok(None) if polls > 0 => {
+                        polls -= 1;
+                        std::thread::sleep(POLL)
                     }
                     _ => {
                         let _ = c.kill();

@@ -159,7 +159,7 @@ fn buffer(dtype: Dtype, b: &[u8]) -> Result<Buffer, WireError> {
         Dtype::F32 => 4,
         Dtype::F64 | Dtype::I64 => 8,
     };
-    if b.len() % size != 0 {
+    if !b.len().is_multiple_of(size) {
         return Err(bad(format!(
             "{} data bytes are not whole {size}-byte elements",
             b.len()
