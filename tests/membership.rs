@@ -11,9 +11,10 @@ use proptest::test_runner::{Config, TestRunner};
 use ringside_sim::check::strategy::membership::{elastic_case, registry_case};
 use ringside_sim::check::{Case, Kind, Mutation, Mutations, Property, Run, Violation};
 use ringside_sim::proto::Rank;
+use ringside_sim::replay::{replay, ReplayOutcome};
 use ringside_sim::run::{run, RunOptions};
 use ringside_sim::scenario::{parse, Outcome, RootCause, Scenario};
-use ringside_sim::trace::{replay, Event, ReplayOutcome};
+use ringside_sim::trace::Event;
 
 const MS: u64 = 1_000_000;
 

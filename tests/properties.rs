@@ -9,8 +9,8 @@ use ringside_sim::check::bound::healing;
 use ringside_sim::check::swarm::{Quiet, Swarm};
 use ringside_sim::check::{strategy, Case, Gen, Mutation, Mutations, Property, Violation};
 use ringside_sim::proto::Rank;
+use ringside_sim::replay::{replay, ReplayOutcome};
 use ringside_sim::scenario::{Outcome, RootCause, Scenario};
-use ringside_sim::trace::{replay, ReplayOutcome};
 
 mod common;
 

@@ -12,7 +12,7 @@
 //! property.
 
 use ringside_sim::check::{Case, Mutations, Property};
-use ringside_sim::trace::{replay, ReplayOutcome};
+use ringside_sim::replay::{replay, ReplayOutcome};
 use std::path::{Path, PathBuf};
 
 mod common;

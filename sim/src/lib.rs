@@ -6,7 +6,9 @@
 //! - [`observe`]: what every driver makes of its ranks' protocol events (trace events, result
 //!   checks, stop hints); [`verify`]: the reference result of a collective;
 //! - [`scenario`]: the scenario format;
-//! - [`trace`]: JSON Lines traces, digests and replay;
+//! - [`trace`]: JSON Lines traces and their digests; [`run`]: a scenario run on the engine,
+//!   writing a trace; [`replay`]: a trace re-run and compared line by line. Dependencies point
+//!   one way: `replay` -> `run` -> `engine` -> `trace`;
 //! - [`diagnose`]: wait-for graphs and root causes;
 //! - [`cause`]: the root-cause vocabulary, one [`cause::RootCause`] for the diagnosis, the
 //!   scenario's `[expect]`, reports and traces;
@@ -30,6 +32,7 @@ pub mod fault;
 pub mod fr;
 mod hint;
 pub mod observe;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod scenario;

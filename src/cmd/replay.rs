@@ -4,7 +4,8 @@ use super::mutation_names;
 use crate::Failure;
 use clap::Args;
 use ringside_sim::proto::mutation::Mutation;
-use ringside_sim::trace::{replay_reader, ReplayOutcome, TraceReader};
+use ringside_sim::replay::{replay_reader, ReplayOutcome};
+use ringside_sim::trace::TraceReader;
 use std::path::PathBuf;
 
 #[derive(Args)]

@@ -4,7 +4,6 @@
 //! kind, and any string that would need an escape, goes through serde_json. A property test
 //! (in `fast.rs`) holds the two to the same bytes, so the digest cannot tell them apart.
 
-use super::digest::Words;
 use super::{Event, Sent};
 use crate::proto::{Generation, GroupId, SeqNo};
 use crate::units::Nanos;
@@ -275,110 +274,5 @@ pub(crate) fn common_line(l: &mut Line, t: Nanos, ev: &Event) -> bool {
             l.end()
         }
         _ => false,
-    }
-}
-
-/// Feeds the commonest kinds into a digest word by word, exactly as their serde encoding does
-/// (`digest.rs`); false for every other kind. A test holds the two to the same words.
-#[inline(always)]
-pub(super) fn digest_common(w: &mut Words, ev: &Event) -> bool {
-    match ev {
-        Event::Send { .. } => {
-            if let Some(sent) = ev.as_sent() {
-                digest_send(w, &sent);
-            }
-        }
-        Event::Deliver { id, from, to } => digest_deliver(w, *id, *from, *to),
-        Event::Step {
-            rank,
-            group,
-            generation,
-            seq,
-            step,
-            steps,
-            waiting_for,
-        } => digest_step(
-            w,
-            *rank,
-            (*group, *generation, *seq),
-            (*step, *steps),
-            waiting_for.iter().copied(),
-        ),
-        Event::Compute {
-            rank,
-            iteration,
-            duration_ns,
-        } => {
-            w.str("compute");
-            w.word(u64::from(*rank));
-            w.word(u64::from(*iteration));
-            w.word(*duration_ns);
-        }
-        Event::ComputeDone { rank } => {
-            w.str("compute_done");
-            w.word(u64::from(*rank));
-        }
-        Event::Iteration { rank, iteration } => {
-            w.str("iteration");
-            w.word(u64::from(*rank));
-            w.word(u64::from(*iteration));
-        }
-        _ => return false,
-    }
-    true
-}
-
-/// The words of a `send` event, after its time.
-#[inline(always)]
-pub(super) fn digest_send(w: &mut Words, s: &Sent) {
-    w.str("send");
-    w.word(s.id);
-    w.word(u64::from(s.from));
-    w.word(u64::from(s.to));
-    w.word(s.bytes);
-    w.str(s.msg);
-    w.opt(s.seq);
-    w.opt(s.step.map(u64::from));
-    w.word(s.arrive_ns);
-}
-
-/// The words of a `deliver` event, after its time.
-#[inline(always)]
-pub(super) fn digest_deliver(w: &mut Words, id: u64, from: u32, to: u32) {
-    w.str("deliver");
-    w.word(id);
-    w.word(u64::from(from));
-    w.word(u64::from(to));
-}
-
-/// The words of a `step` event of `rank`'s call `(group, generation, seq)` entering `step` of
-/// `steps`, after its time.
-#[inline(always)]
-pub(super) fn digest_step(
-    w: &mut Words,
-    rank: u32,
-    (group, generation, seq): (GroupId, Generation, SeqNo),
-    (step, steps): (u32, u32),
-    waiting_for: impl ExactSizeIterator<Item = u32>,
-) {
-    w.str("step");
-    w.word(u64::from(rank));
-    w.word(u64::from(group.0));
-    w.word(u64::from(generation.0));
-    w.word(seq.0);
-    w.word(u64::from(step));
-    w.word(u64::from(steps));
-    let n = waiting_for.len();
-    w.word(n as u64);
-    let mut rest = waiting_for;
-    if n == 1 {
-        // the usual step waits for one rank: its words without a loop
-        if let Some(x) = rest.next() {
-            w.word(u64::from(x));
-        }
-        return;
-    }
-    for x in rest {
-        w.word(u64::from(x));
     }
 }

@@ -1,6 +1,11 @@
 //! Traces (docs/trace-format.md): JSON Lines, a header with the scenario and seed, one event per line in
 //! engine order, a footer with the outcome, the event count and a digest chained over every
 //! event.
+//!
+//! The format stands below everything that writes or reads it: the engine and [`crate::run`]
+//! write traces, [`crate::replay`], the diagnosis and the exporters read them, and nothing
+//! here depends on any of them (only on the scenario model, the fault and root-cause
+//! vocabularies and the protocol's events).
 
 mod digest;
 mod encode;
@@ -9,7 +14,7 @@ mod fast;
 pub mod from_proto;
 pub mod perfetto;
 mod reader;
-mod replay;
+mod words;
 mod writer;
 
 pub use digest::Digest;
@@ -18,7 +23,6 @@ pub use event::{timer_fields, Event, FaultPhase, RankList, Sent};
 pub use reader::{
     parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceReader, UnparsedEvent,
 };
-pub use replay::{replay, replay_reader, ReplayOutcome};
 pub use writer::{DigestRecorder, NullRecorder, Recorder, TraceWriter, VecRecorder, TICK_EVERY};
 
 /// The `format` field of every trace header.

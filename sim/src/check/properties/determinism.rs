@@ -2,8 +2,9 @@
 
 use super::{Property, Violation};
 use crate::check::{Case, Run};
+use crate::replay::{replay_reader, ReplayOutcome};
 use crate::run::run_events;
-use crate::trace::{replay_reader, DigestRecorder, ReplayOutcome, TraceReader};
+use crate::trace::{DigestRecorder, TraceReader};
 
 /// A second run of the case gives the same digest as the first, and replaying the first run's
 /// trace reproduces it line for line.

@@ -18,14 +18,17 @@
 //! first divergence, or the end of what the trace holds). A run that its wall-clock budget
 //! ended cannot be re-run to the same end, which depended on the machine: its events are
 //! compared up to the diagnosis taken there, [`ReplayOutcome::WallClockCut`].
+//!
+//! Replay sits above both ends of what it compares: it reads traces ([`crate::trace`]) and
+//! re-runs scenarios ([`crate::run`], which drives the engine that writes trace events).
+//! Nothing below it depends on it, so the trace format never depends on the engine that
+//! writes it.
 
-use super::encode::encode_line;
-use super::reader::{TraceError, TraceReader};
-use super::writer::Recorder;
-use super::{Digest, Event, Level};
 use crate::budget::{Budget, Limits, DEFAULT_MAX_EVENTS};
 use crate::proto::mutation::Mutations;
 use crate::run::{run_events, RunOptions};
+use crate::scenario::{Outcome, Scenario};
+use crate::trace::{encode_line, Digest, Event, Level, Recorder, TraceError, TraceReader};
 use crate::units::Nanos;
 use std::io::BufRead;
 use std::path::Path;
@@ -127,19 +130,31 @@ pub fn replay(path: &Path, mutations: Mutations) -> Result<ReplayOutcome, TraceE
     replay_reader(TraceReader::open(path)?, mutations)
 }
 
-/// [`replay`] of a trace read from any reader (e.g. one held in memory).
+/// [`replay`] of a trace read from any reader (e.g. one held in memory): the trace's scenario
+/// is checked, re-run against the recorded lines, and what the comparison left is judged.
 pub fn replay_reader<R: BufRead>(
     mut reader: TraceReader<R>,
     mutations: Mutations,
 ) -> Result<ReplayOutcome, TraceError> {
-    let at_line = |reader: &TraceReader<R>, line: usize, message: String| TraceError {
+    let scenario = replayable(&reader)?;
+    let compared = rerun(&mut reader, &scenario, mutations);
+    judge(&mut reader, compared)
+}
+
+/// A [`TraceError`] at `line` of the trace `reader` reads.
+fn at_line<R: BufRead>(reader: &TraceReader<R>, line: usize, message: String) -> TraceError {
+    TraceError {
         file: reader.file().to_string(),
         line,
         message,
-    };
+    }
+}
+
+/// The scenario the trace was recorded from, if this build can re-run it.
+fn replayable<R: BufRead>(reader: &TraceReader<R>) -> Result<Scenario, TraceError> {
     if reader.header.real {
         return Err(at_line(
-            &reader,
+            reader,
             1,
             "this trace comes from a real run and cannot be replayed bit-for-bit".into(),
         ));
@@ -147,11 +162,35 @@ pub fn replay_reader<R: BufRead>(
     let scenario = reader.header.scenario.clone();
     if let Err((key, message)) = crate::scenario::unsupported(&scenario, &crate::engine::SUPPORT) {
         return Err(at_line(
-            &reader,
+            reader,
             1,
             format!("the embedded scenario cannot be run: scenario.{key}: {message}"),
         ));
     }
+    Ok(scenario)
+}
+
+/// What a re-run compared against the recorded lines left to judge.
+struct Compared {
+    /// The re-run's outcome.
+    outcome: Outcome,
+    /// Event lines found identical.
+    events: u64,
+    divergence: Option<ReplayOutcome>,
+    error: Option<TraceError>,
+    truncated: bool,
+    /// The digest of every event of the re-run.
+    full: Digest,
+    at_diagnosis: bool,
+}
+
+/// Re-runs `scenario` with the trace's seed and event budget, comparing each event with the
+/// next recorded line; it stops at the first divergence or where the trace ends.
+fn rerun<R: BufRead>(
+    reader: &mut TraceReader<R>,
+    scenario: &Scenario,
+    mutations: Mutations,
+) -> Compared {
     let seed = reader.header.seed;
     let level = reader.header.level;
     let stop = AtomicBool::new(false);
@@ -160,7 +199,7 @@ pub fn replay_reader<R: BufRead>(
         wall_clock: None,
     };
     let mut cmp = Compare {
-        reader: &mut reader,
+        reader,
         line: Vec::new(),
         divergence: None,
         truncated: false,
@@ -177,22 +216,31 @@ pub fn replay_reader<R: BufRead>(
         interrupt: Some(&stop),
         ..RunOptions::seeded(seed)
     };
-    let (result, _, _) = run_events(&scenario, &opts, &mut cmp);
-    let (compared, divergence, error, truncated, full, at_diagnosis) = (
-        cmp.compared,
-        cmp.divergence,
-        cmp.error,
-        cmp.truncated,
-        cmp.full,
-        cmp.at_diagnosis,
-    );
-    if let Some(e) = error {
+    let (result, _, _) = run_events(scenario, &opts, &mut cmp);
+    Compared {
+        outcome: result.outcome,
+        events: cmp.compared,
+        divergence: cmp.divergence,
+        error: cmp.error,
+        truncated: cmp.truncated,
+        full: cmp.full,
+        at_diagnosis: cmp.at_diagnosis,
+    }
+}
+
+/// The replay's verdict from what the re-run `c` compared and what is left of the trace.
+fn judge<R: BufRead>(
+    reader: &mut TraceReader<R>,
+    c: Compared,
+) -> Result<ReplayOutcome, TraceError> {
+    let compared = c.events;
+    if let Some(e) = c.error {
         return Err(e);
     }
-    if let Some(d) = divergence {
+    if let Some(d) = c.divergence {
         if let ReplayOutcome::Diverged { line, .. } = d {
             // the diagnosis a wall-clock budget took, followed by nothing but the footer
-            if at_diagnosis && reader.next_raw()?.is_none() && cut_by_wall_clock(&reader) {
+            if c.at_diagnosis && reader.next_raw()?.is_none() && cut_by_wall_clock(reader) {
                 return Ok(ReplayOutcome::WallClockCut {
                     events: compared,
                     line,
@@ -202,7 +250,7 @@ pub fn replay_reader<R: BufRead>(
         return Ok(d);
     }
     // the recorded trace must end here too
-    if !truncated {
+    if !c.truncated {
         if let Some((_, _, extra)) = reader.next_raw()? {
             let expected = extra.to_string();
             return Ok(ReplayOutcome::Diverged {
@@ -222,7 +270,7 @@ pub fn replay_reader<R: BufRead>(
             ),
         };
         return Err(at_line(
-            &reader,
+            reader,
             line,
             format!(
                 "incomplete trace: it {how}; its {compared} recorded events match the re-run, \
@@ -238,14 +286,15 @@ pub fn replay_reader<R: BufRead>(
             line: footer.line,
         });
     }
-    if footer.outcome != result.outcome {
+    if footer.outcome != c.outcome {
         return Ok(ReplayOutcome::Diverged {
             line: reader.line_no(),
             expected: format!("outcome {}", footer.outcome),
-            actual: format!("outcome {}", result.outcome),
+            actual: format!("outcome {}", c.outcome),
         });
     }
     // the lines match; the digest covers the events a `calls` trace leaves out too
+    let full = &c.full;
     if reader.header.version >= 2 && footer.digest != full.hex() {
         return Ok(ReplayOutcome::Diverged {
             line: footer.line,
