@@ -57,151 +57,189 @@ fn runnable(s: &Scenario) -> bool {
     validate(s).is_ok() && unsupported(s, &SUPPORT).is_ok()
 }
 
-/// Valid scenarios structurally smaller than `s`, the biggest reductions first.
+/// Valid scenarios structurally smaller than `s`, the biggest reductions first: without a
+/// fault, without structure around the shared ops, fewer iterations, fewer ops, a smaller
+/// world, fewer elements, then simpler settings.
 pub fn smaller(s: &Scenario) -> Vec<Scenario> {
-    let mut out: Vec<Scenario> = Vec::new();
-    let mut push = |mut c: Scenario| {
-        fit_faults(&mut c);
-        if c != *s && runnable(&c) {
-            out.push(c);
-        }
-    };
-    for i in 0..s.faults.len() {
-        let mut c = s.clone();
-        c.faults.remove(i);
-        push(c);
-    }
-    // the structure around the shared ops: the pipeline, each program, each op's named group,
-    // each named group no op uses
+    let candidates = [
+        without_a_fault(s),
+        without_structure(s),
+        fewer_iterations(s),
+        without_an_op(s),
+        smaller_worlds(s),
+        fewer_elements(s),
+        simpler_settings(s),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .filter_map(|mut c| {
+            fit_faults(&mut c);
+            (c != *s && runnable(&c)).then_some(c)
+        })
+        .collect()
+}
+
+/// `s` with `change` made to a copy.
+fn with(s: &Scenario, change: impl FnOnce(&mut Scenario)) -> Scenario {
+    let mut c = s.clone();
+    change(&mut c);
+    c
+}
+
+/// `s` without each of its faults.
+fn without_a_fault(s: &Scenario) -> Vec<Scenario> {
+    (0..s.faults.len())
+        .map(|i| {
+            with(s, |c| {
+                c.faults.remove(i);
+            })
+        })
+        .collect()
+}
+
+/// The structure around the shared ops taken away: the pipeline, each program, each op's
+/// named group, each named group no op uses.
+fn without_structure(s: &Scenario) -> Vec<Scenario> {
+    let mut out = Vec::new();
     if s.workload.pipeline.is_some() {
-        let mut c = s.clone();
-        c.workload.pipeline = None;
-        push(c);
+        out.push(with(s, |c| c.workload.pipeline = None));
     }
     for i in 0..s.workload.programs.len() {
-        let mut c = s.clone();
-        c.workload.programs.remove(i);
-        push(c);
+        out.push(with(s, |c| {
+            c.workload.programs.remove(i);
+        }));
     }
     for i in 0..s.workload.ops.len() {
         if s.workload.ops[i].group.is_some() {
-            let mut c = s.clone();
-            c.workload.ops[i].group = None;
-            push(c);
+            out.push(with(s, |c| c.workload.ops[i].group = None));
         }
     }
     for i in 0..s.groups.len() {
-        let mut c = s.clone();
-        c.groups.remove(i);
-        push(c);
+        out.push(with(s, |c| {
+            c.groups.remove(i);
+        }));
     }
-    for iterations in [1, s.workload.iterations.saturating_sub(1)] {
-        if iterations >= 1 && iterations < s.workload.iterations {
-            let mut c = s.clone();
-            c.workload.iterations = iterations;
-            push(c);
+    out
+}
+
+/// One iteration, and one fewer.
+fn fewer_iterations(s: &Scenario) -> Vec<Scenario> {
+    [1, s.workload.iterations.saturating_sub(1)]
+        .into_iter()
+        .filter(|&n| n >= 1 && n < s.workload.iterations)
+        .map(|n| with(s, |c| c.workload.iterations = n))
+        .collect()
+}
+
+/// `s` without each of its shared ops (when it has more than one); a program that repeats
+/// the shared ops loses the same one, so that the shrinking plants no divergence of its own,
+/// and faults on later ops move down with them.
+fn without_an_op(s: &Scenario) -> Vec<Scenario> {
+    if s.workload.ops.len() <= 1 {
+        return Vec::new();
+    }
+    let same = |a: &OpSpec, b: &OpSpec| {
+        OpSpec {
+            compute: None,
+            ..a.clone()
+        } == OpSpec {
+            compute: None,
+            ..b.clone()
         }
-    }
-    if s.workload.ops.len() > 1 {
-        for i in 0..s.workload.ops.len() {
-            let mut c = s.clone();
-            c.workload.ops.remove(i);
-            // a program that repeats the shared ops loses the same one, so that the shrinking
-            // plants no divergence of its own
-            for p in &mut c.workload.programs {
-                let same = |a: &OpSpec, b: &OpSpec| {
-                    OpSpec {
-                        compute: None,
-                        ..a.clone()
-                    } == OpSpec {
-                        compute: None,
-                        ..b.clone()
+    };
+    (0..s.workload.ops.len())
+        .map(|i| {
+            with(s, |c| {
+                c.workload.ops.remove(i);
+                for p in &mut c.workload.programs {
+                    if p.ops.len() > i && same(&p.ops[i], &s.workload.ops[i]) {
+                        p.ops.remove(i);
                     }
-                };
-                if p.ops.len() > i && same(&p.ops[i], &s.workload.ops[i]) {
-                    p.ops.remove(i);
                 }
-            }
-            // faults on later ops move down with them
-            for f in &mut c.faults {
-                if let Fault::Mismatch { op_index, .. } | Fault::Skip { op_index, .. } = f {
-                    match op_index {
-                        Some(k) if *k as usize > i => *k -= 1,
-                        Some(k) if *k as usize == i => *k = u32::MAX,
-                        _ => {}
+                for f in &mut c.faults {
+                    if let Fault::Mismatch { op_index, .. } | Fault::Skip { op_index, .. } = f {
+                        match op_index {
+                            Some(k) if *k as usize > i => *k -= 1,
+                            Some(k) if *k as usize == i => *k = u32::MAX,
+                            _ => {}
+                        }
                     }
                 }
-            }
-            push(c);
+            })
+        })
+        .collect()
+}
+
+/// Worlds of two ranks and of one fewer; roots, named groups and programs fold their ranks
+/// into the smaller world (r mod p), each rank once.
+fn smaller_worlds(s: &Scenario) -> Vec<Scenario> {
+    [2, s.world.size.saturating_sub(1)]
+        .into_iter()
+        .filter(|&p| p >= 1 && p < s.world.size)
+        .map(|p| with(s, |c| fold_world(c, p)))
+        .collect()
+}
+
+/// `c` on a world of `p` ranks.
+fn fold_world(c: &mut Scenario, p: u32) {
+    c.world.size = p;
+    c.world.ranks_per_host = c.world.ranks_per_host.min(p);
+    if c.world.ranks_per_host <= 1 {
+        c.network.intra_host = None;
+    }
+    for op in &mut c.workload.ops {
+        if let Some(root) = &mut op.root {
+            *root %= p;
         }
     }
-    for p in [2, s.world.size.saturating_sub(1)] {
-        if p >= 1 && p < s.world.size {
-            let mut c = s.clone();
-            c.world.size = p;
-            c.world.ranks_per_host = c.world.ranks_per_host.min(p);
-            if c.world.ranks_per_host <= 1 {
-                c.network.intra_host = None;
-            }
-            for op in &mut c.workload.ops {
-                if let Some(root) = &mut op.root {
-                    *root %= p;
-                }
-            }
-            // named groups and programs fold their ranks into the smaller world (r mod p),
-            // each rank once
-            let mut used = std::collections::BTreeSet::new();
-            let fold = |r: &[u32], used: &mut std::collections::BTreeSet<u32>| {
-                r.iter()
-                    .map(|&x| x % p)
-                    .filter(|&x| used.insert(x))
-                    .collect::<Vec<u32>>()
-            };
-            for g in &mut c.groups {
-                used.clear();
-                g.ranks = match &g.ranks {
-                    GroupRanks::One(r) => GroupRanks::One(fold(r, &mut used)),
-                    GroupRanks::Many(rs) => GroupRanks::Many(
-                        rs.iter()
-                            .map(|r| fold(r, &mut used))
-                            .filter(|r| !r.is_empty())
-                            .collect(),
-                    ),
-                };
-            }
-            used.clear();
-            for prog in &mut c.workload.programs {
-                prog.ranks = fold(&prog.ranks, &mut used);
-            }
-            c.workload.programs.retain(|prog| !prog.ranks.is_empty());
-            push(c);
-        }
+    let mut used = std::collections::BTreeSet::new();
+    let fold = |r: &[u32], used: &mut std::collections::BTreeSet<u32>| {
+        r.iter()
+            .map(|&x| x % p)
+            .filter(|&x| used.insert(x))
+            .collect::<Vec<u32>>()
+    };
+    for g in &mut c.groups {
+        used.clear();
+        g.ranks = match &g.ranks {
+            GroupRanks::One(r) => GroupRanks::One(fold(r, &mut used)),
+            GroupRanks::Many(rs) => GroupRanks::Many(
+                rs.iter()
+                    .map(|r| fold(r, &mut used))
+                    .filter(|r| !r.is_empty())
+                    .collect(),
+            ),
+        };
     }
-    for elements in [
-        1,
-        s.workload.elements / 2,
-        s.workload.elements.saturating_sub(1),
-    ] {
-        if elements >= 1 && elements < s.workload.elements {
-            let mut c = s.clone();
-            c.workload.elements = elements;
-            push(c);
-        }
+    used.clear();
+    for prog in &mut c.workload.programs {
+        prog.ranks = fold(&prog.ranks, &mut used);
     }
+    c.workload.programs.retain(|prog| !prog.ranks.is_empty());
+}
+
+/// One element, half as many, and one fewer.
+fn fewer_elements(s: &Scenario) -> Vec<Scenario> {
+    let n = s.workload.elements;
+    [1, n / 2, n.saturating_sub(1)]
+        .into_iter()
+        .filter(|&e| e >= 1 && e < n)
+        .map(|e| with(s, |c| c.workload.elements = e))
+        .collect()
+}
+
+/// No compute, no jitter, no shuffled ties.
+fn simpler_settings(s: &Scenario) -> Vec<Scenario> {
+    let mut out = Vec::new();
     if s.workload.compute != Duration::ZERO {
-        let mut c = s.clone();
-        c.workload.compute = Duration::ZERO;
-        push(c);
+        out.push(with(s, |c| c.workload.compute = Duration::ZERO));
     }
     if s.network.jitter != Duration::ZERO {
-        let mut c = s.clone();
-        c.network.jitter = Duration::ZERO;
-        push(c);
+        out.push(with(s, |c| c.network.jitter = Duration::ZERO));
     }
     if s.engine.tie_break != TieBreak::Insertion {
-        let mut c = s.clone();
-        c.engine.tie_break = TieBreak::Insertion;
-        push(c);
+        out.push(with(s, |c| c.engine.tie_break = TieBreak::Insertion));
     }
     out
 }

@@ -377,176 +377,34 @@ impl CauseBook {
         let Some(op) = fold.ops.get(&slot) else {
             return SlotVerdict { culprits };
         };
-        let vs = &op.variants;
-        if vs.len() < 2 {
+        if op.variants.len() < 2 {
             return SlotVerdict { culprits };
         }
-        let w = fold.workload.as_deref();
-        // the call as the rank's program writes it (a program of its own, or the declared one)
-        let declared = |v: &Variant| {
-            w.is_some_and(|w| {
-                v.ranks.iter().any(|&r| {
-                    let written = (r as usize) < w.program_of.len();
-                    written
-                        .then(|| w.program(r).call(v.sig.index))
-                        .flatten()
-                        .is_some_and(|o| {
-                            o.op == v.sig.op
-                                && o.algorithm == v.sig.algorithm
-                                && o.bytes == v.sig.bytes
-                                && o.root == v.sig.root
-                                && o.reduce == v.sig.reduce
-                                && o.dtype == v.sig.dtype
-                                && w.elements == v.sig.elements
-                        })
-                })
-            })
-        };
-        let callers = || vs.iter().flat_map(|v| v.ranks.iter().copied());
-        // call sites compare within one program, or between programs that make the same
-        // collective calls along the slot's group (the stages of a pipeline): there by the
-        // place of the call among those
-        let along: Vec<Option<(Vec<&OpCall>, u32)>> = vs
-            .iter()
-            .map(|v| w.and_then(|w| along_site(w, v.ranks.first().copied()?, v.sig.index)))
-            .collect();
-        let same_calls = along.iter().all(|a| {
-            a.as_ref()
-                .zip(along[0].as_ref())
-                .is_some_and(|(a, b)| a.0 == b.0)
-        });
-        let comparable = slot.pair.is_none()
-            && (same_calls || callers().all(|r| callers().all(|q| fold.same_program(r, q))));
-        // the two ends of a message: each end's call is in place where its program makes this
-        // message's number on the pair; a rank whose program makes it earlier skipped an
-        // earlier message, one whose program makes it later made an extra call
-        let planned: Vec<Option<(u32, u32)>> = vs
-            .iter()
-            .map(|v| {
-                (slot.generation.0 == 0)
-                    .then(|| fold.message_site(*v.ranks.first()?, &slot))
-                    .flatten()
-            })
-            .collect();
-        let in_place = |k: usize| planned[k] == Some(vs[k].sig.site());
-        let site_of = |k: usize| match (&along[k], same_calls) {
-            (Some((_, at)), true) => (vs[k].sig.iteration, *at),
-            _ => vs[k].sig.site(),
-        };
-        // groups of variants with equal parameters, by the index of their first variant
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for (k, v) in vs.iter().enumerate() {
-            match groups.iter_mut().find(|g| vs[g[0]].sig.same_params(&v.sig)) {
-                Some(g) => g.push(k),
-                None => groups.push(vec![k]),
-            }
-        }
-        // when some ranks run programs of their own, the ranks that run one declared program
-        // still compare by call site among themselves: a skip shows there as anywhere
-        let reference = callers().filter(|&r| fold.declared(r)).min();
-        let peers = |k: usize| {
-            !comparable
-                && slot.pair.is_none()
-                && reference.is_some_and(|q| vs[k].ranks.iter().all(|&r| fold.same_program(r, q)))
-        };
-        let by_peers = groups
-            .iter()
-            .filter(|g| g.iter().any(|&k| peers(k)))
-            .count()
-            >= 2;
-        let rank_key = |g: &Vec<usize>| {
-            let count: u32 = g.iter().map(|&k| vs[k].count).sum();
-            let decl = g.iter().any(|&k| declared(&vs[k]));
-            let conforming = g
-                .iter()
-                .any(|&k| vs[k].ranks.iter().any(|&r| fold.declared(r)));
-            let site = if comparable {
-                g.iter().map(|&k| site_of(k)).min().unwrap_or((0, 0))
-            } else if by_peers {
-                g.iter()
-                    .filter(|&&k| peers(k))
-                    .map(|&k| site_of(k))
-                    .min()
-                    .unwrap_or((u32::MAX, u32::MAX))
-            } else {
-                (0, 0)
-            };
-            let low = g
-                .iter()
-                .flat_map(|&k| vs[k].ranks.iter().copied())
-                .min()
-                .unwrap_or(u32::MAX);
-            let placed = g.iter().any(|&k| in_place(k));
-            (
-                std::cmp::Reverse(site),
-                placed,
-                decl,
-                conforming,
-                count,
-                std::cmp::Reverse(low),
-            )
-        };
-        let Some(best) = groups.iter().max_by_key(|g| rank_key(g)) else {
+        let groups = param_groups(&op.variants);
+        let sites = Sites::of(fold, slot, &op.variants, &groups);
+        let Some(best) = groups.iter().max_by_key(|g| sites.rank_key(g)) else {
             return SlotVerdict { culprits };
         };
         // the right call: the most common variant of the right parameters
-        let Some(&main) = best.iter().max_by_key(|&&k| vs[k].count) else {
+        let Some(&main) = best.iter().max_by_key(|&&k| op.variants[k].count) else {
             return SlotVerdict { culprits };
         };
-        let want = vs[main].sig;
-        let want_site = site_of(main);
         let majority: Vec<u32> = best
             .iter()
-            .flat_map(|&k| vs[k].ranks.iter().copied())
+            .flat_map(|&k| op.variants[k].ranks.iter().copied())
             .collect();
-        let seq = slot.seq.0;
-        for (k, v) in vs.iter().enumerate() {
-            if v.sig.same_params(&want) {
+        for (k, v) in op.variants.iter().enumerate() {
+            if v.sig.same_params(&op.variants[main].sig) {
                 continue;
             }
-            let skipped = ((comparable || (by_peers && peers(k) && peers(main)))
-                && site_of(k) > want_site)
-                || planned[k].is_some_and(|p| p < v.sig.site() && in_place(main));
+            let skipped = sites.skipped(k, main);
             for &r in &v.ranks {
                 let key = if skipped {
                     RootCause::Skipped(Rank(r))
                 } else {
                     RootCause::Mismatch(Rank(r))
                 };
-                let text = if let (true, Some(at), Some(pair)) = (skipped, planned[k], slot.pair) {
-                    let (dir, other) = if v.sig.op == OpKind::Send {
-                        ("to", pair.1)
-                    } else {
-                        ("from", pair.0)
-                    };
-                    format!(
-                        "rank {r} skipped an earlier {op} {dir} rank {other}: its call at \
-                         iteration {}, op {} is {op} #{seq} on the pair, which its program \
-                         makes at iteration {}, op {}, so it meets rank {other}'s {} ({})",
-                        v.sig.iteration,
-                        v.sig.index,
-                        at.0,
-                        at.1,
-                        call_name(&want, seq),
-                        differences(&v.sig, &want),
-                        op = v.sig.op,
-                    )
-                } else if skipped {
-                    format!(
-                        "rank {r} skipped {}: its call #{seq} is {}, a later call of its \
-                         program, while {} called the former",
-                        call_name(&want, seq),
-                        call_name(&v.sig, seq),
-                        ranks_phrase(&majority)
-                    )
-                } else {
-                    format!(
-                        "rank {r} called {} with {}, unlike {}",
-                        call_name(&v.sig, seq),
-                        differences(&v.sig, &want),
-                        ranks_phrase(&majority)
-                    )
-                };
+                let text = sites.culprit_text(r, k, main, skipped, &majority);
                 self.texts.entry(key.clone()).or_insert((text, vec![r]));
                 culprits.insert(r, key);
             }
@@ -1072,6 +930,251 @@ pub(super) fn stragglers(fold: &Fold) -> Vec<Straggler> {
             }
         })
         .collect()
+}
+
+/// Groups of a slot's variants with equal parameters, as indices into `vs`, each group by the
+/// index of its first variant.
+fn param_groups(vs: &[Variant]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (k, v) in vs.iter().enumerate() {
+        match groups.iter_mut().find(|g| vs[g[0]].sig.same_params(&v.sig)) {
+            Some(g) => g.push(k),
+            None => groups.push(vec![k]),
+        }
+    }
+    groups
+}
+
+/// Where each variant of one slot stands in its ranks' programs, and which of those places
+/// compare: what `CauseBook::judge` orders the groups of variants by.
+struct Sites<'a> {
+    fold: &'a Fold,
+    slot: Slot,
+    vs: &'a [Variant],
+    /// Each variant's call among the collective calls its program makes along the slot's
+    /// group, and its place there.
+    along: Vec<Option<(Vec<&'a OpCall>, u32)>>,
+    /// Every variant's program makes the same collective calls along the group (the stages
+    /// of a pipeline).
+    same_calls: bool,
+    /// Call sites compare: within one program, or between programs of the same calls.
+    comparable: bool,
+    /// The two ends of a message: where each end's program makes this message's number on
+    /// the pair.
+    planned: Vec<Option<(u32, u32)>>,
+    /// The lowest rank that runs the declared program, when some ranks run programs of their
+    /// own.
+    reference: Option<u32>,
+    /// At least two groups hold ranks of the reference's program: they compare by call site
+    /// among themselves.
+    by_peers: bool,
+}
+
+impl<'a> Sites<'a> {
+    fn of(fold: &'a Fold, slot: Slot, vs: &'a [Variant], groups: &[Vec<usize>]) -> Sites<'a> {
+        let w = fold.workload.as_deref();
+        let callers = || vs.iter().flat_map(|v| v.ranks.iter().copied());
+        // call sites compare within one program, or between programs that make the same
+        // collective calls along the slot's group (the stages of a pipeline): there by the
+        // place of the call among those
+        let along: Vec<Option<(Vec<&OpCall>, u32)>> = vs
+            .iter()
+            .map(|v| w.and_then(|w| along_site(w, v.ranks.first().copied()?, v.sig.index)))
+            .collect();
+        let same_calls = along.iter().all(|a| {
+            a.as_ref()
+                .zip(along[0].as_ref())
+                .is_some_and(|(a, b)| a.0 == b.0)
+        });
+        let comparable = slot.pair.is_none()
+            && (same_calls || callers().all(|r| callers().all(|q| fold.same_program(r, q))));
+        // the two ends of a message: each end's call is in place where its program makes this
+        // message's number on the pair; a rank whose program makes it earlier skipped an
+        // earlier message, one whose program makes it later made an extra call
+        let planned: Vec<Option<(u32, u32)>> = vs
+            .iter()
+            .map(|v| {
+                (slot.generation.0 == 0)
+                    .then(|| fold.message_site(*v.ranks.first()?, &slot))
+                    .flatten()
+            })
+            .collect();
+        // when some ranks run programs of their own, the ranks that run one declared program
+        // still compare by call site among themselves: a skip shows there as anywhere
+        let reference = callers().filter(|&r| fold.declared(r)).min();
+        let mut sites = Sites {
+            fold,
+            slot,
+            vs,
+            along,
+            same_calls,
+            comparable,
+            planned,
+            reference,
+            by_peers: false,
+        };
+        sites.by_peers = groups
+            .iter()
+            .filter(|g| g.iter().any(|&k| sites.peers(k)))
+            .count()
+            >= 2;
+        sites
+    }
+
+    /// Variant `k`'s call is in place: where its program makes this message's number.
+    fn in_place(&self, k: usize) -> bool {
+        self.planned[k] == Some(self.vs[k].sig.site())
+    }
+
+    /// Variant `k`'s call site: its place along the group where programs make the same
+    /// calls, else its place in its own program.
+    fn site_of(&self, k: usize) -> (u32, u32) {
+        match (&self.along[k], self.same_calls) {
+            (Some((_, at)), true) => (self.vs[k].sig.iteration, *at),
+            _ => self.vs[k].sig.site(),
+        }
+    }
+
+    /// Variant `k`'s ranks run the reference's program, where sites do not compare at large.
+    fn peers(&self, k: usize) -> bool {
+        !self.comparable
+            && self.slot.pair.is_none()
+            && self.reference.is_some_and(|q| {
+                self.vs[k]
+                    .ranks
+                    .iter()
+                    .all(|&r| self.fold.same_program(r, q))
+            })
+    }
+
+    /// Variant `v` is the call as its rank's program writes it (a program of its own, or the
+    /// declared one).
+    fn declared(&self, v: &Variant) -> bool {
+        let Some(w) = self.fold.workload.as_deref() else {
+            return false;
+        };
+        v.ranks.iter().any(|&r| {
+            let written = (r as usize) < w.program_of.len();
+            written
+                .then(|| w.program(r).call(v.sig.index))
+                .flatten()
+                .is_some_and(|o| {
+                    o.op == v.sig.op
+                        && o.algorithm == v.sig.algorithm
+                        && o.bytes == v.sig.bytes
+                        && o.root == v.sig.root
+                        && o.reduce == v.sig.reduce
+                        && o.dtype == v.sig.dtype
+                        && w.elements == v.sig.elements
+                })
+        })
+    }
+
+    /// How right a group of variants is, the largest the rightest (see `CauseBook::judge`): the
+    /// earliest call site, then in place, the declared call, ranks of the declared program,
+    /// the most ranks, the lowest rank.
+    #[allow(clippy::type_complexity)]
+    fn rank_key(
+        &self,
+        g: &[usize],
+    ) -> (
+        std::cmp::Reverse<(u32, u32)>,
+        bool,
+        bool,
+        bool,
+        u32,
+        std::cmp::Reverse<u32>,
+    ) {
+        let vs = self.vs;
+        let count: u32 = g.iter().map(|&k| vs[k].count).sum();
+        let decl = g.iter().any(|&k| self.declared(&vs[k]));
+        let conforming = g
+            .iter()
+            .any(|&k| vs[k].ranks.iter().any(|&r| self.fold.declared(r)));
+        let site = if self.comparable {
+            g.iter().map(|&k| self.site_of(k)).min().unwrap_or((0, 0))
+        } else if self.by_peers {
+            g.iter()
+                .filter(|&&k| self.peers(k))
+                .map(|&k| self.site_of(k))
+                .min()
+                .unwrap_or((u32::MAX, u32::MAX))
+        } else {
+            (0, 0)
+        };
+        let low = g
+            .iter()
+            .flat_map(|&k| vs[k].ranks.iter().copied())
+            .min()
+            .unwrap_or(u32::MAX);
+        let placed = g.iter().any(|&k| self.in_place(k));
+        (
+            std::cmp::Reverse(site),
+            placed,
+            decl,
+            conforming,
+            count,
+            std::cmp::Reverse(low),
+        )
+    }
+
+    /// Variant `k`, against the right variant `main`, is a skip (its rank is at a later call of
+    /// the same program, or its message comes earlier in its program than here) rather than a
+    /// mismatch.
+    fn skipped(&self, k: usize, main: usize) -> bool {
+        let v = &self.vs[k];
+        ((self.comparable || (self.by_peers && self.peers(k) && self.peers(main)))
+            && self.site_of(k) > self.site_of(main))
+            || self.planned[k].is_some_and(|p| p < v.sig.site() && self.in_place(main))
+    }
+
+    /// What rank `r` of variant `k` did, against the right variant `main` that `majority`
+    /// called.
+    fn culprit_text(
+        &self,
+        r: u32,
+        k: usize,
+        main: usize,
+        skipped: bool,
+        majority: &[u32],
+    ) -> String {
+        let (v, want) = (&self.vs[k], &self.vs[main].sig);
+        let seq = self.slot.seq.0;
+        if let (true, Some(at), Some(pair)) = (skipped, self.planned[k], self.slot.pair) {
+            let (dir, other) = if v.sig.op == OpKind::Send {
+                ("to", pair.1)
+            } else {
+                ("from", pair.0)
+            };
+            format!(
+                "rank {r} skipped an earlier {op} {dir} rank {other}: its call at \
+                 iteration {}, op {} is {op} #{seq} on the pair, which its program \
+                 makes at iteration {}, op {}, so it meets rank {other}'s {} ({})",
+                v.sig.iteration,
+                v.sig.index,
+                at.0,
+                at.1,
+                call_name(want, seq),
+                differences(&v.sig, want),
+                op = v.sig.op,
+            )
+        } else if skipped {
+            format!(
+                "rank {r} skipped {}: its call #{seq} is {}, a later call of its \
+                 program, while {} called the former",
+                call_name(want, seq),
+                call_name(&v.sig, seq),
+                ranks_phrase(majority)
+            )
+        } else {
+            format!(
+                "rank {r} called {} with {}, unlike {}",
+                call_name(&v.sig, seq),
+                differences(&v.sig, want),
+                ranks_phrase(majority)
+            )
+        }
+    }
 }
 
 /// The collective calls `rank`'s program (as written) makes along the group of its call

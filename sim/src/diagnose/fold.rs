@@ -677,82 +677,21 @@ impl Fold {
         c.enter_step(t, seq, step, steps, waiting_for, id);
     }
 
-    /// Every event but those of messages and steps.
+    /// Every event but those of messages and steps: each kind changes the view of what it
+    /// concerns, by the function named after it.
     fn apply_rest(&mut self, t: Nanos, ev: &Event) {
         if !matches!(ev, Event::End { .. }) {
             self.events += 1;
         }
         self.membership.apply(t, ev);
         match ev {
-            Event::Fault {
-                index,
-                fault,
-                phase,
-                ranks,
-                sides,
-                oneway,
-                detail,
-            } => match phase {
-                FaultPhase::Begin => {
-                    if fault.is_straggler() {
-                        self.close_all_waits(t);
-                    }
-                    self.faults.push(FaultView {
-                        index: *index,
-                        kind: *fault,
-                        ranks: ranks.clone(),
-                        sides: sides.clone(),
-                        oneway: *oneway,
-                        detail: detail.clone(),
-                        begin_ns: t,
-                        end_ns: None,
-                    })
-                }
-                FaultPhase::End => {
-                    if fault.is_straggler() {
-                        self.close_all_waits(t);
-                    }
-                    if let Some(f) = self
-                        .faults
-                        .iter_mut()
-                        .rev()
-                        .find(|f| f.index == *index && f.end_ns.is_none())
-                    {
-                        f.end_ns = Some(t);
-                    }
-                }
-            },
+            Event::Fault { .. } => self.fault(t, ev),
             Event::ProcessStart { rank, incarnation } => {
-                self.close_wait(*rank, t);
-                if let Some(v) = self.rank(*rank) {
-                    v.incarnation = *incarnation;
-                    v.dead_since = None;
-                    v.paused = false;
-                    v.call = None;
-                }
-                self.set_state(*rank, t, RankState::Running);
+                self.process_started(t, *rank, *incarnation)
             }
-            Event::ProcessDeath { rank, .. } => {
-                self.close_wait(*rank, t);
-                if let Some(v) = self.rank(*rank) {
-                    v.dead_since = Some(t);
-                    v.paused = false;
-                    v.paused_since = None;
-                }
-                self.set_state(*rank, t, RankState::Dead);
-            }
-            Event::ProcessPause { rank } => {
-                if let Some(v) = self.rank(*rank) {
-                    v.paused = true;
-                    v.paused_since = Some(t);
-                }
-            }
-            Event::ProcessResume { rank } => {
-                if let Some(v) = self.rank(*rank) {
-                    v.paused = false;
-                    v.paused_since = None;
-                }
-            }
+            Event::ProcessDeath { rank, .. } => self.process_died(t, *rank),
+            Event::ProcessPause { rank } => self.paused(*rank, Some(t)),
+            Event::ProcessResume { rank } => self.paused(*rank, None),
             // taken by `apply`
             Event::Send { .. } | Event::Deliver { .. } | Event::Step { .. } => {}
             Event::Drop { .. } => self.messages_dropped += 1,
@@ -760,131 +699,12 @@ impl Fold {
             Event::Compute {
                 rank, iteration, ..
             } => {
-                if let Some(v) = self.rank(*rank) {
-                    v.iteration = *iteration;
-                }
+                self.iterating(*rank, *iteration);
                 self.set_state(*rank, t, RankState::Computing);
             }
             Event::ComputeDone { rank } => self.set_state(*rank, t, RankState::Running),
-            Event::Iteration { rank, iteration } => {
-                if let Some(v) = self.rank(*rank) {
-                    v.iteration = *iteration;
-                }
-            }
-            Event::Call {
-                rank,
-                iteration,
-                index,
-                group,
-                generation,
-                seq,
-                op,
-                algorithm,
-                bytes,
-                dtype,
-                root,
-                reduce,
-                elements,
-                members,
-                peer,
-            } => {
-                self.close_wait(*rank, t);
-                let pair = pair_of(*op, *rank, *peer);
-                if let Some(v) = self.rank(*rank) {
-                    v.calls += 1;
-                    v.last_call = Some((*iteration, *index));
-                    v.iteration = *iteration;
-                    v.call = Some(CallView {
-                        iteration: *iteration,
-                        index: *index,
-                        group: *group,
-                        generation: *generation,
-                        seq: *seq,
-                        op: *op,
-                        algorithm: *algorithm,
-                        bytes: *bytes,
-                        dtype: *dtype,
-                        root: *root,
-                        reduce: *reduce,
-                        elements: *elements,
-                        step: 0,
-                        steps: 0,
-                        waiting_for: Vec::new(),
-                        peer: *peer,
-                        since_ns: t,
-                        called_ns: t,
-                        aborted: None,
-                        charged_ns: t,
-                    });
-                }
-                self.set_state(*rank, t, RankState::Waiting);
-                let sig = CallSig {
-                    iteration: *iteration,
-                    index: *index,
-                    op: *op,
-                    algorithm: *algorithm,
-                    bytes: *bytes,
-                    dtype: *dtype,
-                    root: *root,
-                    reduce: *reduce,
-                    elements: *elements,
-                };
-                let slot = Slot {
-                    group: *group,
-                    generation: *generation,
-                    seq: *seq,
-                    pair,
-                };
-                if let Some(v) = self.rank(*rank) {
-                    if v.history.len() == CALL_HISTORY {
-                        v.history.pop_front();
-                    }
-                    v.history.push_back(PastCall {
-                        slot,
-                        sig,
-                        called_ns: t,
-                        completed: false,
-                    });
-                }
-                let op_kind = op;
-                let op = self.ops.entry(slot).or_insert_with(|| OpView {
-                    iteration: *iteration,
-                    index: *index,
-                    op: if pair.is_some() { OpKind::Send } else { *op },
-                    algorithm: *algorithm,
-                    group: *group,
-                    generation: *generation,
-                    seq: *seq,
-                    bytes: *bytes,
-                    start_ns: t,
-                    end_ns: None,
-                    ranks_called: 0,
-                    ranks_completed: 0,
-                    correct: true,
-                    results: Vec::new(),
-                    // a message has two ends
-                    members: if pair.is_some() { 2 } else { *members },
-                    variants: Vec::new(),
-                    pair,
-                });
-                if pair.is_some_and(|(from, _)| from == *rank) {
-                    // the message is named after its send
-                    op.op = *op_kind;
-                    op.algorithm = *algorithm;
-                }
-                op.ranks_called += 1;
-                match op.variants.iter_mut().find(|v| v.sig == sig) {
-                    Some(v) => {
-                        v.count += 1;
-                        v.ranks.push(*rank);
-                    }
-                    None => op.variants.push(Variant {
-                        sig,
-                        count: 1,
-                        ranks: vec![*rank],
-                    }),
-                }
-            }
+            Event::Iteration { rank, iteration } => self.iterating(*rank, *iteration),
+            Event::Call { .. } => self.called(t, ev),
             Event::Complete {
                 rank,
                 group,
@@ -894,32 +714,9 @@ impl Fold {
                 correct,
                 ..
             } => {
-                self.close_wait(*rank, t);
-                let mut slot = Slot::collective(*group, *generation, *seq);
-                if let Some(v) = self.rank(*rank) {
-                    if let Some(c) = v.call.as_ref().filter(|c| c.seq == *seq) {
-                        slot = c.slot(*rank);
-                    }
-                    v.call = None;
-                    if let Some(c) = v.history.iter_mut().rev().find(|c| c.slot == slot) {
-                        c.completed = true;
-                    }
-                }
-                self.set_state(*rank, t, RankState::Running);
-                if let Some(op) = self.ops.get_mut(&slot) {
-                    op.ranks_completed += 1;
-                    if op.ranks_completed >= op.members && op.variants.len() == 1 {
-                        // everyone agreed and finished: the rank list is no longer needed
-                        op.variants[0].ranks = Vec::new();
-                    }
-                    op.end_ns = Some(op.end_ns.map_or(t, |e| e.max(t)));
-                    if *correct == Some(false) {
-                        op.correct = false;
-                    }
-                    if !result.is_empty() && !op.results.contains(result) {
-                        op.results.push(result.clone());
-                    }
-                }
+                let slot =
+                    self.completed_call(t, *rank, Slot::collective(*group, *generation, *seq));
+                self.completed_op(t, slot, result, *correct);
             }
             Event::Abort {
                 rank,
@@ -929,21 +726,7 @@ impl Fold {
                 waiting_for,
                 reason,
                 ..
-            } => {
-                if self.first_abort.is_none() && AbortReason::text_is_watchdog(reason) {
-                    self.first_abort = Some((t, *rank));
-                }
-                self.close_wait(*rank, t);
-                if let Some(v) = self.rank(*rank) {
-                    if let Some(c) = v.call.as_mut().filter(|c| c.seq == *seq) {
-                        c.step = *step;
-                        c.steps = *steps;
-                        c.waiting_for.clone_from(waiting_for);
-                        c.aborted = Some(reason.clone());
-                    }
-                }
-                self.set_state(*rank, t, RankState::Blocked);
-            }
+            } => self.aborted(t, *rank, *seq, (*step, *steps), waiting_for, reason),
             Event::FlightRecord { .. } => {}
             Event::WorkloadDone { rank } => self.set_state(*rank, t, RankState::Done),
             Event::RejoinRefused { rank, .. } => self.set_state(*rank, t, RankState::Refused),
@@ -976,6 +759,282 @@ impl Fold {
             | Event::RegistryNodeDown { .. }
             | Event::RegistryNodeUp { .. } => {}
         }
+    }
+
+    /// A `fault` event: the fault begins (a view of it is added) or ends (its view is closed).
+    /// A straggler fault's edges close every rank's wait, so that what was waited before is
+    /// charged as it was.
+    fn fault(&mut self, t: Nanos, ev: &Event) {
+        let Event::Fault {
+            index,
+            fault,
+            phase,
+            ranks,
+            sides,
+            oneway,
+            detail,
+        } = ev
+        else {
+            return;
+        };
+        if fault.is_straggler() {
+            self.close_all_waits(t);
+        }
+        match phase {
+            FaultPhase::Begin => self.faults.push(FaultView {
+                index: *index,
+                kind: *fault,
+                ranks: ranks.clone(),
+                sides: sides.clone(),
+                oneway: *oneway,
+                detail: detail.clone(),
+                begin_ns: t,
+                end_ns: None,
+            }),
+            FaultPhase::End => {
+                if let Some(f) = self
+                    .faults
+                    .iter_mut()
+                    .rev()
+                    .find(|f| f.index == *index && f.end_ns.is_none())
+                {
+                    f.end_ns = Some(t);
+                }
+            }
+        }
+    }
+
+    /// `rank`'s process starts (or restarts): alive, unpaused, in no call.
+    fn process_started(&mut self, t: Nanos, rank: u32, incarnation: u32) {
+        self.close_wait(rank, t);
+        if let Some(v) = self.rank(rank) {
+            v.incarnation = incarnation;
+            v.dead_since = None;
+            v.paused = false;
+            v.call = None;
+        }
+        self.set_state(rank, t, RankState::Running);
+    }
+
+    /// `rank`'s process dies.
+    fn process_died(&mut self, t: Nanos, rank: u32) {
+        self.close_wait(rank, t);
+        if let Some(v) = self.rank(rank) {
+            v.dead_since = Some(t);
+            v.paused = false;
+            v.paused_since = None;
+        }
+        self.set_state(rank, t, RankState::Dead);
+    }
+
+    /// `rank` is frozen since `since`, or resumes (`None`).
+    fn paused(&mut self, rank: u32, since: Option<Nanos>) {
+        if let Some(v) = self.rank(rank) {
+            v.paused = since.is_some();
+            v.paused_since = since;
+        }
+    }
+
+    /// `rank` is in `iteration` of its workload.
+    fn iterating(&mut self, rank: u32, iteration: u32) {
+        if let Some(v) = self.rank(rank) {
+            v.iteration = iteration;
+        }
+    }
+
+    /// A `call` event: the rank's view enters the call ([`Fold::entered_call`]), and the op's
+    /// view counts it with its signature ([`Fold::op_called`]).
+    fn called(&mut self, t: Nanos, ev: &Event) {
+        let Event::Call {
+            rank,
+            iteration,
+            index,
+            group,
+            generation,
+            seq,
+            op,
+            algorithm,
+            bytes,
+            dtype,
+            root,
+            reduce,
+            elements,
+            members,
+            peer,
+        } = ev
+        else {
+            return;
+        };
+        let sig = CallSig {
+            iteration: *iteration,
+            index: *index,
+            op: *op,
+            algorithm: *algorithm,
+            bytes: *bytes,
+            dtype: *dtype,
+            root: *root,
+            reduce: *reduce,
+            elements: *elements,
+        };
+        let slot = Slot {
+            group: *group,
+            generation: *generation,
+            seq: *seq,
+            pair: pair_of(*op, *rank, *peer),
+        };
+        self.close_wait(*rank, t);
+        self.entered_call(t, *rank, slot, sig, *peer);
+        self.op_called(t, *rank, slot, sig, *members);
+    }
+
+    /// `rank` entered the call `sig` of `slot` at `t`: its running call, and its history.
+    fn entered_call(&mut self, t: Nanos, rank: u32, slot: Slot, sig: CallSig, peer: Option<u32>) {
+        if let Some(v) = self.rank(rank) {
+            v.calls += 1;
+            v.last_call = Some((sig.iteration, sig.index));
+            v.iteration = sig.iteration;
+            v.call = Some(CallView {
+                iteration: sig.iteration,
+                index: sig.index,
+                group: slot.group,
+                generation: slot.generation,
+                seq: slot.seq,
+                op: sig.op,
+                algorithm: sig.algorithm,
+                bytes: sig.bytes,
+                dtype: sig.dtype,
+                root: sig.root,
+                reduce: sig.reduce,
+                elements: sig.elements,
+                step: 0,
+                steps: 0,
+                waiting_for: Vec::new(),
+                peer,
+                since_ns: t,
+                called_ns: t,
+                aborted: None,
+                charged_ns: t,
+            });
+        }
+        self.set_state(rank, t, RankState::Waiting);
+        if let Some(v) = self.rank(rank) {
+            if v.history.len() == CALL_HISTORY {
+                v.history.pop_front();
+            }
+            v.history.push_back(PastCall {
+                slot,
+                sig,
+                called_ns: t,
+                completed: false,
+            });
+        }
+    }
+
+    /// `rank` called `slot` with `sig` at `t`: the op's view (made at its first call) counts the
+    /// call among the variants of its signature. A message is named after its send.
+    fn op_called(&mut self, t: Nanos, rank: u32, slot: Slot, sig: CallSig, members: u32) {
+        let pair = slot.pair;
+        let op = self.ops.entry(slot).or_insert_with(|| OpView {
+            iteration: sig.iteration,
+            index: sig.index,
+            op: if pair.is_some() { OpKind::Send } else { sig.op },
+            algorithm: sig.algorithm,
+            group: slot.group,
+            generation: slot.generation,
+            seq: slot.seq,
+            bytes: sig.bytes,
+            start_ns: t,
+            end_ns: None,
+            ranks_called: 0,
+            ranks_completed: 0,
+            correct: true,
+            results: Vec::new(),
+            // a message has two ends
+            members: if pair.is_some() { 2 } else { members },
+            variants: Vec::new(),
+            pair,
+        });
+        if pair.is_some_and(|(from, _)| from == rank) {
+            op.op = sig.op;
+            op.algorithm = sig.algorithm;
+        }
+        op.ranks_called += 1;
+        match op.variants.iter_mut().find(|v| v.sig == sig) {
+            Some(v) => {
+                v.count += 1;
+                v.ranks.push(rank);
+            }
+            None => op.variants.push(Variant {
+                sig,
+                count: 1,
+                ranks: vec![rank],
+            }),
+        }
+    }
+
+    /// `rank` completed its call at `t`: it leaves the call, which its history marks
+    /// completed. Returns the call's slot (the rank's running call's, when it is this one: a
+    /// message's slot names its pair; else `collective`).
+    fn completed_call(&mut self, t: Nanos, rank: u32, collective: Slot) -> Slot {
+        self.close_wait(rank, t);
+        let mut slot = collective;
+        if let Some(v) = self.rank(rank) {
+            if let Some(c) = v.call.as_ref().filter(|c| c.seq == collective.seq) {
+                slot = c.slot(rank);
+            }
+            v.call = None;
+            if let Some(c) = v.history.iter_mut().rev().find(|c| c.slot == slot) {
+                c.completed = true;
+            }
+        }
+        self.set_state(rank, t, RankState::Running);
+        slot
+    }
+
+    /// One more rank completed `slot` at `t` with `result` (its hash) and `correct`.
+    fn completed_op(&mut self, t: Nanos, slot: Slot, result: &str, correct: Option<bool>) {
+        let Some(op) = self.ops.get_mut(&slot) else {
+            return;
+        };
+        op.ranks_completed += 1;
+        if op.ranks_completed >= op.members && op.variants.len() == 1 {
+            // everyone agreed and finished: the rank list is no longer needed
+            op.variants[0].ranks = Vec::new();
+        }
+        op.end_ns = Some(op.end_ns.map_or(t, |e| e.max(t)));
+        if correct == Some(false) {
+            op.correct = false;
+        }
+        if !result.is_empty() && !op.results.iter().any(|r| r == result) {
+            op.results.push(result.to_string());
+        }
+    }
+
+    /// `rank` aborted its call `seq` at `t` in `step` of `steps`, waiting for `waiting_for`,
+    /// for `reason`; the first watchdog abort of the run is kept.
+    fn aborted(
+        &mut self,
+        t: Nanos,
+        rank: u32,
+        seq: SeqNo,
+        (step, steps): (u32, u32),
+        waiting_for: &[u32],
+        reason: &str,
+    ) {
+        if self.first_abort.is_none() && AbortReason::text_is_watchdog(reason) {
+            self.first_abort = Some((t, rank));
+        }
+        self.close_wait(rank, t);
+        if let Some(v) = self.rank(rank) {
+            if let Some(c) = v.call.as_mut().filter(|c| c.seq == seq) {
+                c.step = step;
+                c.steps = steps;
+                c.waiting_for.clear();
+                c.waiting_for.extend_from_slice(waiting_for);
+                c.aborted = Some(reason.to_string());
+            }
+        }
+        self.set_state(rank, t, RankState::Blocked);
     }
 
     /// Ends the current wait interval of `rank` at `t`: the time it waited for a peer that a

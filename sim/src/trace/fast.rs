@@ -125,103 +125,13 @@ pub(super) fn parse(text: &str) -> Option<(Nanos, Event)> {
         let to = c.field_u32(",\"to\":")?;
         Event::Deliver { id, from, to }
     } else if c.has("send\"") {
-        let id = c.field_u64(",\"id\":")?;
-        let from = c.field_u32(",\"from\":")?;
-        let to = c.field_u32(",\"to\":")?;
-        let bytes = c.field_u64(",\"bytes\":")?;
-        c.lit(",\"msg\":\"")?;
-        let msg = match c.plain_str()? {
-            // the commonest kind, without an allocation
-            "coll" => std::borrow::Cow::Borrowed("coll"),
-            other => other.to_string().into(),
-        };
-        let seq = if c.has(",\"seq\":") {
-            Some(c.u64()?)
-        } else {
-            None
-        };
-        let step = if c.has(",\"step\":") {
-            Some(c.u32()?)
-        } else {
-            None
-        };
-        let arrive_ns = c.field_u64(",\"arrive_ns\":")?;
-        Event::Send {
-            id,
-            from,
-            to,
-            bytes,
-            msg,
-            seq,
-            step,
-            arrive_ns,
-        }
+        c.send()?
     } else if c.has("step\"") {
-        let rank = c.field_u32(",\"rank\":")?;
-        let group = GroupId(c.field_u32(",\"group\":")?);
-        let generation = Generation(c.field_u32(",\"generation\":")?);
-        let seq = SeqNo(c.field_u64(",\"seq\":")?);
-        let step = c.field_u32(",\"step\":")?;
-        let steps = c.field_u32(",\"steps\":")?;
-        c.lit(",\"waiting_for\":")?;
-        let waiting_for = c.u32_list()?.into();
-        Event::Step {
-            rank,
-            group,
-            generation,
-            seq,
-            step,
-            steps,
-            waiting_for,
-        }
+        c.step()?
     } else if c.has("call\"") {
-        Event::Call {
-            rank: c.field_u32(",\"rank\":")?,
-            iteration: c.field_u32(",\"iteration\":")?,
-            index: c.field_u32(",\"index\":")?,
-            group: GroupId(c.field_u32(",\"group\":")?),
-            generation: Generation(c.field_u32(",\"generation\":")?),
-            seq: SeqNo(c.field_u64(",\"seq\":")?),
-            op: c.name(",\"op\":")?,
-            algorithm: c.name(",\"algorithm\":")?,
-            bytes: c.field_u64(",\"bytes\":")?,
-            dtype: c.name(",\"dtype\":")?,
-            root: c.field_u32(",\"root\":")?,
-            reduce: c.name(",\"reduce\":")?,
-            elements: c.field_u32(",\"elements\":")?,
-            members: c.field_u32(",\"members\":")?,
-            peer: if c.has(",\"peer\":") {
-                Some(c.u32()?)
-            } else {
-                None
-            },
-        }
+        c.call()?
     } else if c.has("complete\"") {
-        let rank = c.field_u32(",\"rank\":")?;
-        let group = GroupId(c.field_u32(",\"group\":")?);
-        let generation = Generation(c.field_u32(",\"generation\":")?);
-        let seq = SeqNo(c.field_u64(",\"seq\":")?);
-        let iteration = c.field_u32(",\"iteration\":")?;
-        let index = c.field_u32(",\"index\":")?;
-        c.lit(",\"result\":\"")?;
-        let result = c.plain_str()?.to_string();
-        let correct = if c.has(",\"correct\":true") {
-            Some(true)
-        } else if c.has(",\"correct\":false") {
-            Some(false)
-        } else {
-            None
-        };
-        Event::Complete {
-            rank,
-            group,
-            generation,
-            seq,
-            iteration,
-            index,
-            result,
-            correct,
-        }
+        c.complete()?
     } else if c.has("compute\"") {
         Event::Compute {
             rank: c.field_u32(",\"rank\":")?,
@@ -242,6 +152,123 @@ pub(super) fn parse(text: &str) -> Option<(Nanos, Event)> {
     };
     c.close()?;
     Some((t, ev))
+}
+
+/// The kinds with more than a few fields, each read by a function of its own.
+impl Cursor<'_> {
+    /// The fields of a `send` event, after its kind.
+    #[inline]
+    fn send(&mut self) -> Option<Event> {
+        let id = self.field_u64(",\"id\":")?;
+        let from = self.field_u32(",\"from\":")?;
+        let to = self.field_u32(",\"to\":")?;
+        let bytes = self.field_u64(",\"bytes\":")?;
+        self.lit(",\"msg\":\"")?;
+        let msg = match self.plain_str()? {
+            // the commonest kind, without an allocation
+            "coll" => std::borrow::Cow::Borrowed("coll"),
+            other => other.to_string().into(),
+        };
+        let seq = if self.has(",\"seq\":") {
+            Some(self.u64()?)
+        } else {
+            None
+        };
+        let step = if self.has(",\"step\":") {
+            Some(self.u32()?)
+        } else {
+            None
+        };
+        let arrive_ns = self.field_u64(",\"arrive_ns\":")?;
+        Some(Event::Send {
+            id,
+            from,
+            to,
+            bytes,
+            msg,
+            seq,
+            step,
+            arrive_ns,
+        })
+    }
+
+    /// The fields of a `step` event, after its kind.
+    #[inline]
+    fn step(&mut self) -> Option<Event> {
+        let rank = self.field_u32(",\"rank\":")?;
+        let group = GroupId(self.field_u32(",\"group\":")?);
+        let generation = Generation(self.field_u32(",\"generation\":")?);
+        let seq = SeqNo(self.field_u64(",\"seq\":")?);
+        let step = self.field_u32(",\"step\":")?;
+        let steps = self.field_u32(",\"steps\":")?;
+        self.lit(",\"waiting_for\":")?;
+        let waiting_for = self.u32_list()?.into();
+        Some(Event::Step {
+            rank,
+            group,
+            generation,
+            seq,
+            step,
+            steps,
+            waiting_for,
+        })
+    }
+
+    /// The fields of a `call` event, after its kind.
+    #[inline]
+    fn call(&mut self) -> Option<Event> {
+        Some(Event::Call {
+            rank: self.field_u32(",\"rank\":")?,
+            iteration: self.field_u32(",\"iteration\":")?,
+            index: self.field_u32(",\"index\":")?,
+            group: GroupId(self.field_u32(",\"group\":")?),
+            generation: Generation(self.field_u32(",\"generation\":")?),
+            seq: SeqNo(self.field_u64(",\"seq\":")?),
+            op: self.name(",\"op\":")?,
+            algorithm: self.name(",\"algorithm\":")?,
+            bytes: self.field_u64(",\"bytes\":")?,
+            dtype: self.name(",\"dtype\":")?,
+            root: self.field_u32(",\"root\":")?,
+            reduce: self.name(",\"reduce\":")?,
+            elements: self.field_u32(",\"elements\":")?,
+            members: self.field_u32(",\"members\":")?,
+            peer: if self.has(",\"peer\":") {
+                Some(self.u32()?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// The fields of a `complete` event, after its kind.
+    #[inline]
+    fn complete(&mut self) -> Option<Event> {
+        let rank = self.field_u32(",\"rank\":")?;
+        let group = GroupId(self.field_u32(",\"group\":")?);
+        let generation = Generation(self.field_u32(",\"generation\":")?);
+        let seq = SeqNo(self.field_u64(",\"seq\":")?);
+        let iteration = self.field_u32(",\"iteration\":")?;
+        let index = self.field_u32(",\"index\":")?;
+        self.lit(",\"result\":\"")?;
+        let result = self.plain_str()?.to_string();
+        let correct = if self.has(",\"correct\":true") {
+            Some(true)
+        } else if self.has(",\"correct\":false") {
+            Some(false)
+        } else {
+            None
+        };
+        Some(Event::Complete {
+            rank,
+            group,
+            generation,
+            seq,
+            iteration,
+            index,
+            result,
+            correct,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //! for the messages in flight).
 
 use super::{Event, FaultPhase, TraceError, TraceReader};
+use crate::scenario::OpKind;
 use crate::units::Nanos;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -60,7 +61,7 @@ struct Exporter<W: Write> {
     paused: Vec<bool>,
     dead: Vec<bool>,
     /// The send or recv each rank is in: its op and peer.
-    message: Vec<Option<(&'static str, u32)>>,
+    message: Vec<Option<(OpKind, u32)>>,
     /// Message id -> (flow id, attempt) of the send in flight.
     in_flight: BTreeMap<u64, u64>,
     attempts: BTreeMap<u64, u64>,
@@ -200,6 +201,9 @@ impl<W: Write> Exporter<W> {
         }
     }
 
+    /// One event of the trace: what it draws is written by the function of its part of the
+    /// layout (faults, the process track, the messages track, the work track), the rest as
+    /// instants.
     fn event(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
         // every rank with a track of its own is named before its first slice
         if let Some(r) = ev.rank() {
@@ -212,29 +216,85 @@ impl<W: Write> Exporter<W> {
             self.ensure(*other)?;
         }
         match ev {
-            Event::Fault {
-                index,
-                fault,
-                phase,
-                ranks,
-                sides,
-                detail,
+            Event::Fault { .. } => self.fault(t, ev),
+            Event::ProcessStart { .. }
+            | Event::ProcessDeath { .. }
+            | Event::ProcessPause { .. }
+            | Event::ProcessResume { .. } => self.process(t, ev),
+            Event::Send { .. } | Event::Deliver { .. } | Event::Drop { .. } => self.message(t, ev),
+            Event::Compute {
+                rank,
+                iteration,
+                duration_ns,
+            } => self.begin(
+                t,
+                *rank,
+                Open::Compute,
+                "compute".into(),
+                json!({"iteration": iteration, "duration_ns": duration_ns}),
+            ),
+            Event::ComputeDone { rank } => self.close(t, *rank, Some(Open::Compute)),
+            Event::Call { .. } => self.call(t, ev),
+            Event::Step { .. } => self.step(t, ev),
+            Event::Complete { rank, correct, .. } => {
+                self.close(t, *rank, Some(Open::Collective))?;
+                if *correct == Some(false) {
+                    self.instant(t, Some(*rank), WORK, "wrong result".into(), json!({}))?;
+                }
+                Ok(())
+            }
+            Event::Abort {
+                rank,
+                reason,
+                waiting_for,
                 ..
             } => {
-                let name = match phase {
-                    FaultPhase::Begin => format!("fault: {fault}"),
-                    FaultPhase::End => format!("fault ends: {fault}"),
-                };
-                let args =
-                    json!({"index": index, "detail": detail, "ranks": ranks, "sides": sides});
-                match ranks.as_slice() {
-                    [r] => {
-                        self.ensure(*r)?;
-                        self.instant(t, Some(*r), WORK, name, args)
-                    }
-                    _ => self.instant(t, None, 0, name, args),
-                }
+                self.instant(
+                    t,
+                    Some(*rank),
+                    WORK,
+                    "abort".into(),
+                    json!({"reason": reason, "waiting_for": waiting_for}),
+                )?;
+                self.close(t, *rank, Some(Open::Collective))
             }
+            Event::Iteration { .. } | Event::End { .. } => Ok(()),
+            _ => self.other_instant(t, ev),
+        }
+    }
+
+    /// A fault begins or ends: an instant on the rank it touches, or a global one.
+    fn fault(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
+        let Event::Fault {
+            index,
+            fault,
+            phase,
+            ranks,
+            sides,
+            detail,
+            ..
+        } = ev
+        else {
+            return Ok(());
+        };
+        let name = match phase {
+            FaultPhase::Begin => format!("fault: {fault}"),
+            FaultPhase::End => format!("fault ends: {fault}"),
+        };
+        let args = json!({"index": index, "detail": detail, "ranks": ranks, "sides": sides});
+        match ranks.as_slice() {
+            [r] => {
+                self.ensure(*r)?;
+                self.instant(t, Some(*r), WORK, name, args)
+            }
+            _ => self.instant(t, None, 0, name, args),
+        }
+    }
+
+    /// A process starts, dies, pauses or resumes: the `process` track's slices, and restarts
+    /// and deaths as instants on the `work` track.
+    fn process(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
+        match ev {
             Event::ProcessStart { rank, incarnation } => {
                 self.process_slice(t, *rank, "dead", false)?;
                 if *incarnation > 0 {
@@ -262,6 +322,14 @@ impl<W: Write> Exporter<W> {
             }
             Event::ProcessPause { rank } => self.process_slice(t, *rank, "paused", true),
             Event::ProcessResume { rank } => self.process_slice(t, *rank, "paused", false),
+            _ => Ok(()),
+        }
+    }
+
+    /// A message is sent, delivered or dropped: the `messages` track's slices, joined by flow
+    /// arrows, and drops as instants.
+    fn message(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
+        match ev {
             Event::Send {
                 id,
                 from,
@@ -316,6 +384,93 @@ impl<W: Write> Exporter<W> {
                     json!({"id": id, "retransmit": retransmit}),
                 )
             }
+            _ => Ok(()),
+        }
+    }
+
+    /// A rank calls a collective, a send or a recv: a slice on its `work` track, named by
+    /// where a message goes or comes from.
+    fn call(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
+        let Event::Call {
+            rank,
+            iteration,
+            index,
+            group,
+            generation,
+            seq,
+            op,
+            algorithm,
+            bytes,
+            peer,
+            ..
+        } = ev
+        else {
+            return Ok(());
+        };
+        let slot = self.ensure(*rank)?;
+        self.message[slot] = peer.map(|p| (*op, p));
+        let (name, args) = match peer {
+            // a send or recv: where its message goes, or comes from
+            Some(p) => {
+                let dir = if *op == OpKind::Send { "to" } else { "from" };
+                (
+                    format!("{} #{} {dir} rank {p}", op.name(), seq.0),
+                    json!({"algorithm": algorithm.name(), "bytes": bytes,
+                        "iteration": iteration, "index": index, "group": group,
+                        "generation": generation, "seq": seq, "peer": p,
+                        "direction": op.name()}),
+                )
+            }
+            None => (
+                format!("{} #{}", op.name(), seq.0),
+                json!({"algorithm": algorithm.name(), "bytes": bytes,
+                    "iteration": iteration, "index": index, "group": group,
+                    "generation": generation, "seq": seq}),
+            ),
+        };
+        self.begin(t, *rank, Open::Collective, name, args)
+    }
+
+    /// A rank enters a step of its call: a slice nested in the call's, named by what a send
+    /// or recv waits for.
+    fn step(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
+        let Event::Step {
+            rank,
+            step,
+            steps,
+            waiting_for,
+            ..
+        } = ev
+        else {
+            return Ok(());
+        };
+        let rank = *rank;
+        let slot = self.ensure(rank)?;
+        if self.work[slot].last() == Some(&Open::Step) {
+            self.close(t, rank, Some(Open::Step))?;
+        }
+        let name = match self.message[slot] {
+            Some((OpKind::Recv, p)) => format!("waits for the message of rank {p}"),
+            Some((_, p)) if !waiting_for.is_empty() => {
+                format!("waits for rank {p} to take it")
+            }
+            Some(_) => "sending".into(),
+            None => format!("step {}/{steps}", step + 1),
+        };
+        self.begin(
+            t,
+            rank,
+            Open::Step,
+            name,
+            json!({"waiting_for": waiting_for}),
+        )
+    }
+
+    /// Every other kind: watchdog timeouts, flight records, the end of a workload, refused
+    /// rejoins and the diagnosis as named instants; membership, registry and any other kind
+    /// as an instant on the rank's track (or the global one), the event itself as its args.
+    fn other_instant(&mut self, t: Nanos, ev: &Event) -> io::Result<()> {
+        match ev {
             Event::Timer {
                 rank, timer, seq, ..
             } => {
@@ -330,104 +485,6 @@ impl<W: Write> Exporter<W> {
                 } else {
                     Ok(())
                 }
-            }
-            Event::Compute {
-                rank,
-                iteration,
-                duration_ns,
-            } => self.begin(
-                t,
-                *rank,
-                Open::Compute,
-                "compute".into(),
-                json!({"iteration": iteration, "duration_ns": duration_ns}),
-            ),
-            Event::ComputeDone { rank } => self.close(t, *rank, Some(Open::Compute)),
-            Event::Iteration { .. } => Ok(()),
-            Event::Call {
-                rank,
-                iteration,
-                index,
-                group,
-                generation,
-                seq,
-                op,
-                algorithm,
-                bytes,
-                peer,
-                ..
-            } => {
-                let slot = self.ensure(*rank)?;
-                self.message[slot] = peer.map(|p| (op.name(), p));
-                let (name, args) = match peer {
-                    // a send or recv: where its message goes, or comes from
-                    Some(p) => {
-                        let dir = if op.name() == "send" { "to" } else { "from" };
-                        (
-                            format!("{} #{} {dir} rank {p}", op.name(), seq.0),
-                            json!({"algorithm": algorithm.name(), "bytes": bytes,
-                                "iteration": iteration, "index": index, "group": group,
-                                "generation": generation, "seq": seq, "peer": p,
-                                "direction": op.name()}),
-                        )
-                    }
-                    None => (
-                        format!("{} #{}", op.name(), seq.0),
-                        json!({"algorithm": algorithm.name(), "bytes": bytes,
-                            "iteration": iteration, "index": index, "group": group,
-                            "generation": generation, "seq": seq}),
-                    ),
-                };
-                self.begin(t, *rank, Open::Collective, name, args)
-            }
-            Event::Step {
-                rank,
-                step,
-                steps,
-                waiting_for,
-                ..
-            } => {
-                let slot = self.ensure(*rank)?;
-                if self.work[slot].last() == Some(&Open::Step) {
-                    self.close(t, *rank, Some(Open::Step))?;
-                }
-                let name = match self.message[slot] {
-                    Some(("recv", p)) => format!("waits for the message of rank {p}"),
-                    Some((_, p)) if !waiting_for.is_empty() => {
-                        format!("waits for rank {p} to take it")
-                    }
-                    Some(_) => "sending".into(),
-                    None => format!("step {}/{steps}", step + 1),
-                };
-                self.begin(
-                    t,
-                    *rank,
-                    Open::Step,
-                    name,
-                    json!({"waiting_for": waiting_for}),
-                )
-            }
-            Event::Complete { rank, correct, .. } => {
-                self.close(t, *rank, Some(Open::Collective))?;
-                if *correct == Some(false) {
-                    self.instant(t, Some(*rank), WORK, "wrong result".into(), json!({}))?;
-                }
-                Ok(())
-            }
-            Event::Abort {
-                rank,
-                reason,
-                waiting_for,
-                ..
-            } => {
-                self.instant(
-                    t,
-                    Some(*rank),
-                    WORK,
-                    "abort".into(),
-                    json!({"reason": reason, "waiting_for": waiting_for}),
-                )?;
-                self.close(t, *rank, Some(Open::Collective))
             }
             Event::FlightRecord { rank, entries } => self.instant(
                 t,
@@ -457,9 +514,6 @@ impl<W: Write> Exporter<W> {
                 "diagnosis".into(),
                 json!({"blocked": blocked, "root_causes": root_causes}),
             ),
-            Event::End { .. } => Ok(()),
-            // membership, registry and any other kind: an instant on the rank's track (or the
-            // global one), the event itself as its args
             _ => {
                 let args = serde_json::to_value(ev).unwrap_or(Value::Null);
                 self.instant(t, ev.rank(), WORK, ev.kind().replace('_', " "), args)

@@ -231,15 +231,14 @@ impl TraceReader<TraceInput> {
     }
 }
 
-impl<R: BufRead> TraceReader<R> {
-    pub fn new(mut input: R, file: &str) -> Result<Self, TraceError> {
-        let mut buf = String::new();
-        read_limited(&mut input, &mut buf).map_err(|e| err(file, 1, String::from(e)))?;
+impl Header {
+    /// The header line of a trace (`buf`, the first line of `file`).
+    fn parse(buf: &str, file: &str) -> Result<Header, TraceError> {
         if buf.trim().is_empty() {
             return Err(err(file, 1, "empty file: not a ringside trace"));
         }
         let v: serde_json::Value = serde_json::from_str(buf.trim_end()).map_err(|e| {
-            let why = nul_bytes(&buf, "the header").unwrap_or_else(|| e.to_string());
+            let why = nul_bytes(buf, "the header").unwrap_or_else(|| e.to_string());
             err(file, 1, format!("the header is not JSON: {why}"))
         })?;
         let format = v.get("format").and_then(|f| f.as_str()).unwrap_or("");
@@ -254,31 +253,7 @@ impl<R: BufRead> TraceReader<R> {
                 ),
             ));
         }
-        let version = match v.get("version") {
-            Some(serde_json::Value::Number(n)) => n.as_u64(),
-            Some(other) => {
-                return Err(err(
-                    file,
-                    1,
-                    format!("the header's `version` must be a number, not {other}"),
-                ))
-            }
-            None => return Err(err(file, 1, "the header has no `version`")),
-        };
-        let version = match version {
-            Some(n @ 1..=2) => n,
-            _ => {
-                return Err(err(
-                    file,
-                    1,
-                    format!(
-                        "unsupported trace version {}: this ringside reads versions 1 and {}",
-                        v.get("version").map(|x| x.to_string()).unwrap_or_default(),
-                        super::VERSION
-                    ),
-                ))
-            }
-        };
+        let version = version(&v, file)?;
         let seed = v
             .get("seed")
             .and_then(|s| s.as_u64())
@@ -294,37 +269,9 @@ impl<R: BufRead> TraceReader<R> {
                 format!("the embedded scenario is invalid: {}: {}", e.key, e.message),
             )
         })?;
-        let level = match v.get("level") {
-            None => Level::Full,
-            Some(serde_json::Value::String(l)) => l.parse().map_err(|_| {
-                err(
-                    file,
-                    1,
-                    format!("the header's `level` is {l:?}, expected \"full\" or \"calls\""),
-                )
-            })?,
-            Some(other) => {
-                return Err(err(
-                    file,
-                    1,
-                    format!("the header's `level` is {other}, not a string"),
-                ))
-            }
-        };
-        let max_events = match v.get("max_events") {
-            None => None,
-            Some(n) => match n.as_u64() {
-                Some(n) if n > 0 => Some(n),
-                _ => {
-                    return Err(err(
-                        file,
-                        1,
-                        format!("the header's `max_events` must be a positive integer, not {n}"),
-                    ))
-                }
-            },
-        };
-        let header = Header {
+        let level = level(&v, file)?;
+        let max_events = max_events(&v, file)?;
+        Ok(Header {
             max_events,
             level,
             compressed: false,
@@ -338,7 +285,83 @@ impl<R: BufRead> TraceReader<R> {
             scenario,
             scenario_json,
             real: v.get("real").and_then(|r| r.as_bool()).unwrap_or(false),
-        };
+        })
+    }
+}
+
+/// The header's `version`: 1 or 2.
+fn version(v: &serde_json::Value, file: &str) -> Result<u64, TraceError> {
+    let version = match v.get("version") {
+        Some(serde_json::Value::Number(n)) => n.as_u64(),
+        Some(other) => {
+            return Err(err(
+                file,
+                1,
+                format!("the header's `version` must be a number, not {other}"),
+            ))
+        }
+        None => return Err(err(file, 1, "the header has no `version`")),
+    };
+    let version = match version {
+        Some(n @ 1..=2) => n,
+        _ => {
+            return Err(err(
+                file,
+                1,
+                format!(
+                    "unsupported trace version {}: this ringside reads versions 1 and {}",
+                    v.get("version").map(|x| x.to_string()).unwrap_or_default(),
+                    super::VERSION
+                ),
+            ))
+        }
+    };
+    Ok(version)
+}
+
+/// The header's `level` (`full` when absent).
+fn level(v: &serde_json::Value, file: &str) -> Result<Level, TraceError> {
+    Ok(match v.get("level") {
+        None => Level::Full,
+        Some(serde_json::Value::String(l)) => l.parse().map_err(|_| {
+            err(
+                file,
+                1,
+                format!("the header's `level` is {l:?}, expected \"full\" or \"calls\""),
+            )
+        })?,
+        Some(other) => {
+            return Err(err(
+                file,
+                1,
+                format!("the header's `level` is {other}, not a string"),
+            ))
+        }
+    })
+}
+
+/// The header's `max_events`, when the run was given another budget than the default.
+fn max_events(v: &serde_json::Value, file: &str) -> Result<Option<u64>, TraceError> {
+    Ok(match v.get("max_events") {
+        None => None,
+        Some(n) => match n.as_u64() {
+            Some(n) if n > 0 => Some(n),
+            _ => {
+                return Err(err(
+                    file,
+                    1,
+                    format!("the header's `max_events` must be a positive integer, not {n}"),
+                ))
+            }
+        },
+    })
+}
+
+impl<R: BufRead> TraceReader<R> {
+    pub fn new(mut input: R, file: &str) -> Result<Self, TraceError> {
+        let mut buf = String::new();
+        read_limited(&mut input, &mut buf).map_err(|e| err(file, 1, String::from(e)))?;
+        let header = Header::parse(&buf, file)?;
         let nodes = Nodes {
             world: header.scenario.world.size,
             all: header.scenario.nodes(),

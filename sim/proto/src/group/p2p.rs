@@ -181,46 +181,7 @@ impl ProcessGroup {
             now + self.timeout,
         );
         if req.op == OpKind::Send {
-            let sig = active.sig();
-            let seed = if self.mutations.contains(Mutation::P2pCorruptPayload) {
-                seed ^ 1
-            } else {
-                seed
-            };
-            // an application's send carries its own data; a scenario's, data anyone can check
-            let data = if req.input.is_empty() {
-                Buffer::message(
-                    sig.dtype,
-                    sig.elements as usize,
-                    seed,
-                    id.0,
-                    me_rank.0,
-                    peer_rank.0,
-                    order,
-                )
-            } else {
-                req.input
-            };
-            let msg = Msg::P2p(Box::new(P2pMsg {
-                group: id,
-                generation,
-                order,
-                body: P2pBody::Data {
-                    sig,
-                    rendezvous,
-                    data,
-                },
-            }));
-            if rendezvous {
-                out.send(peer_rank, msg, req.bytes);
-            } else {
-                let token = SendToken {
-                    group: id,
-                    peer: peer_rank,
-                    order,
-                };
-                out.send_notify(peer_rank, msg, req.bytes, token);
-            }
+            self.send_data(&active, me_rank, seed, req.input, req.bytes, out);
         }
         let ws = active.wait_state();
         self.p2p_state().active = Some(active);
@@ -247,6 +208,61 @@ impl ProcessGroup {
             });
         }
         CallOutcome::Pending
+    }
+
+    /// The message of the send `active`: an application's own `input`, or, when it has none (a
+    /// scenario's send), data anyone can check, made from `seed`; told when its bytes have left
+    /// (an eager send), or not (a rendezvous send completes when the receiver takes it).
+    fn send_data(
+        &self,
+        active: &Active,
+        me_rank: Rank,
+        seed: u64,
+        input: Buffer,
+        bytes: u64,
+        out: &mut Outbox,
+    ) {
+        let (id, generation, order) = (self.id, self.generation, active.order());
+        let (peer_rank, rendezvous) = (active.peer_rank, active.rendezvous);
+        let sig = active.sig();
+        let seed = if self.mutations.contains(Mutation::P2pCorruptPayload) {
+            seed ^ 1
+        } else {
+            seed
+        };
+        let data = if input.is_empty() {
+            Buffer::message(
+                sig.dtype,
+                sig.elements as usize,
+                seed,
+                id.0,
+                me_rank.0,
+                peer_rank.0,
+                order,
+            )
+        } else {
+            input
+        };
+        let msg = Msg::P2p(Box::new(P2pMsg {
+            group: id,
+            generation,
+            order,
+            body: P2pBody::Data {
+                sig,
+                rendezvous,
+                data,
+            },
+        }));
+        if rendezvous {
+            out.send(peer_rank, msg, bytes);
+        } else {
+            let token = SendToken {
+                group: id,
+                peer: peer_rank,
+                order,
+            };
+            out.send_notify(peer_rank, msg, bytes, token);
+        }
     }
 
     /// The kept message the running recv from `peer` (its `order`-th) takes, if it arrived:

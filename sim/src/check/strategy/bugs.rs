@@ -6,7 +6,8 @@
 //! scenario that reproduces it (save it as a `.toml` and `ringside run` it).
 
 use crate::check::Case;
-use crate::scenario::{self, Scenario};
+use crate::scenario::{self, Dtype, Fault, OpKind, Scenario};
+use crate::units::{Duration, Size};
 use proptest::prelude::*;
 use std::fmt;
 
@@ -168,88 +169,78 @@ fn fault() -> impl Strategy<Value = FaultGen> {
     ]
 }
 
-fn us(v: u64) -> String {
-    format!("\"{v}us\"")
+fn us(v: u64) -> Duration {
+    Duration(v * 1_000)
 }
 
-fn target_toml(t: &Target, p: u32) -> Option<String> {
+/// The rank or link of a delay or loss on `p` ranks; None for a link of one rank.
+fn target_on(t: &Target, p: u32) -> Option<(Option<u32>, Option<[u32; 2]>)> {
     match *t {
-        Target::Rank(r) => Some(format!("rank = {}", r % p)),
+        Target::Rank(r) => Some((Some(r % p), None)),
         Target::Link(a, b) => {
             let (a, b) = (a % p, b % p);
-            (a != b).then(|| format!("link = [{a}, {b}]"))
+            (a != b).then_some((None, Some([a, b])))
         }
     }
 }
 
-/// The TOML of one fault on `p` ranks running `iterations` of `ops` (the op kinds, in order);
-/// bug iterations wrap into `0..iterations`. None when the
-/// generated fault means nothing there (e.g. a partition with a single side).
-fn fault_toml(f: &FaultGen, p: u32, iterations: u32, ops: &[&str]) -> Option<String> {
-    let mut s = String::from("\n[[faults]]\n");
-    match f {
-        FaultGen::Preempt { rank, at_us } => {
-            s += &format!(
-                "kind = \"preempt\"\nrank = {}\nat = {}\n",
-                rank % p,
-                us(*at_us)
-            );
+/// The sides of a partition of `p` ranks, rank `r` on side `side_of[r]` (none past the
+/// third); None with fewer than two sides.
+fn sides(side_of: &[u8], p: u32) -> Option<Vec<Vec<u32>>> {
+    let mut sides: Vec<Vec<u32>> = vec![Vec::new(); 3];
+    for r in 0..p {
+        if let Some(side) = sides.get_mut(side_of[r as usize] as usize) {
+            side.push(r);
         }
+    }
+    sides.retain(|s| !s.is_empty());
+    (sides.len() >= 2).then_some(sides)
+}
+
+/// One fault on `p` ranks running `iterations` of `ops` (in order); bug iterations wrap into
+/// `0..iterations`. None when the generated fault means nothing there (e.g. a partition with
+/// a single side).
+fn fault_on(f: &FaultGen, p: u32, iterations: u32, ops: &[OpKind]) -> Option<Fault> {
+    Some(match f {
+        FaultGen::Preempt { rank, at_us } => Fault::Preempt {
+            rank: rank % p,
+            at: us(*at_us),
+            restart_after: None,
+        },
         FaultGen::Pause {
             rank,
             at_us,
             dur_us,
-        } => {
-            s += &format!(
-                "kind = \"pause\"\nrank = {}\nat = {}\nduration = {}\n",
-                rank % p,
-                us(*at_us),
-                us(*dur_us)
-            );
-        }
+        } => Fault::Pause {
+            rank: rank % p,
+            at: us(*at_us),
+            duration: us(*dur_us),
+        },
         FaultGen::Partition {
             side_of,
             at_us,
             dur_us,
             oneway,
-        } => {
-            let mut sides: Vec<Vec<u32>> = vec![Vec::new(); 3];
-            for r in 0..p {
-                if let Some(side) = sides.get_mut(side_of[r as usize] as usize) {
-                    side.push(r);
-                }
-            }
-            sides.retain(|s| !s.is_empty());
-            if sides.len() < 2 {
-                return None;
-            }
-            let sides: Vec<String> = sides.iter().map(|s| format!("{s:?}")).collect();
-            s += &format!(
-                "kind = \"partition\"\nsides = [{}]\nat = {}\n",
-                sides.join(", "),
-                us(*at_us)
-            );
-            if let Some(d) = dur_us {
-                s += &format!("duration = {}\n", us(*d));
-            }
-            if *oneway {
-                s += "oneway = true\n";
-            }
-        }
+        } => Fault::Partition {
+            sides: sides(side_of, p)?,
+            at: us(*at_us),
+            duration: dur_us.map(us),
+            oneway: *oneway,
+        },
         FaultGen::Delay {
             target,
             at_us,
             extra_us,
             dur_us,
         } => {
-            s += &format!(
-                "kind = \"delay\"\n{}\nat = {}\nextra = {}\n",
-                target_toml(target, p)?,
-                us(*at_us),
-                us(*extra_us)
-            );
-            if let Some(d) = dur_us {
-                s += &format!("duration = {}\n", us(*d));
+            let (rank, link) = target_on(target, p)?;
+            Fault::Delay {
+                rank,
+                link,
+                at: us(*at_us),
+                duration: dur_us.map(us),
+                extra: us(*extra_us),
+                jitter: None,
             }
         }
         FaultGen::Loss {
@@ -257,23 +248,24 @@ fn fault_toml(f: &FaultGen, p: u32, iterations: u32, ops: &[&str]) -> Option<Str
             at_us,
             rate_pct,
         } => {
-            s += &format!(
-                "kind = \"loss\"\n{}\nat = {}\nrate = {}\n",
-                target_toml(target, p)?,
-                us(*at_us),
-                f64::from(*rate_pct) / 100.0
-            );
+            let (rank, link) = target_on(target, p)?;
+            Fault::Loss {
+                rank,
+                link,
+                at: us(*at_us),
+                duration: None,
+                rate: f64::from(*rate_pct) / 100.0,
+            }
         }
         FaultGen::Slow {
             rank,
             factor_tenths,
-        } => {
-            s += &format!(
-                "kind = \"slow\"\nrank = {}\nat = \"0s\"\nfactor = {}\n",
-                rank % p,
-                f64::from(*factor_tenths) / 10.0
-            );
-        }
+        } => Fault::Slow {
+            rank: rank % p,
+            at: Duration::ZERO,
+            duration: None,
+            factor: f64::from(*factor_tenths) / 10.0,
+        },
         FaultGen::Mismatch {
             rank,
             iteration,
@@ -281,46 +273,44 @@ fn fault_toml(f: &FaultGen, p: u32, iterations: u32, ops: &[&str]) -> Option<Str
             what,
         } => {
             let index = op_index % ops.len() as u32;
-            let change = match what {
-                0 => "bytes = \"3KiB\"".to_string(),
-                1 => format!(
-                    "op = \"{}\"",
-                    if ops[index as usize] == "barrier" {
-                        "allreduce"
-                    } else {
-                        "barrier"
-                    }
-                ),
-                2 => "dtype = \"f64\"".to_string(),
-                _ => "root = 1".to_string(),
-            };
-            s += &format!(
-                "kind = \"mismatch\"\nrank = {}\niteration = {}\nop_index = {index}\n{change}\n",
-                rank % p,
-                iteration % iterations
-            );
+            let (mut op, mut bytes, mut root, mut dtype) = (None, None, None, None);
+            match what {
+                0 => bytes = Some(Size(3 << 10)),
+                1 if ops[index as usize] == OpKind::Barrier => op = Some(OpKind::Allreduce),
+                1 => op = Some(OpKind::Barrier),
+                2 => dtype = Some(Dtype::F64),
+                _ => root = Some(1),
+            }
+            Fault::Mismatch {
+                rank: rank % p,
+                iteration: iteration % iterations,
+                op_index: Some(index),
+                op,
+                bytes,
+                root,
+                dtype,
+            }
         }
         FaultGen::Skip {
             rank,
             iteration,
             op_index,
-        } => {
-            s += &format!(
-                "kind = \"skip\"\nrank = {}\niteration = {}\nop_index = {}\n",
-                rank % p,
-                iteration % iterations,
-                op_index % ops.len() as u32
-            );
-        }
-        FaultGen::Hang { rank, iteration } => {
-            s += &format!(
-                "kind = \"hang\"\nrank = {}\niteration = {}\n",
-                rank % p,
-                iteration % iterations
-            );
-        }
-    }
-    Some(s)
+        } => Fault::Skip {
+            rank: rank % p,
+            iteration: iteration % iterations,
+            op_index: Some(op_index % ops.len() as u32),
+        },
+        FaultGen::Hang { rank, iteration } => Fault::Hang {
+            rank: rank % p,
+            iteration: iteration % iterations,
+        },
+    })
+}
+
+/// The TOML of one `[[faults]]` entry.
+fn fault_toml(f: &Fault) -> String {
+    let body = toml::to_string(f).unwrap_or_else(|e| panic!("a fault serializes: {e}"));
+    format!("\n[[faults]]\n{body}")
 }
 
 /// Small worlds (2-6 ranks, 1-3 iterations of an allreduce and maybe a barrier) under 0-3
@@ -336,10 +326,10 @@ pub fn scenarios() -> impl Strategy<Value = ScenarioText> {
         proptest::collection::vec(fault(), 0..=3),
     )
         .prop_map(|(p, iterations, barrier, bytes, seed, faults)| {
-            let ops: Vec<&str> = if barrier {
-                vec!["allreduce", "barrier"]
+            let ops: Vec<OpKind> = if barrier {
+                vec![OpKind::Allreduce, OpKind::Barrier]
             } else {
-                vec!["allreduce"]
+                vec![OpKind::Allreduce]
             };
             let mut s = format!(
                 "name = \"generated\"\nseed = {}\n\n[world]\nsize = {p}\n\n[network]\n\
@@ -361,8 +351,8 @@ pub fn scenarios() -> impl Strategy<Value = ScenarioText> {
                     }
                     bug_ranks.push(r);
                 }
-                if let Some(t) = fault_toml(f, p, iterations, &ops) {
-                    s += &t;
+                if let Some(f) = fault_on(f, p, iterations, &ops) {
+                    s += &fault_toml(&f);
                 }
             }
             ScenarioText(s)

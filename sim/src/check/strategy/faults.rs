@@ -136,31 +136,12 @@ impl FaultDraw {
                 at,
                 duration: duration.unwrap_or(span(100)),
             },
-            FaultKind::Partition => {
-                let b = other_rank?;
-                // 2 or 3 sides; other ranks are on no side (their links are untouched)
-                let k = 2 + self.magnitude % 2;
-                let mut sides: Vec<Vec<u32>> = vec![Vec::new(); k as usize];
-                for r in 0..p {
-                    let side = if r == rank {
-                        0
-                    } else if r == b {
-                        1
-                    } else {
-                        (mix(u64::from(self.other) << 32 | u64::from(r)) % u64::from(k + 1)) as u32
-                    };
-                    if let Some(s) = sides.get_mut(side as usize) {
-                        s.push(r);
-                    }
-                }
-                sides.retain(|s| !s.is_empty());
-                Fault::Partition {
-                    sides,
-                    at,
-                    duration,
-                    oneway: self.flag,
-                }
-            }
+            FaultKind::Partition => Fault::Partition {
+                sides: self.sides(p, rank, other_rank?),
+                at,
+                duration,
+                oneway: self.flag,
+            },
             FaultKind::Delay => {
                 let extra = capped(
                     (u128::from(f.timeout / 4) * u128::from(self.magnitude) / 1000).max(1_000),
@@ -192,36 +173,7 @@ impl FaultDraw {
             },
             FaultKind::Mismatch => {
                 let index = op_index?;
-                let target = &ops[index as usize];
-                let mut m = (None, None, None, None);
-                match self.magnitude % 4 {
-                    // a send or recv of other bytes: it has no root, and stays point-to-point
-                    0 | 1 | 3 if target.op.point_to_point() => {
-                        m.1 = Some(Size(target.bytes.0 + 1 + u64::from(self.other)))
-                    }
-                    0 => m.1 = Some(Size(target.bytes.0 + 1 + u64::from(self.other))),
-                    1 => {
-                        let i = OpKind::CLASSIC
-                            .iter()
-                            .position(|o| *o == target.op)
-                            .unwrap_or(0);
-                        m.0 = Some(OpKind::CLASSIC[(i + 1 + (self.other % 5) as usize) % 6]);
-                    }
-                    3 if p >= 2 => {
-                        let root = target.root.unwrap_or(0);
-                        m.2 = Some((root + 1 + self.other % (p - 1)) % p);
-                    }
-                    _ => m.3 = Some(other_dtype(f.dtype, self.other)),
-                }
-                Fault::Mismatch {
-                    rank,
-                    iteration,
-                    op_index: Some(index),
-                    op: m.0,
-                    bytes: m.1,
-                    root: m.2,
-                    dtype: m.3,
-                }
+                self.mismatch(f, rank, iteration, &ops[index as usize], index)
             }
             FaultKind::Skip => Fault::Skip {
                 rank,
@@ -230,6 +182,64 @@ impl FaultDraw {
             },
             FaultKind::Hang => Fault::Hang { rank, iteration },
         })
+    }
+}
+
+impl FaultDraw {
+    /// The sides of a partition of `p` ranks with `rank` and `b` apart: 2 or 3 sides; other
+    /// ranks are on no side (their links are untouched).
+    fn sides(&self, p: u32, rank: u32, b: u32) -> Vec<Vec<u32>> {
+        let k = 2 + self.magnitude % 2;
+        let mut sides: Vec<Vec<u32>> = vec![Vec::new(); k as usize];
+        for r in 0..p {
+            let side = if r == rank {
+                0
+            } else if r == b {
+                1
+            } else {
+                (mix(u64::from(self.other) << 32 | u64::from(r)) % u64::from(k + 1)) as u32
+            };
+            if let Some(s) = sides.get_mut(side as usize) {
+                s.push(r);
+            }
+        }
+        sides.retain(|s| !s.is_empty());
+        sides
+    }
+
+    /// `rank` calls op `index` of `iteration` (`target`) with one parameter changed: other
+    /// bytes, another op, another root or another dtype.
+    fn mismatch(&self, f: &Frame, rank: u32, iteration: u32, target: &OpSpec, index: u32) -> Fault {
+        let p = f.p.max(1);
+        let mut m = (None, None, None, None);
+        match self.magnitude % 4 {
+            // a send or recv of other bytes: it has no root, and stays point-to-point
+            0 | 1 | 3 if target.op.point_to_point() => {
+                m.1 = Some(Size(target.bytes.0 + 1 + u64::from(self.other)))
+            }
+            0 => m.1 = Some(Size(target.bytes.0 + 1 + u64::from(self.other))),
+            1 => {
+                let i = OpKind::CLASSIC
+                    .iter()
+                    .position(|o| *o == target.op)
+                    .unwrap_or(0);
+                m.0 = Some(OpKind::CLASSIC[(i + 1 + (self.other % 5) as usize) % 6]);
+            }
+            3 if p >= 2 => {
+                let root = target.root.unwrap_or(0);
+                m.2 = Some((root + 1 + self.other % (p - 1)) % p);
+            }
+            _ => m.3 = Some(other_dtype(f.dtype, self.other)),
+        }
+        Fault::Mismatch {
+            rank,
+            iteration,
+            op_index: Some(index),
+            op: m.0,
+            bytes: m.1,
+            root: m.2,
+            dtype: m.3,
+        }
     }
 }
 

@@ -94,7 +94,16 @@ fn supported_algorithms(op: OpKind, support: &Support) -> String {
 /// Rejects a valid scenario that uses a feature `supported` says the engine lacks; the error
 /// names the key of the first such use. Run it after [`validate`](super::validate).
 pub fn unsupported(s: &Scenario, supported: &Support) -> Result<(), Invalid> {
-    let sup = supported;
+    unsupported_settings(s, supported)?;
+    unsupported_ops(s, supported)?;
+    if !s.workload.registry.is_empty() && !supported.registry {
+        return not_yet("workload.registry", "registry workloads");
+    }
+    unsupported_faults(s, supported)
+}
+
+/// The engine, world, network and group settings.
+fn unsupported_settings(s: &Scenario, sup: &Support) -> Result<(), Invalid> {
     if s.engine.tie_break == TieBreak::Shuffle && !sup.shuffle {
         return not_yet(
             "engine.tie_break",
@@ -137,6 +146,11 @@ pub fn unsupported(s: &Scenario, supported: &Support) -> Result<(), Invalid> {
             return not_yet("group.algorithm", &format!("allreduce `{a}`; {why}"));
         }
     }
+    Ok(())
+}
+
+/// The algorithm of every collective call, shared or in a program.
+fn unsupported_ops(s: &Scenario, sup: &Support) -> Result<(), Invalid> {
     let programs = s
         .workload
         .programs
@@ -169,9 +183,11 @@ pub fn unsupported(s: &Scenario, supported: &Support) -> Result<(), Invalid> {
             return not_yet(key, &format!("{} `{a}`; {why}", op.op));
         }
     }
-    if !s.workload.registry.is_empty() && !sup.registry {
-        return not_yet("workload.registry", "registry workloads");
-    }
+    Ok(())
+}
+
+/// Each fault's kind, and what it asks of the engine beyond its kind.
+fn unsupported_faults(s: &Scenario, sup: &Support) -> Result<(), Invalid> {
     for (i, f) in s.faults.iter().enumerate() {
         let k = format!("faults[{i}]");
         if !sup.fault_kinds.contains(&f.kind()) {
