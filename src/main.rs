@@ -4,6 +4,7 @@ mod cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
+use ringside_sim::text::{safe, safe_lines};
 use std::fmt;
 use std::process::ExitCode;
 
@@ -124,12 +125,13 @@ fn main() -> ExitCode {
         Err(e) => match e.downcast_ref::<Failure>() {
             Some(Failure::Check(msg)) => {
                 if !msg.is_empty() {
-                    eprintln!("{msg}");
+                    eprintln!("{}", safe_lines(msg));
                 }
                 ExitCode::from(1)
             }
             _ => {
-                eprintln!("error: {e:#}");
+                // one line, whatever the input it quotes holds
+                eprintln!("error: {}", safe(&format!("{e:#}")));
                 ExitCode::from(2)
             }
         },

@@ -49,6 +49,15 @@ fn hostile(name: &str) {
     if exit == 2 {
         // one line: `error: FILE[:LINE][: KEY]: message`
         assert!(out.starts_with("error: "), "{name}:\n{out}");
+        assert_eq!(
+            out.trim_end().lines().count(),
+            1,
+            "{name}: one line:\n{out}"
+        );
+        assert!(
+            !out.chars().any(|c| c.is_control() && c != '\n'),
+            "{name}: nothing a terminal acts on:\n{out:?}"
+        );
         assert!(
             out.contains(name),
             "{name}: the error names the file:\n{out}"
@@ -110,6 +119,11 @@ corpus_tests! {
     a_run_under_the_longest_timeout_completes => "one-rank-under-the-longest-timeout.toml",
     a_mismatch_in_a_huge_pipeline_is_refused_at_once =>
         "pipeline-of-u32-max-microbatches-with-a-mismatch.toml",
+    a_date_for_an_op_names_the_type_and_the_ops => "op-a-date.toml",
+    an_integer_for_an_op_names_the_type_and_the_ops => "op-an-integer.toml",
+    an_empty_table_for_an_outcome_names_the_outcomes => "outcome-an-empty-table.toml",
+    a_multi_line_string_quoted_by_an_error_stays_on_its_line =>
+        "a-multi-line-string-in-an-error.toml",
 }
 
 /// `check` of a corpus file with `cases` cases, its failing cases kept in a temporary

@@ -19,7 +19,9 @@
 //! - [`driver`]: other drivers of the same protocol code (OS processes over TCP; madsim, with
 //!   `--cfg madsim`);
 //! - [`sweep`]: every algorithm over a range of sizes, as nccl-tests reports them;
-//! - [`fr`]: PyTorch Flight Recorder dumps of a real job: import, diagnosis, export.
+//! - [`fr`]: PyTorch Flight Recorder dumps of a real job: import, diagnosis, export;
+//! - [`text`]: text from inputs made safe to show on a terminal; [`input`]: the files a user
+//!   names, opened only when they are regular files and read within a size.
 
 pub mod budget;
 pub mod cause;
@@ -31,12 +33,14 @@ pub mod engine;
 pub mod fault;
 pub mod fr;
 mod hint;
+pub mod input;
 pub mod observe;
 pub mod replay;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod sweep;
+pub mod text;
 pub mod trace;
 pub mod units;
 pub mod verify;

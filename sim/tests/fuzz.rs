@@ -4,15 +4,20 @@
 //!
 //! Two halves. A committed corpus of hostile inputs (`tests/hostile/`, written by its
 //! `make.py`), each its own test with the error it must give. And proptest harnesses that
-//! feed random bytes and mutations of valid inputs to each reader. Every input must give a
-//! clean error or a value: no panic, and no allocation out of proportion to its size (a
-//! counting allocator measures the peak of each call).
+//! feed each reader random bytes, mutations of valid inputs, and inputs built to reach deep:
+//! programs of the pickle machine (marks, containers, memo, every opcode) and documents shaped
+//! like dumps whose every field may be of any type, as JSON and as pickle. Every input must
+//! give a value or an error of one line that says something: no panic, no abort, and no more
+//! heap held at once than 64 bytes per input byte plus 1 MiB (a counting allocator measures
+//! the peak of each call).
 //!
-//! `RINGSIDE_FUZZ_CASES` sets the cases per harness (256 by default, sized for CI); raise it
-//! for a longer run, e.g. `RINGSIDE_FUZZ_CASES=100000 cargo test --release -p ringside-sim
-//! --test fuzz`.
+//! `RINGSIDE_FUZZ_CASES` sets the cases per harness and round (256 by default);
+//! `RINGSIDE_FUZZ_SECONDS` keeps each harness going, round after round with fresh seeds, for
+//! that much wall-clock time (`.ci/run` gives it 20 s), e.g. `RINGSIDE_FUZZ_SECONDS=3600
+//! cargo test --release -p ringside-sim --test fuzz` for an hour each.
 
 use proptest::prelude::*;
+use proptest::test_runner::{RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use ringside_sim::driver::tcp::wire::{self, Frame, WireError};
 use ringside_sim::fr::read::read_bytes;
 use ringside_sim::trace::perfetto::export_chrome;
@@ -332,67 +337,379 @@ fn mutated(pool: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
         .prop_map(move |(k, edits)| apply(pool[k].clone(), &edits))
 }
 
-proptest! {
-    #![proptest_config(config())]
-
-    #[test]
-    fn random_bytes_are_never_a_panic_in_the_wire_decoder(
-        body in proptest::collection::vec(any::<u8>(), 0..512),
-    ) {
-        let _ = wire_outcome(&body);
-        // past the length prefix and the version, where the decoding starts
-        let mut framed = ((body.len() + 2) as u32).to_be_bytes().to_vec();
-        framed.extend_from_slice(&[wire::VERSION, 2]);
-        framed.extend_from_slice(&body);
-        let _ = wire_outcome(&framed);
+/// Runs `test` on inputs drawn from `strategy`: the cases of [`config`], then, while
+/// `RINGSIDE_FUZZ_SECONDS` (0 by default; `.ci/run` sets it) of wall-clock time last, round
+/// after round with fresh seeds. A failure is shrunk by proptest and reported with the seed of
+/// its round and the minimal input.
+// the fuzzing budget is wall-clock time, outside any simulated run
+#[allow(clippy::disallowed_methods)]
+fn fuzz<S: Strategy>(name: &str, strategy: S, test: impl Fn(S::Value) -> Result<(), TestCaseError>)
+where
+    S::Value: std::fmt::Debug,
+{
+    let seconds: u64 = std::env::var("RINGSIDE_FUZZ_SECONDS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let mut round = 0u64;
+    let mut cases = 0u64;
+    loop {
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&round.to_le_bytes());
+        seed[8..16].copy_from_slice(&(name.len() as u64).to_le_bytes());
+        for (i, b) in name.bytes().enumerate() {
+            seed[16 + i % 16] ^= b;
+        }
+        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed);
+        let mut runner = TestRunner::new_with_rng(config(), rng);
+        if let Err(e) = runner.run(&strategy, &test) {
+            panic!("{name}, round {round} (seed {seed:02x?}): {e}");
+        }
+        cases += u64::from(config().cases);
+        round += 1;
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
     }
-
-    #[test]
-    fn mutated_frames_are_never_a_panic_in_the_wire_decoder(
-        bytes in mutated(seeds(&["tests/hostile/wire"])),
-    ) {
-        let _ = wire_outcome(&bytes);
+    if seconds > 0 {
+        eprintln!("{name}: {cases} cases in {round} rounds");
     }
+}
 
-    #[test]
-    fn random_bytes_are_never_a_panic_in_the_trace_reader(
-        body in proptest::collection::vec(any::<u8>(), 0..512),
-    ) {
-        let _ = trace_outcome(&body);
-        // past a valid header, where the events start
-        let mut b = trace_header();
-        b.extend_from_slice(&body);
-        let _ = trace_outcome(&b);
+/// What every reader must do with any input: a value, or an error of one line that says
+/// something (the allocation bound is checked by the `*_outcome` functions).
+fn clean(outcome: Result<String, String>) -> Result<(), TestCaseError> {
+    if let Err(e) = &outcome {
+        prop_assert!(!e.trim().is_empty(), "an error without a message");
+        prop_assert!(!e.contains('\n'), "an error of several lines: {e}");
     }
+    Ok(())
+}
 
-    #[test]
-    fn mutated_traces_are_never_a_panic_in_the_trace_reader(
-        bytes in mutated(seeds(&["../tests/data/hostile-traces", "../tests/data/traces"])),
-    ) {
-        let _ = trace_outcome(&bytes);
-    }
+#[test]
+fn random_bytes_are_never_a_panic_in_the_wire_decoder() {
+    fuzz(
+        "wire, random bytes",
+        proptest::collection::vec(any::<u8>(), 0..512),
+        |body| {
+            let _ = wire_outcome(&body);
+            // past the length prefix and the version, where the decoding starts
+            let mut framed = ((body.len() + 2) as u32).to_be_bytes().to_vec();
+            framed.extend_from_slice(&[wire::VERSION, 2]);
+            framed.extend_from_slice(&body);
+            let _ = wire_outcome(&framed);
+            Ok(())
+        },
+    );
+}
 
-    #[test]
-    fn random_bytes_are_never_a_panic_in_the_dump_reader(
-        body in proptest::collection::vec(any::<u8>(), 0..512),
-        first in prop_oneof![Just(vec![0x80u8, 2]), Just(vec![0x80u8, 4]), Just(b"{".to_vec())],
-    ) {
-        let _ = fr_outcome(&body);
-        let mut b = first;
-        b.extend_from_slice(&body);
-        let _ = fr_outcome(&b);
-    }
+#[test]
+fn mutated_frames_are_never_a_panic_in_the_wire_decoder() {
+    fuzz(
+        "wire, mutated frames",
+        mutated(seeds(&["tests/hostile/wire"])),
+        |bytes| {
+            let _ = wire_outcome(&bytes);
+            Ok(())
+        },
+    );
+}
 
-    #[test]
-    fn mutated_dumps_are_never_a_panic_in_the_dump_reader(
-        bytes in mutated(seeds(&[
+#[test]
+fn random_bytes_are_never_a_panic_in_the_trace_reader() {
+    fuzz(
+        "trace, random bytes",
+        proptest::collection::vec(any::<u8>(), 0..512),
+        |body| {
+            clean(trace_outcome(&body))?;
+            // past a valid header, where the events start
+            let mut b = trace_header();
+            b.extend_from_slice(&body);
+            clean(trace_outcome(&b))
+        },
+    );
+}
+
+#[test]
+fn mutated_traces_are_never_a_panic_in_the_trace_reader() {
+    fuzz(
+        "trace, mutated traces",
+        mutated(seeds(&[
+            "../tests/data/hostile-traces",
+            "../tests/data/traces",
+        ])),
+        |bytes| clean(trace_outcome(&bytes)),
+    );
+}
+
+#[test]
+fn random_bytes_are_never_a_panic_in_the_dump_reader() {
+    fuzz(
+        "dump, random bytes",
+        (
+            proptest::collection::vec(any::<u8>(), 0..512),
+            prop_oneof![
+                Just(vec![0x80u8, 2]),
+                Just(vec![0x80u8, 4]),
+                Just(b"{".to_vec())
+            ],
+        ),
+        |(body, first)| {
+            clean(fr_outcome(&body))?;
+            let mut b = first;
+            b.extend_from_slice(&body);
+            clean(fr_outcome(&b))
+        },
+    );
+}
+
+#[test]
+fn mutated_dumps_are_never_a_panic_in_the_dump_reader() {
+    fuzz(
+        "dump, mutated dumps",
+        mutated(seeds(&[
             "tests/hostile/fr",
+            "../tests/data/hostile/dumps",
             "../tests/data/flight-recorder/real",
             "../tests/data/flight-recorder/fixtures",
         ])),
-    ) {
-        let _ = fr_outcome(&bytes);
+        |bytes| clean(fr_outcome(&bytes)),
+    );
+}
+
+/// One opcode of the pickle machine with its argument, drawn from `kind` and `arg`: every
+/// opcode the reader knows (stack, marks, containers, memo, scalars, strings, protocol-0
+/// text forms), the ones it refuses, and any byte at all.
+fn pickle_op(kind: u8, arg: u32) -> Vec<u8> {
+    let small = (arg % 4) as u8;
+    let text = ["", "a", "entries", "frames", "all_reduce", "é"][arg as usize % 6];
+    let mut v = match kind % 44 {
+        0 => vec![b'('],
+        1 => vec![b'0'],
+        2 => vec![b'1'],
+        3 => vec![b'2'],
+        4 => vec![b']'],
+        5 => vec![b')'],
+        6 => vec![b'}'],
+        7 => vec![0x8f],
+        8 => vec![b'l'],
+        9 => vec![b't'],
+        10 => vec![b'd'],
+        11 => vec![0x91],
+        12 => vec![0x85],
+        13 => vec![0x86],
+        14 => vec![0x87],
+        15 => vec![b'a'],
+        16 => vec![b'e'],
+        17 => vec![b's'],
+        18 => vec![b'u'],
+        19 => vec![0x90],
+        20 => vec![b'q', small],
+        21 => vec![b'h', small],
+        22 => vec![0x94],
+        23 => [&[b'r'][..], &u32::from(small).to_le_bytes()].concat(),
+        24 => [&[b'j'][..], &u32::from(small).to_le_bytes()].concat(),
+        25 => vec![b'N'],
+        26 => vec![0x88],
+        27 => vec![0x89],
+        28 => vec![b'K', arg as u8],
+        29 => [&[b'J'][..], &arg.to_le_bytes()].concat(),
+        30 => [&[b'M'][..], &(arg as u16).to_le_bytes()].concat(),
+        31 => vec![0x8a, 2, arg as u8, (arg >> 8) as u8],
+        32 => [&[0x8c, text.len() as u8][..], text.as_bytes()].concat(),
+        33 => [
+            &[b'X'][..],
+            &(text.len() as u32).to_le_bytes(),
+            text.as_bytes(),
+        ]
+        .concat(),
+        34 => [&[b'G'][..], &f64::from(arg).to_be_bytes()].concat(),
+        35 => format!("I{}\n", arg as i32).into_bytes(),
+        36 => format!("L{arg}L\n").into_bytes(),
+        37 => format!("S'{text}'\n").into_bytes(),
+        38 => format!("p{small}\n").into_bytes(),
+        39 => format!("g{small}\n").into_bytes(),
+        40 => vec![b'R'],
+        41 => b"cos\nsystem\n".to_vec(),
+        42 => vec![0x95, 8, 0, 0, 0, 0, 0, 0, 0],
+        _ => vec![arg as u8],
+    };
+    v.shrink_to_fit();
+    v
+}
+
+/// Programs of the pickle machine: a protocol header, a few dozen opcodes, usually a STOP.
+fn pickle_program() -> impl Strategy<Value = Vec<u8>> {
+    (
+        proptest::collection::vec((any::<u8>(), any::<u32>()), 0..48),
+        0u8..4,
+    )
+        .prop_map(|(ops, end)| {
+            let mut b = vec![0x80, 2];
+            for (kind, arg) in ops {
+                b.extend(pickle_op(kind, arg));
+            }
+            if end > 0 {
+                b.push(b'.');
+            }
+            b
+        })
+}
+
+/// A small JSON value of any type.
+fn any_json() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        prop_oneof![Just(-1i64), Just(0), Just(1), Just(3), Just(1 << 40)].prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        "[a-z0-9:_ \\[\\],<>?-]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+            proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// The keys of a dump and of its records, so that generated documents reach the conversion
+/// of every field rather than stopping at "not a dump".
+const DUMP_KEYS: &[&str] = &[
+    "version",
+    "pg_config",
+    "pg_status",
+    "entries",
+    "comm_lib_version",
+];
+const RECORD_KEYS: &[&str] = &[
+    "record_id",
+    "pg_id",
+    "process_group",
+    "collective_seq_id",
+    "p2p_seq_id",
+    "op_id",
+    "profiling_name",
+    "time_created_ns",
+    "input_sizes",
+    "input_dtypes",
+    "output_sizes",
+    "output_dtypes",
+    "state",
+    "retired",
+    "timeout_ms",
+    "is_p2p",
+    "frames",
+    "time_discovered_completed_ns",
+];
+
+/// Documents shaped like dumps, each field of any type (or of its own type more often).
+fn dump_shaped() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::{json, Value};
+    let field = |key: &'static str| {
+        let typical = match key {
+            "process_group" => json!(["0", "default_pg"]),
+            "profiling_name" => json!("nccl:all_reduce"),
+            "input_sizes" | "output_sizes" => json!([[3, 4]]),
+            "input_dtypes" | "output_dtypes" => json!(["Float"]),
+            "state" => json!("scheduled"),
+            "retired" | "is_p2p" => json!(false),
+            "frames" => json!([{"name": "f", "filename": "train.py", "line": 7}]),
+            "pg_config" => json!({"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}}),
+            "pg_status" => json!({"0": {"last_enqueued_collective": 2}}),
+            "version" | "comm_lib_version" => json!("2.10"),
+            _ => json!(1),
+        };
+        prop_oneof![3 => Just(typical), 1 => any_json()]
+    };
+    let record = proptest::sample::subsequence(RECORD_KEYS, 0..RECORD_KEYS.len())
+        .prop_flat_map(move |keys| {
+            keys.into_iter()
+                .map(|k| field(k).prop_map(move |v| (k.to_string(), v)))
+                .collect::<Vec<_>>()
+        })
+        .prop_map(|kv| Value::Object(kv.into_iter().collect()));
+    (
+        proptest::sample::subsequence(DUMP_KEYS, 0..DUMP_KEYS.len()),
+        proptest::collection::vec(record, 0..4),
+    )
+        .prop_flat_map(move |(keys, entries)| {
+            let fields: Vec<_> = keys
+                .into_iter()
+                .map(|k| field(k).prop_map(move |v| (k.to_string(), v)))
+                .collect();
+            (fields, Just(entries))
+        })
+        .prop_map(|(fields, entries)| {
+            let mut m: serde_json::Map<String, Value> = fields.into_iter().collect();
+            if m.contains_key("entries") {
+                m.insert("entries".into(), Value::Array(entries));
+            }
+            Value::Object(m)
+        })
+}
+
+/// `v` as a protocol-2 pickle, as torch would write it (without memoizing).
+fn to_pickle(v: &serde_json::Value) -> Vec<u8> {
+    fn put(v: &serde_json::Value, b: &mut Vec<u8>) {
+        use serde_json::Value;
+        match v {
+            Value::Null => b.push(b'N'),
+            Value::Bool(x) => b.push(if *x { 0x88 } else { 0x89 }),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => {
+                    b.push(0x8a);
+                    b.push(8);
+                    b.extend(i.to_le_bytes());
+                }
+                None => {
+                    b.push(b'G');
+                    b.extend(n.as_f64().unwrap_or(0.0).to_be_bytes());
+                }
+            },
+            Value::String(s) => {
+                b.push(b'X');
+                b.extend((s.len() as u32).to_le_bytes());
+                b.extend(s.as_bytes());
+            }
+            Value::Array(items) => {
+                b.extend([b']', b'(']);
+                items.iter().for_each(|x| put(x, b));
+                b.push(b'e');
+            }
+            Value::Object(m) => {
+                b.extend([b'}', b'(']);
+                for (k, x) in m {
+                    put(&Value::String(k.clone()), b);
+                    put(x, b);
+                }
+                b.push(b'u');
+            }
+        }
     }
+    let mut b = vec![0x80, 2];
+    put(v, &mut b);
+    b.push(b'.');
+    b
+}
+
+#[test]
+fn programs_of_the_pickle_machine_are_never_a_panic_in_the_dump_reader() {
+    fuzz("dump, pickle programs", pickle_program(), |bytes| {
+        clean(fr_outcome(&bytes))
+    });
+}
+
+#[test]
+fn documents_shaped_like_dumps_are_never_a_panic_in_the_dump_reader() {
+    fuzz("dump, dump-shaped documents", dump_shaped(), |doc| {
+        clean(fr_outcome(doc.to_string().as_bytes()))?;
+        clean(fr_outcome(&to_pickle(&doc)))
+    });
 }
 
 /// The header line of a real trace.

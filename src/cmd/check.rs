@@ -287,7 +287,7 @@ fn print_failure(swarm: &Swarm, paths: &[PathBuf], s: &Summary, f: &Found) {
         s.cases
     );
     for line in f.failure.message().lines() {
-        println!("  {line}");
+        println!("  {}", ringside_sim::text::safe(line));
     }
     println!(
         "shrunk in {} steps from {} to {}",

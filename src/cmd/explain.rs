@@ -4,6 +4,7 @@ use anyhow::Context;
 use clap::Args;
 use ringside_sim::diagnose::{diagnose, to_dot, Fold};
 use ringside_sim::report::{explain, explain_stragglers, BlockedReport};
+use ringside_sim::text::safe;
 use ringside_sim::trace::TraceReader;
 use ringside_sim::units::{fmt_ms, Duration};
 use std::path::PathBuf;
@@ -88,7 +89,7 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         } else {
             println!("at {}:", fmt_ms(fold.t));
             for l in lines {
-                println!("  {l}");
+                println!("  {}", safe(&l));
             }
             if !d.in_progress.is_empty() {
                 println!(
@@ -101,7 +102,7 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         if !st.is_empty() {
             println!("stragglers (slow, not stalled):");
             for l in st {
-                println!("  {l}");
+                println!("  {}", safe(&l));
             }
         }
         if let Some(note) = &incomplete {

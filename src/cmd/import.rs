@@ -3,6 +3,7 @@
 use crate::Failure;
 use clap::Args;
 use ringside_sim::fr;
+use ringside_sim::text::{safe, safe_lines};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -78,7 +79,7 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
     )
     .map_err(|e| Failure::Input(e.to_string()))?;
     for s in &loaded.skipped {
-        eprintln!("{s}");
+        eprintln!("{}", safe(s));
     }
     let dumps = loaded.dumps;
     let analysis = fr::analyze(&dumps);
@@ -101,7 +102,7 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
     } else if a.dot {
         print!("{}", fr::report::to_dot(&dumps, &analysis));
     } else {
-        print!("{}", report.human());
+        print!("{}", safe_lines(&report.human()));
         if let Some(out) = &a.scenario {
             println!("scenario written to {}", out.display());
         }

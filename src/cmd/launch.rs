@@ -151,7 +151,7 @@ pub fn main(a: LaunchArgs) -> anyhow::Result<()> {
                 format!(", divided by the time scale {}", a.time_scale)
             }
         );
-        print!("{}", r.human());
+        print!("{}", ringside_sim::text::safe_lines(&r.human()));
         if let Some(t) = &a.trace {
             println!("trace written to {}", t.display());
         }

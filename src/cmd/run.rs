@@ -6,6 +6,7 @@ use crate::Failure;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use ringside_sim::run::{run, RunOptions};
+use ringside_sim::text::safe_lines;
 use ringside_sim::trace::Level;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -126,7 +127,7 @@ fn summary(
     if json {
         println!("{}", serde_json::to_string_pretty(r)?);
     } else {
-        print!("{}", r.human());
+        print!("{}", safe_lines(&r.human()));
         if let Some(t) = trace {
             println!("trace written to {}", t.display());
         }

@@ -85,7 +85,7 @@ pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
         }
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", r.human());
+        print!("{}", ringside_sim::text::safe_lines(&r.human()));
         for (rank, site) in &out.blocked_sites {
             println!("  rank {rank} was blocked in the call at {site}");
         }

@@ -64,7 +64,7 @@ pub fn view(loaded: Loaded, opts: Options) -> anyhow::Result<()> {
     });
     let shown = ringside_tui::view(loaded, opts).context("terminal");
     if let Some(note) = note {
-        eprintln!("{note}");
+        eprintln!("{}", ringside_sim::text::safe(&note));
     }
     shown
 }

@@ -36,12 +36,13 @@ pub struct Group {
 }
 
 impl Group {
-    /// `group 0 (default_pg)`.
+    /// `group 0 (default_pg)`, its name and description [`safe`](crate::text::safe) to show.
     pub fn label(&self) -> String {
+        use crate::text::safe;
         if self.desc.is_empty() || self.desc == self.name {
-            format!("group {}", self.name)
+            format!("group {}", safe(&self.name))
         } else {
-            format!("group {} ({})", self.name, self.desc)
+            format!("group {} ({})", safe(&self.name), safe(&self.desc))
         }
     }
 
@@ -62,18 +63,20 @@ pub struct Groups {
     pub notes: Vec<String>,
 }
 
-/// At most this many ranks in a world (larger `pg_config` rank lists are not believed).
-const MAX_WORLD: u32 = 1 << 20;
+/// At most this many ranks in a world, as in a scenario: larger `pg_config` rank lists are
+/// not believed, and a file name with a larger rank is refused.
+pub const MAX_WORLD: u32 = crate::scenario::MAX_WORLD_SIZE;
 
 fn is_default(name: &str, desc: &str) -> bool {
     desc == "default_pg" || (desc.is_empty() && name == "0")
 }
 
-/// Works out the groups of `dumps` (sorted by rank).
+/// Works out the groups of `dumps` (sorted by rank), in time linear in the groups and
+/// members named (up to logarithms): a dump's `pg_config` may list a hundred thousand groups.
 pub fn infer(dumps: &[Dump]) -> Groups {
     let mut notes = Vec::new();
-    // usable pg_config entries per dump: name -> members
-    let mut usable: Vec<BTreeMap<&str, Vec<u32>>> = Vec::with_capacity(dumps.len());
+    // usable pg_config entries per dump: name -> (members, description)
+    let mut usable: Vec<BTreeMap<&str, (Vec<u32>, &str)>> = Vec::with_capacity(dumps.len());
     let mut world = dumps.iter().map(|d| d.rank + 1).max().unwrap_or(0);
     let mut unusable_ranks = Vec::new();
     for d in dumps {
@@ -100,7 +103,7 @@ pub fn infer(dumps: &[Dump]) -> Groups {
             if let Some(&mx) = r.last() {
                 world = world.max(mx + 1);
             }
-            m.insert(c.name.as_str(), r);
+            m.insert(c.name.as_str(), (r, c.desc.as_str()));
         }
         // entries naming a group the table does not list make the table suspect too
         if bad {
@@ -117,18 +120,17 @@ pub fn infer(dumps: &[Dump]) -> Groups {
     }
     // groups known from pg_config: (name, members)
     let mut keyed: BTreeMap<(String, Vec<u32>), String> = BTreeMap::new();
-    for (d, m) in dumps.iter().zip(&usable) {
-        for (name, members) in m {
-            let desc = d
-                .pg_config
-                .iter()
-                .find(|c| c.name == *name)
-                .map(|c| c.desc.clone())
-                .unwrap_or_default();
+    for m in &usable {
+        for (name, (members, desc)) in m {
             keyed
                 .entry((name.to_string(), members.clone()))
-                .or_insert(desc);
+                .or_insert_with(|| desc.to_string());
         }
+    }
+    // the same, by name: the member sets each name has
+    let mut by_name: BTreeMap<&str, Vec<&(String, Vec<u32>)>> = BTreeMap::new();
+    for k in keyed.keys() {
+        by_name.entry(k.0.as_str()).or_default().push(k);
     }
     // records: (name, desc) per dump, resolved to a group key
     #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -144,12 +146,16 @@ pub fn infer(dumps: &[Dump]) -> Groups {
         for &(group_name, group_desc) in &d.groups {
             let name = d.str(group_name);
             let desc = d.str(group_desc);
-            let key = if let Some(members) = m.get(name) {
+            let key = if let Some((members, _)) = m.get(name) {
                 Key::Config(name.to_string(), members.clone())
             } else {
-                let cands: Vec<&(String, Vec<u32>)> = keyed
-                    .keys()
-                    .filter(|(n, mem)| n == name && mem.contains(&d.rank))
+                // (members are sorted)
+                let cands: Vec<&(String, Vec<u32>)> = by_name
+                    .get(name)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|(_, mem)| mem.binary_search(&d.rank).is_ok())
                     .collect();
                 if cands.len() == 1 {
                     Key::Config(cands[0].0.clone(), cands[0].1.clone())
@@ -208,12 +214,14 @@ pub fn infer(dumps: &[Dump]) -> Groups {
         (
             g.members.len() as u32 != world,
             g.members.first().copied().unwrap_or(0),
-            g.name.clone(),
-            g.members.clone(),
         )
     };
     let mut idx: Vec<usize> = (0..list.len()).collect();
-    idx.sort_by_key(|&i| order(&list[i]));
+    // compared in place: a key of copies would copy every member list at each comparison
+    idx.sort_by(|&a, &b| {
+        let (ga, gb) = (&list[a], &list[b]);
+        (order(ga), &ga.name, &ga.members).cmp(&(order(gb), &gb.name, &gb.members))
+    });
     let keys_sorted: Vec<Key> = all.into_iter().collect();
     let mut new_index = vec![0u32; list.len()];
     for (new, &old) in idx.iter().enumerate() {
@@ -224,12 +232,24 @@ pub fn infer(dumps: &[Dump]) -> Groups {
         g.id = i as u32;
     }
     list = sorted;
-    for g in list.iter().filter(|g| g.from == MembersFrom::Records) {
+    // a note per such group, up to a screen of them
+    const MAX_NOTES: usize = 8;
+    let from_records: Vec<&Group> = list
+        .iter()
+        .filter(|g| g.from == MembersFrom::Records)
+        .collect();
+    for g in from_records.iter().take(MAX_NOTES) {
         notes.push(format!(
             "members of {} are the ranks whose records name it: {} (a member whose window holds \
              none of its calls, or that left no dump, would not show)",
             g.label(),
             crate::diagnose::fmt_ranks(&g.members)
+        ));
+    }
+    if from_records.len() > MAX_NOTES {
+        notes.push(format!(
+            "and so are the members of {} more groups (`groups` in --json lists them)",
+            from_records.len() - MAX_NOTES
         ));
     }
     let mut of_dump_group = Vec::with_capacity(dumps.len());

@@ -255,7 +255,10 @@ impl ImportReport {
             if versions.is_empty() {
                 String::new()
             } else {
-                format!(", Flight Recorder {}", versions.join(", "))
+                format!(
+                    ", Flight Recorder {}",
+                    crate::text::safe(&versions.join(", "))
+                )
             },
             self.events,
             if self.start_unix_ns > 0 {
@@ -334,10 +337,11 @@ impl ImportReport {
 }
 
 fn label(g: &GroupReport) -> String {
+    use crate::text::safe;
     if g.desc.is_empty() || g.desc == g.name {
-        format!("group {}", g.name)
+        format!("group {}", safe(&g.name))
     } else {
-        format!("group {} ({})", g.name, g.desc)
+        format!("group {} ({})", safe(&g.name), safe(&g.desc))
     }
 }
 

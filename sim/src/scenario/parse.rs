@@ -26,16 +26,19 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+/// One line, the scenario's own text in it (a quoted value may hold line breaks or escape
+/// sequences) [`safe`](crate::text::safe) for a terminal.
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:", self.file)?;
+        use crate::text::safe;
+        write!(f, "{}:", safe(&self.file))?;
         if self.line > 0 {
             write!(f, "{}:", self.line)?;
         }
         if !self.key.is_empty() {
-            write!(f, " {}:", self.key)?;
+            write!(f, " {}:", safe(&self.key))?;
         }
-        write!(f, " {}", self.message)
+        write!(f, " {}", safe(&self.message))
     }
 }
 
@@ -66,8 +69,13 @@ pub fn load_with(path: &Path, support: &Support) -> Result<Scenario, ScenarioErr
     parse_with(&text, &file, support)
 }
 
+/// The most a scenario file may hold (a scenario written by `import` from the dumps of
+/// thousands of ranks, each with a program of its own, is tens of MiB).
+pub const MAX_SCENARIO_BYTES: u64 = 256 << 20;
+
 fn read(path: &Path, file: &str) -> Result<String, ScenarioError> {
-    let bytes = std::fs::read(path)
+    let mut bytes = Vec::new();
+    crate::input::read(path, MAX_SCENARIO_BYTES, &mut bytes)
         .map_err(|e| ScenarioError::new(file, 0, "", format!("cannot read the scenario: {e}")))?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
@@ -111,6 +119,7 @@ fn parse_inner(
         Located::parse(text).map_err(|e| ScenarioError::new(file, e.line, e.key, e.message))?;
     let scenario: Scenario = toml::from_str(text).map_err(|e| {
         let (key, line, message) = doc.serde_error(e.span(), e.message());
+        let message = name_wanted(text, e.span(), &message).unwrap_or(message);
         ScenarioError::new(file, line, key, message)
     })?;
     let workload = KeyPath::parse("workload").is_some_and(|p| doc.has(&p));
@@ -132,6 +141,59 @@ fn parse_inner(
         unsupported(&scenario, support).map_err(at_key)?;
     }
     Ok(scenario)
+}
+
+/// Where a name (an op, an algorithm, a fault kind, an outcome...) is wanted and another type
+/// is written, toml says "wanted string or table" or "wanted exactly 1 element, found 0
+/// elements", which names neither what was found nor what is accepted. This says both: the
+/// value found, and the names accepted there, as toml lists them for a string that is none of
+/// them (the text is parsed once more with such a string in the value's place).
+fn name_wanted(text: &str, span: Option<std::ops::Range<usize>>, message: &str) -> Option<String> {
+    if message != "wanted string or table" && !message.starts_with("wanted exactly 1 element") {
+        return None;
+    }
+    let span = span.filter(|s| s.end <= text.len() && text.is_char_boundary(s.start))?;
+    let value = text.get(span.clone())?.trim();
+    let found = toml_type(value);
+    let found = if value.len() <= 40 && !value.contains('\n') {
+        format!("{found} `{value}`")
+    } else {
+        found.to_string()
+    };
+    let probe = format!("{}\"?\"{}", &text[..span.start], &text[span.end..]);
+    let accepted = match toml::from_str::<Scenario>(&probe) {
+        Err(e) if e.span().map(|s| s.start) == Some(span.start) => e
+            .message()
+            .split_once("expected ")
+            .map(|(_, names)| names.trim().to_string()),
+        _ => None,
+    };
+    Some(match accepted {
+        Some(names) => format!("invalid type: {found}, expected a string, {names}"),
+        None => format!("invalid type: {found}, expected a string"),
+    })
+}
+
+/// The TOML type of a value as written: `table`, `array`, `date-time`...
+fn toml_type(value: &str) -> &'static str {
+    let b = value.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    match b.first() {
+        Some(b'{') => "table",
+        Some(b'[') => "array",
+        Some(b'"' | b'\'') => "string",
+        _ if value == "true" || value == "false" => "boolean",
+        _ if (digits(0..4) && b.get(4) == Some(&b'-'))
+            || (digits(0..2) && b.get(2) == Some(&b':')) =>
+        {
+            "date-time"
+        }
+        _ if value.contains(['.', 'e', 'E']) || value.contains("inf") || value.contains("nan") => {
+            "float"
+        }
+        _ => "integer",
+    }
 }
 
 /// Parses a scenario embedded as JSON (a trace header), and validates it. Errors are reported

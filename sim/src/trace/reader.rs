@@ -10,9 +10,10 @@ use serde::Deserialize;
 use std::io::BufRead;
 use std::path::Path;
 
-/// A trace that cannot be read, located by line (1-based; 0 = the file itself).
+/// A trace that cannot be read, located by line (1-based; 0 = the file itself). Shown on one
+/// line, the trace's own text in it [`safe`](crate::text::safe) for a terminal.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
+#[error("{}:{line}: {}", crate::text::safe(.file), crate::text::safe(.message))]
 pub struct TraceError {
     pub file: String,
     pub line: usize,
@@ -211,7 +212,7 @@ impl TraceReader<TraceInput> {
     /// Opens a trace file, plain JSON Lines or zstd-compressed (whatever its name).
     pub fn open(path: &Path) -> Result<Self, TraceError> {
         let file = path.display().to_string();
-        let f = std::fs::File::open(path)
+        let f = crate::input::open(path)
             .map_err(|e| err(&file, 0, format!("cannot open the trace: {e}")))?;
         let mut f = std::io::BufReader::with_capacity(1 << 20, f);
         let compressed = f

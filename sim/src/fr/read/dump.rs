@@ -610,7 +610,8 @@ impl Conv<'_, '_> {
             };
             let mut s = std::mem::take(&mut self.text);
             s.clear();
-            s.push_str(file);
+            // a call site is shown in reports: the file's name as a terminal may show it
+            s.push_str(&crate::text::safe(file));
             s.push(':');
             s.push_str(itoa::Buffer::new().format(line));
             let i = self.strings.intern(s.as_str());
@@ -798,8 +799,9 @@ impl Conv<'_, '_> {
             RecordKind::Op(OpKind::Recv) => parse_peer(args, "<-"),
             _ => None,
         };
-        let b = self.strings.intern(backend);
-        let o = self.strings.intern(op);
+        // backend and op are shown in reports, as a terminal may show them
+        let b = self.strings.intern(crate::text::safe(backend).as_ref());
+        let o = self.strings.intern(crate::text::safe(op).as_ref());
         Ok((b, o, kind, peer))
     }
 }

@@ -12,6 +12,7 @@ pub mod json;
 pub mod pickle;
 pub mod tree;
 
+use super::groups::MAX_WORLD;
 use super::model::{Dump, Format};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,9 +22,10 @@ use std::sync::Mutex;
 /// hundred MiB at most).
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
 
-/// A file that cannot be imported: which, and why.
+/// A file that cannot be imported: which, and why. Shown on one line, the dump's own text in it
+/// [`safe`](crate::text::safe) for a terminal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}: {message}")]
+#[error("{}: {}", crate::text::safe(.file), crate::text::safe(.message))]
 pub struct ReadError {
     pub file: String,
     pub message: String,
@@ -87,7 +89,14 @@ fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Stri
             names.sort();
             for f in names {
                 let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                if name.starts_with('.') || !f.is_file() {
+                if name.starts_with('.') || f.is_dir() {
+                    continue;
+                }
+                if !f.is_file() {
+                    skipped.push(format!(
+                        "skipped {}: not a regular file (a FIFO, socket or device)",
+                        f.display()
+                    ));
                     continue;
                 }
                 match rank_of(name, prefix) {
@@ -121,6 +130,16 @@ fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Stri
         }
     }
     out.sort();
+    if let Some((rank, path)) = out.last().filter(|(r, _)| *r >= MAX_WORLD) {
+        return Err(err(
+            path,
+            format!(
+                "the file name gives rank {rank}, beyond the largest world read ({MAX_WORLD} \
+                 ranks): its name does not end in its rank (use --prefix if the rank is \
+                 elsewhere)"
+            ),
+        ));
+    }
     if let Some(w) = out.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(err(
             &w[1].1,
@@ -164,24 +183,15 @@ pub struct Scratch {
     memo: dump::Memo,
 }
 
-/// Reads one dump file.
+/// Reads one dump file: a regular file of at most [`MAX_FILE_BYTES`], enforced as it is read.
 pub fn read_file(path: &Path, rank: u32, scratch: &mut Scratch) -> Result<Dump, ReadError> {
-    let meta = std::fs::metadata(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(err(
-            path,
-            format!(
-                "{} bytes: larger than any Flight Recorder dump ({} MiB at most are read)",
-                meta.len(),
-                MAX_FILE_BYTES >> 20
-            ),
-        ));
-    }
     let mut bytes = std::mem::take(&mut scratch.bytes);
-    bytes.clear();
-    let read = std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes))
-        .map_err(|e| err(path, format!("cannot read: {e}")));
+    let read = crate::input::read(path, MAX_FILE_BYTES, &mut bytes).map_err(|e| match e {
+        crate::input::ReadError::TooLarge(_) => {
+            err(path, format!("larger than any Flight Recorder dump: {e}"))
+        }
+        e => err(path, format!("cannot read: {e}")),
+    });
     let dump = read.and_then(|_| {
         decode(&bytes, &path.display().to_string(), rank, scratch).map_err(|m| err(path, m))
     });
@@ -189,9 +199,10 @@ pub fn read_file(path: &Path, rank: u32, scratch: &mut Scratch) -> Result<Dump, 
     dump
 }
 
-/// Reads one dump from its bytes; `file` names it.
+/// Reads one dump from its bytes; `file` names it. The error is one line, the dump's own text
+/// in it [`safe`](crate::text::safe) for a terminal.
 pub fn read_bytes(buf: &[u8], file: &str, rank: u32) -> Result<Dump, String> {
-    decode(buf, file, rank, &mut Scratch::default())
+    decode(buf, file, rank, &mut Scratch::default()).map_err(|m| crate::text::safe(&m).into_owned())
 }
 
 fn decode(buf: &[u8], file: &str, rank: u32, scratch: &mut Scratch) -> Result<Dump, String> {
@@ -262,7 +273,50 @@ pub fn read_paths(paths: &[PathBuf], opts: &ReadOptions) -> Result<Loaded, ReadE
             None => return Err(err(&files[i].1, "not read")),
         }
     }
+    check_ranks(&dumps)?;
     Ok(Loaded { dumps, skipped })
+}
+
+/// A dump's rank is only what its file's name says, and a name is easily wrong (a rank from
+/// another job, a host number at its end) or forged: it would size the world. Where the
+/// dumps' own `pg_config` lists the default group (`default_pg`, whose ranks are the world),
+/// that list is the evidence: a dump whose rank is outside the world any dump lists is refused,
+/// naming the file and the dump whose list it contradicts.
+pub fn check_ranks(dumps: &[Dump]) -> Result<(), ReadError> {
+    let world_of = |d: &Dump| {
+        d.pg_config
+            .iter()
+            .filter(|c| c.desc == "default_pg")
+            .filter_map(|c| c.ranks.as_ref())
+            .filter_map(|r| r.iter().max().map(|&m| m + 1))
+            .max()
+    };
+    let Some((world, by)) = dumps
+        .iter()
+        .filter_map(|d| Some((world_of(d)?, d)))
+        .max_by_key(|(w, d)| (*w, std::cmp::Reverse(d.rank)))
+    else {
+        return Ok(());
+    };
+    match dumps.iter().find(|d| d.rank >= world) {
+        None => Ok(()),
+        Some(d) => Err(ReadError {
+            file: d.file.clone(),
+            message: format!(
+                "the file name gives rank {}, but the pg_config of {} lists the default \
+                 group (the world) as ranks 0-{}: this is not rank {}'s dump, or its name ends \
+                 in another number (use --prefix if the rank is elsewhere)",
+                d.rank,
+                if std::ptr::eq(d, by) {
+                    "this dump".to_string()
+                } else {
+                    by.file.clone()
+                },
+                world - 1,
+                d.rank
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -222,11 +222,21 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
     // memo index -> node + 1 (0 = unset)
     let mut memo: Vec<NodeId> = Vec::new();
     let mut memo_count = 0u32;
+    // as Python's unpickler, an opcode takes values only above the last mark: a MARK starts
+    // a new stack, and the values below it are out of reach until the mark is consumed (by
+    // the LIST, TUPLE, DICT, APPENDS, SETITEMS, ADDITEMS or POP_MARK that closes it). So the
+    // stack never shrinks below the last mark, and every mark is a valid index into it.
     macro_rules! pop {
         () => {
-            match stack.pop() {
-                Some(x) => x,
-                None => return r.err("an opcode needs a value but the stack is empty"),
+            match stack.len() > marks.last().copied().unwrap_or(0) {
+                true => stack.pop().unwrap_or(NONE),
+                false if stack.is_empty() => {
+                    return r.err("an opcode needs a value but the stack is empty")
+                }
+                false => {
+                    return r
+                        .err("an opcode takes a value from below the last MARK (stack underflow)")
+                }
             }
         };
     }
@@ -268,8 +278,11 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 continue;
             }
             b'.' => {
+                if !marks.is_empty() {
+                    return r.err("STOP inside an unclosed MARK: not one pickled object");
+                }
                 let root = pop!();
-                if !stack.is_empty() || !marks.is_empty() {
+                if !stack.is_empty() {
                     return r.err("STOP leaves values on the stack: not one pickled object");
                 }
                 t.root = root;
@@ -315,8 +328,8 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                     _ => u64::from(memo_count),
                 };
                 let top = match stack.last() {
-                    Some(&x) => x,
-                    None => return r.err("PUT on an empty stack"),
+                    Some(&x) if stack.len() > marks.last().copied().unwrap_or(0) => x,
+                    _ => return r.err("PUT without a value above the last MARK"),
                 };
                 // a pickler numbers its memo from 0, one per object: an index beyond the file's
                 // size is not from one
@@ -669,5 +682,28 @@ mod tests {
         assert!(decode(b"\xff").is_err());
         let deep = [b'('; 100];
         assert!(decode(&deep).unwrap_err().message.contains("nest"));
+    }
+
+    #[test]
+    fn values_below_a_mark_are_out_of_reach() {
+        // each takes a value pushed before the last MARK, then closes the mark
+        for p in [
+            &b"\x80\x02K\x01K\x01(\x86l."[..],
+            b"\x80\x02]K\x01(\x85e.",
+            b"\x80\x02}K\x01K\x02(\x86u.",
+            b"\x80\x02K\x01(\x85d.",
+            b"\x80\x02K\x01(2(1.",
+            b"\x80\x02K\x01K\x02K\x03(\x87\x31.",
+            b"\x80\x02\x8fK\x01(\x86\x90.",
+            b"\x80\x02K\x01(q\x00.",
+            b"\x80\x02K\x01(0\x85t.",
+        ] {
+            let e = decode(p).unwrap_err();
+            let m = e.message.to_lowercase();
+            assert!(m.contains("mark") || m.contains("stack"), "{p:?}: {e}");
+        }
+        // the same opcodes above the mark are fine
+        let t = decode(b"\x80\x02(K\x01K\x02\x86l.").unwrap();
+        assert!(matches!(t.get(t.root), Node::List(v) if v.len() == 1));
     }
 }
