@@ -388,3 +388,61 @@ fn a_rank_preempted_after_it_finished_is_waited_for_until_it_restarts() {
         .iter()
         .any(|(t, ev)| *t == 150_000_000 && matches!(ev, Event::ProcessStart { rank: 0, .. })));
 }
+
+/// The times of `rank`'s calls and of the beginnings of faults, in a run of `s`.
+fn calls_and_fault_begins(s: &Scenario) -> (Outcome, Vec<Nanos>, Vec<Nanos>, Vec<String>) {
+    let mut events = VecRecorder::default();
+    let (result, _, _) = run_events(s, &RunOptions::default(), &mut events);
+    let calls = events
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, Event::Call { rank: 1, .. }))
+        .map(|(t, _)| *t)
+        .collect();
+    let (begins, details) = events
+        .events
+        .iter()
+        .filter_map(|(t, e)| match e {
+            Event::Fault {
+                phase: ringside_sim::trace::FaultPhase::Begin,
+                detail,
+                ..
+            } => Some((*t, detail.clone())),
+            _ => None,
+        })
+        .unzip();
+    (result.outcome, calls, begins, details)
+}
+
+#[test]
+fn a_fault_at_a_call_begins_as_its_rank_issues_that_call() {
+    let head = "name = \"at-call\"\n[world]\nsize = 3\n[group]\ntimeout = \"1s\"\n[workload]\ncompute = \"5ms\"\niterations = 4\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"64KiB\"\n[[faults]]\n";
+    // preempted as it issues its 3rd call: it issues no 4th, and the others stall on it
+    let s = scenario(&format!(
+        "{head}kind = \"preempt\"\nrank = 1\nat_call = 3\n"
+    ));
+    let (outcome, calls, begins, details) = calls_and_fault_begins(&s);
+    assert_eq!(outcome, Outcome::Stalled);
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(begins, [calls[2]]);
+    assert_eq!(details, ["rank 1 preempted at its call 3"]);
+    let r = run(&s, &RunOptions::default()).expect("runs").report;
+    assert_eq!(r.root_causes, ["preempted:1".parse().unwrap()]);
+    // a pause at its 2nd call holds that call (and the others) for its duration, then all end
+    let s = scenario(&format!(
+        "{head}kind = \"pause\"\nrank = 1\nat_call = 2\nduration = \"200ms\"\n"
+    ));
+    let (outcome, calls, begins, _) = calls_and_fault_begins(&s);
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(begins, [calls[1]]);
+    assert!(calls[2] >= calls[1] + 200_000_000, "{calls:?}");
+    // a call the rank never reaches triggers nothing
+    let s = scenario(&format!(
+        "{head}kind = \"preempt\"\nrank = 1\nat_call = 5\n"
+    ));
+    let (outcome, calls, begins, _) = calls_and_fault_begins(&s);
+    assert_eq!(
+        (outcome, calls.len(), begins.len()),
+        (Outcome::Completed, 4, 0)
+    );
+}

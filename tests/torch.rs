@@ -137,20 +137,15 @@ fn ddp_on_four_ranks_ends_with_the_loss_and_weights_of_gloo() {
     );
 }
 
-#[test]
-fn a_preempted_rank_makes_the_others_wait_raise_and_their_except_clause_run() {
-    let Some(bin) = venv() else { return };
-    let o = torchrun(
-        &bin,
-        &["scenarios/torch/preempt-rank1.toml"],
-        &["examples/torch/resilient.py"],
-    );
-    let out = common::stdout(&o);
+/// The program's except clause ran on ranks 0 and 2 at the third all_reduce, rank 1 was
+/// killed, and the report names the preemption and the blocked call's line.
+fn assert_rank1_preempted_at_the_third_call(o: &Output) {
+    let out = common::stdout(o);
     assert_eq!(
         o.status.code(),
         Some(0),
         "expectations met:\n{}",
-        common::text(&o)
+        common::text(o)
     );
     for rank in [0, 2] {
         assert!(
@@ -158,7 +153,7 @@ fn a_preempted_rank_makes_the_others_wait_raise_and_their_except_clause_run() {
             "{out}"
         );
     }
-    assert!(out.contains("preempted"), "{out}");
+    assert!(out.contains("rank 1 was preempted"), "{out}");
     assert!(
         out.contains("rank 0 was blocked in the call at ")
             && out.contains("examples/torch/resilient.py:15 (<module>)"),
@@ -166,4 +161,33 @@ fn a_preempted_rank_makes_the_others_wait_raise_and_their_except_clause_run() {
     );
     assert!(out.contains("1 killed by signal 9"), "{out}");
     assert!(out.contains("0,2 with 3"), "{out}");
+}
+
+#[test]
+fn a_rank_preempted_at_its_third_call_makes_the_others_wait_raise_and_their_except_run() {
+    let Some(bin) = venv() else { return };
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/preempt-rank1.toml"],
+        &["examples/torch/resilient.py"],
+    );
+    assert_rank1_preempted_at_the_third_call(&o);
+}
+
+#[test]
+fn a_rank_preempted_at_a_time_is_killed_while_the_others_wait() {
+    let Some(bin) = venv() else { return };
+    // each call costs 1 ms of compute: at 2.5 ms rank 1 is between its second and third call
+    let shipped =
+        std::fs::read_to_string(common::root().join("scenarios/torch/preempt-rank1.toml"))
+            .expect("shipped scenario");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("at-time.toml");
+    std::fs::write(&path, shipped.replace("at_call = 3", "at = \"2500us\"")).expect("written");
+    let o = torchrun(
+        &bin,
+        &[path.to_str().expect("utf-8 path")],
+        &["examples/torch/resilient.py"],
+    );
+    assert_rank1_preempted_at_the_third_call(&o);
 }

@@ -8,9 +8,13 @@
 //! else parses, prints or compares the vocabulary, so a misspelt kind is a compile error, not a
 //! comparison that never matches.
 //!
+//! [`Trigger`] is when a fault begins: at a virtual time (`at = "25ms"`) or as its rank issues
+//! its K-th communication call (`at_call = K`).
+//!
 //! [`cuts`] is the one rule for which traffic a partition drops: the engine drops by it, and
 //! the diagnosis and the properties explain a wait by it.
 
+use crate::units::Duration;
 use serde::{Deserialize, Serialize};
 
 /// What an injected fault does. The names are those of `kind = "..."` in a scenario.
@@ -71,6 +75,48 @@ impl FaultKind {
     /// A fault on the messages of a rank or a link (`delay`, `loss`).
     pub fn is_link(self) -> bool {
         matches!(self, FaultKind::Delay | FaultKind::Loss)
+    }
+}
+
+/// When a timed fault begins. Written in a scenario as one of two keys, `at = TIME` or
+/// `at_call = K`; serialized the same way (the fault's field is flattened into its table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// `at`: at this virtual time.
+    At(Duration),
+    /// `at_call`: as the fault's rank issues its K-th communication call (counting from 1,
+    /// every collective, send and recv in any group, over the whole run: a restarted process
+    /// counts on from where the dead one stopped). The call reaches the protocol code, then
+    /// the fault begins.
+    AtCall(u32),
+}
+
+impl Trigger {
+    /// The virtual time the fault begins at, when it is known before the run.
+    pub fn time(self) -> Option<Duration> {
+        match self {
+            Trigger::At(d) => Some(d),
+            Trigger::AtCall(_) => None,
+        }
+    }
+
+    /// The call the fault begins at, for a call trigger.
+    pub fn call(self) -> Option<u32> {
+        match self {
+            Trigger::At(_) => None,
+            Trigger::AtCall(k) => Some(k),
+        }
+    }
+}
+
+impl std::fmt::Display for Trigger {
+    /// `at 25ms`, `at call 3`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Trigger::At(d) => write!(f, "at {d}"),
+            Trigger::AtCall(k) => write!(f, "at call {k}"),
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! fails on correct code is worse than one that is a little slack: they exist to catch runs
 //! that hang, not runs that are a few percent slow.
 
+use crate::fault::Trigger;
 use crate::proto::collective::{self, block_bytes, Ctx, Schedule, StepPlan};
 use crate::scenario::{Algorithm, Fault, NetModel, OpKind, OpSpec, Scenario};
 use crate::units::Nanos;
@@ -320,7 +321,13 @@ pub fn healing(s: &Scenario) -> Healing {
     let mut why_not = None;
     for (i, f) in s.faults.iter().enumerate() {
         let (Some(at), Some(d)) = (f.at(), f.duration()) else {
-            why_not.get_or_insert_with(|| format!("faults[{i}] ({}) never ends", f.kind()));
+            why_not.get_or_insert_with(|| match f.trigger().and_then(Trigger::call) {
+                Some(_) => format!(
+                    "faults[{i}] ({}) begins at a call, at no known time",
+                    f.kind()
+                ),
+                None => format!("faults[{i}] ({}) never ends", f.kind()),
+            });
             continue;
         };
         last_end = last_end.max(at.0.saturating_add(d.0));

@@ -75,6 +75,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             slot.parked.push(Ev::App { rank, input });
             return;
         }
+        let call = matches!(&*input, Input::Call(_));
         match &*input {
             Input::Group(g) => self.observer.add_group(g.id, g.members.clone()),
             Input::Call(c) => self.observer.app_input(rank, c),
@@ -82,6 +83,9 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         }
         self.maybe_finished = true;
         self.input(rank, *input);
+        if call {
+            self.count_call(rank);
+        }
     }
 
     /// Takes the ends of `rank`'s application calls out of its process, for the next sync.

@@ -1,5 +1,6 @@
 //! Which faults are active, and what they do to a link or a rank right now.
 
+use crate::fault::Trigger;
 use crate::scenario::Fault;
 use crate::units::{later, Nanos};
 
@@ -141,8 +142,16 @@ pub fn touched_ranks(f: &Fault) -> Vec<u32> {
     v
 }
 
-/// One line describing a fault, for traces and reports.
+/// One line describing a fault, for traces and reports; one triggered at a call says which.
 pub fn describe_fault(f: &Fault) -> String {
+    let what = describe_what(f);
+    match f.trigger().and_then(Trigger::call) {
+        Some(k) => format!("{what} at its call {k}"),
+        None => what,
+    }
+}
+
+fn describe_what(f: &Fault) -> String {
     let span = |d: Option<crate::units::Duration>| match d {
         Some(d) => format!(" for {d}"),
         None => String::new(),

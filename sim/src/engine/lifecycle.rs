@@ -8,7 +8,7 @@ use super::{Engine, Ev};
 use crate::proto::{Input, Rank, RankProcess};
 use crate::scenario::Fault;
 use crate::trace::{Event, FaultPhase, Recorder};
-use crate::units::later;
+use crate::units::{later, Nanos};
 
 impl<R: Recorder + ?Sized> Engine<'_, R> {
     /// A process starts (at time 0; a store node too).
@@ -53,6 +53,35 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
             });
         }
         self.input(r, Input::Start);
+    }
+
+    /// Queues the begin of fault `i` at `at`, and its end when it has a duration.
+    pub(super) fn schedule_fault(&mut self, i: usize, at: Nanos) {
+        self.pending_faults += 1;
+        self.push(at, Ev::FaultBegin(i));
+        if let Some(d) = self.faults.fault(i).duration() {
+            self.pending_faults += 1;
+            self.push(later(at, d.0), Ev::FaultEnd(i));
+        }
+    }
+
+    /// `rank` issues a communication call: a fault triggered at that call (`at_call`) begins
+    /// now, once the call has reached the protocol code.
+    pub(super) fn count_call(&mut self, rank: u32) {
+        let Some(n) = self.calls.get_mut(rank as usize) else {
+            return;
+        };
+        *n += 1;
+        let n = *n;
+        let due: Vec<usize> = self
+            .call_faults
+            .iter()
+            .filter(|&&(r, k, _)| r == rank && k == n)
+            .map(|&(_, _, i)| i)
+            .collect();
+        for i in due {
+            self.schedule_fault(i, self.now);
+        }
     }
 
     /// The scenario's fault `i` begins or ends.

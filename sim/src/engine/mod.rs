@@ -176,6 +176,10 @@ pub struct Engine<'r, R: Recorder + ?Sized = dyn Recorder> {
     elastic: Option<Arc<ElasticConfig>>,
     /// Fault begins, ends and restarts still in the queue.
     pending_faults: u32,
+    /// Faults triggered at a call (`at_call`), as (rank, K, fault index), and how many
+    /// communication calls each rank has issued so far (over all its incarnations).
+    call_faults: Vec<(u32, u32, usize)>,
+    calls: Vec<u32>,
     /// Elastic: how many ranks stand where, so that the end of a run is noticed in O(1).
     tally: membership::Tally,
     /// Elastic: an `Ev::Settle` is in the queue.
@@ -266,6 +270,13 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             ranks: p,
             elastic: cfg.elastic.clone(),
             pending_faults: 0,
+            call_faults: scenario
+                .faults
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| f.at_call().map(|(rank, k)| (rank, k, i)))
+                .collect(),
+            calls: vec![0; p as usize],
             tally: membership::Tally::default(),
             settling: false,
             progress_ns: 0,
@@ -280,12 +291,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         };
         for (i, f) in scenario.faults.iter().enumerate() {
             if let Some(at) = f.at() {
-                e.pending_faults += 1;
-                e.push(at.0, Ev::FaultBegin(i));
-                if let Some(d) = f.duration() {
-                    e.pending_faults += 1;
-                    e.push(later(at.0, d.0), Ev::FaultEnd(i));
-                }
+                e.schedule_fault(i, at.0);
             }
         }
         for r in 0..nodes {

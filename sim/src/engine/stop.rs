@@ -66,6 +66,12 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
     /// What the observer makes of `rank`'s protocol event: its trace event (when recording),
     /// and what it means for the end of the run.
     pub(super) fn proto_event(&mut self, rank: u32, pe: ProtoEvent) {
+        // an application's call is counted as it is handed over (see `app_input`): one queued
+        // behind another of its group reaches the protocol code later
+        let counted = !self.call_faults.is_empty() && !self.cfg.app_driven;
+        if counted && matches!(pe, ProtoEvent::Call { .. }) {
+            self.count_call(rank);
+        }
         let seen = self.observer.observe(rank, self.now, pe, self.record);
         if let Some(ev) = seen.event {
             self.emit(ev);

@@ -23,7 +23,7 @@ use super::model::{dtype, dtype_bytes, numel, Dump};
 use crate::proto::vocab::Peer;
 use crate::scenario::{
     Dtype, Expect, Fault, GroupConfig, GroupRanks, NamedGroup, OpKind, OpSpec, Outcome, Program,
-    RootCause, Scenario, Workload, World,
+    RootCause, Scenario, Trigger, Workload, World,
 };
 use crate::trace::{Event, NullRecorder, VecRecorder};
 use crate::units::{Duration, Size};
@@ -792,7 +792,7 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
                 Some(t) => scenario.faults.push(Fault::Preempt {
                     rank: m,
                     // mid-compute, on a whole microsecond
-                    at: Duration(t.saturating_sub(before / 2) / 1000 * 1000),
+                    at: Trigger::At(Duration(t.saturating_sub(before / 2) / 1000 * 1000)),
                     restart_after: None,
                 }),
                 None => problems.push(format!(

@@ -118,7 +118,7 @@ restart_after = "100ms"
 [[faults]]
 kind = "pause"
 rank = 2
-at = "1ms"
+at_call = 2
 duration = "2ms"
 [[faults]]
 kind = "partition"

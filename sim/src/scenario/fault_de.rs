@@ -7,20 +7,26 @@
 //! the offending key and the keys that kind accepts.
 
 use super::model::{Dtype, Fault, OpKind};
-use crate::fault::FaultKind;
+use crate::fault::{FaultKind, Trigger};
 use crate::units::{Duration, Size};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::fmt;
 
 /// The keys each kind accepts (after `kind`), and how many of the first ones are required.
+/// `at` stands for the trigger: `at` or `at_call`, exactly one of them (see [`trigger`]).
 fn keys_of(kind: FaultKind) -> (&'static [&'static str], usize) {
     match kind {
-        FaultKind::Preempt => (&["rank", "at", "restart_after"], 2),
-        FaultKind::Pause => (&["rank", "at", "duration"], 3),
+        FaultKind::Preempt => (&["rank", "at", "restart_after", "at_call"], 2),
+        FaultKind::Pause => (&["rank", "at", "duration", "at_call"], 3),
         FaultKind::Partition => (&["sides", "at", "duration", "oneway"], 2),
-        FaultKind::Delay => (&["at", "extra", "rank", "link", "duration", "jitter"], 2),
-        FaultKind::Loss => (&["at", "rate", "rank", "link", "duration"], 2),
-        FaultKind::Slow => (&["rank", "at", "factor", "duration"], 3),
+        FaultKind::Delay => (
+            &[
+                "at", "extra", "rank", "link", "duration", "jitter", "at_call",
+            ],
+            2,
+        ),
+        FaultKind::Loss => (&["at", "rate", "rank", "link", "duration", "at_call"], 2),
+        FaultKind::Slow => (&["rank", "at", "factor", "duration", "at_call"], 3),
         FaultKind::Mismatch => (
             &[
                 "rank",
@@ -43,6 +49,7 @@ const ALL_KEYS: &[&str] = &[
     "kind",
     "rank",
     "at",
+    "at_call",
     "duration",
     "restart_after",
     "sides",
@@ -66,6 +73,7 @@ struct Slots {
     kind: Option<FaultKind>,
     rank: Option<u32>,
     at: Option<Duration>,
+    at_call: Option<u32>,
     duration: Option<Duration>,
     restart_after: Option<Duration>,
     sides: Option<Vec<Vec<u32>>>,
@@ -138,6 +146,7 @@ impl<'de> Visitor<'de> for FaultVisitor {
                 "kind" => fill(&mut map, &mut s.kind, name)?,
                 "rank" => fill(&mut map, &mut s.rank, name)?,
                 "at" => fill(&mut map, &mut s.at, name)?,
+                "at_call" => fill(&mut map, &mut s.at_call, name)?,
                 "duration" => fill(&mut map, &mut s.duration, name)?,
                 "restart_after" => fill(&mut map, &mut s.restart_after, name)?,
                 "sides" => fill(&mut map, &mut s.sides, name)?,
@@ -180,40 +189,63 @@ impl<'de> Visitor<'de> for FaultVisitor {
                 list(keys)
             )));
         }
-        if let Some(k) = keys[..required].iter().find(|k| !seen.contains(k)) {
+        let triggered = |k: &&&str| **k == "at" && seen.contains(&"at_call");
+        let missing = keys[..required]
+            .iter()
+            .find(|k| !seen.contains(k) && !triggered(k));
+        if let Some(k) = missing {
+            let needs = list(&keys[..required]);
+            let needs = match keys.contains(&"at_call") {
+                true => needs.replace("`at`", "`at` (or `at_call`)"),
+                false => needs,
+            };
             return Err(de::Error::custom(format!(
-                "missing field `{k}`: a `{}` fault needs {}",
-                kind,
-                list(&keys[..required])
+                "missing field `{k}`: a `{kind}` fault needs {needs}"
             )));
         }
-        build(kind, s).ok_or_else(|| de::Error::custom("internal error: fault keys out of sync"))
+        let at = trigger(&s)?;
+        build(kind, s, at)
+            .ok_or_else(|| de::Error::custom("internal error: fault keys out of sync"))
+    }
+}
+
+/// The trigger of a timed fault: `at` or `at_call`, not both (a fault without either is
+/// refused as missing `at` before this).
+fn trigger<E: de::Error>(s: &Slots) -> Result<Option<Trigger>, E> {
+    match (s.at, s.at_call) {
+        (Some(_), Some(_)) => Err(E::custom(
+            "field `at_call`: a fault begins `at` a time or `at_call` a call of its rank, \
+             not both",
+        )),
+        (Some(at), None) => Ok(Some(Trigger::At(at))),
+        (None, Some(k)) => Ok(Some(Trigger::AtCall(k))),
+        (None, None) => Ok(None),
     }
 }
 
 /// Assembles the fault; `None` only if `keys_of` and this function disagree on a required key.
-fn build(kind: FaultKind, s: Slots) -> Option<Fault> {
+fn build(kind: FaultKind, s: Slots, at: Option<Trigger>) -> Option<Fault> {
     Some(match kind {
         FaultKind::Preempt => Fault::Preempt {
             rank: s.rank?,
-            at: s.at?,
+            at: at?,
             restart_after: s.restart_after,
         },
         FaultKind::Pause => Fault::Pause {
             rank: s.rank?,
-            at: s.at?,
+            at: at?,
             duration: s.duration?,
         },
         FaultKind::Partition => Fault::Partition {
             sides: s.sides?,
-            at: s.at?,
+            at: at?,
             duration: s.duration,
             oneway: s.oneway.unwrap_or(false),
         },
         FaultKind::Delay => Fault::Delay {
             rank: s.rank,
             link: s.link.map(|l| l.0),
-            at: s.at?,
+            at: at?,
             duration: s.duration,
             extra: s.extra?,
             jitter: s.jitter,
@@ -221,13 +253,13 @@ fn build(kind: FaultKind, s: Slots) -> Option<Fault> {
         FaultKind::Loss => Fault::Loss {
             rank: s.rank,
             link: s.link.map(|l| l.0),
-            at: s.at?,
+            at: at?,
             duration: s.duration,
             rate: s.rate?,
         },
         FaultKind::Slow => Fault::Slow {
             rank: s.rank?,
-            at: s.at?,
+            at: at?,
             duration: s.duration,
             factor: s.factor?,
         },

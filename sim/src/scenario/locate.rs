@@ -272,6 +272,14 @@ impl<'t> Located<'t> {
         } else if let Some(key) = quoted_after(&message, "missing field `") {
             path.push_key(&key);
             message = format!("missing required key{}", &message["missing field".len()..]);
+        } else if let Some(key) = quoted_after(&message, "field `") {
+            // a value that is wrong with the others of its table: "field `k`: why"
+            path.push_key(&key);
+            if self.entry(&path).is_some() {
+                line = Some(self.line_of(&path));
+            }
+            let why = &message["field `".len() + key.len() + 1..];
+            message = why.trim_start_matches(':').trim().to_string();
         }
         let line = line.unwrap_or_else(|| self.line_of(&path));
         (path, line, plain_types(&message))

@@ -14,7 +14,7 @@ mod parse;
 mod validate;
 
 pub use crate::cause::{RootCause, RootCauseError};
-pub use crate::fault::FaultKind;
+pub use crate::fault::{FaultKind, Trigger};
 pub use model::*;
 pub use parse::{key_line, load, load_with, parse, parse_json, parse_with, ScenarioError};
 pub mod program;

@@ -3,7 +3,7 @@
 //! ops, rendezvous kinds, meshes) lives in `ringside-proto` and is re-exported here.
 
 use crate::cause::RootCause;
-use crate::fault::FaultKind;
+use crate::fault::{FaultKind, Trigger};
 use crate::units::{Bandwidth, Duration, PerByte, Size};
 pub use ringside_proto::vocab::{
     Algorithm, Dtype, Mesh, OpKind, Peer, PeerStep, ReduceOp, RegistryAction, RendezvousKind,
@@ -509,18 +509,21 @@ pub struct RegistryStep {
 pub enum Fault {
     Preempt {
         rank: u32,
-        at: Duration,
+        #[serde(flatten)]
+        at: Trigger,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         restart_after: Option<Duration>,
     },
     Pause {
         rank: u32,
-        at: Duration,
+        #[serde(flatten)]
+        at: Trigger,
         duration: Duration,
     },
     Partition {
         sides: Vec<Vec<u32>>,
-        at: Duration,
+        #[serde(flatten)]
+        at: Trigger,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration: Option<Duration>,
         #[serde(default, skip_serializing_if = "is_false")]
@@ -531,7 +534,8 @@ pub enum Fault {
         rank: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         link: Option<[u32; 2]>,
-        at: Duration,
+        #[serde(flatten)]
+        at: Trigger,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration: Option<Duration>,
         extra: Duration,
@@ -543,14 +547,16 @@ pub enum Fault {
         rank: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         link: Option<[u32; 2]>,
-        at: Duration,
+        #[serde(flatten)]
+        at: Trigger,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration: Option<Duration>,
         rate: f64,
     },
     Slow {
         rank: u32,
-        at: Duration,
+        #[serde(flatten)]
+        at: Trigger,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration: Option<Duration>,
         factor: f64,
@@ -610,8 +616,8 @@ impl Fault {
         }
     }
 
-    /// Virtual time the fault starts, for the timed kinds.
-    pub fn at(&self) -> Option<Duration> {
+    /// When a timed kind begins: at a time or at a call of its rank.
+    pub fn trigger(&self) -> Option<Trigger> {
         match self {
             Fault::Preempt { at, .. }
             | Fault::Pause { at, .. }
@@ -620,6 +626,24 @@ impl Fault {
             | Fault::Loss { at, .. }
             | Fault::Slow { at, .. } => Some(*at),
             Fault::Mismatch { .. } | Fault::Skip { .. } | Fault::Hang { .. } => None,
+        }
+    }
+
+    /// Virtual time the fault starts, for the timed kinds triggered at a time (`at`).
+    pub fn at(&self) -> Option<Duration> {
+        self.trigger().and_then(Trigger::time)
+    }
+
+    /// The rank whose K-th call starts the fault, for the kinds triggered at a call
+    /// (`at_call`): (rank, K).
+    pub fn at_call(&self) -> Option<(u32, u32)> {
+        let k = self.trigger()?.call()?;
+        match self {
+            Fault::Preempt { rank, .. } | Fault::Pause { rank, .. } | Fault::Slow { rank, .. } => {
+                Some((*rank, k))
+            }
+            Fault::Delay { rank, .. } | Fault::Loss { rank, .. } => Some(((*rank)?, k)),
+            _ => None,
         }
     }
 

@@ -6,7 +6,7 @@
 
 use super::model::*;
 use super::{groups, program};
-use crate::fault::FaultKind;
+use crate::fault::{FaultKind, Trigger};
 use crate::units::Duration;
 use programs::{named_groups, pipeline, point_to_point};
 
@@ -490,6 +490,27 @@ fn optional_duration(k: &str, d: Option<Duration>) -> Result<(), Invalid> {
 
 fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
     let rank_key = format!("{k}.rank");
+    if let Some(n) = f.trigger().and_then(Trigger::call) {
+        let key = format!("{k}.at_call");
+        if n == 0 {
+            return fail(
+                key,
+                "calls count from 1: `at_call = 1` is the rank's first call",
+            );
+        }
+        match f.at_call() {
+            Some((rank, _)) => rank_in_world(s, &rank_key, rank)?,
+            None => {
+                return fail(
+                    key,
+                    format!(
+                        "a `{}` fault begins at a call of its `rank`: give `rank`, not `link`",
+                        f.kind()
+                    ),
+                )
+            }
+        }
+    }
     match f {
         Fault::Preempt { rank, .. } => node_in_world(s, &rank_key, *rank),
         Fault::Pause { rank, duration, .. } => {

@@ -7,7 +7,7 @@ use crate::check::{Case, Run};
 use crate::diagnose::{Diagnosis, RankState};
 use crate::engine::touched_ranks;
 use crate::proto::types::Rank;
-use crate::scenario::{Fault, Outcome, Scenario};
+use crate::scenario::{Fault, Outcome, Scenario, Trigger};
 use crate::units::Duration;
 
 /// Every root cause names ranks (or a partition) that a fault of the scenario really touched,
@@ -209,8 +209,12 @@ pub(super) fn diagnosis_complete(case: &Case, run: &Run) -> Result<(), Violation
         }
     }
     let t = fold.t;
-    let holds = |at: Duration, duration: Option<Duration>| {
-        at.0 <= t && duration.is_none_or(|d| at.0.saturating_add(d.0) > t)
+    // a fault triggered at a call began at a time the scenario does not say: the trace's
+    // state of the rank (dead, paused) is what tells whether it holds
+    let began = |at: Trigger| at.time().is_none_or(|at| at.0 <= t);
+    let holds = |at: Trigger, duration: Option<Duration>| match at.time() {
+        Some(at) => at.0 <= t && duration.is_none_or(|d| at.0.saturating_add(d.0) > t),
+        None => true,
     };
     for (i, f) in case.scenario.faults.iter().enumerate() {
         let (want, ranks) = match f {
@@ -218,7 +222,7 @@ pub(super) fn diagnosis_complete(case: &Case, run: &Run) -> Result<(), Violation
                 rank,
                 at,
                 restart_after: None,
-            } if at.0 <= t
+            } if began(*at)
                 && waited.contains(rank)
                 && fold
                     .ranks

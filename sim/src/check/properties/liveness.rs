@@ -152,13 +152,12 @@ fn stall_diagnosed(run: &Run) -> Result<(), Violation> {
 }
 
 /// When every fault of `s` is over — every timed fault ended, every preempted rank restarted
-/// — or None when one never is (a permanent fault, an application bug).
+/// — or None when one never is (a permanent fault, an application bug) or when that time is
+/// not known before the run (a fault triggered at a call).
 fn healed_at(s: &Scenario) -> Option<Nanos> {
     s.faults.iter().try_fold(0, |last: Nanos, f| {
         let end = match f {
-            Fault::Preempt {
-                at, restart_after, ..
-            } => at.0 + restart_after.as_ref()?.0,
+            Fault::Preempt { restart_after, .. } => f.at()?.0 + restart_after.as_ref()?.0,
             _ => f.at()?.0 + f.duration()?.0,
         };
         Some(last.max(end))

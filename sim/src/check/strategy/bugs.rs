@@ -6,7 +6,7 @@
 //! scenario that reproduces it (save it as a `.toml` and `ringside run` it).
 
 use crate::check::Case;
-use crate::scenario::{self, Dtype, Fault, OpKind, Scenario};
+use crate::scenario::{self, Dtype, Fault, OpKind, Scenario, Trigger};
 use crate::units::{Duration, Size};
 use proptest::prelude::*;
 use std::fmt;
@@ -204,7 +204,7 @@ fn fault_on(f: &FaultGen, p: u32, iterations: u32, ops: &[OpKind]) -> Option<Fau
     Some(match f {
         FaultGen::Preempt { rank, at_us } => Fault::Preempt {
             rank: rank % p,
-            at: us(*at_us),
+            at: Trigger::At(us(*at_us)),
             restart_after: None,
         },
         FaultGen::Pause {
@@ -213,7 +213,7 @@ fn fault_on(f: &FaultGen, p: u32, iterations: u32, ops: &[OpKind]) -> Option<Fau
             dur_us,
         } => Fault::Pause {
             rank: rank % p,
-            at: us(*at_us),
+            at: Trigger::At(us(*at_us)),
             duration: us(*dur_us),
         },
         FaultGen::Partition {
@@ -223,7 +223,7 @@ fn fault_on(f: &FaultGen, p: u32, iterations: u32, ops: &[OpKind]) -> Option<Fau
             oneway,
         } => Fault::Partition {
             sides: sides(side_of, p)?,
-            at: us(*at_us),
+            at: Trigger::At(us(*at_us)),
             duration: dur_us.map(us),
             oneway: *oneway,
         },
@@ -237,7 +237,7 @@ fn fault_on(f: &FaultGen, p: u32, iterations: u32, ops: &[OpKind]) -> Option<Fau
             Fault::Delay {
                 rank,
                 link,
-                at: us(*at_us),
+                at: Trigger::At(us(*at_us)),
                 duration: dur_us.map(us),
                 extra: us(*extra_us),
                 jitter: None,
@@ -252,7 +252,7 @@ fn fault_on(f: &FaultGen, p: u32, iterations: u32, ops: &[OpKind]) -> Option<Fau
             Fault::Loss {
                 rank,
                 link,
-                at: us(*at_us),
+                at: Trigger::At(us(*at_us)),
                 duration: None,
                 rate: f64::from(*rate_pct) / 100.0,
             }
@@ -262,7 +262,7 @@ fn fault_on(f: &FaultGen, p: u32, iterations: u32, ops: &[OpKind]) -> Option<Fau
             factor_tenths,
         } => Fault::Slow {
             rank: rank % p,
-            at: Duration::ZERO,
+            at: Trigger::At(Duration::ZERO),
             duration: None,
             factor: f64::from(*factor_tenths) / 10.0,
         },

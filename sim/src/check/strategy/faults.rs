@@ -3,7 +3,7 @@
 use super::Gen;
 use crate::check::bound;
 use crate::proto::data::mix;
-use crate::scenario::{program, Dtype, Fault, FaultKind, OpKind, OpSpec, Scenario};
+use crate::scenario::{program, Dtype, Fault, FaultKind, OpKind, OpSpec, Scenario, Trigger};
 use crate::units::{Duration, Nanos, Size};
 use proptest::prelude::*;
 
@@ -113,7 +113,9 @@ impl FaultDraw {
         let kind = *kinds.get(self.kind % kinds.len().max(1))?;
         let rank = self.rank % p;
         let other_rank = (p >= 2).then(|| (rank + 1 + self.other % (p - 1)) % p);
-        let at = capped(u128::from(f.horizon) * u128::from(self.at.min(1000)) / 1000);
+        let at = Trigger::At(capped(
+            u128::from(f.horizon) * u128::from(self.at.min(1000)) / 1000,
+        ));
         let span = |per_mille: u32| {
             capped((u128::from(f.timeout) * u128::from(per_mille) / 1000).max(1_000))
         };

@@ -20,7 +20,8 @@
 //!   to madsim are (a message reaching the receiver as the sender dies still arrives);
 //! - the engine ends an elastic run as soon as nothing can change (it sees every process and
 //!   link); here a run ends when nothing progressed for [`GroupHandle::quiet_bound`] after the
-//!   last fault, so a stalled run ends later, with the same outcome.
+//!   last fault, so a stalled run ends later, with the same outcome;
+//! - a fault triggered at a call (`at_call`) is not applied: only the engine counts calls.
 //!
 //! Two ways in:
 //! - [`run_scenario`] builds a madsim runtime, runs one scenario in it and returns its

@@ -94,18 +94,19 @@ pub fn check_limits(s: &Scenario, scale: f64, deadline: Option<Nanos>) -> Result
     Ok(())
 }
 
-/// The faults `launch` cannot apply for real.
+/// The faults `launch` cannot apply for real: the network's, by kind, and those triggered at a
+/// call (`at_call`; the nodes do not report their calls as they issue them).
 pub fn unemulated(s: &Scenario) -> Vec<&'static str> {
     let mut kinds: Vec<&'static str> = s
         .faults
         .iter()
-        .filter(|f| {
-            matches!(
-                f,
-                Fault::Partition { .. } | Fault::Delay { .. } | Fault::Loss { .. }
-            )
+        .filter_map(|f| match f {
+            Fault::Partition { .. } | Fault::Delay { .. } | Fault::Loss { .. } => {
+                Some(f.kind().name())
+            }
+            _ if f.at_call().is_some() => Some("`at_call`"),
+            _ => None,
         })
-        .map(|f| f.kind().name())
         .collect();
     kinds.dedup();
     kinds

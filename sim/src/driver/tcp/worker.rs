@@ -528,7 +528,11 @@ fn slow_factor(s: &Scenario, rank: u32, now: Nanos) -> f64 {
                 at,
                 duration,
                 factor,
-            } if *r == rank && at.0 <= now && duration.is_none_or(|d| now < at.0 + d.0) => {
+            } if *r == rank
+                && at
+                    .time()
+                    .is_some_and(|at| at.0 <= now && duration.is_none_or(|d| now < at.0 + d.0)) =>
+            {
                 Some(*factor)
             }
             _ => None,

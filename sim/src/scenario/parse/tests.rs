@@ -54,7 +54,7 @@ fn the_annotated_example_parses() {
         s.faults,
         vec![Fault::Preempt {
             rank: 2,
-            at: Duration(25_000_000),
+            at: Trigger::At(Duration(25_000_000)),
             restart_after: None
         }]
     );
@@ -99,11 +99,13 @@ fn every_key_parses() {
     assert_eq!(r[2].expect_members, Some(vec![0]));
     let kinds: Vec<FaultKind> = s.faults.iter().map(|f| f.kind()).collect();
     assert_eq!(kinds, FaultKind::ALL);
+    assert_eq!(s.faults[1].trigger(), Some(Trigger::AtCall(2)));
+    assert_eq!(s.faults[1].at_call(), Some((2, 2)));
     assert_eq!(
         s.faults[2],
         Fault::Partition {
             sides: vec![vec![0, 1], vec![2, 3]],
-            at: Duration(1_000_000),
+            at: Trigger::At(Duration(1_000_000)),
             duration: Some(Duration(5_000_000)),
             oneway: true
         }
@@ -237,7 +239,50 @@ fn bad_inputs() -> Vec<(String, &'static str, usize, &'static str)> {
             format!("{BASE}[[faults]]\nkind = \"pause\"\nrank = 1\nat = \"1ms\"\n"),
             "faults[0].duration",
             6,
-            "a `pause` fault needs `rank`, `at`, `duration`",
+            "a `pause` fault needs `rank`, `at` (or `at_call`), `duration`",
+        ),
+        // a fault's trigger: a time or a call, exactly one
+        (
+            format!("{BASE}[[faults]]\nkind = \"preempt\"\nrank = 1\n"),
+            "faults[0].at",
+            6,
+            "missing required key `at`: a `preempt` fault needs `rank`, `at` (or `at_call`)",
+        ),
+        (
+            format!("{BASE}[[faults]]\nkind = \"preempt\"\nrank = 1\nat = \"1ms\"\nat_call = 3\n"),
+            "faults[0].at_call",
+            10,
+            "a fault begins `at` a time or `at_call` a call of its rank, not both",
+        ),
+        (
+            format!("{BASE}[[faults]]\nkind = \"preempt\"\nrank = 1\nat_call = 0\n"),
+            "faults[0].at_call",
+            9,
+            "calls count from 1",
+        ),
+        (
+            format!("{BASE}[[faults]]\nkind = \"preempt\"\nrank = 1\nat_call = -2\n"),
+            "faults[0].at_call",
+            9,
+            "invalid value: integer `-2`",
+        ),
+        (
+            format!("{BASE}[[faults]]\nkind = \"delay\"\nlink = [1, 2]\nat_call = 2\nextra = \"1ms\"\n"),
+            "faults[0].at_call",
+            9,
+            "a `delay` fault begins at a call of its `rank`: give `rank`, not `link`",
+        ),
+        (
+            format!("{BASE}[[faults]]\nkind = \"partition\"\nsides = [[0], [1]]\nat_call = 2\n"),
+            "faults[0].at_call",
+            9,
+            "unknown key `at_call` for a `partition` fault",
+        ),
+        (
+            format!("{BASE}[[faults]]\nkind = \"slow\"\nrank = 9\nat_call = 2\nfactor = 2.0\n"),
+            "faults[0].rank",
+            8,
+            "rank 9 is out of range",
         ),
         // bad units and types
         (
