@@ -191,3 +191,107 @@ fn a_rank_preempted_at_a_time_is_killed_while_the_others_wait() {
     );
     assert_rank1_preempted_at_the_third_call(&o);
 }
+
+#[test]
+fn a_pipeline_stage_receiving_from_the_wrong_stage_is_named_with_its_line() {
+    let Some(bin) = venv() else { return };
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/four-ranks.toml", "--json"],
+        &["examples/torch/pipeline.py", "--wrong-stage"],
+    );
+    let v = common::json(&o);
+    assert_eq!(v["outcome"], "stalled", "{}", common::text(&o));
+    let blocked = v["blocked"].as_array().expect("blocked");
+    let stage2 = blocked
+        .iter()
+        .find(|b| b["rank"] == 2)
+        .unwrap_or_else(|| panic!("stage 2 is blocked: {v}"));
+    assert_eq!(stage2["op"], "recv", "{stage2}");
+    assert_eq!(stage2["waiting_for"], serde_json::json!([0]), "{stage2}");
+    let site = stage2["call_site"].as_str().expect("call_site");
+    assert!(
+        site.ends_with("examples/torch/pipeline.py:32 (forward)"),
+        "{site}"
+    );
+    // without the bug the same pipeline completes
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/four-ranks.toml"],
+        &["examples/torch/pipeline.py"],
+    );
+    assert!(
+        common::stdout(&o).contains("pipeline done: gradient sum"),
+        "{}",
+        common::text(&o)
+    );
+}
+
+#[test]
+fn a_rank_dependent_extra_all_reduce_is_a_mismatch_named_at_both_call_sites() {
+    let Some(bin) = venv() else { return };
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/four-ranks.toml", "--json"],
+        &["examples/torch/extra_allreduce.py"],
+    );
+    let v = common::json(&o);
+    assert_eq!(v["outcome"], "stalled", "{}", common::text(&o));
+    assert_eq!(
+        v["root_causes"],
+        serde_json::json!(["mismatch:1"]),
+        "{}",
+        common::text(&o)
+    );
+    let site = |rank: u64| {
+        v["blocked"]
+            .as_array()
+            .expect("blocked")
+            .iter()
+            .find(|b| b["rank"] == rank)
+            .and_then(|b| b["call_site"].as_str())
+            .unwrap_or_else(|| panic!("rank {rank}'s call site: {v}"))
+            .to_string()
+    };
+    // the extra call on rank 1, and the all_reduce the others meet it with
+    assert!(site(1).ends_with("examples/torch/extra_allreduce.py:15 (<module>)"));
+    for rank in [0, 2, 3] {
+        assert!(site(rank).ends_with("examples/torch/extra_allreduce.py:16 (<module>)"));
+    }
+}
+
+#[test]
+fn a_two_by_two_device_mesh_runs_its_dimensions_as_groups() {
+    let Some(bin) = venv() else { return };
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/four-ranks.toml", "--json"],
+        &["examples/torch/mesh.py"],
+    );
+    let v = common::json(&o);
+    assert_eq!(v["outcome"], "completed", "{}", common::text(&o));
+    let ops = v["ops"].as_array().expect("ops");
+    // an all_reduce in each of the four two-rank groups, an all_gather in the two tp groups,
+    // a world barrier; every program checked its own results too
+    assert_eq!(ops.len(), 7, "{v}");
+    assert!(ops.iter().all(|op| op["correct"] == true), "{v}");
+    let exits = v["ranks_exit"].as_array().expect("ranks_exit");
+    assert!(exits.iter().all(|e| e["code"] == 0), "{v}");
+}
+
+#[test]
+fn isend_irecv_batch_isend_irecv_and_send_recv_carry_the_programs_tensors() {
+    let Some(bin) = venv() else { return };
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/four-ranks.toml", "--json"],
+        &["examples/torch/p2p.py"],
+    );
+    let v = common::json(&o);
+    assert_eq!(v["outcome"], "completed", "{}", common::text(&o));
+    let ops = v["ops"].as_array().expect("ops");
+    assert_eq!(ops.len(), 12, "{v}");
+    assert!(ops.iter().all(|op| op["correct"] == true), "{v}");
+    let exits = v["ranks_exit"].as_array().expect("ranks_exit");
+    assert!(exits.iter().all(|e| e["code"] == 0), "{v}");
+}

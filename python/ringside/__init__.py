@@ -182,7 +182,10 @@ class RingsideBackend(_CBackend):
     def size(self):
         return self._size
 
+    @property
     def supports_coalescing(self):
+        # torch reads this as an attribute (`getattr(backend, "supports_coalescing", False)`):
+        # batch_isend_irecv then issues its calls one by one
         return False
 
     # -- helpers
