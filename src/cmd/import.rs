@@ -83,11 +83,14 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
     }
     let dumps = loaded.dumps;
     let analysis = fr::analyze(&dumps);
+    // a job that cannot be replayed is refused after its diagnosis is printed
+    let mut refused = None;
     if let Some(out) = &a.scenario {
-        let sc = fr::scenario::write(&scenario_name(&a.dumps[0]), &dumps, &analysis)
-            .map_err(|e| Failure::Input(format!("--scenario {}: {e}", out.display())))?;
-        std::fs::write(out, sc)
-            .map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?;
+        match fr::scenario::write(&scenario_name(&a.dumps[0]), &dumps, &analysis) {
+            Ok(sc) => std::fs::write(out, sc)
+                .map_err(|e| Failure::Input(format!("cannot write {}: {e}", out.display())))?,
+            Err(e) => refused = Some(format!("--scenario {}: {e}", out.display())),
+        }
     }
     if let Some(out) = &a.trace {
         fr::trace::write(&scenario_name(&a.dumps[0]), &dumps, &analysis, out)
@@ -103,12 +106,15 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
         print!("{}", fr::report::to_dot(&dumps, &analysis));
     } else {
         print!("{}", safe_lines(&report.human()));
-        if let Some(out) = &a.scenario {
+        if let Some(out) = a.scenario.as_ref().filter(|_| refused.is_none()) {
             println!("scenario written to {}", out.display());
         }
         if let Some(out) = &a.trace {
             println!("trace written to {}", out.display());
         }
     }
-    Ok(())
+    match refused {
+        Some(e) => Err(Failure::Input(e)),
+        None => Ok(()),
+    }
 }

@@ -17,13 +17,13 @@
 //! the reason, never written.
 
 use super::analyze::lanes::{self, Call};
-use super::analyze::Analysis;
+use super::analyze::{Analysis, DivergenceKind};
 use super::groups::Group;
 use super::model::{dtype, dtype_bytes, numel, Dump};
 use crate::proto::vocab::Peer;
 use crate::scenario::{
-    Dtype, Expect, Fault, GroupConfig, GroupRanks, NamedGroup, OpKind, OpSpec, Outcome, Program,
-    RootCause, Scenario, Trigger, Workload, World,
+    Dtype, Expect, Fault, FlightRecorder, GroupConfig, GroupRanks, NamedGroup, OpKind, OpSpec,
+    Outcome, Program, RootCause, Scenario, Trigger, Workload, World,
 };
 use crate::trace::{Event, NullRecorder, VecRecorder};
 use crate::units::{Duration, Size};
@@ -187,6 +187,10 @@ fn op_of(
         peer,
         rendezvous: false,
         compute: None,
+        // the other end of a message is not where this rank made its call
+        site: (!mirror)
+            .then(|| lanes::site(dumps, c).map(String::from))
+            .flatten(),
     })
 }
 
@@ -332,12 +336,14 @@ fn issues(op: &OpSpec, r: u32, members: &BTreeMap<String, Vec<u32>>) -> bool {
 }
 
 /// Positions in `program` of the calls of `list` when `program` is the program of rank `r`:
-/// None when the calls rank `r` would issue from it are not exactly `list`.
+/// None when the calls rank `r` would issue from it are not exactly `list` (or, `partial`,
+/// do not begin with `list`).
 fn covers(
     program: &[OpSpec],
     list: &[Item],
     r: u32,
     members: &BTreeMap<String, Vec<u32>>,
+    partial: bool,
 ) -> Option<Vec<u32>> {
     let mut pos = Vec::with_capacity(list.len());
     let mut it = list.iter();
@@ -345,10 +351,11 @@ fn covers(
         if !issues(op, r, members) {
             continue;
         }
-        if it.next()?.op != *op {
-            return None;
+        match it.next() {
+            Some(x) if x.op == *op => pos.push(i as u32),
+            None if partial => return Some(pos),
+            _ => return None,
         }
-        pos.push(i as u32);
     }
     it.next().is_none().then_some(pos)
 }
@@ -403,320 +410,533 @@ fn gaps(list: &[Item], t0: u64) -> Vec<u64> {
         .collect()
 }
 
-/// Plans the replay of the job; `place` places the preemptions of ranks without a dump in time
-/// (by a run of the scenario without them), else they are left out.
-pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
-    let mut problems: Vec<String> = Vec::new();
-    let world = a.groups.world_size.max(1);
-    let names = group_names(a);
-    let window = windows(a);
-    let members: BTreeMap<String, Vec<u32>> = a
-        .groups
-        .list
-        .iter()
-        .zip(&names)
-        .filter_map(|(g, n)| n.clone().map(|n| (n, g.members.clone())))
-        .collect();
-    // every rank's calls
-    let mut lists: Vec<Vec<Item>> = Vec::with_capacity(world as usize);
-    for r in 0..world {
-        let list = match a.dump_of.get(r as usize).copied().flatten() {
-            Some(di) => own_list(dumps, a, &names, &window, di as usize),
-            None => missing_list(dumps, a, &names, &window, r),
-        };
-        match list {
-            Ok(mut l) => {
-                sends_first(&mut l);
-                lists.push(l);
-            }
-            Err(e) => {
-                problems.push(e);
-                lists.push(Vec::new());
+/// The programs of the scenario: the declared one first, each with its ranks; where each rank's
+/// calls are in its program; and the calls that ranks running the declared program skip.
+struct Programs {
+    list: Vec<(Vec<OpSpec>, Vec<u32>)>,
+    /// Per rank: its program, and the position in it of each call of its list.
+    pos: Vec<(usize, Vec<u32>)>,
+    /// (rank, op index) of each call it never issued.
+    skips: Vec<(u32, u32)>,
+}
+
+impl Programs {
+    fn op_mut(&mut self, rank: u32, i: u32) -> &mut OpSpec {
+        let k = self.pos[rank as usize].0;
+        &mut self.list[k].0[i as usize]
+    }
+}
+
+/// What the plan works from: the import, the names of its groups in the scenario, and each
+/// rank's calls as it goes.
+struct Planner<'a> {
+    dumps: &'a [Dump],
+    a: &'a Analysis,
+    world: u32,
+    names: Vec<Option<String>>,
+    window: Vec<u64>,
+    /// Members of each named group.
+    members: BTreeMap<String, Vec<u32>>,
+    /// Ranks the import finds blocked, or in a call it cannot tell the end of.
+    blocked: Vec<u32>,
+    /// Ranks the import blames (a rank without a dump aside).
+    blamed: Vec<u32>,
+    /// Each rank's calls.
+    lists: Vec<Vec<Item>>,
+    problems: Vec<String>,
+    /// What the replay chose where the dumps are silent, one sentence each.
+    guesses: Vec<String>,
+}
+
+impl<'a> Planner<'a> {
+    fn new(dumps: &'a [Dump], a: &'a Analysis) -> Planner<'a> {
+        let names = group_names(a);
+        let members = a
+            .groups
+            .list
+            .iter()
+            .zip(&names)
+            .filter_map(|(g, n)| n.clone().map(|n| (n, g.members.clone())))
+            .collect();
+        let blamed = a
+            .root_causes()
+            .iter()
+            .filter(|c| !matches!(c, RootCause::Missing(_)))
+            .flat_map(|c| c.ranks().into_iter().map(|r| r.0))
+            .collect();
+        Planner {
+            dumps,
+            a,
+            world: a.groups.world_size.max(1),
+            window: windows(a),
+            names,
+            members,
+            // a rank in a call that never ends is blocked in a replay
+            blocked: a
+                .diagnosis
+                .blocked
+                .iter()
+                .map(|b| b.rank)
+                .chain(a.diagnosis.in_progress.iter().copied())
+                .collect(),
+            blamed,
+            lists: Vec::new(),
+            problems: Vec::new(),
+            guesses: Vec::new(),
+        }
+    }
+
+    fn has_dump(&self, r: u32) -> bool {
+        self.a.dump_of.get(r as usize).copied().flatten().is_some()
+    }
+
+    /// Every rank's calls: its own, or those its peers made with it.
+    fn rank_lists(&mut self) {
+        for r in 0..self.world {
+            let list = match self.a.dump_of.get(r as usize).copied().flatten() {
+                Some(di) => own_list(self.dumps, self.a, &self.names, &self.window, di as usize),
+                None => missing_list(self.dumps, self.a, &self.names, &self.window, r),
+            };
+            match list {
+                Ok(mut l) => {
+                    sends_first(&mut l);
+                    self.lists.push(l);
+                }
+                Err(e) => {
+                    self.problems.push(e);
+                    self.lists.push(Vec::new());
+                }
             }
         }
     }
-    // a collective that completed on every member although ranks called it with other sizes
-    // (the backend never compared them) moves the same bytes in the replay: the most common
-    for g in &a.groups.list {
-        let scan = &a.scans[g.id as usize];
+
+    /// The items of each group's collectives that ranks recorded themselves, by seq.
+    fn own_calls_by_seq(&self, g: &Group) -> BTreeMap<u64, Vec<(u32, usize)>> {
         let mut at: BTreeMap<u64, Vec<(u32, usize)>> = BTreeMap::new();
         for &m in &g.members {
-            for (i, item) in lists[m as usize].iter().enumerate() {
+            for (i, item) in self.lists[m as usize].iter().enumerate() {
                 if let (Source::Own { dump, first }, true) = (
                     item.source,
-                    item.op.group == names[g.id as usize] && item.batch.is_none(),
+                    item.op.group == self.names[g.id as usize] && item.batch.is_none(),
                 ) {
-                    let lane = &a.lanes[dump as usize][g.id as usize];
+                    let lane = &self.a.lanes[dump as usize][g.id as usize];
                     if let Ok(k) = lane.calls.binary_search_by_key(&first, |c| c.first) {
                         at.entry(lane.calls[k].seq).or_default().push((m, i));
                     }
                 }
             }
         }
-        for (seq, calls) in at {
-            if !scan.passed(seq) {
-                continue;
-            }
-            let mut count: BTreeMap<(OpKind, u64), usize> = BTreeMap::new();
-            for &(m, i) in &calls {
-                let op = &lists[m as usize][i].op;
-                *count.entry((op.op, op.bytes.0)).or_default() += 1;
-            }
-            if count.len() < 2 {
-                continue;
-            }
-            let Some(((kind, bytes), _)) = count
-                .into_iter()
-                .max_by_key(|(k, n)| (*n, std::cmp::Reverse(*k)))
-            else {
-                continue;
-            };
-            for (m, i) in calls {
-                let op = &mut lists[m as usize][i].op;
-                if op.op == kind {
-                    op.bytes = Size(bytes);
+        at
+    }
+
+    /// A collective that completed on every member although ranks called it with other sizes
+    /// (the backend never compared them) moves the same bytes in the replay: the most common.
+    fn same_bytes_where_completed(&mut self) {
+        for g in &self.a.groups.list {
+            let scan = &self.a.scans[g.id as usize];
+            for (seq, calls) in self.own_calls_by_seq(g) {
+                if !scan.passed(seq) {
+                    continue;
+                }
+                let mut count: BTreeMap<(OpKind, u64), usize> = BTreeMap::new();
+                for &(m, i) in &calls {
+                    let op = &self.lists[m as usize][i].op;
+                    *count.entry((op.op, op.bytes.0)).or_default() += 1;
+                }
+                if count.len() < 2 {
+                    continue;
+                }
+                let Some(((kind, bytes), _)) = count
+                    .into_iter()
+                    .max_by_key(|(k, n)| (*n, std::cmp::Reverse(*k)))
+                else {
+                    continue;
+                };
+                for (m, i) in calls {
+                    let op = &mut self.lists[m as usize][i].op;
+                    if op.op == kind {
+                        op.bytes = Size(bytes);
+                    }
                 }
             }
         }
     }
-    // a blocked rank's program goes on past the call it is stuck in: a message a peer waits
-    // for from it is still to come, not skipped
-    let blocked: Vec<u32> = a.diagnosis.blocked.iter().map(|b| b.rank).collect();
-    for st in a.stuck.iter().filter(|x| x.p2p && x.mismatch.is_none()) {
-        let Some(&b) = st.waiting_for.first() else {
-            continue;
-        };
-        if !blocked.contains(&b) || a.dump_of.get(b as usize).copied().flatten().is_none() {
-            continue;
+
+    /// A rank the import blames for a rooted collective (broadcast, reduce, gather, scatter)
+    /// it called alike from another call site, and that did not complete, called it with
+    /// another root. The dumps record neither roots nor the backend's algorithm: choice `k`
+    /// gives the culprit's call the `k % (p - 1) + 1`-th group rank as its root (the others
+    /// keep group rank 0), and every member's call the `k / (p - 1)`-th algorithm of the op.
+    /// Returns how many choices there are (0: no call of this kind).
+    fn unrecorded(&mut self, k: u32) -> u32 {
+        let mut choices = 0;
+        for d in &self.a.divergences {
+            if d.kind != DivergenceKind::CallSite || !d.decided() {
+                continue;
+            }
+            let g = &self.a.groups.list[d.group as usize];
+            let p = g.members.len() as u32;
+            if self.a.scans[g.id as usize].passed(d.seq) || p < 2 {
+                continue;
+            }
+            let calls = self.calls_at(g, d.seq);
+            let Some(op) = calls
+                .iter()
+                .map(|&(m, i)| self.lists[m as usize][i].op.op)
+                .find(|op| op.rooted())
+            else {
+                continue;
+            };
+            let algorithms = op.algorithms();
+            choices = (p - 1).saturating_mul(algorithms.len() as u32);
+            let (root, alg) = (k % (p - 1) + 1, (k / (p - 1)) as usize % algorithms.len());
+            for (m, i) in calls {
+                let call = &mut self.lists[m as usize][i].op;
+                if call.op != op {
+                    continue;
+                }
+                call.algorithm = (alg > 0).then_some(algorithms[alg]);
+                if d.culprits.contains(&m) {
+                    call.root = Some(root);
+                    self.guesses.push(format!(
+                        "rank {m}'s {op} #{} has root {root} and every member's the {} \
+                         algorithm: the dumps record neither, and this is the first choice \
+                         whose replay tells the import's story",
+                        d.seq, algorithms[alg]
+                    ));
+                }
+            }
         }
-        let g = &a.groups.list[st.group as usize];
-        match op_of(dumps, g, &names[g.id as usize], &st.call, true) {
-            Ok(op) => lists[b as usize].push(Item {
-                op,
-                t: st.call.time_ns,
-                done: 0,
-                source: Source::Mirror {
-                    dump: st.call.dump,
-                    first: st.call.first,
-                },
-                batch: None,
-            }),
-            Err(e) => problems.push(e),
+        choices
+    }
+
+    /// Every rank's call at `seq` of group `g`: the items of its own records, or (a rank
+    /// without a dump) of the group's collective.
+    fn calls_at(&self, g: &Group, seq: u64) -> Vec<(u32, usize)> {
+        let mut out = self.own_calls_by_seq(g).remove(&seq).unwrap_or_default();
+        for &m in &g.members {
+            for (i, item) in self.lists[m as usize].iter().enumerate() {
+                if item.source == (Source::Collective { group: g.id, seq }) {
+                    out.push((m, i));
+                }
+            }
+        }
+        out
+    }
+
+    /// A blocked rank's program goes on past the call it is stuck in: a message a peer waits
+    /// for from it is still to come, not skipped.
+    fn pending_messages(&mut self) {
+        let (dumps, a) = (self.dumps, self.a);
+        for st in a.stuck.iter().filter(|x| x.p2p && x.mismatch.is_none()) {
+            let Some(&b) = st.waiting_for.first() else {
+                continue;
+            };
+            if !self.blocked.contains(&b) || !self.has_dump(b) {
+                continue;
+            }
+            let g = &a.groups.list[st.group as usize];
+            match op_of(dumps, g, &self.names[g.id as usize], &st.call, true) {
+                Ok(op) => self.lists[b as usize].push(Item {
+                    op,
+                    t: st.call.time_ns,
+                    done: 0,
+                    source: Source::Mirror {
+                        dump: st.call.dump,
+                        first: st.call.first,
+                    },
+                    batch: None,
+                }),
+                Err(e) => self.problems.push(e),
+            }
         }
     }
-    // the program most ranks run, among the distinct lists
-    let mut distinct: Vec<(Vec<OpSpec>, u32)> = Vec::new();
-    for (r, l) in lists.iter().enumerate() {
-        let ops: Vec<OpSpec> = l.iter().map(|i| i.op.clone()).collect();
-        if !distinct.iter().any(|(d, _)| *d == ops) {
-            distinct.push((ops, r as u32));
-        }
+
+    /// Which ranks a program covers, by rank (see [`covers`]); a blocked rank's calls may end
+    /// early, in the call it is stuck in.
+    fn coverage(&self, ops: &[OpSpec]) -> Vec<Option<Vec<u32>>> {
+        (0..self.world)
+            .map(|r| {
+                let partial = self.blocked.contains(&r);
+                covers(ops, &self.lists[r as usize], r, &self.members, partial)
+            })
+            .collect()
     }
-    // the ranks the import blames run programs of their own, where the lists allow
-    let blamed: Vec<u32> = a
-        .root_causes()
-        .iter()
-        .filter(|c| !matches!(c, RootCause::Missing(_)))
-        .flat_map(|c| c.ranks().into_iter().map(|r| r.0))
-        .collect();
-    let mut best: Option<(usize, Vec<Option<Vec<u32>>>)> = None;
-    for (k, (ops, _)) in distinct.iter().enumerate() {
-        let cov: Vec<Option<Vec<u32>>> = (0..world)
-            .map(|r| covers(ops, &lists[r as usize], r, &members))
-            .collect();
+
+    /// The program most ranks run, among the distinct lists; the ranks the import blames run
+    /// programs of their own, where the lists allow.
+    fn declared(&self) -> (Vec<OpSpec>, Vec<Option<Vec<u32>>>) {
+        let mut distinct: Vec<Vec<OpSpec>> = Vec::new();
+        for l in &self.lists {
+            let ops: Vec<OpSpec> = l.iter().map(|i| i.op.clone()).collect();
+            if !distinct.contains(&ops) {
+                distinct.push(ops);
+            }
+        }
         let score = |cov: &[Option<Vec<u32>>]| {
-            let right = (0..world)
-                .filter(|r| cov[*r as usize].is_some() && !blamed.contains(r))
-                .count();
-            let wrong = (0..world)
-                .filter(|r| cov[*r as usize].is_some() && blamed.contains(r))
-                .count();
+            let (mut right, mut wrong) = (0, 0);
+            for r in (0..self.world).filter(|r| cov[*r as usize].is_some()) {
+                if self.blamed.contains(&r) {
+                    wrong += 1;
+                } else {
+                    right += 1;
+                }
+            }
             (right, std::cmp::Reverse(wrong))
         };
-        if best.as_ref().is_none_or(|(_, b)| score(&cov) > score(b)) {
-            best = Some((k, cov));
-        }
-    }
-    let (mut declared, covered) = match best {
-        Some((k, cov)) => (distinct[k].0.clone(), cov),
-        None => (Vec::new(), vec![None; world as usize]),
-    };
-    // a rank the import finds skipped a call runs the declared program with a `skip` fault
-    let mut skips: Vec<(u32, u32)> = Vec::new();
-    let mut covered = covered;
-    for c in a.root_causes() {
-        let RootCause::Skipped(r) = c else { continue };
-        let r = r.0;
-        if r >= world || covered[r as usize].is_some() {
-            continue;
-        }
-        let Some((p, sk, tail)) = covers_skipping(&declared, &lists[r as usize], r, &members)
-        else {
-            continue;
-        };
-        // calls past the end of the declared program are added to it only when every other
-        // rank that runs it is stuck before them (or dead)
-        let stuck_before = (0..world)
-            .filter(|&o| o != r && covered[o as usize].is_some())
-            .all(|o| {
-                blocked.contains(&o) || a.dump_of.get(o as usize).copied().flatten().is_none()
-            });
-        if !tail.is_empty() && !stuck_before {
-            continue;
-        }
-        declared.extend(tail);
-        covered[r as usize] = Some(p);
-        skips.extend(sk.into_iter().map(|i| (r, i)));
-    }
-    // programs: the declared one, then one per distinct list of the ranks it does not cover;
-    // each rank's positions in its program
-    let mut programs: Vec<(Vec<OpSpec>, Vec<u32>)> = vec![(declared, Vec::new())];
-    let mut pos: Vec<(usize, Vec<u32>)> = Vec::with_capacity(world as usize);
-    for r in 0..world {
-        match &covered[r as usize] {
-            Some(p) => {
-                programs[0].1.push(r);
-                pos.push((0, p.clone()));
-            }
-            None => {
-                let ops: Vec<OpSpec> = lists[r as usize].iter().map(|i| i.op.clone()).collect();
-                let k = match programs.iter().skip(1).position(|(o, _)| *o == ops) {
-                    Some(k) => k + 1,
-                    None => {
-                        programs.push((ops, Vec::new()));
-                        programs.len() - 1
-                    }
-                };
-                programs[k].1.push(r);
-                pos.push((k, (0..lists[r as usize].len() as u32).collect()));
+        let mut best: Option<(usize, Vec<Option<Vec<u32>>>)> = None;
+        for (k, ops) in distinct.iter().enumerate() {
+            let cov = self.coverage(ops);
+            if best.as_ref().is_none_or(|(_, b)| score(&cov) > score(b)) {
+                best = Some((k, cov));
             }
         }
-    }
-    // compute: the median over a program's ranks of their gap before each call, rounded
-    let mut per_op: Vec<Vec<Vec<u64>>> = programs
-        .iter()
-        .map(|(ops, _)| vec![Vec::new(); ops.len()])
-        .collect();
-    for r in 0..world as usize {
-        let (k, p) = &pos[r];
-        for (g, &i) in gaps(&lists[r], a.t0_ns).into_iter().zip(p) {
-            per_op[*k][i as usize].push(g);
+        match best {
+            Some((k, cov)) => (distinct.swap_remove(k), cov),
+            None => (Vec::new(), vec![None; self.world as usize]),
         }
     }
-    for ((ops, _), gs) in programs.iter_mut().zip(per_op) {
-        for (op, g) in ops.iter_mut().zip(gs) {
-            let c = round2(median(g));
-            op.compute = (c > 0).then_some(Duration(c));
+
+    /// A rank the import finds skipped a call runs the declared program with a `skip` fault:
+    /// its positions, and (rank, op index) of each call it skips.
+    fn skipped(
+        &self,
+        declared: &mut Vec<OpSpec>,
+        covered: &mut [Option<Vec<u32>>],
+    ) -> Vec<(u32, u32)> {
+        let mut skips = Vec::new();
+        for c in self.a.root_causes() {
+            let RootCause::Skipped(r) = c else { continue };
+            let r = r.0;
+            if r >= self.world || covered[r as usize].is_some() {
+                continue;
+            }
+            let Some((p, sk, tail)) =
+                covers_skipping(declared, &self.lists[r as usize], r, &self.members)
+            else {
+                continue;
+            };
+            // calls past the end of the declared program are added to it only when every
+            // other rank that runs it is stuck before them (or dead)
+            let stuck_before = (0..self.world)
+                .filter(|&o| o != r && covered[o as usize].is_some())
+                .all(|o| self.blocked.contains(&o) || !self.has_dump(o));
+            if !tail.is_empty() && !stuck_before {
+                continue;
+            }
+            declared.extend(tail);
+            covered[r as usize] = Some(p);
+            skips.extend(sk.into_iter().map(|i| (r, i)));
         }
+        skips
     }
-    // the index of each dumped call in its rank's program
-    let mut index: Vec<BTreeMap<u32, u32>> = vec![BTreeMap::new(); dumps.len()];
-    for r in 0..world as usize {
-        for (item, &i) in lists[r].iter().zip(&pos[r].1) {
-            if let Source::Own { dump, first } = item.source {
-                index[dump as usize].insert(first, i);
+
+    /// The declared program, then one per distinct list of the ranks it does not cover.
+    fn programs(&self) -> Programs {
+        let (mut declared, mut covered) = self.declared();
+        let skips = self.skipped(&mut declared, &mut covered);
+        let mut list: Vec<(Vec<OpSpec>, Vec<u32>)> = vec![(declared, Vec::new())];
+        let mut pos: Vec<(usize, Vec<u32>)> = Vec::with_capacity(self.world as usize);
+        for r in 0..self.world {
+            match &covered[r as usize] {
+                Some(p) => {
+                    list[0].1.push(r);
+                    pos.push((0, p.clone()));
+                }
+                None => {
+                    let own = &self.lists[r as usize];
+                    let ops: Vec<OpSpec> = own.iter().map(|i| i.op.clone()).collect();
+                    let k = match list.iter().skip(1).position(|(o, _)| *o == ops) {
+                        Some(k) => k + 1,
+                        None => {
+                            list.push((ops, Vec::new()));
+                            list.len() - 1
+                        }
+                    };
+                    list[k].1.push(r);
+                    pos.push((k, (0..own.len() as u32).collect()));
+                }
             }
         }
+        Programs { list, pos, skips }
     }
-    let timeout = dumps
-        .iter()
-        .flat_map(|d| d.records.iter().filter_map(|r| r.timeout_ms.get()))
-        .max();
-    let mut dts: Vec<Dtype> = dumps
-        .iter()
-        .flat_map(|d| d.records.iter().map(|r| dtype(d.str(r.in_dtypes))))
-        .take(10_000)
-        .collect();
-    dts.sort_by_key(|d| d.name());
-    let causes = a.root_causes();
-    let hung: Vec<u32> = causes
-        .iter()
-        .filter_map(|c| match c {
-            RootCause::Hung(r) => Some(r.0),
-            _ => None,
-        })
-        .collect();
-    let mut declared = programs.remove(0);
-    if declared.1.is_empty() {
-        declared.0.clear();
-    }
-    let mut scenario = Scenario {
-        name: name.to_string(),
-        description: None,
-        seed: 0,
-        time_limit: None,
-        world: World {
-            size: world,
-            ranks_per_host: 1,
-        },
-        network: Default::default(),
-        engine: Default::default(),
-        group: GroupConfig {
-            timeout: Duration(
-                timeout.map_or(30_000_000_000, |t| t.max(1).saturating_mul(1_000_000)),
-            ),
-            ..GroupConfig::default()
-        },
-        workload: Workload {
-            iterations: if hung.is_empty() { 1 } else { 2 },
-            compute: Duration(0),
-            dtype: dts.get(dts.len() / 2).copied().unwrap_or(Dtype::F32),
-            elements: 16,
-            ops: declared.0,
-            programs: programs
-                .into_iter()
-                .map(|(ops, ranks)| Program { ranks, ops })
-                .collect(),
-            pipeline: None,
-            registry: Vec::new(),
-        },
-        torch: None,
-        groups: a
-            .groups
+
+    /// The compute before each call: the median over a program's ranks of their gap before
+    /// it, rounded.
+    fn compute(&self, programs: &mut Programs) {
+        let mut per_op: Vec<Vec<Vec<u64>>> = programs
             .list
             .iter()
-            .zip(&names)
-            .filter_map(|(g, n)| {
-                n.clone().map(|name| NamedGroup {
-                    name,
-                    ranks: GroupRanks::One(g.members.clone()),
-                })
-            })
-            .collect(),
-        faults: Vec::new(),
-        expect: None,
-    };
-    for (rank, i) in skips {
-        scenario.faults.push(Fault::Skip {
-            rank,
-            iteration: 0,
-            op_index: Some(i),
-        });
+            .map(|(ops, _)| vec![Vec::new(); ops.len()])
+            .collect();
+        for (r, list) in self.lists.iter().enumerate() {
+            let (k, p) = &programs.pos[r];
+            for (g, &i) in gaps(list, self.a.t0_ns).into_iter().zip(p) {
+                per_op[*k][i as usize].push(g);
+            }
+        }
+        for ((ops, _), gs) in programs.list.iter_mut().zip(per_op) {
+            for (op, g) in ops.iter_mut().zip(gs) {
+                let c = round2(median(g));
+                op.compute = (c > 0).then_some(Duration(c));
+            }
+        }
     }
-    // a stopped rank hangs at the start of the second iteration; ranks that finished their
-    // calls skip every call of it
-    let victims: Vec<u32> = a
-        .divergences
-        .iter()
-        .flat_map(|d| d.victims.iter().copied())
-        .collect();
-    let dead: Vec<u32> = causes
-        .iter()
-        .filter_map(|c| match c {
-            RootCause::Missing(r) => Some(r.0),
-            _ => None,
-        })
-        .filter(|r| !victims.contains(r))
-        .collect();
-    if !hung.is_empty() {
-        for r in 0..world {
+
+    /// The index of each dumped call in its rank's program.
+    fn index(&self, programs: &Programs) -> Vec<BTreeMap<u32, u32>> {
+        let mut index: Vec<BTreeMap<u32, u32>> = vec![BTreeMap::new(); self.dumps.len()];
+        for (list, (_, pos)) in self.lists.iter().zip(&programs.pos) {
+            for (item, &i) in list.iter().zip(pos) {
+                if let Source::Own { dump, first } = item.source {
+                    index[dump as usize].insert(first, i);
+                }
+            }
+        }
+        index
+    }
+
+    /// The backend the dumps' profiling names carry (the most common), if any.
+    fn backend(&self) -> Option<String> {
+        let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+        for d in self.dumps {
+            if let Some(r) = d.records.first() {
+                *count.entry(d.str(r.backend)).or_default() += 1;
+            }
+        }
+        count
+            .into_iter()
+            .filter(|(b, _)| !b.is_empty())
+            .max_by_key(|(_, n)| *n)
+            .map(|(b, _)| b.to_string())
+    }
+
+    /// The scenario of the job without its faults and `[expect]`.
+    fn skeleton(&self, name: &str, programs: &Programs) -> Scenario {
+        let timeout = self
+            .dumps
+            .iter()
+            .flat_map(|d| d.records.iter().filter_map(|r| r.timeout_ms.get()))
+            .max();
+        let mut dts: Vec<Dtype> = self
+            .dumps
+            .iter()
+            .flat_map(|d| d.records.iter().map(|r| dtype(d.str(r.in_dtypes))))
+            .take(10_000)
+            .collect();
+        dts.sort_by_key(|d| d.name());
+        let hung = self
+            .a
+            .root_causes()
+            .iter()
+            .any(|c| matches!(c, RootCause::Hung(_)));
+        let mut scenario = Scenario {
+            name: name.to_string(),
+            description: None,
+            seed: 0,
+            time_limit: None,
+            world: World {
+                size: self.world,
+                ranks_per_host: 1,
+            },
+            network: Default::default(),
+            engine: Default::default(),
+            group: GroupConfig {
+                timeout: Duration(
+                    timeout.map_or(30_000_000_000, |t| t.max(1).saturating_mul(1_000_000)),
+                ),
+                ..GroupConfig::default()
+            },
+            workload: Workload {
+                iterations: if hung { 2 } else { 1 },
+                compute: Duration(0),
+                dtype: dts.get(dts.len() / 2).copied().unwrap_or(Dtype::F32),
+                elements: 16,
+                ops: Vec::new(),
+                programs: Vec::new(),
+                pipeline: None,
+                registry: Vec::new(),
+            },
+            torch: None,
+            groups: self
+                .a
+                .groups
+                .list
+                .iter()
+                .zip(&self.names)
+                .filter_map(|(g, n)| {
+                    n.clone().map(|name| NamedGroup {
+                        name,
+                        ranks: GroupRanks::One(g.members.clone()),
+                    })
+                })
+                .collect(),
+            faults: programs
+                .skips
+                .iter()
+                .map(|&(rank, i)| Fault::Skip {
+                    rank,
+                    iteration: 0,
+                    op_index: Some(i),
+                })
+                .collect(),
+            expect: None,
+            flight_recorder: Some(FlightRecorder {
+                backend: self.backend(),
+                no_dump: self.a.missing.clone(),
+            }),
+        };
+        set_programs(&mut scenario, programs);
+        scenario
+    }
+
+    /// Members without a dump that a divergence explains (the backend aborted them).
+    fn victims(&self) -> Vec<u32> {
+        self.a
+            .divergences
+            .iter()
+            .flat_map(|d| d.victims.iter().copied())
+            .collect()
+    }
+
+    /// Members without a dump that the import blames: they die in the replay.
+    fn dead(&self) -> Vec<u32> {
+        let victims = self.victims();
+        self.a
+            .root_causes()
+            .iter()
+            .filter_map(|c| match c {
+                RootCause::Missing(r) => Some(r.0),
+                _ => None,
+            })
+            .filter(|r| !victims.contains(r))
+            .collect()
+    }
+
+    /// A stopped rank hangs at the start of the second iteration; ranks that finished their
+    /// calls skip every call of it.
+    fn hangs(&self, scenario: &mut Scenario, programs: &Programs) {
+        let hung: Vec<u32> = self
+            .a
+            .root_causes()
+            .iter()
+            .filter_map(|c| match c {
+                RootCause::Hung(r) => Some(r.0),
+                _ => None,
+            })
+            .collect();
+        if hung.is_empty() {
+            return;
+        }
+        let (dead, victims) = (self.dead(), self.victims());
+        for r in 0..self.world {
             if hung.contains(&r) {
                 scenario.faults.push(Fault::Hang {
                     rank: r,
                     iteration: 1,
                 });
-            } else if !blocked.contains(&r) && !dead.contains(&r) && !victims.contains(&r) {
-                for &i in &pos[r as usize].1 {
+            } else if !self.blocked.contains(&r) && !dead.contains(&r) && !victims.contains(&r) {
+                for &i in &programs.pos[r as usize].1 {
                     scenario.faults.push(Fault::Skip {
                         rank: r,
                         iteration: 1,
@@ -726,51 +946,54 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
             }
         }
     }
-    // a rank without a dump that the import blames dies in the compute before the first call
-    // its peers wait for it in
-    let mut preempts: Vec<(u32, u32)> = Vec::new();
-    for &m in &dead {
-        let list = &lists[m as usize];
-        let waited = |s: &super::analyze::Stuck| {
-            list.iter().position(|i| match i.source {
-                Source::Collective { group, seq } => {
-                    !s.p2p && s.group == group && s.call.seq == seq
-                }
-                Source::Mirror { dump, first } => {
-                    s.p2p && s.call.dump == dump && s.call.first == first
-                }
-                Source::Own { .. } => false,
-            })
-        };
-        let k = a
-            .stuck
-            .iter()
-            .filter(|s| s.waiting_for.contains(&m))
-            .filter_map(waited)
-            .min();
-        match k {
-            Some(k) => preempts.push((m, pos[m as usize].1[k])),
-            None => problems.push(format!(
-                "rank {m} left no dump, and no call its peers wait for it in can be placed in \
-                 its program"
-            )),
-        }
-    }
-    if place && !preempts.is_empty() && problems.is_empty() {
-        // the compute before the call it never issued lasts at least 100us, to die in
-        for &(m, i) in &preempts {
-            let (k, _) = pos[m as usize];
-            let op = if k == 0 {
-                &mut scenario.workload.ops[i as usize]
-            } else {
-                &mut scenario.workload.programs[k - 1].ops[i as usize]
+
+    /// Each rank without a dump that the import blames, and the index in its program of the
+    /// first call its peers wait for it in: it dies in the compute before it.
+    fn preemptions(&mut self, programs: &Programs) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for m in self.dead() {
+            let list = &self.lists[m as usize];
+            let waited = |s: &super::analyze::Stuck| {
+                list.iter().position(|i| match i.source {
+                    Source::Collective { group, seq } => {
+                        !s.p2p && s.group == group && s.call.seq == seq
+                    }
+                    Source::Mirror { dump, first } => {
+                        s.p2p && s.call.dump == dump && s.call.first == first
+                    }
+                    Source::Own { .. } => false,
+                })
             };
+            let k = self
+                .a
+                .stuck
+                .iter()
+                .filter(|s| s.waiting_for.contains(&m))
+                .filter_map(waited)
+                .min();
+            match k {
+                Some(k) => out.push((m, programs.pos[m as usize].1[k])),
+                None => self.problems.push(format!(
+                    "rank {m} left no dump, and no call its peers wait for it in can be placed \
+                     in its program"
+                )),
+            }
+        }
+        out
+    }
+
+    /// Places the preemptions in time: mid-compute before the call the rank never issued, as
+    /// a run without them issues it.
+    fn place(&mut self, scenario: &mut Scenario, programs: &mut Programs, at: &[(u32, u32)]) {
+        // the compute before the call it never issued lasts at least 100us, to die in
+        for &(m, i) in at {
+            let op = programs.op_mut(m, i);
             op.compute = Some(Duration(op.compute.map_or(0, |c| c.0).max(100_000)));
         }
-        // when each rank issues that call, in the run without the preemptions
+        set_programs(scenario, programs);
         let mut rec = VecRecorder::default();
-        let _ = crate::run::run_events(&scenario, &crate::run::RunOptions::default(), &mut rec);
-        for &(m, i) in &preempts {
+        let _ = crate::run::run_events(scenario, &crate::run::RunOptions::default(), &mut rec);
+        for &(m, i) in at {
             let t = rec.events.iter().find_map(|(t, e)| match e {
                 Event::Call {
                     rank,
@@ -780,14 +1003,7 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
                 } if *rank == m && *index == i => Some(*t),
                 _ => None,
             });
-            let (k, _) = pos[m as usize];
-            let before = if k == 0 {
-                &scenario.workload.ops[i as usize]
-            } else {
-                &scenario.workload.programs[k - 1].ops[i as usize]
-            }
-            .compute
-            .map_or(0, |c| c.0);
+            let before = programs.op_mut(m, i).compute.map_or(0, |c| c.0);
             match t {
                 Some(t) => scenario.faults.push(Fault::Preempt {
                     rank: m,
@@ -795,74 +1011,128 @@ pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
                     at: Trigger::At(Duration(t.saturating_sub(before / 2) / 1000 * 1000)),
                     restart_after: None,
                 }),
-                None => problems.push(format!(
-                    "rank {m} left no dump, and the replay never brings it to the call its peers \
-                     wait for it in"
+                None => self.problems.push(format!(
+                    "rank {m} left no dump, and the replay never brings it to the call its \
+                     peers wait for it in"
                 )),
             }
         }
     }
-    if causes.contains(&RootCause::Undecided) {
-        problems.push(format!(
-            "the dumps do not decide who is wrong (undecided: {}), and a replay always does",
-            a.undecided_reason.as_deref().unwrap_or("no reason given")
-        ));
+
+    /// `[expect]`: the import's verdict, as a replay tells it.
+    fn expect(&mut self, scenario: &mut Scenario) {
+        let causes = self.a.root_causes();
+        if causes.contains(&RootCause::Undecided) {
+            self.problems.push(format!(
+                "the dumps do not decide who is wrong (undecided: {}), and a replay always does",
+                self.a
+                    .undecided_reason
+                    .as_deref()
+                    .unwrap_or("no reason given")
+            ));
+        }
+        let mut want_causes: Vec<RootCause> = causes
+            .iter()
+            .map(|c| match c {
+                RootCause::Missing(r) => RootCause::Preempted(*r),
+                other => other.clone(),
+            })
+            .collect();
+        want_causes.sort();
+        want_causes.dedup();
+        let mut want_blocked = self.blocked.clone();
+        want_blocked.extend(self.victims());
+        want_blocked.sort_unstable();
+        want_blocked.dedup();
+        scenario.expect = Some(Expect {
+            outcome: Some(if self.a.outcome == Outcome::Completed {
+                Outcome::Completed
+            } else {
+                Outcome::Stalled
+            }),
+            blocked: Some(want_blocked),
+            root_causes: Some(want_causes),
+            correct: None,
+            generations: None,
+        });
+        scenario.description = Some(self.description(scenario));
     }
-    let mut want_causes: Vec<RootCause> = causes
-        .iter()
-        .map(|c| match c {
-            RootCause::Missing(r) => RootCause::Preempted(*r),
-            other => other.clone(),
-        })
-        .collect();
-    want_causes.sort();
-    want_causes.dedup();
-    let mut want_blocked = blocked.clone();
-    want_blocked.extend(&victims);
-    want_blocked.sort_unstable();
-    want_blocked.dedup();
-    scenario.expect = Some(Expect {
-        outcome: Some(if a.outcome == Outcome::Completed {
-            Outcome::Completed
-        } else {
-            Outcome::Stalled
-        }),
-        blocked: Some(want_blocked),
-        root_causes: Some(want_causes),
-        correct: None,
-        generations: None,
-    });
-    let causes_text = crate::cause::listed(&causes);
-    scenario.description = Some(format!(
-        "Imported from {} Flight Recorder dumps: {} group{}, {} program{}{}{}",
-        dumps.len(),
-        scenario.groups.len() + 1,
-        if scenario.groups.is_empty() { "" } else { "s" },
-        scenario.workload.programs.len() + 1,
-        if scenario.workload.programs.is_empty() {
-            ""
-        } else {
-            "s"
-        },
-        if causes_text.is_empty() {
-            String::new()
-        } else {
-            format!("; the import's root causes: {causes_text}")
-        },
-        if victims.is_empty() {
-            String::new()
-        } else {
-            format!(
+
+    fn description(&self, scenario: &Scenario) -> String {
+        let causes_text = crate::cause::listed(&self.a.root_causes());
+        let victims = self.victims();
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let (groups, programs) = (
+            scenario.groups.len() + 1,
+            scenario.workload.programs.len() + 1,
+        );
+        let mut text = format!(
+            "Imported from {} Flight Recorder dumps: {groups} group{}, {programs} program{}",
+            self.dumps.len(),
+            plural(groups),
+            plural(programs),
+        );
+        if !causes_text.is_empty() {
+            text += &format!("; the import's root causes: {causes_text}");
+        }
+        if !victims.is_empty() {
+            text += &format!(
                 "; {} left no dump as a victim and stays alive here",
                 crate::diagnose::ranks_phrase(&victims)
-            )
+            );
         }
-    ));
-    Replay {
+        for g in &self.guesses {
+            text += &format!("; {g}");
+        }
+        text
+    }
+}
+
+/// Writes the programs into the scenario: the declared one as `[[workload.ops]]` (none when
+/// no rank runs it), the others as `[[workload.programs]]`.
+fn set_programs(scenario: &mut Scenario, programs: &Programs) {
+    let mut list = programs.list.clone();
+    let mut declared = list.remove(0);
+    if declared.1.is_empty() {
+        declared.0.clear();
+    }
+    scenario.workload.ops = declared.0;
+    scenario.workload.programs = list
+        .into_iter()
+        .map(|(ops, ranks)| Program { ranks, ops })
+        .collect();
+}
+
+/// Plans the replay of the job; `place` places the preemptions of ranks without a dump in time
+/// (by a run of the scenario without them), else they are left out.
+pub fn plan(name: &str, dumps: &[Dump], a: &Analysis, place: bool) -> Replay {
+    plan_with(name, dumps, a, place, 0).0
+}
+
+/// As [`plan`], with the `root`-th choice of the roots the dumps do not record; also returns
+/// how many choices there are.
+fn plan_with(name: &str, dumps: &[Dump], a: &Analysis, place: bool, root: u32) -> (Replay, u32) {
+    let mut p = Planner::new(dumps, a);
+    p.rank_lists();
+    p.same_bytes_where_completed();
+    let roots = p.unrecorded(root);
+    p.pending_messages();
+    let mut programs = p.programs();
+    p.compute(&mut programs);
+    let index = p.index(&programs);
+    let mut scenario = p.skeleton(name, &programs);
+    p.hangs(&mut scenario, &programs);
+    let preempts = p.preemptions(&programs);
+    if place && !preempts.is_empty() && p.problems.is_empty() {
+        p.place(&mut scenario, &mut programs, &preempts);
+    }
+    p.expect(&mut scenario);
+    let replay = Replay {
         scenario,
         index,
-        problems,
-    }
+        problems: p.problems,
+    };
+    (replay, roots)
 }
 
 /// How a run of the replay ended, as its `[expect]` states it.
@@ -879,9 +1149,44 @@ fn verdict(outcome: Outcome, blocked: &[u32], causes: &[RootCause]) -> String {
     )
 }
 
-/// The scenario as TOML, or why the job cannot be replayed as the import tells it.
+/// Most roots tried for calls whose root the dumps do not record.
+const MAX_ROOT_CHOICES: u32 = 24;
+
+/// The scenario as TOML, or why the job cannot be replayed as the import tells it. Where the
+/// dumps leave a root unknown, the first choice whose replay tells the import's story is kept:
+/// one that blocks each rank in the collective the import finds it in, else the first one with
+/// the import's blocked ranks and root causes.
 pub fn write(name: &str, dumps: &[Dump], a: &Analysis) -> Result<String, String> {
-    let r = plan(name, dumps, a, true);
+    let want: Vec<(u32, u64)> = a
+        .diagnosis
+        .blocked
+        .iter()
+        .map(|b| (b.rank, b.seq))
+        .collect();
+    let (replay, choices) = plan_with(name, dumps, a, true, 0);
+    let mut replay = Some(replay);
+    let (mut told, mut refused) = (None, None);
+    for k in 0..choices.clamp(1, MAX_ROOT_CHOICES) {
+        let r = match replay.take() {
+            Some(r) => r,
+            None => plan_with(name, dumps, a, true, k).0,
+        };
+        match checked(r) {
+            Ok((text, blocked)) if want.iter().all(|w| blocked.contains(w)) => return Ok(text),
+            Ok((text, _)) => {
+                told.get_or_insert(text);
+            }
+            Err(e) => {
+                refused.get_or_insert(e);
+            }
+        }
+    }
+    told.ok_or_else(|| refused.unwrap_or_default())
+}
+
+/// The TOML of a planned replay, once a run of it ends as its `[expect]` says, and where its
+/// ranks are blocked (rank, seq).
+fn checked(r: Replay) -> Result<(String, Vec<(u32, u64)>), String> {
     if !r.problems.is_empty() {
         return Err(format!(
             "this job cannot be replayed as a scenario: {}",
@@ -915,9 +1220,11 @@ pub fn write(name: &str, dumps: &[Dump], a: &Analysis) -> Result<String, String>
             verdict(want_outcome, &want_blocked, &want_causes)
         ));
     }
-    Ok(format!(
+    let text = format!(
         "# Written by `ringside import` from Flight Recorder dumps. `ringside run` on it checks\n\
          # [expect]: the import's blocked ranks and root causes (a rank without a dump is\n\
          # replayed as a preemption, so `missing:R` reads `preempted:R`).\n{text}"
-    ))
+    );
+    let at = diagnosis.blocked.iter().map(|b| (b.rank, b.seq)).collect();
+    Ok((text, at))
 }

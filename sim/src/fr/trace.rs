@@ -321,6 +321,7 @@ pub fn write(name: &str, dumps: &[Dump], a: &Analysis, out: &Path) -> Result<(),
             peer: None,
             rendezvous: false,
             compute: None,
+            site: None,
         });
     }
     let f = std::fs::File::create(out).map_err(|e| format!("cannot create: {e}"))?;

@@ -42,6 +42,24 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<Expect>,
+    /// How `export --fr` writes the run's Flight Recorder dumps (`[flight_recorder]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flight_recorder: Option<FlightRecorder>,
+}
+
+/// What an imported job's dumps said that a simulation does not model, so that `export --fr`
+/// writes the run's dumps as the job wrote them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlightRecorder {
+    /// The backend that prefixes each record's profiling name (`nccl`, `gloo`...); default
+    /// `nccl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Ranks that leave no dump, as in the job (a rank the backend aborted stays alive in the
+    /// simulation, blocked where the job left it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub no_dump: Vec<u32>,
 }
 
 impl Scenario {
@@ -465,6 +483,10 @@ pub struct OpSpec {
     /// Time spent computing before the call is issued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<Duration>,
+    /// Where the program makes the call (`train.py:86`): an imported job's call site, written
+    /// into the stack frames of `export --fr`. Calls from different sites are different calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
 }
 
 impl OpSpec {
@@ -480,6 +502,7 @@ impl OpSpec {
             peer: None,
             rendezvous: false,
             compute: None,
+            site: None,
         }
     }
 }

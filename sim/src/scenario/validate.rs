@@ -44,6 +44,32 @@ pub fn validate(s: &Scenario) -> Result<(), Invalid> {
     if let Some(e) = &s.expect {
         expect(s, e)?;
     }
+    if let Some(f) = &s.flight_recorder {
+        flight_recorder(s, f)?;
+    }
+    Ok(())
+}
+
+/// Longest call site (`file:line`) a scenario names.
+pub const MAX_SITE_LEN: usize = 4096;
+
+fn flight_recorder(s: &Scenario, f: &FlightRecorder) -> Result<(), Invalid> {
+    if let Some(b) = &f.backend {
+        let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if b.is_empty() || b.len() > 64 || !b.chars().all(ok) {
+            return fail(
+                "flight_recorder.backend",
+                "a backend is a short name of letters, digits, `_` and `-`, e.g. \"nccl\" or \"gloo\"",
+            );
+        }
+    }
+    for (i, &r) in f.no_dump.iter().enumerate() {
+        let k = format!("flight_recorder.no_dump[{i}]");
+        rank_in_world(s, &k, r)?;
+        if f.no_dump[..i].contains(&r) {
+            return fail(k, format!("rank {r} is listed twice"));
+        }
+    }
     Ok(())
 }
 
@@ -358,6 +384,16 @@ fn op_spec(s: &Scenario, k: &str, op: &OpSpec) -> Result<(), Invalid> {
             return fail(
                 format!("{k}.group"),
                 format!("`{g}` is not a group: {hint}"),
+            );
+        }
+    }
+    if let Some(site) = &op.site {
+        if site.trim().is_empty() || site.len() > MAX_SITE_LEN || site.contains(['\n', '\r']) {
+            return fail(
+                format!("{k}.site"),
+                format!(
+                    "a call site is one line of at most {MAX_SITE_LEN} bytes, e.g. \"train.py:86\""
+                ),
             );
         }
     }

@@ -416,6 +416,7 @@ pub fn scenarios(gen: &Gen) -> impl Strategy<Value = Scenario> {
                     torch: None,
                     faults: Vec::new(),
                     expect: None,
+                    flight_recorder: None,
                 };
                 let floor = bound::iteration_cost(&s).saturating_mul(4);
                 s.group.timeout.0 = s.group.timeout.0.max(floor);
