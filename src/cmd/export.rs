@@ -37,7 +37,7 @@ pub fn main(a: ExportArgs) -> anyhow::Result<()> {
                 String::new()
             } else {
                 format!(
-                    " (none from {}: dead or frozen at the end, as in a real job)",
+                    " (none from {}: dead or frozen at the end, or without a dump in the imported job)",
                     ringside_sim::diagnose::ranks_phrase(&out.silent)
                 )
             }

@@ -37,6 +37,8 @@ pub struct Header {
     pub compressed: bool,
     /// The event budget the run was given, when it was not the default.
     pub max_events: Option<u64>,
+    /// The wall-clock (Unix epoch ns) time 0 stands for, in the trace of a real job.
+    pub start_unix_ns: Option<u64>,
 }
 
 /// The footer, when the trace has one.
@@ -286,6 +288,7 @@ impl Header {
             scenario,
             scenario_json,
             real: v.get("real").and_then(|r| r.as_bool()).unwrap_or(false),
+            start_unix_ns: v.get("start_unix_ns").and_then(|t| t.as_u64()),
         })
     }
 }
