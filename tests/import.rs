@@ -960,3 +960,110 @@ fn thousands_of_ranks_without_a_dump_are_named_in_a_few_lines_at_once() {
     assert_eq!(v["root_causes"].as_array().map(Vec::len), Some(4998));
     assert_eq!(v["missing"].as_array().map(Vec::len), Some(4998));
 }
+
+/// One NCCL-style JSON record with its state: `(group, seq, p2p seq, profiling name, state)`;
+/// `completed` records are retired.
+fn nccl(group: &str, seq: u64, p2p_seq: u64, name: &str, state: &str) -> serde_json::Value {
+    let p2p = name.contains("send ") || name.contains("recv ");
+    let mut r = rec(group, seq, name, state == "completed", p2p);
+    r["collective_seq_id"] = seq.into();
+    r["p2p_seq_id"] = p2p_seq.into();
+    r["state"] = state.into();
+    if name.ends_with(":coalesced") {
+        r["input_sizes"] = serde_json::json!([]);
+        r["output_sizes"] = serde_json::json!([]);
+    }
+    r
+}
+
+fn world4(entries: Vec<Vec<serde_json::Value>>) -> serde_json::Value {
+    let cfg =
+        serde_json::json!({"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}});
+    let dumps: Vec<serde_json::Value> = entries
+        .into_iter()
+        .map(|e| serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": e}))
+        .collect();
+    job(&dumps)
+}
+
+/// A call's state is evidence: a rank whose kernel never started (`scheduled`) while its peers'
+/// did holds them up, in a collective, in a send, and in a batch of sends and recvs whose
+/// closing record alone carries the state.
+#[test]
+fn a_rank_whose_kernel_never_started_holds_up_its_peers() {
+    let done = |s: u64| nccl("0", s, 0, "nccl:all_reduce", "completed");
+    let at5 = |state: &str| {
+        let mut v: Vec<serde_json::Value> = (1..5).map(done).collect();
+        v.push(nccl("0", 5, 0, "nccl:all_reduce", state));
+        v
+    };
+    let r = world4(vec![
+        at5("started"),
+        at5("started"),
+        at5("scheduled"),
+        at5("started"),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["hung:2"], "{r}");
+    assert_eq!(blocked_ranks(&r), [0, 1, 3]);
+    // a pipeline, no collective before it: rank 1's send never started
+    let r = world4(vec![
+        vec![nccl("0", 0, 1, "nccl:send 0->1", "completed")],
+        vec![
+            nccl("0", 0, 1, "nccl:recv 1<-0", "completed"),
+            nccl("0", 0, 2, "nccl:send 1->2", "scheduled"),
+        ],
+        vec![nccl("0", 0, 1, "nccl:recv 2<-1", "started")],
+        vec![nccl("0", 0, 1, "nccl:recv 3<-2", "started")],
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["hung:1"], "{r}");
+    assert_eq!(blocked_ranks(&r), [2, 3]);
+    let b = &r["blocked"][0];
+    assert_eq!(
+        (b["op"].as_str(), b["peer"].as_u64()),
+        (Some("recv"), Some(1))
+    );
+    // batch_isend_irecv: the closing record of rank 3's batch never started
+    let batch = |ops: [&str; 2], state: &str| {
+        let mut v = vec![done(1)];
+        v.extend(ops.map(|o| nccl("0", 1, 1, o, "scheduled")));
+        v.push(nccl("0", 1, 1, "nccl:coalesced", state));
+        v
+    };
+    let r = world4(vec![
+        vec![done(1)],
+        vec![done(1)],
+        batch(["nccl:send 2->3", "nccl:recv 2<-3"], "started"),
+        batch(["nccl:recv 3<-2", "nccl:send 3->2"], "scheduled"),
+    ]);
+    assert_eq!(strings(&r["root_causes"]), ["hung:3"], "{r}");
+    assert_eq!(blocked_ranks(&r), [2]);
+}
+
+/// A rank stuck in one call holds up every call it issued behind it: a peer that waits for one
+/// of those waits for whatever holds the rank.
+#[test]
+fn a_call_behind_a_stuck_one_waits_for_it() {
+    let cfg = serde_json::json!({
+        "1": {"name": "1", "desc": "tp", "ranks": "[0, 1]"},
+        "2": {"name": "2", "desc": "pp", "ranks": "[1, 2]"},
+    });
+    let dump = |e: Vec<serde_json::Value>| serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": e});
+    // rank 1 waits in tp #1 for rank 0, which left no dump; behind it pp's #1, which rank 2
+    // waits in
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (r, d) in [
+        (
+            1,
+            dump(vec![
+                nccl("1", 1, 0, "nccl:all_reduce", "started"),
+                nccl("0", 1, 0, "nccl:all_reduce", "scheduled"),
+            ]),
+        ),
+        (2, dump(vec![nccl("0", 1, 0, "nccl:all_reduce", "started")])),
+    ] {
+        std::fs::write(dir.path().join(format!("rank_{r}.json")), d.to_string()).expect("write");
+    }
+    let r = import_json(&[dir.path()]);
+    assert_eq!(strings(&r["root_causes"]), ["missing:0"], "{r}");
+    assert_eq!(blocked_ranks(&r), [1, 2]);
+}

@@ -221,7 +221,7 @@ fn own_list(
     let d = &dumps[di];
     let mut calls: Vec<(u32, Call, bool)> = Vec::new();
     for g in &a.groups.list {
-        let lane = &a.lanes[di][g.id as usize];
+        let lane = &a.lanes[di].groups[g.id as usize];
         calls.extend(
             lane.calls
                 .iter()
@@ -519,7 +519,7 @@ impl<'a> Planner<'a> {
                     item.source,
                     item.op.group == self.names[g.id as usize] && item.batch.is_none(),
                 ) {
-                    let lane = &self.a.lanes[dump as usize][g.id as usize];
+                    let lane = &self.a.lanes[dump as usize].groups[g.id as usize];
                     if let Ok(k) = lane.calls.binary_search_by_key(&first, |c| c.first) {
                         at.entry(lane.calls[k].seq).or_default().push((m, i));
                     }
@@ -628,8 +628,14 @@ impl<'a> Planner<'a> {
     /// for from it is still to come, not skipped.
     fn pending_messages(&mut self) {
         let (dumps, a) = (self.dumps, self.a);
-        for st in a.stuck.iter().filter(|x| x.p2p && x.mismatch.is_none()) {
-            let Some(&b) = st.waiting_for.first() else {
+        for st in a.stuck.iter().filter(|x| {
+            x.p2p
+                && !x
+                    .waits
+                    .iter()
+                    .any(|(_, o)| matches!(o, super::analyze::Obstacle::Sizes(..)))
+        }) {
+            let Some(&b) = st.waiting_for().first() else {
                 continue;
             };
             if !self.blocked.contains(&b) || !self.has_dump(b) {
@@ -968,7 +974,7 @@ impl<'a> Planner<'a> {
                 .a
                 .stuck
                 .iter()
-                .filter(|s| s.waiting_for.contains(&m))
+                .filter(|s| s.waiting_for().contains(&m))
                 .filter_map(waited)
                 .min();
             match k {

@@ -104,7 +104,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                     .iter()
                     .find(|s| s.group == g.id && s.call.seq == *seq && !s.p2p);
                 let waiting_for: Vec<u32> = match stuck {
-                    Some(s) => s.waiting_for.clone(),
+                    Some(s) => s.waiting_for(),
                     None => g
                         .members
                         .iter()
@@ -155,7 +155,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                         );
                     }
                     Some(_) => {}
-                    None if c.left => {
+                    None if c.left() => {
                         let done = if rec.completed_ns > 0 {
                             rel(rec.completed_ns)
                         } else {
@@ -265,7 +265,7 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
         let at = a
             .stuck
             .iter()
-            .filter(|s| s.waiting_for.contains(&m))
+            .filter(|s| s.waiting_for().contains(&m))
             .map(|s| rel(s.call.time_ns))
             .min()
             .unwrap_or(a.span_ns);

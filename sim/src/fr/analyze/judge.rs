@@ -1,6 +1,6 @@
 //! One group's calls side by side, seq by seq, and its earliest divergence.
 
-use super::lanes::{self, Call, Lane};
+use super::lanes::{self, Call, Lane, Lanes};
 use super::verdict::{judge_absent, judge_params, judge_site};
 use crate::diagnose::ranks_phrase;
 use crate::fr::groups::Group;
@@ -109,23 +109,26 @@ impl GroupScan {
 /// What the scan needs to know of every rank.
 pub struct Ctx<'a> {
     pub dumps: &'a [Dump],
-    /// `lanes[dump][group]`.
-    pub lanes: &'a [Vec<Lane>],
+    /// The lanes of each dump.
+    pub lanes: &'a [Lanes],
     /// Dump index of each rank of the world.
     pub dump_of: &'a [Option<u32>],
     /// Each dump's oldest record time (None: no records).
     pub oldest_ns: &'a [Option<u64>],
     /// Each dump's newest record time.
     pub newest_ns: &'a [u64],
-    /// Each dump has a call it has not left, in any group.
-    pub busy: &'a [bool],
     pub t0: u64,
 }
 
 impl Ctx<'_> {
     pub(super) fn lane(&self, rank: u32, g: u32) -> Option<&Lane> {
         let d = (*self.dump_of.get(rank as usize)?)?;
-        Some(&self.lanes[d as usize][g as usize])
+        Some(&self.lanes[d as usize].groups[g as usize])
+    }
+
+    /// Whether dump `d` has a call it has not left (or one that failed), in any group.
+    pub(super) fn busy(&self, d: usize) -> bool {
+        self.lanes[d].busy()
     }
 
     pub(super) fn dump(&self, rank: u32) -> Option<usize> {
@@ -204,12 +207,12 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
             merge(&seqs, l.calls.iter().map(|c| c.seq), &mut merged);
             std::mem::swap(&mut seqs, &mut merged);
         }
-        let done = l.calls.iter().filter(|c| c.completed).map(|c| c.seq);
+        let done = l.calls.iter().filter(|c| c.completed()).map(|c| c.seq);
         if !done.clone().eq(completed.iter().copied()) {
             merge(&completed, done, &mut merged);
             std::mem::swap(&mut completed, &mut merged);
         }
-        if let Some(c) = l.calls.iter().rev().find(|c| c.left) {
+        if let Some(c) = l.calls.iter().rev().find(|c| c.left()) {
             max_left = max_left.max(Some(c.seq));
         }
     }
@@ -243,7 +246,7 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
                     };
                     let c = lane.calls[k];
                     called += 1;
-                    left += u32::from(c.left);
+                    left += u32::from(c.left());
                     start = start.min(c.time_ns);
                     match rep {
                         None => {
@@ -344,7 +347,7 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
         && out.last_seq.is_some_and(|s| {
             g.members.iter().any(|&m| {
                 ctx.lane(m, g.id)
-                    .is_some_and(|l| l.calls.iter().any(|c| c.seq == s && c.completed))
+                    .is_some_and(|l| l.calls.iter().any(|c| c.seq == s && c.completed()))
             })
         });
     if !missing.is_empty() && !proved {

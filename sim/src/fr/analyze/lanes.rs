@@ -1,12 +1,55 @@
-//! Each rank's calls per group ("lanes"), and how two calls compare.
+//! Each rank's calls per group ("lanes") and in the order it issued them (its queue), what its
+//! dump says of each, and how two calls compare.
 
 use crate::fr::groups::Groups;
 use crate::fr::model::{fmt_shapes, numel, Dump, Record, RecordKind, State};
 use crate::proto::vocab::OpKind;
 use std::collections::BTreeMap;
 
+/// What a rank's dump says of one of its calls, at the time the rank dumped. A record's `state`
+/// and `retired` are evidence, read by what the backend reports:
+/// - a backend with device events (NCCL and its kin) says `completed` when the call is done,
+///   `started` when its kernel runs and waits for peers, `scheduled` while an earlier kernel on
+///   the stream holds it back; a call retired by the watchdog without completing failed;
+/// - gloo and hook recorders write `scheduled` for every call and retire a call when it ends,
+///   whether it succeeded or failed: a retired call is [`Status::Left`], and whether it can
+///   have succeeded is for its group's other members to tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// The rank has not left the call and nothing says it began (or the backend cannot say).
+    Scheduled,
+    /// Its kernel runs and waits for peers.
+    Started,
+    /// Retired without completing: timed out or aborted.
+    Failed,
+    /// Retired by a backend that does not tell success from failure (or reported complete by
+    /// `pg_status`, whose records say otherwise).
+    Left,
+    /// Completed on the device: every member took part.
+    Completed,
+}
+
+impl Status {
+    /// The rank is no longer in the call.
+    pub fn closed(self) -> bool {
+        matches!(self, Status::Failed | Status::Left | Status::Completed)
+    }
+
+    /// The state of record `r` of a dump with (`device`) or without device states.
+    pub fn of(r: &Record, device: bool) -> Status {
+        match (r.state, r.retired) {
+            (State::Completed, _) => Status::Completed,
+            (_, Some(true)) if device => Status::Failed,
+            (_, Some(true)) => Status::Left,
+            (State::Started, _) => Status::Started,
+            _ => Status::Scheduled,
+        }
+    }
+}
+
 /// One rank's call in one group: one record, or a coalesced block of records sharing a
-/// `collective_seq_id` (its last record closes the block and carries its state).
+/// `collective_seq_id` (its last record closes the block and carries its state), or one send
+/// or recv of a point-to-point batch (whose closing record carries the batch's state).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Call {
     /// Index of the dump.
@@ -14,20 +57,32 @@ pub struct Call {
     /// Records `first..=last` of that dump.
     pub first: u32,
     pub last: u32,
+    /// `collective_seq_id`; for a send or recv, `p2p_seq_id` (one value per batch).
     pub seq: u64,
     pub time_ns: u64,
-    /// The rank left the call (completed, or retired by the watchdog).
-    pub left: bool,
-    /// The call completed on the device (state `completed`): every member took part. gloo and
-    /// hook recorders never say so; their calls are only retired, failed or not.
-    pub completed: bool,
+    pub status: Status,
     /// The first record's hash of op, sizes and dtypes.
     pub sig: u64,
     /// The call site, numbered across all dumps (equal numbers, equal sites); 0 without one.
     pub site: u32,
+    /// Its place in its rank's queue (see [`Lanes::queue`]).
+    pub pos: u32,
 }
 
-/// The calls of one rank in one group, by increasing seq; point-to-point calls apart.
+impl Call {
+    /// The rank has left the call (completed, or retired by the watchdog).
+    pub fn left(&self) -> bool {
+        self.status.closed()
+    }
+
+    /// The call completed on the device: every member took part.
+    pub fn completed(&self) -> bool {
+        self.status == Status::Completed
+    }
+}
+
+/// The calls of one rank in one group, by increasing seq; point-to-point calls apart, in the
+/// order the rank issued them.
 #[derive(Clone, Debug, Default)]
 pub struct Lane {
     pub calls: Vec<Call>,
@@ -37,112 +92,280 @@ pub struct Lane {
     pub completed: Option<i64>,
 }
 
-/// Lanes of every (dump, group); `lanes[d][g]`.
-pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Vec<Lane>> {
-    let ng = groups.list.len();
-    let mut out = Vec::with_capacity(dumps.len());
-    let mut sites: BTreeMap<&str, u32> = BTreeMap::new();
-    let mut site_of: Vec<u32> = Vec::new();
-    for (di, d) in dumps.iter().enumerate() {
-        // each dump numbers its own strings: its call sites get the numbers of all dumps
-        site_of.clear();
-        site_of.resize(d.strings.len(), u32::MAX);
-        let mut lanes: Vec<Lane> = vec![Lane::default(); ng];
-        let of = &groups.of_dump_group[di];
-        let mut prev_p2p: Vec<bool> = vec![false; ng];
-        let mut pg_of_group: Vec<Option<i64>> = vec![None; ng];
-        for (i, r) in d.records.iter().enumerate() {
-            let g = of[r.group as usize] as usize;
-            if pg_of_group[g].is_none() {
-                pg_of_group[g] = r.pg_id;
-            }
-            let lane = &mut lanes[g];
-            let call = Call {
-                dump: di as u32,
-                first: i as u32,
-                last: i as u32,
-                seq: r.seq.get().unwrap_or(0),
-                time_ns: r.time_ns,
-                left: r.left(),
-                completed: r.state == State::Completed,
-                sig: r.sig,
-                site: match r.site {
-                    0 => 0,
-                    local => {
-                        let slot = &mut site_of[local as usize];
-                        if *slot == u32::MAX {
-                            let next = sites.len() as u32 + 1;
-                            *slot = *sites.entry(d.str(local)).or_insert(next);
-                        }
-                        *slot
-                    }
-                },
-            };
-            if r.is_p2p || r.kind.is_p2p() {
-                lane.p2p.push(call);
-                prev_p2p[g] = true;
-                continue;
-            }
-            // the record that closes a batch of sends and receives is not flagged p2p
-            if r.kind == RecordKind::Coalesced && prev_p2p[g] {
-                // its state is the batch's: the batch's own records stay `scheduled`
-                let batch = d.records[lane.p2p.last().map_or(0, |p| p.first as usize)].p2p_seq;
-                for p in lane.p2p.iter_mut().rev() {
-                    if d.records[p.first as usize].p2p_seq != batch {
-                        break;
-                    }
-                    p.left |= call.left;
-                }
-                continue;
-            }
-            prev_p2p[g] = false;
-            if r.seq.get().is_none() {
-                continue;
-            }
-            match lane.calls.last_mut() {
-                Some(c) if c.seq == call.seq => {
-                    // one coalesced block: the closing record's state is the block's
-                    c.last = call.last;
-                    if r.kind == RecordKind::Coalesced {
-                        c.left = call.left;
-                        c.completed = call.completed;
-                    } else {
-                        c.left &= call.left;
-                        c.completed &= call.completed;
-                    }
-                }
-                Some(c) if c.seq > call.seq => {
-                    // seq ids going back: a new recording epoch (the recorder was reset); the
-                    // older records cannot be matched with the newer ones
-                    lane.calls.clear();
-                    lane.calls.push(call);
-                }
-                _ => lane.calls.push(call),
-            }
-        }
-        for (g, pg) in pg_of_group.iter().enumerate() {
-            if let Some(st) = pg.and_then(|p| d.status(p)) {
-                lanes[g].enqueued = st.enqueued.filter(|&x| x >= 0);
-                lanes[g].completed = st.completed.filter(|&x| x >= 0);
-            }
-        }
-        // a call pg_status reports completed was left, whatever its record says
-        for lane in &mut lanes {
-            if let Some(done) = lane.completed {
-                for c in lane.calls.iter_mut().rev() {
-                    if c.seq as i64 > done {
-                        continue;
-                    }
-                    if c.left {
-                        break;
-                    }
-                    c.left = true;
-                }
-            }
-        }
-        out.push(lanes);
+/// One entry of a rank's queue: a collective call, or a point-to-point batch (its sends and
+/// recvs, `p2p[first..=last]` of the group's lane).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queued {
+    pub group: u32,
+    pub what: QueuedCall,
+    pub status: Status,
+    pub time_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueuedCall {
+    /// `calls[i]` of the group's lane.
+    Collective(u32),
+    /// `p2p[first..=last]` of the group's lane.
+    P2p(u32, u32),
+}
+
+/// A rank's calls: per group, and in the one order it issued them. A rank's calls are a queue
+/// (each group's calls run on one stream, and a rank blocked in one call issues nothing it
+/// needs to get past it): the first call it has not left is where it is, and the calls
+/// behind it wait for it.
+#[derive(Clone, Debug, Default)]
+pub struct Lanes {
+    pub groups: Vec<Lane>,
+    pub queue: Vec<Queued>,
+    /// The dump reports device states (see [`Status`]).
+    pub device: bool,
+}
+
+impl Lanes {
+    /// The first entry of the queue the rank has not left: where it is stuck, if anywhere; a
+    /// call that failed counts, as the rank was stuck in it until the watchdog retired it.
+    pub fn head(&self) -> Option<(u32, &Queued)> {
+        self.queue
+            .iter()
+            .enumerate()
+            .find(|(_, q)| !q.status.closed() || q.status == Status::Failed)
+            .map(|(i, q)| (i as u32, q))
     }
+
+    /// Whether the rank has a call it has not left, or one that failed.
+    pub fn busy(&self) -> bool {
+        self.head().is_some()
+    }
+}
+
+/// Backends that record no device events: every call stays `scheduled` and is retired when
+/// it ends, failed or not.
+fn retires_only(backend: &str) -> bool {
+    matches!(backend, "gloo" | "nccl2" | "c10d")
+}
+
+/// Whether dump `d` reports device states: a record says `started` or `completed`, or its
+/// backend has device events.
+fn reports_device_states(d: &Dump) -> bool {
+    d.records
+        .iter()
+        .any(|r| matches!(r.state, State::Started | State::Completed))
+        || d.records.iter().any(|r| !retires_only(d.str(r.backend)))
+}
+
+/// Lanes of every dump, `lanes[d].groups[g]`.
+pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Lanes> {
+    let mut sites: BTreeMap<&str, u32> = BTreeMap::new();
+    dumps
+        .iter()
+        .enumerate()
+        .map(|(di, d)| build_one(di as u32, d, groups, &mut sites))
+        .collect()
+}
+
+/// The lanes of dump `d` (index `di`); `sites` numbers call sites across dumps.
+fn build_one<'d>(
+    di: u32,
+    d: &'d Dump,
+    groups: &Groups,
+    sites: &mut BTreeMap<&'d str, u32>,
+) -> Lanes {
+    let ng = groups.list.len();
+    let device = reports_device_states(d);
+    // each dump numbers its own strings: its call sites get the numbers of all dumps
+    let mut site_of: Vec<u32> = vec![u32::MAX; d.strings.len()];
+    let mut out = Lanes {
+        groups: vec![Lane::default(); ng],
+        queue: Vec::new(),
+        device,
+    };
+    let of = &groups.of_dump_group[di as usize];
+    let mut pg_of_group: Vec<Option<i64>> = vec![None; ng];
+    for (i, r) in d.records.iter().enumerate() {
+        let g = of[r.group as usize] as usize;
+        if pg_of_group[g].is_none() {
+            pg_of_group[g] = r.pg_id;
+        }
+        let site = match r.site {
+            0 => 0,
+            local => {
+                let slot = &mut site_of[local as usize];
+                if *slot == u32::MAX {
+                    let next = sites.len() as u32 + 1;
+                    *slot = *sites.entry(d.str(local)).or_insert(next);
+                }
+                *slot
+            }
+        };
+        let call = Call {
+            dump: di,
+            first: i as u32,
+            last: i as u32,
+            seq: r.seq.get().unwrap_or(0),
+            time_ns: r.time_ns,
+            status: Status::of(r, device),
+            sig: r.sig,
+            site,
+            pos: 0,
+        };
+        if r.is_p2p || r.kind.is_p2p() {
+            add_p2p(&mut out, d, g, r, call);
+        } else if r.kind == RecordKind::Coalesced && p2p_batch_open(&out, d, g) {
+            close_p2p_batch(&mut out, g, call.status);
+        } else if r.seq.get().is_some() {
+            add_collective(&mut out, g, r, call);
+        }
+    }
+    for (g, pg) in pg_of_group.iter().enumerate() {
+        if let Some(st) = pg.and_then(|p| d.status(p)) {
+            out.groups[g].enqueued = st.enqueued.filter(|&x| x >= 0);
+            out.groups[g].completed = st.completed.filter(|&x| x >= 0);
+        }
+    }
+    number_positions(&mut out);
+    apply_pg_status(&mut out);
     out
+}
+
+/// Each call's place in the queue.
+fn number_positions(out: &mut Lanes) {
+    for (i, q) in out.queue.iter().enumerate() {
+        let lane = &mut out.groups[q.group as usize];
+        match q.what {
+            QueuedCall::Collective(c) => lane.calls[c as usize].pos = i as u32,
+            QueuedCall::P2p(a, b) => {
+                for p in &mut lane.p2p[a as usize..=b as usize] {
+                    p.pos = i as u32;
+                }
+            }
+        }
+    }
+}
+
+/// A send or recv: its own entry of the queue, or one more of the batch the last entry is.
+fn add_p2p(out: &mut Lanes, d: &Dump, g: usize, r: &Record, mut call: Call) {
+    let lane = &mut out.groups[g];
+    let batch = r.p2p_seq.get();
+    let same_batch = out.queue.last().is_some_and(|q| {
+        q.group == g as u32
+            && matches!(q.what, QueuedCall::P2p(..))
+            && batch.is_some()
+            && lane
+                .p2p
+                .last()
+                .is_some_and(|p| d.records[p.first as usize].p2p_seq.get() == batch)
+    });
+    call.seq = batch.unwrap_or(0);
+    let i = lane.p2p.len() as u32;
+    if same_batch {
+        let q = out.queue.last_mut().expect("a batch has an entry");
+        if let QueuedCall::P2p(_, last) = &mut q.what {
+            *last = i;
+        }
+        q.status = q.status.min(call.status);
+    } else {
+        out.queue.push(Queued {
+            group: g as u32,
+            what: QueuedCall::P2p(i, i),
+            status: call.status,
+            time_ns: call.time_ns,
+        });
+    }
+    lane.p2p.push(call);
+}
+
+/// The last entry of the queue is a batch of sends and recvs of group `g` (whose closing
+/// record is not flagged p2p).
+fn p2p_batch_open(out: &Lanes, _d: &Dump, g: usize) -> bool {
+    out.queue
+        .last()
+        .is_some_and(|q| q.group == g as u32 && matches!(q.what, QueuedCall::P2p(..)))
+}
+
+/// The record that closes a batch carries its state: the batch's own records stay
+/// `scheduled`.
+fn close_p2p_batch(out: &mut Lanes, g: usize, status: Status) {
+    let q = out.queue.last_mut().expect("an open batch");
+    let QueuedCall::P2p(first, last) = q.what else {
+        return;
+    };
+    q.status = status;
+    for p in &mut out.groups[g].p2p[first as usize..=last as usize] {
+        p.status = status;
+    }
+}
+
+/// A collective: its own entry, or one more record of the coalesced block it continues.
+fn add_collective(out: &mut Lanes, g: usize, r: &Record, call: Call) {
+    let lane = &mut out.groups[g];
+    let last = lane.calls.len().checked_sub(1);
+    match last.map(|i| lane.calls[i].seq) {
+        Some(seq) if seq == call.seq => {
+            // one coalesced block: the closing record's state is the block's
+            let c = lane.calls.last_mut().expect("a last call");
+            c.last = call.last;
+            c.status = if r.kind == RecordKind::Coalesced {
+                call.status
+            } else {
+                c.status.min(call.status)
+            };
+            let (status, block) = (c.status, last.unwrap_or(0) as u32);
+            if let Some(q) = out
+                .queue
+                .iter_mut()
+                .rev()
+                .find(|q| q.group == g as u32 && q.what == QueuedCall::Collective(block))
+            {
+                q.status = status;
+            }
+        }
+        Some(seq) if seq > call.seq => {
+            // seq ids going back: a new recording epoch (the recorder was reset); the older
+            // records cannot be matched with the newer ones
+            lane.calls.clear();
+            lane.calls.push(call);
+            out.queue
+                .retain(|q| !(q.group == g as u32 && matches!(q.what, QueuedCall::Collective(_))));
+            push_collective(out, g);
+        }
+        _ => {
+            lane.calls.push(call);
+            push_collective(out, g);
+        }
+    }
+}
+
+fn push_collective(out: &mut Lanes, g: usize) {
+    let lane = &out.groups[g];
+    let i = lane.calls.len() - 1;
+    let c = lane.calls[i];
+    out.queue.push(Queued {
+        group: g as u32,
+        what: QueuedCall::Collective(i as u32),
+        status: c.status,
+        time_ns: c.time_ns,
+    });
+}
+
+/// A call `pg_status` reports completed was left, whatever its record says (a record can lag
+/// behind the group's progress).
+fn apply_pg_status(out: &mut Lanes) {
+    for lane in &mut out.groups {
+        let Some(done) = lane.completed else { continue };
+        for c in lane.calls.iter_mut().rev() {
+            if c.seq as i64 > done {
+                continue;
+            }
+            if c.left() {
+                break;
+            }
+            c.status = Status::Left;
+            if let Some(q) = out.queue.get_mut(c.pos as usize) {
+                q.status = Status::Left;
+            }
+        }
+    }
 }
 
 /// The records of a call that describe its tensors (without a block's closing record).

@@ -11,32 +11,17 @@ pub mod judge;
 pub mod lanes;
 pub mod p2p;
 mod verdict;
+pub mod waits;
 
-use crate::diagnose::solve::WaitGraph;
+use crate::diagnose::solve::{Solution, WaitGraph};
 use crate::diagnose::{ranks_phrase, Blocked, Cause, Diagnosis, EdgeKind, Via, WaitEdge};
 use crate::fr::groups::{self, Groups};
 use crate::fr::model::Dump;
 use crate::scenario::{Outcome, RootCause};
 pub use judge::{Divergence, DivergenceKind, GroupScan};
-use lanes::{Call, Lane};
+use lanes::{Lane, Lanes};
 use std::collections::BTreeMap;
-
-/// A rank stuck in a call.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stuck {
-    pub rank: u32,
-    pub group: u32,
-    pub call: Call,
-    /// Members it cannot complete without.
-    pub waiting_for: Vec<u32>,
-    /// The rank has left the call (the watchdog retired it), yet it cannot have succeeded.
-    pub failed: bool,
-    /// A point-to-point call.
-    pub p2p: bool,
-    /// A send and its recv that move different sizes: the root cause (the end whose size the
-    /// group's other messages do not have, or `undecided`) and what happened.
-    pub mismatch: Option<(RootCause, String)>,
-}
+pub use waits::{Obstacle, Stuck};
 
 /// Everything the dumps tell.
 #[derive(Clone, Debug)]
@@ -57,8 +42,10 @@ pub struct Analysis {
     /// Member ranks without a dump.
     pub missing: Vec<u32>,
     pub notes: Vec<String>,
-    pub lanes: Vec<Vec<Lane>>,
+    pub lanes: Vec<Lanes>,
     pub dump_of: Vec<Option<u32>>,
+    /// The dumps taken after a call of theirs timed out (by rank).
+    pub late: Vec<u32>,
 }
 
 impl Analysis {
@@ -69,7 +56,7 @@ impl Analysis {
     /// The lane of `rank` in group `g`.
     pub fn lane(&self, rank: u32, g: u32) -> Option<&Lane> {
         let d = (*self.dump_of.get(rank as usize)?)?;
-        self.lanes.get(d as usize)?.get(g as usize)
+        self.lanes.get(d as usize)?.groups.get(g as usize)
     }
 }
 
@@ -124,156 +111,156 @@ fn r(x: u32) -> crate::proto::types::Rank {
 /// Analyzes the dumps of one job (sorted by rank, one per rank).
 pub fn analyze(dumps: &[Dump]) -> Analysis {
     let groups = groups::infer(dumps);
-    let mut notes = groups.notes.clone();
-    let world = groups.world_size as usize;
     let lanes = lanes::build(dumps, &groups);
-    let mut dump_of: Vec<Option<u32>> = vec![None; world];
-    for (i, d) in dumps.iter().enumerate() {
-        if let Some(slot) = dump_of.get_mut(d.rank as usize) {
-            *slot = Some(i as u32);
-        }
-    }
-    // each dump's oldest record time (None: no records; 0: none has a time) and newest
-    let (oldest, newest): (Vec<Option<u64>>, Vec<u64>) = dumps
-        .iter()
-        .map(|d| {
-            let (mut old, mut new) = (u64::MAX, 0u64);
-            for r in &d.records {
-                if r.time_ns > 0 {
-                    old = old.min(r.time_ns);
-                }
-                new = new.max(r.time_ns);
-            }
-            let old = (!d.records.is_empty()).then_some(if old == u64::MAX { 0 } else { old });
-            (old, new)
-        })
-        .unzip();
-    let t0 = oldest
-        .iter()
-        .flatten()
-        .copied()
-        .filter(|&t| t > 0)
-        .min()
-        .unwrap_or(0);
-    let span = newest.iter().copied().max().unwrap_or(0).saturating_sub(t0);
-    let busy: Vec<bool> = lanes
-        .iter()
-        .map(|ls| {
-            ls.iter()
-                .any(|l| l.calls.last().is_some_and(|c| !c.left) || l.p2p.iter().any(|c| !c.left))
-        })
-        .collect();
-    let ctx = judge::Ctx {
-        dumps,
-        lanes: &lanes,
-        dump_of: &dump_of,
-        oldest_ns: &oldest,
-        newest_ns: &newest,
-        busy: &busy,
-        t0,
-    };
+    let times = Times::of(dumps, groups.world_size as usize);
+    let ctx = times.ctx(dumps, &lanes);
     let scans: Vec<GroupScan> = groups.list.iter().map(|g| judge::scan(&ctx, g)).collect();
-    let mut in_a_group = vec![false; world];
-    for &m in groups.list.iter().flat_map(|g| &g.members) {
-        if let Some(x) = in_a_group.get_mut(m as usize) {
-            *x = true;
-        }
+    let msgs = p2p::match_all(dumps, &groups, &lanes, &times.dump_of);
+    let stuck = waits::stuck(&ctx, &groups, &scans, &msgs);
+    let mut reasons = Reasons::default();
+    let graph = classify(&ctx, &groups, &scans, &stuck, &mut reasons);
+    let solved = solve(graph);
+    let (diagnosis, outcome) =
+        diagnosis(dumps, &groups, &scans, &stuck, &times, solved, &mut reasons);
+    let divergences = earliest_first(&scans);
+    let missing = missing_members(&groups, &times.dump_of);
+    let late = late_dumps(dumps, &lanes);
+    let notes = notes(dumps, &groups, &divergences, &late, outcome);
+    Analysis {
+        t0_ns: times.t0,
+        span_ns: times.span,
+        groups,
+        scans,
+        divergences,
+        stuck,
+        diagnosis,
+        outcome,
+        undecided_reason: reasons.joined(),
+        missing,
+        notes,
+        lanes,
+        dump_of: times.dump_of,
+        late,
     }
-    let missing: Vec<u32> = (0..world as u32)
-        .filter(|&m| dump_of[m as usize].is_none() && in_a_group[m as usize])
-        .collect();
+}
 
-    // the ranks stuck in calls, and the edges of the wait-for graph
-    let mut stuck: Vec<Stuck> = Vec::new();
-    for (gi, g) in groups.list.iter().enumerate() {
-        // members' last calls mostly share a seq: who is absent there is worked out once
-        let mut cache: BTreeMap<u64, Absent> = BTreeMap::new();
-        for &m in &g.members {
-            let Some(d) = dump_of[m as usize] else {
-                continue;
-            };
-            let lane = &lanes[d as usize][gi];
-            if let Some(c) = lane.calls.last() {
-                let at = cache
-                    .entry(c.seq)
-                    .or_insert_with(|| absent(&ctx, &lanes, &scans[gi], g, c));
-                let waiting_for = at.for_member(&ctx, m, c);
-                if !waiting_for.is_empty() || !c.left {
-                    stuck.push(Stuck {
-                        rank: m,
-                        group: gi as u32,
-                        call: *c,
-                        waiting_for: waiting_for.clone(),
-                        failed: c.left,
-                        p2p: false,
-                        mismatch: None,
-                    });
-                }
+/// When each dump's records begin and end, and which dump is each rank's.
+struct Times {
+    dump_of: Vec<Option<u32>>,
+    /// Each dump's oldest record time (None: no records; 0: none has a time) and newest.
+    oldest: Vec<Option<u64>>,
+    newest: Vec<u64>,
+    /// The first record's time, and the span of all records after it.
+    t0: u64,
+    span: u64,
+}
+
+impl Times {
+    fn of(dumps: &[Dump], world: usize) -> Times {
+        let mut dump_of: Vec<Option<u32>> = vec![None; world];
+        for (i, d) in dumps.iter().enumerate() {
+            if let Some(slot) = dump_of.get_mut(d.rank as usize) {
+                *slot = Some(i as u32);
             }
         }
-    }
-    stuck.extend(p2p::stuck(dumps, &groups, &lanes, &dump_of));
-    stuck.sort_by_key(|s| (s.rank, s.call.time_ns, s.group));
-    let mut waiter = vec![false; world];
-    for s in &stuck {
-        if !s.waiting_for.is_empty() {
-            waiter[s.rank as usize] = true;
+        let (oldest, newest): (Vec<Option<u64>>, Vec<u64>) = dumps
+            .iter()
+            .map(|d| {
+                let (mut old, mut new) = (u64::MAX, 0u64);
+                for r in &d.records {
+                    if r.time_ns > 0 {
+                        old = old.min(r.time_ns);
+                    }
+                    new = new.max(r.time_ns);
+                }
+                let old = (!d.records.is_empty()).then_some(if old == u64::MAX { 0 } else { old });
+                (old, new)
+            })
+            .unzip();
+        let t0 = oldest
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(0);
+        let span = newest.iter().copied().max().unwrap_or(0).saturating_sub(t0);
+        Times {
+            dump_of,
+            oldest,
+            newest,
+            t0,
+            span,
         }
     }
-    let mut undecided_reasons: Vec<String> = Vec::new();
-    let mut graph = WaitGraph::new(world);
+
+    fn ctx<'a>(&'a self, dumps: &'a [Dump], lanes: &'a [Lanes]) -> judge::Ctx<'a> {
+        judge::Ctx {
+            dumps,
+            lanes,
+            dump_of: &self.dump_of,
+            oldest_ns: &self.oldest,
+            newest_ns: &self.newest,
+            t0: self.t0,
+        }
+    }
+}
+
+/// Why the dumps cannot decide, each reason once, in the order found; and what happened for
+/// each cause found on an edge, in the words of the first edge that found it.
+#[derive(Default)]
+struct Reasons {
+    undecided: Vec<String>,
+    told: BTreeMap<RootCause, String>,
+}
+
+impl Reasons {
+    fn add(&mut self, r: String) {
+        if !self.undecided.contains(&r) {
+            self.undecided.push(r);
+        }
+    }
+
+    fn tell(&mut self, c: &RootCause, text: impl FnOnce() -> String) {
+        if !self.told.contains_key(c) {
+            self.told.insert(c.clone(), text());
+        }
+    }
+
+    fn joined(&self) -> Option<String> {
+        (!self.undecided.is_empty()).then(|| self.undecided.join("; "))
+    }
+}
+
+/// The wait-for graph: one edge per obstacle of each stuck rank, classified.
+fn classify(
+    ctx: &judge::Ctx,
+    groups: &Groups,
+    scans: &[GroupScan],
+    stuck: &[Stuck],
+    reasons: &mut Reasons,
+) -> WaitGraph {
+    let mut graph = WaitGraph::new(groups.world_size as usize);
     let toward: Vec<Toward> = scans
         .iter()
         .map(|sc| Toward::new(sc.divergence.as_ref().map_or(&[], |d| &d.causes)))
         .collect();
-    for s in stuck.iter().filter(|s| !s.waiting_for.is_empty()) {
-        let div = scans[s.group as usize]
-            .divergence
-            .as_ref()
-            .filter(|d| d.seq <= s.call.seq && !s.p2p);
-        for &m in &s.waiting_for {
-            let peer_dump = dump_of.get(m as usize).copied().flatten();
-            let elsewhere = waiter.get(m as usize).copied().unwrap_or(false)
-                && of_rank(&stuck, m)
-                    .iter()
-                    .any(|o| o.group != s.group || s.p2p);
-            let causes = if let Some((c, text)) = &s.mismatch {
-                if *c == RootCause::Undecided && !undecided_reasons.contains(text) {
-                    undecided_reasons.push(text.clone());
-                }
-                vec![c.clone()]
-            } else if elsewhere {
-                Vec::new()
-            } else if div.is_some_and(|d| !d.causes.is_empty()) {
-                toward[s.group as usize].causes(m, peer_dump.is_none())
-            } else if peer_dump.is_none() {
-                vec![RootCause::Missing(r(m))]
-            } else if s.p2p {
-                let pd = peer_dump.unwrap_or(0) as usize;
-                if busy[pd] {
-                    Vec::new()
-                } else if newest[pd] > s.call.time_ns {
-                    // the peer went on with later calls without this one
-                    vec![RootCause::Skipped(r(m))]
-                } else {
-                    let d = &dumps[s.call.dump as usize];
-                    let reason = format!(
-                        "rank {} waits in {} and its peer, rank {m}, issued nothing after: with \
-                         two parties the dumps cannot tell a missing call from an extra one",
-                        s.rank,
-                        d.profiling_name(&d.records[s.call.first as usize])
-                    );
-                    if !undecided_reasons.contains(&reason) {
-                        undecided_reasons.push(reason);
-                    }
-                    vec![RootCause::Undecided]
-                }
-            } else {
-                vec![RootCause::Undecided]
-            };
+    // the ranks that wait for each idle rank
+    let mut idle_waiters: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for s in stuck {
+        for (m, why) in &s.waits {
+            if *why == Obstacle::Idle {
+                idle_waiters.entry(*m).or_default().push(s.rank);
+            }
+        }
+    }
+    for s in stuck {
+        for (m, why) in &s.waits {
+            let lone = idle_waiters.get(m).is_some_and(|w| w.len() == 1);
+            let causes = edge_causes(ctx, groups, scans, &toward, s, *m, why, lone, reasons);
             graph.add(WaitEdge {
                 from: s.rank,
-                to: m,
+                to: *m,
                 kind: if causes.is_empty() {
                     EdgeKind::Waits
                 } else {
@@ -284,6 +271,121 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             });
         }
     }
+    graph
+}
+
+/// The causes of the wait of stuck rank `s` for member `m` (empty: a plain wait, `m` is stuck
+/// itself).
+#[allow(clippy::too_many_arguments)]
+fn edge_causes(
+    ctx: &judge::Ctx,
+    groups: &Groups,
+    scans: &[GroupScan],
+    toward: &[Toward],
+    s: &Stuck,
+    m: u32,
+    why: &Obstacle,
+    lone: bool,
+    reasons: &mut Reasons,
+) -> Vec<RootCause> {
+    if let Obstacle::Sizes(c, text) = why {
+        if *c == RootCause::Undecided {
+            reasons.add(text.clone());
+        }
+        reasons.tell(c, || text.clone());
+        return vec![c.clone()];
+    }
+    if *why == Obstacle::Behind {
+        return Vec::new();
+    }
+    let div = scans[s.group as usize]
+        .divergence
+        .as_ref()
+        .filter(|d| d.seq <= s.call.seq && !s.p2p && !d.causes.is_empty());
+    if div.is_some() {
+        return toward[s.group as usize].causes(m, *why == Obstacle::NoDump);
+    }
+    let d = &ctx.dumps[s.call.dump as usize];
+    let name = d.profiling_name(&d.records[s.call.first as usize]);
+    let group = groups.list[s.group as usize].label();
+    let call = if s.p2p {
+        format!("{name} of {group}")
+    } else {
+        format!("{name} #{} of {group}", s.call.seq)
+    };
+    match why {
+        Obstacle::NoDump => vec![RootCause::Missing(r(m))],
+        Obstacle::NotStarted => {
+            let c = RootCause::Hung(r(m));
+            reasons.tell(&c, || {
+                format!(
+                    "rank {m} issued {call}, but its kernel never started (`scheduled`) while \
+                     rank {}'s did: its stream is held by work the dumps do not record (a \
+                     compute kernel, a copy, a call of another library)",
+                    s.rank
+                )
+            });
+            vec![c]
+        }
+        Obstacle::Idle => {
+            let newest = ctx.dump(m).map_or(0, |dm| ctx.newest_ns[dm]);
+            let what = if s.p2p {
+                format!(
+                    "never issued the other end of {call} that rank {} waits in",
+                    s.rank
+                )
+            } else {
+                format!("never issued {call} that rank {} waits in", s.rank)
+            };
+            if s.p2p && lone && newest <= s.call.time_ns {
+                reasons.add(format!(
+                    "rank {} waits in {call} and its peer, rank {m}, issued nothing after: with \
+                     two parties the dumps cannot tell a missing call from an extra one",
+                    s.rank
+                ));
+                return vec![RootCause::Undecided];
+            }
+            if newest > s.call.time_ns {
+                // it went on with later calls without this one
+                let c = RootCause::Skipped(r(m));
+                reasons.tell(&c, || {
+                    format!("rank {m} {what} and went on with later calls: it skipped it")
+                });
+                vec![c]
+            } else {
+                let c = RootCause::Hung(r(m));
+                reasons.tell(&c, || {
+                    format!(
+                        "rank {m} {what}: its last call completed and it issued nothing after \
+                         (stopped outside collectives)"
+                    )
+                });
+                vec![c]
+            }
+        }
+        Obstacle::AnySource => {
+            reasons.add(format!(
+                "rank {} waits in {name}, a receive from any source of {}, and no member sent \
+                 it anything: the dumps cannot tell who should have",
+                s.rank,
+                groups.list[s.group as usize].label()
+            ));
+            vec![RootCause::Undecided]
+        }
+        _ => {
+            reasons.add(format!(
+                "rank {} waits in {name} of {} for rank {m}, which issued it with other \
+                 parameters, and the group's history does not tell which is right",
+                s.rank,
+                groups.list[s.group as usize].label()
+            ));
+            vec![RootCause::Undecided]
+        }
+    }
+}
+
+/// Solves the graph with the diagnosis's one solver; cycles of plain waits are deadlocks.
+fn solve(graph: WaitGraph) -> Solution {
     let mut solved = graph.solve();
     let cycles: Vec<(RootCause, u32)> = solved
         .cycles()
@@ -294,84 +396,79 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
         })
         .collect();
     solved.propagate(&cycles);
+    solved
+}
+
+/// The blocked ranks, the causes with their sentences, and the outcome.
+fn diagnosis(
+    dumps: &[Dump],
+    groups: &Groups,
+    scans: &[GroupScan],
+    stuck: &[Stuck],
+    times: &Times,
+    solved: Solution,
+    reasons: &mut Reasons,
+) -> (Diagnosis, Outcome) {
+    let world = groups.world_size;
     let mut blocked: Vec<Blocked> = Vec::new();
     let mut per_cause: BTreeMap<RootCause, Vec<u32>> = BTreeMap::new();
     let mut in_progress: Vec<u32> = Vec::new();
-    for rank in 0..world as u32 {
-        let mine: Vec<&Stuck> = of_rank(&stuck, rank).iter().collect();
-        let Some(first) = mine
-            .iter()
-            .filter(|s| !s.waiting_for.is_empty())
-            .min_by_key(|s| (s.call.time_ns, s.group))
-            .copied()
-        else {
-            if !mine.is_empty() {
-                in_progress.push(rank);
-            }
-            continue;
-        };
-        let mut causes = solved.blocked_by[rank as usize].clone();
+    let mut unexplained: Vec<&Stuck> = Vec::new();
+    for s in stuck {
+        let mut causes = solved.blocked_by[s.rank as usize].clone();
         if causes.is_empty() {
-            // waits on ranks that are merely in progress
-            in_progress.push(rank);
+            if s.waits.is_empty() && !s.failed {
+                unexplained.push(s);
+            }
+            in_progress.push(s.rank);
             continue;
         }
         causes.sort();
         causes.dedup();
         for c in &causes {
-            per_cause.entry(c.clone()).or_default().push(rank);
+            per_cause.entry(c.clone()).or_default().push(s.rank);
         }
-        blocked.push(blocked_entry(dumps, &groups, t0, first, &causes));
+        blocked.push(blocked_entry(dumps, groups, times.t0, s, &causes));
     }
-    // ranks waiting in calls that every member issued alike: nothing in the dumps explains it
-    if per_cause.is_empty() && !in_progress.is_empty() {
-        let reason = format!(
+    // ranks stuck in calls that every member issued alike, and nobody else to blame: nothing
+    // in the dumps explains it
+    if per_cause.is_empty() && !unexplained.is_empty() {
+        let ranks: Vec<u32> = unexplained.iter().map(|s| s.rank).collect();
+        reasons.add(format!(
             "{} wait in calls that every member issued with the same parameters: the dumps show \
              no divergence (a device or network fault, a straggler, or dumps taken while the \
              calls were simply running)",
-            ranks_phrase(&in_progress)
-        );
-        undecided_reasons.push(reason);
-        for &rank in &in_progress {
-            if let Some(s) = of_rank(&stuck, rank)
+            ranks_phrase(&ranks)
+        ));
+        for s in unexplained {
+            // it waits for every member of its call
+            let mut s = s.clone();
+            let g = &groups.list[s.group as usize];
+            s.waits = g
+                .members
                 .iter()
-                .min_by_key(|s| (s.call.time_ns, s.group))
-            {
-                // it waits for every member not known to have left the call
-                let mut s = s.clone();
-                let g = &groups.list[s.group as usize];
-                s.waiting_for = g
-                    .members
-                    .iter()
-                    .copied()
-                    .filter(|&m| m != rank)
-                    .filter(|&m| {
-                        let lane = dump_of[m as usize].map(|d| &lanes[d as usize][g.id as usize]);
-                        !lane.is_some_and(|l| l.calls.iter().any(|c| c.seq == s.call.seq && c.left))
-                    })
-                    .collect();
-                per_cause
-                    .entry(RootCause::Undecided)
-                    .or_default()
-                    .push(rank);
-                blocked.push(blocked_entry(
-                    dumps,
-                    &groups,
-                    t0,
-                    &s,
-                    &[RootCause::Undecided],
-                ));
-            }
+                .filter(|&&m| m != s.rank)
+                .map(|&m| (m, Obstacle::Behind))
+                .collect();
+            per_cause
+                .entry(RootCause::Undecided)
+                .or_default()
+                .push(s.rank);
+            blocked.push(blocked_entry(
+                dumps,
+                groups,
+                times.t0,
+                &s,
+                &[RootCause::Undecided],
+            ));
+            in_progress.retain(|&x| x != s.rank);
         }
-        in_progress.clear();
     }
-    let mut divergences: Vec<Divergence> =
-        scans.iter().filter_map(|s| s.divergence.clone()).collect();
-    divergences.sort_by_key(|d| (d.at_ns, d.group));
+    let divergences = earliest_first(scans);
     for d in &divergences {
         if let Some(u) = &d.undecided {
-            if per_cause.contains_key(&RootCause::Undecided) && !undecided_reasons.contains(u) {
-                undecided_reasons.push(u.clone());
+            if per_cause.contains_key(&RootCause::Undecided) {
+                reasons.add(u.clone());
             }
         }
     }
@@ -382,18 +479,11 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             told.entry(c).or_insert(&d.text);
         }
     }
+    let edges = solved.graph().edges();
     let causes: Vec<Cause> = per_cause
         .into_iter()
         .map(|(c, blocked)| {
-            let (text, ranks) = describe(
-                &c,
-                &told,
-                &undecided_reasons,
-                solved.graph().edges(),
-                &stuck,
-                dumps,
-                &groups,
-            );
+            let (text, ranks) = describe(&c, &told, reasons, edges, stuck, dumps, groups);
             Cause {
                 cause: c.clone(),
                 text,
@@ -402,8 +492,68 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             }
         })
         .collect();
+    let outcome = if blocked.is_empty() && causes.is_empty() {
+        Outcome::Completed
+    } else {
+        Outcome::Stalled
+    };
+    let _ = world;
+    let diagnosis = Diagnosis {
+        t: times.span,
+        blocked,
+        causes,
+        waits: solved.into_edges(),
+        in_progress,
+        stragglers: Vec::new(),
+    };
+    (diagnosis, outcome)
+}
+
+/// The divergence of each group that has one, earliest first.
+fn earliest_first(scans: &[GroupScan]) -> Vec<Divergence> {
+    let mut v: Vec<Divergence> = scans.iter().filter_map(|s| s.divergence.clone()).collect();
+    v.sort_by_key(|d| (d.at_ns, d.group));
+    v
+}
+
+/// Member ranks without a dump.
+fn missing_members(groups: &Groups, dump_of: &[Option<u32>]) -> Vec<u32> {
+    let world = groups.world_size as usize;
+    let mut in_a_group = vec![false; world];
+    for &m in groups.list.iter().flat_map(|g| &g.members) {
+        if let Some(x) = in_a_group.get_mut(m as usize) {
+            *x = true;
+        }
+    }
+    (0..world as u32)
+        .filter(|&m| dump_of[m as usize].is_none() && in_a_group[m as usize])
+        .collect()
+}
+
+/// Ranks whose dump was taken after a call of theirs timed out: it holds a call the watchdog
+/// retired without completing.
+fn late_dumps(dumps: &[Dump], lanes: &[Lanes]) -> Vec<u32> {
+    let mut v: Vec<u32> = dumps
+        .iter()
+        .zip(lanes)
+        .filter(|(_, l)| l.queue.iter().any(|q| q.status == lanes::Status::Failed))
+        .map(|(d, _)| d.rank)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// What the report says besides the diagnosis.
+fn notes(
+    dumps: &[Dump],
+    groups: &Groups,
+    divergences: &[Divergence],
+    late: &[u32],
+    outcome: Outcome,
+) -> Vec<String> {
+    let mut notes = groups.notes.clone();
     // victims: members without a dump that a divergence explains
-    for d in &divergences {
+    for d in divergences {
         for v in &d.victims {
             notes.push(format!(
                 "rank {v} left no dump; it is a victim of the divergence in {} at #{}, not a \
@@ -413,19 +563,13 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             ));
         }
     }
-    let outcome = if blocked.is_empty() && causes.is_empty() {
-        Outcome::Completed
-    } else {
-        Outcome::Stalled
-    };
-    let diagnosis = Diagnosis {
-        t: span,
-        blocked,
-        causes,
-        waits: solved.into_edges(),
-        in_progress,
-        stragglers: Vec::new(),
-    };
+    if !late.is_empty() {
+        notes.push(format!(
+            "the dumps of {} were taken after a call of theirs timed out (retired without \
+             completing): what they show after that is the job being torn down",
+            ranks_phrase(late)
+        ));
+    }
     if outcome == Outcome::Completed
         && dumps.iter().any(|d| {
             d.strings
@@ -456,21 +600,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
             parts.join(", ")
         ));
     }
-    Analysis {
-        t0_ns: t0,
-        span_ns: span,
-        groups,
-        scans,
-        divergences,
-        stuck,
-        diagnosis,
-        outcome,
-        undecided_reason: (!undecided_reasons.is_empty()).then(|| undecided_reasons.join("; ")),
-        missing,
-        notes,
-        lanes,
-        dump_of,
-    }
+    notes
 }
 
 /// The stuck calls of `rank` (`stuck` is sorted by rank).
@@ -478,74 +608,6 @@ pub fn of_rank(stuck: &[Stuck], rank: u32) -> &[Stuck] {
     let lo = stuck.partition_point(|s| s.rank < rank);
     let hi = stuck.partition_point(|s| s.rank <= rank);
     &stuck[lo..hi]
-}
-
-/// Who is not in a group's call at one seq: members that have not issued it (or left no dump,
-/// unless the call is proved complete), and the distinct calls made there with their members.
-struct Absent {
-    missing: Vec<u32>,
-    variants: Vec<(Call, Vec<u32>)>,
-}
-
-impl Absent {
-    /// The members that `m`'s call `c` cannot complete without.
-    fn for_member(&self, ctx: &judge::Ctx, m: u32, c: &Call) -> Vec<u32> {
-        let mut out: Vec<u32> = self.missing.iter().copied().filter(|&o| o != m).collect();
-        for (rep, members) in &self.variants {
-            if !members.contains(&m) && lanes::differs(ctx.dumps, rep, c).is_some() {
-                out.extend(members.iter().copied().filter(|&o| o != m));
-            }
-        }
-        out.sort_unstable();
-        out
-    }
-}
-
-/// Who is absent from group `g`'s call at `c.seq`.
-fn absent(
-    ctx: &judge::Ctx,
-    lanes: &[Vec<Lane>],
-    scan: &GroupScan,
-    g: &crate::fr::groups::Group,
-    c: &Call,
-) -> Absent {
-    let mut out = Absent {
-        missing: Vec::new(),
-        variants: Vec::new(),
-    };
-    // a dumped member that went past this seq proves it completed for everyone
-    let passed = c.completed || scan.passed(c.seq);
-    for &o in &g.members {
-        let Some(d) = ctx.dump_of[o as usize] else {
-            if !passed {
-                out.missing.push(o);
-            }
-            continue;
-        };
-        let lane = &lanes[d as usize][g.id as usize];
-        match lane.calls.binary_search_by_key(&c.seq, |x| x.seq) {
-            Ok(i) => {
-                let x = lane.calls[i];
-                match out
-                    .variants
-                    .iter_mut()
-                    .find(|(rep, _)| lanes::differs(ctx.dumps, rep, &x).is_none())
-                {
-                    Some((_, members)) => members.push(o),
-                    None => out.variants.push((x, vec![o])),
-                }
-            }
-            Err(i) => {
-                let issued =
-                    i < lane.calls.len() || lane.enqueued.is_some_and(|e| e >= c.seq as i64);
-                let covers = ctx.oldest_ns[d as usize].is_some_and(|t| t <= c.time_ns);
-                if !issued && covers {
-                    out.missing.push(o);
-                }
-            }
-        }
-    }
-    out
 }
 
 fn blocked_entry(
@@ -557,6 +619,7 @@ fn blocked_entry(
 ) -> Blocked {
     let d = &dumps[s.call.dump as usize];
     let rec = &d.records[s.call.first as usize];
+    let waiting_for = s.waiting_for();
     Blocked {
         rank: s.rank,
         op: rec.kind.call_op(d.str(rec.op)),
@@ -572,15 +635,15 @@ fn blocked_entry(
         index: 0,
         step: 0,
         steps: 1,
-        waiting_for: s.waiting_for.clone(),
         since_ns: s.call.time_ns.saturating_sub(t0),
         causes: causes.to_vec(),
         // a send or recv waits for its other end
         peer: if s.p2p {
-            s.waiting_for.first().copied()
+            waiting_for.first().copied()
         } else {
             None
         },
+        waiting_for,
     }
 }
 
@@ -588,7 +651,7 @@ fn blocked_entry(
 fn describe(
     c: &RootCause,
     told: &BTreeMap<&RootCause, &str>,
-    undecided: &[String],
+    reasons: &Reasons,
     edges: &[WaitEdge],
     stuck: &[Stuck],
     dumps: &[Dump],
@@ -596,14 +659,17 @@ fn describe(
 ) -> (String, Vec<u32>) {
     let ranks: Vec<u32> = c.ranks().iter().map(|x| x.0).collect();
     match c {
-        RootCause::Undecided => (format!("undecided: {}", undecided.join("; ")), Vec::new()),
+        RootCause::Undecided => (
+            format!("undecided: {}", reasons.undecided.join("; ")),
+            Vec::new(),
+        ),
         RootCause::Deadlock(rs) => {
             let parts: Vec<String> = rs
                 .iter()
                 .filter_map(|x| {
                     let s = stuck
                         .iter()
-                        .find(|s| s.rank == x.0 && !s.waiting_for.is_empty())?;
+                        .find(|s| s.rank == x.0 && !s.waits.is_empty())?;
                     let d = &dumps[s.call.dump as usize];
                     let to: Vec<u32> = edges
                         .iter()
@@ -632,12 +698,7 @@ fn describe(
             let text = told
                 .get(c)
                 .map(|t| t.to_string())
-                .or_else(|| {
-                    stuck
-                        .iter()
-                        .find_map(|s| s.mismatch.as_ref().filter(|(x, _)| x == c))
-                        .map(|(_, t)| t.clone())
-                })
+                .or_else(|| reasons.told.get(c).cloned())
                 .unwrap_or_else(|| match c {
                     RootCause::Missing(m) => format!("rank {} left no dump", m.0),
                     other => other.to_string(),

@@ -1,126 +1,298 @@
 //! Point-to-point calls, matched by (group, peer pair, order): the k-th send from A to B in a
 //! group pairs with the k-th receive of B from A. `p2p_seq_id` counts per group, not per pair,
-//! so it cannot pair them; profiling names carry group ranks (`nccl:send 0->1`).
+//! so it cannot pair them; profiling names carry group ranks (`nccl:send 0->1`), turned into
+//! global ranks through the group's members. A receive from any source (`recv 1<-?`) takes the
+//! first send to its rank that no receive from that sender takes.
 
-use super::lanes::{self, Lane};
-use super::Stuck;
-use crate::fr::groups::Groups;
-use crate::fr::model::{numel, Dump, RecordKind};
+use super::lanes::{Call, Lanes};
+use crate::fr::groups::{Group, Groups};
+use crate::fr::model::{dtype_bytes, numel, Dump};
 use crate::proto::vocab::OpKind;
 use crate::proto::Rank;
 use crate::scenario::RootCause;
 use std::collections::BTreeMap;
 
-/// Point-to-point calls that have not completed and lack their counterpart (or whose
-/// counterpart moves another size).
-pub fn stuck(
+/// A send or recv and what became of its other end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct End {
+    /// The rank that holds this end, and its other end's rank (None: a recv from any source
+    /// that no send matched).
+    pub rank: u32,
+    pub peer: Option<u32>,
+    pub send: bool,
+    /// Which message between the two it is, from 0.
+    pub order: u32,
+    /// The other end, when its rank recorded it.
+    pub other: Option<Call>,
+    /// The two ends move different sizes: the root cause (the end whose size the group's other
+    /// messages do not move, or `undecided`) and what happened.
+    pub mismatch: Option<(RootCause, String)>,
+}
+
+/// Every send and recv of the job, by (dump, group, index in the lane's `p2p`).
+#[derive(Clone, Debug, Default)]
+pub struct Messages {
+    ends: BTreeMap<(u32, u32, u32), End>,
+}
+
+impl Messages {
+    pub fn end(&self, dump: u32, group: u32, i: u32) -> Option<&End> {
+        self.ends.get(&(dump, group, i))
+    }
+
+    /// The ends whose other end is missing, and that wait for `rank`: sends toward it nobody
+    /// received, recvs from it nobody sent. (For misdirected calls.)
+    pub fn unmatched(&self) -> impl Iterator<Item = &End> {
+        self.ends.values().filter(|e| e.other.is_none())
+    }
+}
+
+/// One end before matching: its rank, its call and its index in the lane.
+struct Raw {
+    rank: u32,
+    call: Call,
+    index: u32,
+}
+
+/// Matches every send and recv of the job.
+pub fn match_all(
     dumps: &[Dump],
     groups: &Groups,
-    lanes: &[Vec<Lane>],
+    lanes: &[Lanes],
     dump_of: &[Option<u32>],
-) -> Vec<Stuck> {
-    let mut out = Vec::new();
+) -> Messages {
+    let mut out = Messages::default();
     for g in &groups.list {
-        // (sender, receiver) -> (sends, receives), global ranks
-        let mut pairs: BTreeMap<(u32, u32), (Vec<lanes::Call>, Vec<lanes::Call>)> = BTreeMap::new();
-        for &m in &g.members {
-            let Some(d) = dump_of.get(m as usize).copied().flatten() else {
-                continue;
-            };
-            let dump = &dumps[d as usize];
-            for c in &lanes[d as usize][g.id as usize].p2p {
-                let rec = &dump.records[c.first as usize];
-                let Some(peer) = rec.peer.and_then(|p| p.peer) else {
-                    continue;
-                };
-                let Some(&other) = g.members.get(peer as usize) else {
-                    continue;
-                };
-                match rec.kind {
-                    RecordKind::Op(OpKind::Send) => pairs.entry((m, other)).or_default().0.push(*c),
-                    RecordKind::Op(OpKind::Recv) => pairs.entry((other, m)).or_default().1.push(*c),
-                    _ => {}
-                }
-            }
-        }
-        // how many of the group's messages move each size, to judge a send and a recv that
-        // disagree: the end whose size the others do not move is wrong
-        let size = |c: &lanes::Call| {
-            let d = &dumps[c.dump as usize];
-            let r = &d.records[c.first as usize];
-            let t =
-                crate::fr::model::dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
-            numel(d.shapes(r.input)).saturating_mul(t)
+        let (mut sends, mut recvs) = collect(dumps, g, lanes, dump_of);
+        align_windows(dumps, &mut sends, &mut recvs);
+        match_group(dumps, g, &sends, &recvs, &mut out);
+    }
+    out
+}
+
+/// The first record time of each dump.
+fn window_start(dumps: &[Dump], dump: u32) -> u64 {
+    dumps[dump as usize]
+        .records
+        .first()
+        .map_or(0, |r| r.time_ns)
+}
+
+/// Ring buffers start at different places per rank: the messages one end left before the
+/// other end's records begin have lost their other end, so they are not counted in the pair's
+/// order.
+fn align_windows(dumps: &[Dump], sends: &mut ByPair, recvs: &mut ByPair) {
+    let start = |v: &[Raw]| v.first().map_or(0, |r| window_start(dumps, r.call.dump));
+    for (&(from, to), ss) in sends.iter_mut() {
+        let Some(to) = to else { continue };
+        let Some(rs) = recvs.get_mut(&(to, Some(from))) else {
+            continue;
         };
-        let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();
-        for (s, r) in pairs.values() {
-            for c in s.iter().chain(r) {
-                *sizes.entry(size(c)).or_default() += 1;
-            }
-        }
-        for ((from, to), (sends, recvs)) in pairs {
-            let n = sends.len().max(recvs.len());
-            for k in 0..n {
-                let (s, r) = (sends.get(k), recvs.get(k));
-                let mismatch = match (s, r) {
-                    (Some(a), Some(b)) if size(a) != size(b) => {
-                        let (na, nb) = (sizes[&size(a)], sizes[&size(b)]);
-                        let d = &dumps[b.dump as usize];
-                        let what = format!(
-                            "rank {to}'s {} (message {} from rank {from} in {}) takes {} B where rank \
-                             {from} sends {} B",
-                            d.profiling_name(&d.records[b.first as usize]),
-                            k + 1,
-                            g.label(),
-                            size(b),
-                            size(a)
-                        );
-                        Some(if na == nb {
-                            (
-                                RootCause::Undecided,
-                                format!(
-                                    "{what}: as many of the group's messages move either size, \
-                                     so the dumps cannot tell which end is wrong"
-                                ),
-                            )
-                        } else {
-                            let (culprit, right) = if na > nb {
-                                (to, size(a))
-                            } else {
-                                (from, size(b))
-                            };
-                            (
-                                RootCause::Mismatch(Rank(culprit)),
-                                format!(
-                                    "{what}: rank {culprit} is wrong, the group's other messages \
-                                     move {right} B"
-                                ),
-                            )
-                        })
-                    }
-                    _ => None,
-                };
-                for (c, me, peer) in [(s, from, to), (r, to, from)] {
-                    let Some(c) = c else { continue };
-                    let lonely = if c.dump == s.map_or(u32::MAX, |x| x.dump) {
-                        r.is_none()
-                    } else {
-                        s.is_none()
-                    };
-                    if (!c.left && lonely) || mismatch.is_some() {
-                        out.push(Stuck {
-                            rank: me,
-                            group: g.id,
-                            call: *c,
-                            waiting_for: vec![peer],
-                            failed: c.left,
-                            p2p: true,
-                            mismatch: mismatch.clone(),
-                        });
-                    }
-                }
+        let (ts, tr) = (start(ss), start(rs));
+        let old = |v: &[Raw], t: u64| {
+            v.iter()
+                .take_while(|r| r.call.left() && r.call.time_ns < t)
+                .count()
+        };
+        let (ds, dr) = (old(ss, tr), old(rs, ts));
+        ss.drain(..ds);
+        rs.drain(..dr);
+    }
+}
+
+/// The group's sends and recvs by (sender, receiver), in the order each rank issued them.
+type ByPair = BTreeMap<(u32, Option<u32>), Vec<Raw>>;
+
+fn collect(
+    dumps: &[Dump],
+    g: &Group,
+    lanes: &[Lanes],
+    dump_of: &[Option<u32>],
+) -> (ByPair, ByPair) {
+    let mut sends: ByPair = BTreeMap::new();
+    let mut recvs: ByPair = BTreeMap::new();
+    for &m in &g.members {
+        let Some(d) = dump_of.get(m as usize).copied().flatten() else {
+            continue;
+        };
+        let dump = &dumps[d as usize];
+        for (i, c) in lanes[d as usize].groups[g.id as usize]
+            .p2p
+            .iter()
+            .enumerate()
+        {
+            let rec = &dump.records[c.first as usize];
+            let Some(p) = rec.peer else { continue };
+            let peer = match p.peer {
+                Some(local) => match g.members.get(local as usize) {
+                    Some(&x) => Some(x),
+                    None => continue,
+                },
+                None => None,
+            };
+            let raw = Raw {
+                rank: m,
+                call: *c,
+                index: i as u32,
+            };
+            match rec.kind.op() {
+                Some(OpKind::Send) => sends.entry((m, peer)).or_default().push(raw),
+                Some(OpKind::Recv) => recvs.entry((m, peer)).or_default().push(raw),
+                _ => {}
             }
         }
     }
-    out
+    (sends, recvs)
+}
+
+/// Bytes a send or recv moves.
+fn size(dumps: &[Dump], c: &Call) -> u64 {
+    let d = &dumps[c.dump as usize];
+    let r = &d.records[c.first as usize];
+    let t = dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
+    numel(d.shapes(r.input)).saturating_mul(t)
+}
+
+fn match_group(dumps: &[Dump], grp: &Group, sends: &ByPair, recvs: &ByPair, out: &mut Messages) {
+    let g = grp.id;
+    // how many of the group's messages move each size, to judge a send and a recv that
+    // disagree: the end whose size the others do not move is wrong
+    let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();
+    for r in sends.values().chain(recvs.values()).flatten() {
+        *sizes.entry(size(dumps, &r.call)).or_default() += 1;
+    }
+    // sends taken by a recv, per (sender, receiver)
+    let mut taken: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+    for (&(to, from), rs) in recvs {
+        let Some(from) = from else { continue };
+        let ss = sends.get(&(from, Some(to))).map_or(&[][..], Vec::as_slice);
+        taken.insert((from, to), rs.len().min(ss.len()));
+        for (k, r) in rs.iter().enumerate() {
+            let s = ss.get(k);
+            let mismatch = s.and_then(|s| judge_sizes(dumps, grp, s, r, k, &sizes));
+            out.ends.insert(
+                (r.call.dump, g, r.index),
+                End {
+                    rank: to,
+                    peer: Some(from),
+                    send: false,
+                    order: k as u32,
+                    other: s.map(|s| s.call),
+                    mismatch: mismatch.clone(),
+                },
+            );
+            if let Some(s) = s {
+                out.ends.insert(
+                    (s.call.dump, g, s.index),
+                    End {
+                        rank: from,
+                        peer: Some(to),
+                        send: true,
+                        order: k as u32,
+                        other: Some(r.call),
+                        mismatch,
+                    },
+                );
+            }
+        }
+    }
+    // recvs from any source take the first sends toward them that no recv took
+    for (&(to, _), rs) in recvs.iter().filter(|((_, f), _)| f.is_none()) {
+        let mut free: Vec<(u64, u32, &Raw)> = sends
+            .iter()
+            .filter(|((_, t), _)| *t == Some(to))
+            .flat_map(|(&(from, _), ss)| {
+                let skip = taken.get(&(from, to)).copied().unwrap_or(0);
+                ss.iter().skip(skip).map(move |s| (s.call.time_ns, from, s))
+            })
+            .collect();
+        free.sort_by_key(|&(t, from, _)| (t, from));
+        for (k, r) in rs.iter().enumerate() {
+            let s = free.get(k);
+            out.ends.insert(
+                (r.call.dump, g, r.index),
+                End {
+                    rank: to,
+                    peer: s.map(|&(_, f, _)| f),
+                    send: false,
+                    order: k as u32,
+                    other: s.map(|&(_, _, s)| s.call),
+                    mismatch: None,
+                },
+            );
+            if let Some(&(_, from, s)) = s {
+                *taken.entry((from, to)).or_default() += 1;
+                out.ends.insert(
+                    (s.call.dump, g, s.index),
+                    End {
+                        rank: from,
+                        peer: Some(to),
+                        send: true,
+                        order: k as u32,
+                        other: Some(r.call),
+                        mismatch: None,
+                    },
+                );
+            }
+        }
+    }
+    // sends no recv took
+    for (&(from, to), ss) in sends {
+        let Some(to) = to else { continue };
+        let skip = taken.get(&(from, to)).copied().unwrap_or(0);
+        for (k, s) in ss.iter().enumerate().skip(skip) {
+            out.ends
+                .entry((s.call.dump, g, s.index))
+                .or_insert_with(|| End {
+                    rank: from,
+                    peer: Some(to),
+                    send: true,
+                    order: k as u32,
+                    other: None,
+                    mismatch: None,
+                });
+        }
+    }
+}
+
+/// A send and the recv it pairs with that move different sizes: the end whose size the
+/// group's other messages do not move is wrong.
+fn judge_sizes(
+    dumps: &[Dump],
+    g: &Group,
+    s: &Raw,
+    r: &Raw,
+    k: usize,
+    sizes: &BTreeMap<u64, usize>,
+) -> Option<(RootCause, String)> {
+    let (a, b) = (size(dumps, &s.call), size(dumps, &r.call));
+    if a == b {
+        return None;
+    }
+    let (na, nb) = (sizes[&a], sizes[&b]);
+    let d = &dumps[r.call.dump as usize];
+    let what = format!(
+        "rank {}'s {} (message {} from rank {} in {}) takes {b} B where rank {} sends {a} B",
+        r.rank,
+        d.profiling_name(&d.records[r.call.first as usize]),
+        k + 1,
+        s.rank,
+        g.label(),
+        s.rank,
+    );
+    Some(if na == nb {
+        (
+            RootCause::Undecided,
+            format!(
+                "{what}: as many of the group's messages move either size, so the dumps cannot \
+                 tell which end is wrong"
+            ),
+        )
+    } else {
+        let (culprit, right) = if na > nb { (r.rank, a) } else { (s.rank, b) };
+        (
+            RootCause::Mismatch(Rank(culprit)),
+            format!("{what}: rank {culprit} is wrong, the group's other messages move {right} B"),
+        )
+    })
 }

@@ -279,7 +279,7 @@ pub(super) fn judge_absent(
     let idle: Vec<u32> = not_yet
         .iter()
         .copied()
-        .filter(|&m| ctx.dump(m).is_some_and(|d| !ctx.busy[d]))
+        .filter(|&m| ctx.dump(m).is_some_and(|d| !ctx.busy(d)))
         .collect();
     let busy: Vec<u32> = not_yet
         .iter()
