@@ -40,6 +40,7 @@ mod dot;
 pub mod fold;
 mod graph;
 pub mod membership;
+pub mod order;
 pub mod solve;
 
 pub use crate::cause::RootCause;

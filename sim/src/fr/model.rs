@@ -351,6 +351,9 @@ pub struct Dump {
     pub shapes: Table<Shapes>,
     /// The dump's records carry stack frames (pickle dumps of torch do, JSON never).
     pub has_frames: bool,
+    /// The first record's `record_id`: above 0, the ring buffer has dropped older records
+    /// (`record_id` counts every record of the process).
+    pub first_id: Option<u64>,
     /// The distinct groups its records name, as (`group_name`, `group_desc`), in the order
     /// they first appear.
     pub groups: Vec<(u32, u32)>,

@@ -100,9 +100,8 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
                         peer: None,
                     },
                 );
-                let stuck = super::analyze::of_rank(&a.stuck, m)
-                    .iter()
-                    .find(|s| s.group == g.id && s.call.seq == *seq && !s.p2p);
+                let stuck = super::analyze::waits::of_rank(&a.stuck, m)
+                    .filter(|s| s.group == g.id && s.call.seq == *seq && !s.p2p);
                 let waiting_for: Vec<u32> = match stuck {
                     Some(s) => s.waiting_for(),
                     None => g

@@ -1,6 +1,7 @@
 //! Each rank's calls per group ("lanes") and in the order it issued them (its queue), what its
 //! dump says of each, and how two calls compare.
 
+use crate::diagnose::order::CallKey;
 use crate::fr::groups::Groups;
 use crate::fr::model::{fmt_shapes, numel, Dump, Record, RecordKind, State};
 use crate::proto::vocab::OpKind;
@@ -61,6 +62,8 @@ pub struct Call {
     pub seq: u64,
     pub time_ns: u64,
     pub status: Status,
+    /// Its kernel started (`started` or `completed`, retired or not).
+    pub began: bool,
     /// The first record's hash of op, sizes and dtypes.
     pub sig: u64,
     /// The call site, numbered across all dumps (equal numbers, equal sites); 0 without one.
@@ -120,6 +123,10 @@ pub struct Lanes {
     pub queue: Vec<Queued>,
     /// The dump reports device states (see [`Status`]).
     pub device: bool,
+    /// Its calls say when their kernels start (NCCL's timing is on: a record is `started`, or
+    /// `pg_status` reports a started seq): a call `scheduled` behind no stuck call of its rank
+    /// then proves the rank's stream is held by something the dumps do not record.
+    pub timing: bool,
 }
 
 impl Lanes {
@@ -136,6 +143,34 @@ impl Lanes {
     /// Whether the rank has a call it has not left, or one that failed.
     pub fn busy(&self) -> bool {
         self.head().is_some()
+    }
+
+    /// The call queue entry `i` is.
+    pub fn call(&self, i: usize) -> Call {
+        let q = &self.queue[i];
+        let lane = &self.groups[q.group as usize];
+        match q.what {
+            QueuedCall::Collective(c) => lane.calls[c as usize],
+            QueuedCall::P2p(a, _) => lane.p2p[a as usize],
+        }
+    }
+
+    /// Queue entry `i` as call orders compare it: its group, op, sizes and dtypes (not its
+    /// call site: a call made out of order often comes from another line).
+    pub fn key(&self, i: usize) -> CallKey {
+        CallKey {
+            group: self.queue[i].group,
+            like: self.call(i).sig,
+        }
+    }
+
+    /// The rank's stream is held before its head: the head's kernel never started, yet every
+    /// call before it has ended, and the dump reports when kernels start.
+    pub fn held(&self) -> bool {
+        self.timing
+            && self
+                .head()
+                .is_some_and(|(_, q)| q.status == Status::Scheduled)
     }
 }
 
@@ -173,12 +208,17 @@ fn build_one<'d>(
 ) -> Lanes {
     let ng = groups.list.len();
     let device = reports_device_states(d);
+    let timing = d.records.iter().any(|r| r.state == State::Started)
+        || d.pg_status
+            .iter()
+            .any(|s| s.started.is_some_and(|x| x >= 0));
     // each dump numbers its own strings: its call sites get the numbers of all dumps
     let mut site_of: Vec<u32> = vec![u32::MAX; d.strings.len()];
     let mut out = Lanes {
         groups: vec![Lane::default(); ng],
         queue: Vec::new(),
         device,
+        timing,
     };
     let of = &groups.of_dump_group[di as usize];
     let mut pg_of_group: Vec<Option<i64>> = vec![None; ng];
@@ -205,6 +245,7 @@ fn build_one<'d>(
             seq: r.seq.get().unwrap_or(0),
             time_ns: r.time_ns,
             status: Status::of(r, device),
+            began: matches!(r.state, State::Started | State::Completed),
             sig: r.sig,
             site,
             pos: 0,
@@ -212,7 +253,7 @@ fn build_one<'d>(
         if r.is_p2p || r.kind.is_p2p() {
             add_p2p(&mut out, d, g, r, call);
         } else if r.kind == RecordKind::Coalesced && p2p_batch_open(&out, d, g) {
-            close_p2p_batch(&mut out, g, call.status);
+            close_p2p_batch(&mut out, g, &call);
         } else if r.seq.get().is_some() {
             add_collective(&mut out, g, r, call);
         }
@@ -285,14 +326,15 @@ fn p2p_batch_open(out: &Lanes, _d: &Dump, g: usize) -> bool {
 
 /// The record that closes a batch carries its state: the batch's own records stay
 /// `scheduled`.
-fn close_p2p_batch(out: &mut Lanes, g: usize, status: Status) {
+fn close_p2p_batch(out: &mut Lanes, g: usize, closing: &Call) {
     let q = out.queue.last_mut().expect("an open batch");
     let QueuedCall::P2p(first, last) = q.what else {
         return;
     };
-    q.status = status;
+    q.status = closing.status;
     for p in &mut out.groups[g].p2p[first as usize..=last as usize] {
-        p.status = status;
+        p.status = closing.status;
+        p.began = closing.began;
     }
 }
 
@@ -305,11 +347,13 @@ fn add_collective(out: &mut Lanes, g: usize, r: &Record, call: Call) {
             // one coalesced block: the closing record's state is the block's
             let c = lane.calls.last_mut().expect("a last call");
             c.last = call.last;
-            c.status = if r.kind == RecordKind::Coalesced {
-                call.status
+            if r.kind == RecordKind::Coalesced {
+                c.status = call.status;
+                c.began = call.began;
             } else {
-                c.status.min(call.status)
-            };
+                c.status = c.status.min(call.status);
+                c.began &= call.began;
+            }
             let (status, block) = (c.status, last.unwrap_or(0) as u32);
             if let Some(q) = out
                 .queue

@@ -13,6 +13,7 @@ pub mod p2p;
 mod verdict;
 pub mod waits;
 
+use crate::diagnose::order;
 use crate::diagnose::solve::{Solution, WaitGraph};
 use crate::diagnose::{ranks_phrase, Blocked, Cause, Diagnosis, EdgeKind, Via, WaitEdge};
 use crate::fr::groups::{self, Groups};
@@ -114,12 +115,13 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
     let lanes = lanes::build(dumps, &groups);
     let times = Times::of(dumps, groups.world_size as usize);
     let ctx = times.ctx(dumps, &lanes);
-    let scans: Vec<GroupScan> = groups.list.iter().map(|g| judge::scan(&ctx, g)).collect();
+    let mut scans: Vec<GroupScan> = groups.list.iter().map(|g| judge::scan(&ctx, g)).collect();
+    verdict::settle_ties(&mut scans);
     let msgs = p2p::match_all(dumps, &groups, &lanes, &times.dump_of);
     let stuck = waits::stuck(&ctx, &groups, &scans, &msgs);
     let mut reasons = Reasons::default();
     let graph = classify(&ctx, &groups, &scans, &stuck, &mut reasons);
-    let solved = solve(graph);
+    let solved = solve(graph, &ctx, &groups, &stuck, &mut reasons);
     let (diagnosis, outcome) =
         diagnosis(dumps, &groups, &scans, &stuck, &times, solved, &mut reasons);
     let divergences = earliest_first(&scans);
@@ -295,9 +297,13 @@ fn edge_causes(
         reasons.tell(c, || text.clone());
         return vec![c.clone()];
     }
-    if *why == Obstacle::Behind {
-        return Vec::new();
-    }
+    // a rank whose stream is held before its head holds up whoever waits for it
+    let held = ctx.dump(m).is_some_and(|dm| ctx.lanes[dm].held());
+    let why = match why {
+        Obstacle::Behind if held => &Obstacle::NotStarted,
+        Obstacle::Behind => return Vec::new(),
+        w => w,
+    };
     let div = scans[s.group as usize]
         .divergence
         .as_ref()
@@ -317,14 +323,7 @@ fn edge_causes(
         Obstacle::NoDump => vec![RootCause::Missing(r(m))],
         Obstacle::NotStarted => {
             let c = RootCause::Hung(r(m));
-            reasons.tell(&c, || {
-                format!(
-                    "rank {m} issued {call}, but its kernel never started (`scheduled`) while \
-                     rank {}'s did: its stream is held by work the dumps do not record (a \
-                     compute kernel, a copy, a call of another library)",
-                    s.rank
-                )
-            });
+            reasons.tell(&c, || held_text(ctx, groups, m));
             vec![c]
         }
         Obstacle::Idle => {
@@ -384,19 +383,134 @@ fn edge_causes(
     }
 }
 
-/// Solves the graph with the diagnosis's one solver; cycles of plain waits are deadlocks.
-fn solve(graph: WaitGraph) -> Solution {
+/// What a rank whose stream is held did: the call it issued whose kernel never started.
+fn held_text(ctx: &judge::Ctx, groups: &Groups, m: u32) -> String {
+    let Some(dm) = ctx.dump(m) else {
+        return format!("rank {m} is held");
+    };
+    let lanes = &ctx.lanes[dm];
+    let Some((_, q)) = lanes.head() else {
+        return format!("rank {m} is held");
+    };
+    let lane = &lanes.groups[q.group as usize];
+    let c = match q.what {
+        lanes::QueuedCall::Collective(i) => lane.calls[i as usize],
+        lanes::QueuedCall::P2p(a, _) => lane.p2p[a as usize],
+    };
+    let d = &ctx.dumps[dm];
+    let rec = &d.records[c.first as usize];
+    let seq = if rec.kind.is_p2p() {
+        String::new()
+    } else {
+        format!(" #{}", c.seq)
+    };
+    format!(
+        "rank {m} issued {}{seq} of {}{}, but its kernel never started (`scheduled`) though \
+         every call before it ended: its stream is held by work the dumps do not record (a \
+         compute kernel, a copy, a call of another library)",
+        d.profiling_name(rec),
+        groups.list[q.group as usize].label(),
+        lanes::site(ctx.dumps, &c)
+            .map(|s| format!(" at {s}"))
+            .unwrap_or_default()
+    )
+}
+
+/// Solves the graph with the diagnosis's one solver. Ranks that wait for one another in a
+/// cycle are blocked on whoever among them deviates from the call order the others follow
+/// ([`crate::diagnose::order`]), or on a deadlock when nobody does.
+fn solve(
+    graph: WaitGraph,
+    ctx: &judge::Ctx,
+    groups: &Groups,
+    stuck: &[Stuck],
+    reasons: &mut Reasons,
+) -> Solution {
     let mut solved = graph.solve();
-    let cycles: Vec<(RootCause, u32)> = solved
-        .cycles()
-        .into_iter()
-        .flat_map(|ranks| {
-            let key = RootCause::deadlock(ranks.iter().copied().map(r).collect());
-            ranks.into_iter().map(move |x| (key.clone(), x))
-        })
-        .collect();
-    solved.propagate(&cycles);
+    let mut seeds: Vec<(RootCause, u32)> = Vec::new();
+    for ranks in solved.cycles() {
+        let culprits = inverted(ctx, groups, stuck, &solved, &ranks, reasons);
+        let keys: Vec<RootCause> = if culprits.is_empty() {
+            vec![RootCause::deadlock(ranks.iter().copied().map(r).collect())]
+        } else {
+            culprits
+                .iter()
+                .map(|&c| RootCause::Mismatch(r(c)))
+                .collect()
+        };
+        for k in keys {
+            seeds.extend(ranks.iter().map(|&x| (k.clone(), x)));
+        }
+    }
+    solved.propagate(&seeds);
     solved
+}
+
+/// The ranks of cycle `ranks` whose call order deviates, told in `reasons`.
+fn inverted(
+    ctx: &judge::Ctx,
+    groups: &Groups,
+    stuck: &[Stuck],
+    solved: &Solution,
+    ranks: &[u32],
+    reasons: &mut Reasons,
+) -> Vec<u32> {
+    let head = |x: u32| -> Option<(usize, &Lanes, &Stuck)> {
+        let s = waits::of_rank(stuck, x)?;
+        let lanes = &ctx.lanes[ctx.dump(x)?];
+        Some((s.call.pos as usize, lanes, s))
+    };
+    let mut votes: Vec<(u32, order::Votes)> = Vec::new();
+    for &x in ranks {
+        let mut v = order::Votes::default();
+        if let Some((pos, lanes, _)) = head(x) {
+            let history: Vec<order::CallKey> = (0..pos).map(|i| lanes.key(i)).collect();
+            for e in solved.graph().edges().iter().filter(|e| e.to == x) {
+                if !ranks.contains(&e.from) {
+                    continue;
+                }
+                let Some((ppos, plane, _)) = head(e.from) else {
+                    continue;
+                };
+                v.add(order::deviates(&history, lanes.key(pos), plane.key(ppos)));
+            }
+        }
+        votes.push((x, v));
+    }
+    let dev = order::deviants(&votes);
+    for &x in &dev {
+        let Some((pos, lanes, s)) = head(x) else {
+            continue;
+        };
+        let c = lanes.call(pos);
+        let d = &ctx.dumps[c.dump as usize];
+        let rec = &d.records[c.first as usize];
+        let waiting: Vec<u32> = solved
+            .graph()
+            .edges()
+            .iter()
+            .filter(|e| e.to == x && ranks.contains(&e.from))
+            .map(|e| e.from)
+            .collect();
+        let site = lanes::site(ctx.dumps, &c)
+            .map(|s| format!(" at {s}"))
+            .unwrap_or_default();
+        let text = format!(
+            "rank {x} called {}{} of {}{site} first, where {} wait for it in another group's \
+             call that it made first in its earlier iterations, as they do: a call order that \
+             differs from the others'",
+            d.profiling_name(rec),
+            if s.p2p {
+                String::new()
+            } else {
+                format!(" #{}", c.seq)
+            },
+            groups.list[s.group as usize].label(),
+            ranks_phrase(&waiting)
+        );
+        reasons.tell(&RootCause::Mismatch(r(x)), || text);
+    }
+    dev
 }
 
 /// The blocked ranks, the causes with their sentences, and the outcome.
@@ -417,7 +531,7 @@ fn diagnosis(
     for s in stuck {
         let mut causes = solved.blocked_by[s.rank as usize].clone();
         if causes.is_empty() {
-            if s.waits.is_empty() && !s.failed {
+            if s.waits.is_empty() {
                 unexplained.push(s);
             }
             in_progress.push(s.rank);
@@ -601,13 +715,6 @@ fn notes(
         ));
     }
     notes
-}
-
-/// The stuck calls of `rank` (`stuck` is sorted by rank).
-pub fn of_rank(stuck: &[Stuck], rank: u32) -> &[Stuck] {
-    let lo = stuck.partition_point(|s| s.rank < rank);
-    let hi = stuck.partition_point(|s| s.rank <= rank);
-    &stuck[lo..hi]
 }
 
 fn blocked_entry(

@@ -4,7 +4,7 @@
 //! global ranks through the group's members. A receive from any source (`recv 1<-?`) takes the
 //! first send to its rank that no receive from that sender takes.
 
-use super::lanes::{Call, Lanes};
+use super::lanes::{Call, Lanes, Status};
 use crate::fr::groups::{Group, Groups};
 use crate::fr::model::{dtype_bytes, numel, Dump};
 use crate::proto::vocab::OpKind;
@@ -66,37 +66,44 @@ pub fn match_all(
         let (mut sends, mut recvs) = collect(dumps, g, lanes, dump_of);
         align_windows(dumps, &mut sends, &mut recvs);
         match_group(dumps, g, &sends, &recvs, &mut out);
+        misdirected(&sends, &recvs, &mut out, g);
     }
     out
 }
 
-/// The first record time of each dump.
-fn window_start(dumps: &[Dump], dump: u32) -> u64 {
-    dumps[dump as usize]
-        .records
-        .first()
-        .map_or(0, |r| r.time_ns)
+/// The dump's ring buffer dropped older records.
+fn truncated(dumps: &[Dump], dump: u32) -> bool {
+    dumps[dump as usize].first_id.is_some_and(|id| id > 0)
 }
 
-/// Ring buffers start at different places per rank: the messages one end left before the
-/// other end's records begin have lost their other end, so they are not counted in the pair's
-/// order.
+/// Ring buffers start at different places per rank: where one end of a pair lost older
+/// messages the other end still holds, those are not counted in the pair's order. Each end's
+/// messages that both ends have ended come first (a send completes with its recv), so the end
+/// with more of them is cut to the other's count; ends whose records go back to their
+/// process's first call are taken whole.
 fn align_windows(dumps: &[Dump], sends: &mut ByPair, recvs: &mut ByPair) {
-    let start = |v: &[Raw]| v.first().map_or(0, |r| window_start(dumps, r.call.dump));
     for (&(from, to), ss) in sends.iter_mut() {
         let Some(to) = to else { continue };
         let Some(rs) = recvs.get_mut(&(to, Some(from))) else {
             continue;
         };
-        let (ts, tr) = (start(ss), start(rs));
-        let old = |v: &[Raw], t: u64| {
+        let (Some(s0), Some(r0)) = (ss.first(), rs.first()) else {
+            continue;
+        };
+        if !truncated(dumps, s0.call.dump) && !truncated(dumps, r0.call.dump) {
+            continue;
+        }
+        let ended = |v: &[Raw]| {
             v.iter()
-                .take_while(|r| r.call.left() && r.call.time_ns < t)
+                .take_while(|r| matches!(r.call.status, Status::Completed | Status::Left))
                 .count()
         };
-        let (ds, dr) = (old(ss, tr), old(rs, ts));
-        ss.drain(..ds);
-        rs.drain(..dr);
+        let (es, er) = (ended(ss), ended(rs));
+        if es > er && truncated(dumps, r0.call.dump) {
+            ss.drain(..es - er);
+        } else if er > es && truncated(dumps, s0.call.dump) {
+            rs.drain(..er - es);
+        }
     }
 }
 
@@ -251,6 +258,78 @@ fn match_group(dumps: &[Dump], grp: &Group, sends: &ByPair, recvs: &ByPair, out:
                     other: None,
                     mismatch: None,
                 });
+        }
+    }
+}
+
+/// A send or recv that names a peer that never takes part in a message with its rank, while
+/// another member's message toward (or from) that rank waits: the call names the wrong peer
+/// (a stage receiving from the wrong stage, a send to the wrong rank). Its rank is at fault.
+fn misdirected(sends: &ByPair, recvs: &ByPair, out: &mut Messages, g: &Group) {
+    let open = |v: &[Raw]| {
+        v.iter()
+            .any(|r| !r.call.left() || r.call.status == Status::Failed)
+    };
+    let mut found: Vec<((u32, u32, u32), (RootCause, String))> = Vec::new();
+    for (&(to, from), rs) in recvs {
+        let Some(from) = from else { continue };
+        let never = sends.get(&(from, Some(to))).is_none_or(|v| v.is_empty());
+        let waiting: Vec<u32> = sends
+            .iter()
+            .filter(|((s, t), v)| *t == Some(to) && *s != from && open(v))
+            .map(|((s, _), _)| *s)
+            .collect();
+        if !never || waiting.is_empty() {
+            continue;
+        }
+        for r in rs
+            .iter()
+            .filter(|r| !r.call.left() || r.call.status == Status::Failed)
+        {
+            let text = format!(
+                "rank {to} posted a recv from rank {from} in {}, which never sends to it, while \
+                 the send of {} toward rank {to} waits: rank {to}'s recv names the wrong peer",
+                g.label(),
+                crate::diagnose::ranks_phrase(&waiting)
+            );
+            found.push((
+                (r.call.dump, g.id, r.index),
+                (RootCause::Mismatch(Rank(to)), text),
+            ));
+        }
+    }
+    for (&(from, to), ss) in sends {
+        let Some(to) = to else { continue };
+        let never = recvs.get(&(to, Some(from))).is_none_or(|v| v.is_empty());
+        let waiting: Vec<u32> = recvs
+            .iter()
+            .filter(|((t, s), v)| *s == Some(from) && *t != to && open(v))
+            .map(|((t, _), _)| *t)
+            .collect();
+        if !never || waiting.is_empty() {
+            continue;
+        }
+        for s in ss
+            .iter()
+            .filter(|r| !r.call.left() || r.call.status == Status::Failed)
+        {
+            let text = format!(
+                "rank {from} sent to rank {to} in {}, which never receives from it, while the \
+                 recv of {} from rank {from} waits: rank {from}'s send names the wrong peer",
+                g.label(),
+                crate::diagnose::ranks_phrase(&waiting)
+            );
+            found.push((
+                (s.call.dump, g.id, s.index),
+                (RootCause::Mismatch(Rank(from)), text),
+            ));
+        }
+    }
+    for (k, m) in found {
+        if let Some(e) = out.ends.get_mut(&k) {
+            if e.other.is_none() && e.mismatch.is_none() {
+                e.mismatch = Some(m);
+            }
         }
     }
 }

@@ -385,12 +385,53 @@ pub(super) fn judge_absent(
                 ranks_phrase(&idle)
             );
             Divergence {
-                kind: DivergenceKind::ExtraCall,
+                kind: DivergenceKind::Stopped,
+                // the side that stopped, should it be the wrong one (see `settle_ties`)
+                culprits: idle.clone(),
+                agree: issued.to_vec(),
                 causes: vec![RootCause::Undecided],
                 text: reason.clone(),
                 undecided: Some(reason),
                 ..base
             }
         }
+    }
+}
+
+/// A tie between ranks that issued a call and as many that stopped (two-member groups, for
+/// one) is settled when the stopped ranks stopped in another group too, where a majority says
+/// so: a rank that stopped issuing calls stopped everywhere.
+pub(super) fn settle_ties(scans: &mut [super::GroupScan]) {
+    let stopped: Vec<u32> = scans
+        .iter()
+        .filter_map(|s| s.divergence.as_ref())
+        .filter(|d| d.decided())
+        .flat_map(|d| {
+            d.causes.iter().filter_map(|c| match c {
+                RootCause::Hung(r) => Some(r.0),
+                _ => None,
+            })
+        })
+        .collect();
+    for s in scans.iter_mut() {
+        let Some(d) = s.divergence.as_mut() else {
+            continue;
+        };
+        let tie = d.kind == DivergenceKind::Stopped && d.undecided.is_some();
+        if !tie || d.culprits.is_empty() || !d.culprits.iter().all(|c| stopped.contains(c)) {
+            continue;
+        }
+        d.causes = d
+            .culprits
+            .iter()
+            .map(|&c| RootCause::Hung(rank(c)))
+            .collect();
+        d.text = format!(
+            "{}; {} stopped issuing calls in other groups as well: {} stopped",
+            d.text.split(": as many ranks").next().unwrap_or(&d.text),
+            ranks_phrase(&d.culprits),
+            if d.culprits.len() == 1 { "it" } else { "they" }
+        );
+        d.undecided = None;
     }
 }

@@ -59,6 +59,14 @@ impl Stuck {
     }
 }
 
+/// The stuck call of `rank` (`stuck` is sorted by rank).
+pub fn of_rank(stuck: &[Stuck], rank: u32) -> Option<&Stuck> {
+    stuck
+        .binary_search_by_key(&rank, |s| s.rank)
+        .ok()
+        .map(|i| &stuck[i])
+}
+
 /// Every rank's head, when it has one: the ranks stuck in calls, by rank.
 pub fn stuck(ctx: &Ctx, groups: &Groups, scans: &[GroupScan], msgs: &Messages) -> Vec<Stuck> {
     let mut out = Vec::new();
@@ -122,11 +130,34 @@ fn collective(ctx: &Ctx, g: &Group, scan: &GroupScan, rank: u32, c: Call) -> Stu
     let mut waits = Vec::new();
     // a member proved it complete: every member took part (a rank that still shows it open
     // dumped before it ended)
-    if !(c.completed() || scan.passed(c.seq)) {
+    let passed = c.completed() || scan.passed(c.seq);
+    if !passed {
         for &m in g.members.iter().filter(|&&m| m != rank) {
             if let Some(o) = obstacle(ctx, g, rank, &c, m) {
                 waits.push((m, o));
             }
+        }
+    }
+    // every member is in the call, yet it cannot complete: the group diverged at or before it
+    // (a call made from another site, with a root the dumps do not record), and whoever the
+    // divergence names holds it
+    if waits.is_empty() && !passed && c.status != Status::Left {
+        if let Some(d) = scan
+            .divergence
+            .as_ref()
+            .filter(|d| d.decided() && d.seq <= c.seq)
+        {
+            let others = if d.culprits.contains(&rank) {
+                &d.agree
+            } else {
+                &d.culprits
+            };
+            waits.extend(
+                others
+                    .iter()
+                    .filter(|&&m| m != rank)
+                    .map(|&m| (m, Obstacle::Differs)),
+            );
         }
     }
     Stuck {
@@ -177,9 +208,7 @@ fn in_call(lanes: &Lanes, c: &Call, x: &Call) -> Option<Obstacle> {
     }
     match lanes.head() {
         Some((pos, _)) if pos < x.pos => Some(Obstacle::Behind),
-        _ if lanes.device && c.status == Status::Started && x.status == Status::Scheduled => {
-            Some(Obstacle::NotStarted)
-        }
+        _ if lanes.held() && c.began => Some(Obstacle::NotStarted),
         _ => None,
     }
 }

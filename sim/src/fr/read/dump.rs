@@ -47,6 +47,7 @@ pub fn to_dump(
         // which is what this bounds
         budget: 64 * t.nodes.len() as u64 + 1_000_000,
         has_frames: false,
+        first_id: None,
         sid: refill(&mut memo.sid, n, NONE),
         slot: refill(&mut memo.slot, n, UNSEEN),
         frame: refill(&mut memo.frame, n, NONE),
@@ -144,6 +145,7 @@ pub fn to_dump(
         strings: c.strings,
         shapes: c.shapes,
         has_frames: c.has_frames,
+        first_id: c.first_id,
         groups,
     })
 }
@@ -164,6 +166,8 @@ struct Conv<'t, 'a> {
     text: String,
     budget: u64,
     has_frames: bool,
+    /// The first record's `record_id`.
+    first_id: Option<u64>,
     /// Per node: its interned string (`NONE` when not looked up yet). A pickle memoizes its
     /// strings, so one node serves every record that names the same key, op or group.
     sid: Vec<u32>,
@@ -747,7 +751,10 @@ impl Conv<'_, '_> {
             }
         };
         // checked in the order of the record's fields, for the first error to be the same
-        self.unsigned(f[0], "record_id")?;
+        let id = self.unsigned(f[0], "record_id")?;
+        if index == 0 {
+            self.first_id = id;
+        }
         let p2p_seq = self.unsigned(f[5], "p2p_seq_id")?;
         self.unsigned(f[6], "op_id")?;
         Ok(Record {
