@@ -57,7 +57,7 @@ fn shipped_pipelines_experts_and_programs_end_as_documented() {
             "cross-group-deadlock",
             "stalled",
             &[0, 1],
-            &["deadlock:0,1"],
+            &["mismatch:1"],
         ),
         (
             "extra-collective",

@@ -2,11 +2,12 @@
 
 use anyhow::Context;
 use clap::Args;
-use ringside_sim::diagnose::{diagnose, to_dot, Fold};
-use ringside_sim::report::{explain, explain_stragglers, BlockedReport};
+use ringside_sim::diagnose::{diagnose, to_dot, Diagnosis, Fold};
+use ringside_sim::report::{explain, explain_stragglers, text, BlockedReport};
+use ringside_sim::scenario::Outcome;
 use ringside_sim::text::safe;
 use ringside_sim::trace::TraceReader;
-use ringside_sim::units::{fmt_ms, Duration};
+use ringside_sim::units::{fmt_ms, Duration, Nanos};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -22,6 +23,8 @@ pub struct ExplainArgs {
     /// Prints the wait-for graph in Graphviz DOT.
     #[arg(long)]
     pub dot: bool,
+    #[command(flatten)]
+    pub exit: super::ExitArgs,
 }
 
 pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
@@ -75,6 +78,7 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         }
         print!("{}", to_dot(&fold, &d));
     } else {
+        println!("{}", verdict(&d, fold.outcome.filter(|_| at.is_none()), fold.t));
         let lines = explain(&d);
         if lines.is_empty() {
             print!("at {}: no rank is blocked in a collective", fmt_ms(fold.t));
@@ -109,5 +113,33 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
             println!("note: {note}");
         }
     }
-    Ok(())
+    let stuck = !d.causes.is_empty() || !d.blocked.is_empty();
+    // at a time before the end, a blocked rank is as good as a stall to a script
+    let outcome = match fold.outcome.filter(|_| at.is_none()) {
+        None if stuck => Some(Outcome::Stalled),
+        o => o,
+    };
+    Ok(a.exit.check(outcome)?)
+}
+
+/// The first line, the answer: how the run ended (or, at an earlier time, what holds it up
+/// then) and the root causes.
+fn verdict(d: &Diagnosis, outcome: Option<Outcome>, t: Nanos) -> String {
+    let stuck = !d.causes.is_empty() || !d.blocked.is_empty();
+    let culprit = || text::culprit(d, &text::Simulated);
+    match outcome {
+        Some(Outcome::Stalled) if stuck => format!("STALLED: {}", culprit()),
+        Some(Outcome::TimedOut) if stuck => {
+            format!("TIMED OUT at {}; where it stood: {}", fmt_ms(t), culprit())
+        }
+        Some(Outcome::TimedOut) => format!("TIMED OUT at {}", fmt_ms(t)),
+        Some(Outcome::Rebuilt) if stuck => {
+            format!("REBUILT: completed; left behind: {}", culprit())
+        }
+        Some(Outcome::Completed | Outcome::Rebuilt) => {
+            format!("COMPLETED: no rank is blocked at {}", fmt_ms(t))
+        }
+        _ if stuck => format!("BLOCKED at {}: {}", fmt_ms(t), culprit()),
+        _ => format!("NOT BLOCKED at {}: no rank waits in a call", fmt_ms(t)),
+    }
 }

@@ -27,6 +27,8 @@ pub struct ImportArgs {
     /// Writes the dumps as a ringside trace (for explain, tui and export).
     #[arg(long, value_name = "OUT.jsonl")]
     pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub exit: super::ExitArgs,
 }
 
 /// A name for the job: the directory (or file) given, with its parent when that is a format
@@ -115,6 +117,6 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
     }
     match refused {
         Some(e) => Err(Failure::Input(e)),
-        None => Ok(()),
+        None => a.exit.check(Some(report.outcome)),
     }
 }

@@ -141,3 +141,25 @@ impl BudgetArgs {
         }
     }
 }
+
+/// `--exit-code`: the exit status says whether the job finished.
+#[derive(clap::Args, Clone, Copy)]
+pub struct ExitArgs {
+    /// Exits 1 when the job did not finish (stalled, or a budget or time limit ended it), 0
+    /// when it completed or was rebuilt and completed: for scripts, as `git diff --exit-code`.
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+impl ExitArgs {
+    /// Exit 1 for a job that did not finish, when asked to.
+    pub fn check(self, outcome: Option<ringside_sim::scenario::Outcome>) -> Result<(), Failure> {
+        use ringside_sim::scenario::Outcome;
+        match outcome {
+            Some(Outcome::Stalled | Outcome::TimedOut) if self.exit_code => {
+                Err(Failure::Check(String::new()))
+            }
+            _ => Ok(()),
+        }
+    }
+}

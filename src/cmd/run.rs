@@ -43,6 +43,8 @@ pub struct RunArgs {
     pub no_mouse: bool,
     #[command(flatten)]
     pub budget: super::BudgetArgs,
+    #[command(flatten)]
+    pub exit: super::ExitArgs,
 }
 
 pub fn main(a: RunArgs) -> anyhow::Result<()> {
@@ -102,7 +104,8 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
     if let (true, Some(trace)) = (a.tui, &a.trace) {
         super::tui::open(trace, viewer)?;
     }
-    summary(&out.report, &flag, a.json, a.trace.as_deref())
+    summary(&out.report, &flag, a.json, a.trace.as_deref())?;
+    Ok(a.exit.check(Some(out.report.outcome))?)
 }
 
 /// Prints the run's report (after the viewer, when it was opened); exit 1 when an

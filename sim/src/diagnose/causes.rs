@@ -435,6 +435,52 @@ impl CauseBook {
         key
     }
 
+    /// Rank `r` sits in its call while `waiters` (of `cycle`) wait for it in a call of another
+    /// group, which the programs of `first` make before the one `r` is in: `r` calls them in
+    /// the inverse order (`mismatch:r`).
+    pub fn inverted(
+        &mut self,
+        fold: &Fold,
+        r: u32,
+        waiters: &[u32],
+        first: &[u32],
+        cycle: &[u32],
+    ) -> RootCause {
+        let key = RootCause::Mismatch(Rank(r));
+        self.note(&key, || {
+            let call = |x: u32| {
+                fold.ranks
+                    .get(x as usize)
+                    .and_then(|v| v.call.as_ref())
+                    .map(|c| {
+                        let group = if c.group.0 == 0 {
+                            String::new()
+                        } else {
+                            format!(" in group {}", c.group.0)
+                        };
+                        format!(
+                            "{} #{}{group} (iteration {}, op {})",
+                            c.op, c.seq, c.iteration, c.index
+                        )
+                    })
+                    .unwrap_or_default()
+            };
+            let theirs = waiters.first().map(|&w| call(w)).unwrap_or_default();
+            (
+                format!(
+                    "rank {r} is in {} while {} {} for it in {theirs}: rank {r}'s program makes these two calls in the inverse order of the programs \
+                     of {} (a call order inverted across groups)",
+                    call(r),
+                    ranks_phrase(waiters),
+                    if waiters.len() == 1 { "waits" } else { "wait" },
+                    ranks_phrase(first)
+                ),
+                cycle.to_vec(),
+            )
+        });
+        key
+    }
+
     /// A pause of `r` that overlapped `[window, now]`: the rank fell behind while frozen.
     fn paused_during(&mut self, fold: &Fold, r: u32, window: Nanos) -> Option<RootCause> {
         let f = fold.faults.iter().rev().find(|f| {

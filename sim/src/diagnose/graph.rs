@@ -2,9 +2,12 @@
 
 use super::causes::CauseBook;
 use super::fold::{CallView, Fold, RankState, RankView, Slot, CALL_HISTORY};
+use super::order;
 use super::solve::{Solution, WaitGraph};
 use super::{Blocked, CallOp, Cause, Diagnosis, EdgeKind, MessageWait, Via, WaitEdge};
 use crate::cause::RootCause;
+use crate::proto::vocab::OpKind;
+use crate::proto::workload::{Along, Program, Step};
 use crate::scenario::Outcome;
 use std::collections::BTreeMap;
 
@@ -249,10 +252,89 @@ fn classify_waits(fold: &Fold, book: &mut CauseBook) -> WaitGraph {
 fn name_cycles(fold: &Fold, book: &mut CauseBook, s: &mut Solution) {
     let mut seeds = Vec::new();
     for ranks in s.cycles() {
-        let key = book.deadlock(fold, s, &ranks);
-        seeds.extend(ranks.iter().map(|&r| (key.clone(), r)));
+        let deviants = inverted(fold, s, &ranks);
+        if deviants.is_empty() {
+            let key = book.deadlock(fold, s, &ranks);
+            seeds.extend(ranks.iter().map(|&r| (key.clone(), r)));
+            continue;
+        }
+        for (r, waiters, order) in deviants {
+            let key = book.inverted(fold, r, &waiters, &order, &ranks);
+            seeds.extend(ranks.iter().map(|&x| (key.clone(), x)));
+        }
     }
     s.propagate(&seeds);
+}
+
+/// The ranks of cycle `ranks` whose programs make two calls of different groups in the other
+/// order than the programs of most ranks do (see [`order`]): each sits in one call while a
+/// peer of the cycle waits for it in a call of another group that it has not made. Each comes
+/// with the ranks that wait for it there and the ranks whose programs make that call first. Empty when no rank's order stands out: the cycle is a deadlock.
+fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Vec<u32>, Vec<u32>)> {
+    let Some(w) = fold.workload.as_deref() else {
+        return Vec::new();
+    };
+    // a call as orders compare them: the group dimension it runs along and its op
+    let kind = |r: u32| -> Option<(Along, OpKind)> {
+        let c = fold.ranks.get(r as usize)?.call.as_ref()?;
+        let call = w.program(r).call(c.index)?;
+        Some((call.along, call.op))
+    };
+    // where a program first makes a call of that kind
+    let place = |p: &Program, along: Along, op: OpKind| -> Option<usize> {
+        p.steps.iter().position(
+            |st| matches!(st, Step::Call { call, .. } if call.along == along && call.op == op),
+        )
+    };
+    let mut votes: Vec<(u32, order::Votes)> = Vec::new();
+    let mut found: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
+    for &r in ranks {
+        let mut v = order::Votes::default();
+        if let Some((along, op)) = kind(r) {
+            for &p in ranks.iter().filter(|&&p| p != r && s.waits_of(p).any(|x| x == r)) {
+                let Some((a_along, a_op)) = kind(p) else {
+                    continue;
+                };
+                if a_along == along {
+                    continue;
+                }
+                let order_of = |q: u32| -> Option<bool> {
+                    let prog = w.program(q);
+                    Some(place(prog, along, op)? < place(prog, a_along, a_op)?)
+                };
+                let Some(mine) = order_of(r) else {
+                    continue;
+                };
+                // every rank's program votes (ranks sharing a program vote alike)
+                let (mut same, mut other) = (Vec::new(), Vec::new());
+                for q in 0..w.world_size {
+                    match order_of(q) {
+                        Some(o) if o == mine => same.push(q),
+                        Some(_) => other.push(q),
+                        None => {}
+                    }
+                }
+                let verdict = match same.len().cmp(&other.len()) {
+                    std::cmp::Ordering::Less => Some(true),
+                    std::cmp::Ordering::Greater => Some(false),
+                    std::cmp::Ordering::Equal => None,
+                };
+                v.add(verdict);
+                if verdict == Some(true) {
+                    let e = found.entry(r).or_insert((Vec::new(), other));
+                    e.0.push(p);
+                }
+            }
+        }
+        votes.push((r, v));
+    }
+    order::deviants(&votes)
+        .into_iter()
+        .filter_map(|r| {
+            let (waiters, order) = found.remove(&r)?;
+            Some((r, waiters, order))
+        })
+        .collect()
 }
 
 /// A watchdog that fired while its rank was merely in progress: the chunks were late. The same

@@ -9,7 +9,7 @@ use crate::diagnose::{fmt_ranks, ranks_phrase, Blocked, Straggler, Via};
 use crate::report::text::{self, Wording};
 use crate::report::{BlockedReport, ExpectReport, GenerationReport, OpReport};
 use crate::scenario::Outcome;
-use crate::units::{fmt_ms, Nanos};
+use crate::units::{fmt_ms, fmt_time, Nanos};
 use serde::Serialize;
 
 /// One dump read.
@@ -54,6 +54,9 @@ pub struct ImportReport {
     pub blocked: Vec<BlockedReport>,
     pub root_causes: Vec<crate::cause::RootCause>,
     pub explanation: Vec<String>,
+    /// The root causes and where they hold ranks up, in one sentence (the first line's answer).
+    #[serde(skip)]
+    pub culprit: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecided_reason: Option<String>,
     pub stragglers: Vec<Straggler>,
@@ -94,9 +97,31 @@ impl Wording for Recorded<'_> {
         format!(" of {}", g.map(|g| g.label()).unwrap_or_default())
     }
 
+    /// How long the ranks had been in the call when they dumped: from the call's record to
+    /// the newest record of the rank's own dump (a dump carries no time of its own, so the age
+    /// is a lower bound), the least of the ranks'.
     fn detail(&self, bs: &[&Blocked]) -> String {
-        let since = bs.iter().map(|b| b.since_ns).min().unwrap_or(0);
-        format!(" since {}", fmt_ms(since))
+        let a = self.0;
+        let age = bs
+            .iter()
+            .filter_map(|b| {
+                let d = (*a.dump_of.get(b.rank as usize)?)?;
+                let newest = *a.newest_ns.get(d as usize)?;
+                (newest > 0).then(|| newest.saturating_sub(a.t0_ns + b.since_ns))
+            })
+            .min();
+        match (age, bs.len()) {
+            (Some(age), 1) if age > 0 => format!(" for at least {} when it dumped", fmt_time(age)),
+            (Some(age), _) if age > 0 => {
+                format!(" for at least {} when they dumped", fmt_time(age))
+            }
+            // nothing recorded after the call (gloo records only when a call was issued): when
+            // it was issued is all the dumps tell
+            _ => {
+                let since = bs.iter().map(|b| b.since_ns).min().unwrap_or(0);
+                format!(" since {} after the job's first record", fmt_ms(since))
+            }
+        }
     }
 }
 
@@ -173,6 +198,7 @@ pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
             .collect(),
         root_causes: a.root_causes(),
         explanation: explain(a),
+        culprit: text::culprit(&a.diagnosis, &Recorded(a)),
         undecided_reason: a.undecided_reason.clone(),
         stragglers: Vec::new(),
         generations: vec![GenerationReport {
@@ -230,8 +256,22 @@ pub fn fmt_utc(ns: u64) -> String {
 
 impl ImportReport {
     /// The report in sentences.
+    /// The first line, the answer: `STALLED: hung:2 — ...` or `COMPLETED: ...`.
+    pub fn verdict(&self) -> String {
+        match self.outcome {
+            Outcome::Completed => format!(
+                "COMPLETED: {} calls on {} ranks, every call issued alike by every member \
+                 and left by every rank",
+                self.ops.len(),
+                self.world_size
+            ),
+            _ => format!("STALLED: {}", self.culprit),
+        }
+    }
+
     pub fn human(&self) -> String {
-        let mut s = String::new();
+        let mut s = self.verdict();
+        s.push('\n');
         let backends: Vec<&str> = self.ops.iter().map(|o| o.algorithm.name()).collect();
         let mut b = backends.clone();
         b.sort_unstable();

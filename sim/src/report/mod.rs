@@ -12,7 +12,7 @@ use crate::diagnose::{Blocked, CallOp, Diagnosis, Fold, OpView, QueryView, Strag
 use crate::scenario::{Expect, Outcome};
 use crate::units::{fmt_ms, fmt_time, Nanos};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OpReport {
@@ -119,6 +119,10 @@ pub struct RunReport {
     pub root_causes: Vec<RootCause>,
     /// One paragraph per root cause.
     pub explanation: Vec<String>,
+    /// The root causes and where they hold ranks up, in one sentence: the answer the first
+    /// line gives (empty when nothing is blocked and no cause was found).
+    #[serde(skip)]
+    pub culprit: String,
     /// Ranks others waited for while a slow, delay or loss fault touched them (slow, not
     /// stalled).
     pub stragglers: Vec<Straggler>,
@@ -281,21 +285,162 @@ fn canonical_list(causes: &BTreeSet<&RootCause>) -> String {
 }
 
 impl RunReport {
-    /// The report in sentences, for a terminal.
-    pub fn human(&self) -> String {
-        let mut s = String::new();
-        let t = fmt_ms(self.virtual_time_ns);
+    /// `12 collectives`, or `12 collectives and 6 sends`: the calls that completed.
+    fn done(&self) -> String {
         let done = self.ops.iter().filter(|o| o.end_ns.is_some()).count();
         let sent = self
             .ops
             .iter()
             .filter(|o| o.end_ns.is_some() && o.from.is_some())
             .count();
-        // "12 collectives", or "12 collectives and 6 sends" when there are sends
-        let done = match sent {
+        match sent {
             0 => format!("{done} collectives"),
             n => format!("{} collectives and {n} sends", done - n),
+        }
+    }
+
+    /// The first line of the report, the answer: `STALLED: hung:2 — ...` with the culprits,
+    /// the fault class, the call and where the ranks it holds up are blocked, or `COMPLETED:
+    /// 320 collectives on 1024 ranks in 3.2ms, all results correct`.
+    pub fn verdict(&self) -> String {
+        let t = fmt_ms(self.virtual_time_ns);
+        let world = self.generations.first().map_or(0, |g| g.members.len());
+        let wrong = self.ops.iter().filter(|o| !o.correct).count();
+        let results = match wrong {
+            0 => "all results correct".to_string(),
+            n => format!("WRONG results in {n} calls"),
         };
+        let done = self.done();
+        match self.outcome {
+            Outcome::Completed => {
+                format!("COMPLETED: {done} on {world} ranks in {t}, {results}")
+            }
+            Outcome::Rebuilt => {
+                let members = self.generations.last().map_or(0, |g| g.members.len());
+                let left = if self.culprit.is_empty() {
+                    String::new()
+                } else {
+                    format!("; left behind: {}", self.culprit)
+                };
+                format!(
+                    "REBUILT: {} generations, the last of {members} ranks; {done} in {t}, \
+                     {results}{left}",
+                    self.generations.len()
+                )
+            }
+            Outcome::TimedOut => {
+                let why = match self.budget {
+                    None => "the scenario's time_limit was reached".to_string(),
+                    Some(b) => b.describe().to_string(),
+                };
+                if self.culprit.is_empty() {
+                    format!("TIMED OUT: {why} at {t}, with {done} completed")
+                } else {
+                    format!("TIMED OUT: {why} at {t}; where it stood: {}", self.culprit)
+                }
+            }
+            Outcome::Stalled if self.culprit.is_empty() => {
+                "STALLED: no rank is waiting in a call, yet the work did not finish".into()
+            }
+            Outcome::Stalled => format!("STALLED: {}", self.culprit),
+        }
+    }
+
+    /// The calls, one line each; past a screenful, one line per kind of call (op, algorithm,
+    /// group size) with the calls that did not finish or went wrong still one line each.
+    fn op_lines(&self, s: &mut String) {
+        if self.ops.len() <= MAX_OP_LINES {
+            self.op_each(s, self.ops.iter());
+            return;
+        }
+        let mut kinds: BTreeMap<(String, String, u32), Kind> = BTreeMap::new();
+        for o in &self.ops {
+            let k = kinds
+                .entry((o.op.to_string(), o.algorithm.to_string(), o.ranks_called))
+                .or_default();
+            k.calls += 1;
+            k.groups.insert(o.group);
+            k.bytes += o.bytes;
+            if let Some(e) = o.end_ns {
+                let d = e - o.start_ns;
+                k.fastest = k.fastest.min(d);
+                k.slowest = k.slowest.max(d);
+            }
+        }
+        for ((op, algorithm, size), k) in &kinds {
+            let took = if k.slowest == 0 && k.fastest == Nanos::MAX {
+                "none finished".to_string()
+            } else if k.fastest == k.slowest {
+                fmt_time(k.fastest)
+            } else {
+                format!("{}-{}", fmt_time(k.fastest), fmt_time(k.slowest))
+            };
+            s.push_str(&format!(
+                "  {op} ({algorithm}) in groups of {size}: {} calls in {} groups, {} bytes, {took}\n",
+                k.calls,
+                k.groups.len(),
+                k.bytes
+            ));
+        }
+        let odd: Vec<&OpReport> = self
+            .ops
+            .iter()
+            .filter(|o| o.end_ns.is_none() || !o.correct)
+            .collect();
+        self.op_each(s, odd.iter().copied().take(MAX_OP_LINES));
+        if odd.len() > MAX_OP_LINES {
+            s.push_str(&format!(
+                "  ... and {} more unfinished or wrong calls (all in --json)\n",
+                odd.len() - MAX_OP_LINES
+            ));
+        }
+    }
+
+    /// One line per call.
+    fn op_each<'a>(&self, s: &mut String, ops: impl Iterator<Item = &'a OpReport>) {
+    let rebuilt = self.generations.len() > 1;
+    for o in ops {
+        let dur = match o.end_ns {
+            Some(e) => fmt_time(e - o.start_ns),
+            None => "unfinished".into(),
+        };
+        let group = if o.group == 0 {
+            String::new()
+        } else {
+            format!(" in group {}", o.group)
+        };
+        let pair = match (o.from, o.to) {
+            (Some(a), Some(b)) => format!(" {a}->{b}"),
+            _ => String::new(),
+        };
+        // sequence numbers start again in every generation
+        let generation = if rebuilt {
+            format!(" in generation {}", o.generation)
+        } else {
+            String::new()
+        };
+        s.push_str(&format!(
+            "  iter {} op {}: {} #{}{pair}{group}{generation} ({}, {} bytes) {} — {}/{} ranks{}\n",
+            o.iteration,
+            o.index,
+            o.op,
+            o.seq,
+            o.algorithm,
+            o.bytes,
+            dur,
+            o.ranks_completed,
+            o.ranks_called,
+            if o.correct { "" } else { ", WRONG RESULT" }
+        ));
+    }
+    }
+
+    /// The report in sentences, for a terminal.
+    pub fn human(&self) -> String {
+        let mut s = self.verdict();
+        s.push('\n');
+        let t = fmt_ms(self.virtual_time_ns);
+        let done = self.done();
         match self.outcome {
             crate::scenario::Outcome::Completed => s.push_str(&format!(
                 "completed at {t}: {done} on {} messages, all results {}\n",
@@ -381,41 +526,7 @@ impl RunReport {
                 }
             ));
         }
-        let rebuilt = self.generations.len() > 1;
-        for o in &self.ops {
-            let dur = match o.end_ns {
-                Some(e) => fmt_time(e - o.start_ns),
-                None => "unfinished".into(),
-            };
-            let group = if o.group == 0 {
-                String::new()
-            } else {
-                format!(" in group {}", o.group)
-            };
-            let pair = match (o.from, o.to) {
-                (Some(a), Some(b)) => format!(" {a}->{b}"),
-                _ => String::new(),
-            };
-            // sequence numbers start again in every generation
-            let generation = if rebuilt {
-                format!(" in generation {}", o.generation)
-            } else {
-                String::new()
-            };
-            s.push_str(&format!(
-                "  iter {} op {}: {} #{}{pair}{group}{generation} ({}, {} bytes) {} — {}/{} ranks{}\n",
-                o.iteration,
-                o.index,
-                o.op,
-                o.seq,
-                o.algorithm,
-                o.bytes,
-                dur,
-                o.ranks_completed,
-                o.ranks_called,
-                if o.correct { "" } else { ", WRONG RESULT" }
-            ));
-        }
+        self.op_lines(&mut s);
         s.push_str(&format!(
             "seed {}, {} events, digest {}\n",
             self.seed, self.events, self.digest
@@ -430,6 +541,30 @@ impl RunReport {
             }
         }
         s
+    }
+}
+
+/// Past this many calls, the report gives one line per kind of call.
+const MAX_OP_LINES: usize = 32;
+
+/// The calls of one kind, summed up.
+struct Kind {
+    calls: usize,
+    groups: BTreeSet<u32>,
+    bytes: u64,
+    fastest: Nanos,
+    slowest: Nanos,
+}
+
+impl Default for Kind {
+    fn default() -> Kind {
+        Kind {
+            calls: 0,
+            groups: BTreeSet::new(),
+            bytes: 0,
+            fastest: Nanos::MAX,
+            slowest: 0,
+        }
     }
 }
 
@@ -461,6 +596,11 @@ pub fn build(
             .collect(),
         root_causes: diagnosis.root_causes(),
         explanation: explain(diagnosis),
+        culprit: if diagnosis.causes.is_empty() && diagnosis.blocked.is_empty() {
+            String::new()
+        } else {
+            text::culprit(diagnosis, &text::Simulated)
+        },
         stragglers: diagnosis.stragglers.clone(),
         generations: generations(fold),
         queries: fold
@@ -517,6 +657,7 @@ mod tests {
             blocked: Vec::new(),
             root_causes: causes.iter().map(|c| c.parse().unwrap()).collect(),
             explanation: Vec::new(),
+            culprit: String::new(),
             stragglers: Vec::new(),
             generations: Vec::new(),
             queries: Vec::new(),

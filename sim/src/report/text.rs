@@ -55,6 +55,9 @@ impl Wording for Simulated {
 /// At most this many "a waits for b" clauses per paragraph.
 const MAX_WAITS: usize = 12;
 
+/// At most this many distinct calls named in one clause.
+const MAX_CALLS: usize = 8;
+
 /// Root causes explained one by one; the rest are summed up in one line.
 const MAX_PARAGRAPHS: usize = 32;
 
@@ -138,8 +141,65 @@ fn the_rest<'a>(rest: impl Iterator<Item = &'a RootCause>) -> String {
     format!("and {n} more root causes: {}", parts.join("; "))
 }
 
+/// How many calls the first line names before it counts the rest.
+const VERDICT_CALLS: usize = 2;
+
+/// How many root causes the first line names before it counts the rest.
+const VERDICT_CAUSES: usize = 4;
+
+/// The answer of a stalled report, for its first line after the outcome: the root causes
+/// (culprits and fault classes), what the first of them says, and where the ranks it holds up
+/// are blocked: `hung:2 — rank 2 never issued allreduce #6 ...; ranks 0,1 are blocked in
+/// allreduce #6 ...`.
+pub fn culprit(d: &Diagnosis, w: &dyn Wording) -> String {
+    let Some(first) = d.causes.first() else {
+        return if d.blocked.is_empty() {
+            "no rank is waiting in a call, yet the work did not finish".into()
+        } else {
+            let all: Vec<&Blocked> = d.blocked.iter().collect();
+            format!(
+                "root cause not determined; {}",
+                calls_phrase(&all, w, VERDICT_CALLS)
+            )
+        };
+    };
+    let mut causes: Vec<String> = d
+        .causes
+        .iter()
+        .take(VERDICT_CAUSES)
+        .map(|c| c.cause.to_string())
+        .collect();
+    if d.causes.len() > VERDICT_CAUSES {
+        causes.push(format!("{} more", d.causes.len() - VERDICT_CAUSES));
+    }
+    let held: Vec<&Blocked> = d
+        .blocked
+        .iter()
+        .filter(|b| first.blocked.binary_search(&b.rank).is_ok())
+        .collect();
+    let calls = if held.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", calls_phrase(&held, w, VERDICT_CALLS))
+    };
+    format!("{} — {}{calls}", causes.join(", "), first.text)
+}
+
 /// `ranks 0,1 are blocked in allreduce #3 (ring, step 2/4): 0 waits for 2, 1 waits for 0`.
 fn blocked_clause(bs: &[&Blocked], w: &dyn Wording) -> String {
+    let mut waits: Vec<String> = bs
+        .iter()
+        .take(MAX_WAITS)
+        .map(|b| format!("{} waits for {}", b.rank, fmt_ranks(&b.waiting_for)))
+        .collect();
+    if bs.len() > MAX_WAITS {
+        waits.push(format!("... ({} more)", bs.len() - MAX_WAITS));
+    }
+    format!("{}: {}", calls_phrase(bs, w, MAX_CALLS), waits.join(", "))
+}
+
+/// `ranks 0,1 are blocked in allreduce #3 (ring, step 2/4) and rank 2 in recv #1 from rank 1`.
+fn calls_phrase(bs: &[&Blocked], w: &dyn Wording, max_calls: usize) -> String {
     // the calls the ranks are blocked in, first seen first
     let mut calls: Vec<Vec<&Blocked>> = Vec::new();
     for b in bs {
@@ -155,7 +215,7 @@ fn blocked_clause(bs: &[&Blocked], w: &dyn Wording) -> String {
             None => calls.push(vec![b]),
         }
     }
-    let parts: Vec<String> = calls
+    let mut parts: Vec<String> = calls
         .iter()
         .enumerate()
         .map(|(i, v)| {
@@ -181,13 +241,12 @@ fn blocked_clause(bs: &[&Blocked], w: &dyn Wording) -> String {
             )
         })
         .collect();
-    let mut waits: Vec<String> = bs
-        .iter()
-        .take(MAX_WAITS)
-        .map(|b| format!("{} waits for {}", b.rank, fmt_ranks(&b.waiting_for)))
-        .collect();
-    if bs.len() > MAX_WAITS {
-        waits.push(format!("... ({} more)", bs.len() - MAX_WAITS));
+    if parts.len() > max_calls {
+        let rest: usize = calls[max_calls..].iter().map(Vec::len).sum();
+        let n = parts.len() - max_calls;
+        parts.truncate(max_calls);
+        let ranks = if rest == 1 { "rank" } else { "ranks" };
+        parts.push(format!("{rest} more {ranks} in {n} other calls"));
     }
-    format!("{}: {}", parts.join(" and "), waits.join(", "))
+    parts.join(" and ")
 }

@@ -47,6 +47,9 @@ pub struct Analysis {
     pub dump_of: Vec<Option<u32>>,
     /// The dumps taken after a call of theirs timed out (by rank).
     pub late: Vec<u32>,
+    /// Each dump's newest record time (Unix epoch ns; 0 when none has one): the latest moment
+    /// the dump is known to have been taken after.
+    pub newest_ns: Vec<u64>,
 }
 
 impl Analysis {
@@ -143,6 +146,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
         lanes,
         dump_of: times.dump_of,
         late,
+        newest_ns: times.newest,
     }
 }
 

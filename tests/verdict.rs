@@ -1,0 +1,160 @@
+//! The first line of every report is the answer, and `--exit-code` tells a script whether the
+//! job finished: `run`, `explain` and `import` alike.
+
+mod common;
+
+use common::{code_and_stdout, ringside, root};
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+#[test]
+fn a_stalled_run_opens_with_its_root_cause_and_where_it_holds_ranks_up() {
+    let (code, out) = code_and_stdout(&ringside(&["run", "scenarios/hung-worker.toml"]));
+    assert_eq!(code, 0, "{out}");
+    let line = first_line(&out);
+    assert!(line.starts_with("STALLED: hung:"), "{out}");
+    // the cause in words, then the call the others are blocked in
+    assert!(line.contains(" — "), "{line}");
+    assert!(line.contains("blocked in allreduce #"), "{line}");
+}
+
+#[test]
+fn a_healthy_run_opens_with_what_it_completed() {
+    let (code, out) = code_and_stdout(&ringside(&["run", "scenarios/healthy-allreduce.toml"]));
+    assert_eq!(code, 0, "{out}");
+    let line = first_line(&out);
+    assert!(line.starts_with("COMPLETED: "), "{out}");
+    assert!(line.ends_with("all results correct"), "{line}");
+    assert!(line.contains(" ranks in "), "{line}");
+}
+
+#[test]
+fn exit_code_says_whether_the_job_finished() {
+    let stalled = ["run", "scenarios/hung-worker.toml", "--exit-code"];
+    assert_eq!(ringside(&stalled).status.code(), Some(1));
+    let healthy = ["run", "scenarios/healthy-allreduce.toml", "--exit-code"];
+    assert_eq!(ringside(&healthy).status.code(), Some(0));
+    // without the flag a stall is a result, not a failure
+    assert_eq!(
+        ringside(&["run", "scenarios/hung-worker.toml"]).status.code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn explain_opens_with_the_same_answer_as_the_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("hung.jsonl");
+    let t = trace.to_str().unwrap();
+    let (_, run) = code_and_stdout(&ringside(&[
+        "run",
+        "scenarios/hung-worker.toml",
+        "--trace",
+        t,
+    ]));
+    let (code, explain) = code_and_stdout(&ringside(&["explain", t]));
+    assert_eq!(code, 0, "{explain}");
+    assert_eq!(first_line(&explain), first_line(&run));
+    assert_eq!(
+        ringside(&["explain", t, "--exit-code"]).status.code(),
+        Some(1)
+    );
+    // before anything went wrong, nobody is blocked
+    let (_, early) = code_and_stdout(&ringside(&["explain", t, "--at", "0ns"]));
+    assert!(first_line(&early).starts_with("NOT BLOCKED at "), "{early}");
+    assert_eq!(
+        ringside(&["explain", t, "--at", "0ns", "--exit-code"])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn import_opens_with_the_culprit_and_how_long_its_peers_had_waited() {
+    let dumps = root().join("tests/data/flight-recorder/real/skipped_collective/json");
+    let d = dumps.to_str().unwrap();
+    let (code, out) = code_and_stdout(&ringside(&["import", d]));
+    assert_eq!(code, 0, "{out}");
+    let line = first_line(&out);
+    assert!(line.starts_with("STALLED: hung:2 — "), "{out}");
+    // gloo records only when a call was issued: nothing tells how long it had waited
+    assert!(line.contains(" since 25.192ms after the job's first record"), "{line}");
+    assert_eq!(
+        ringside(&["import", d, "--exit-code"]).status.code(),
+        Some(1)
+    );
+    // NCCL records when a kernel started: the age is measured on the rank's own dump
+    let nccl = root().join("tests/data/flight-recorder/nccl/3d_hung/json");
+    let (_, out) = code_and_stdout(&ringside(&["import", nccl.to_str().unwrap()]));
+    let line = first_line(&out);
+    assert!(line.starts_with("STALLED: hung:5 — "), "{out}");
+    assert!(line.contains("for at least 8.000us when it dumped"), "{line}");
+    let healthy = root().join("tests/data/flight-recorder/real/healthy/json");
+    let h = healthy.to_str().unwrap();
+    let (code, out) = code_and_stdout(&ringside(&["import", h, "--exit-code"]));
+    assert_eq!(code, 0, "{out}");
+    assert!(first_line(&out).starts_with("COMPLETED: "), "{out}");
+}
+
+/// 64 ranks allreduce along the world, then along their pair; rank 1's program takes the pair
+/// first (`inverted`), or every rank's does (`all`: no rank deviates from the others).
+fn pairs_scenario(inverted: &[u32]) -> String {
+    let pairs: Vec<String> = (0..32).map(|i| format!("[{}, {}]", 2 * i, 2 * i + 1)).collect();
+    let mut s = format!(
+        "name = \"order-64\"\nseed = 1\n[world]\nsize = 64\n[group]\ntimeout = \"1s\"\n\
+         [[groups]]\nname = \"pair\"\nranks = [{}]\n[workload]\niterations = 1\n\
+         compute = \"1ms\"\nelements = 4\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\ngroup = \"pair\"\n",
+        pairs.join(", ")
+    );
+    if !inverted.is_empty() {
+        s.push_str(&format!(
+            "[[workload.programs]]\nranks = {inverted:?}\n\
+             [[workload.programs.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\ngroup = \"pair\"\n\
+             [[workload.programs.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n"
+        ));
+    }
+    s
+}
+
+#[test]
+fn the_rank_whose_call_order_differs_is_named_at_64_ranks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("order.toml");
+    std::fs::write(&file, pairs_scenario(&[1])).unwrap();
+    let f = file.to_str().unwrap();
+    let o = ringside(&["run", f, "--json"]);
+    let v = common::json(&o);
+    assert_eq!(v["root_causes"], serde_json::json!(["mismatch:1"]), "{v}");
+    let (_, out) = code_and_stdout(&ringside(&["run", f]));
+    let line = first_line(&out);
+    assert!(line.starts_with("STALLED: mismatch:1 — rank 1 is in allreduce"), "{line}");
+    assert!(line.contains("inverse order of the programs of ranks 0,2-63"), "{line}");
+    // explain reads the same answer off the trace
+    let trace = dir.path().join("order.jsonl");
+    let t = trace.to_str().unwrap();
+    ringside(&["run", f, "--trace", t]);
+    let (_, explained) = code_and_stdout(&ringside(&["explain", t]));
+    assert_eq!(first_line(&explained), line);
+}
+
+#[test]
+fn a_cycle_where_half_the_ranks_take_each_order_stays_a_deadlock() {
+    // ranks 0 and 1 of the first pair each follow an order that half the world follows: nobody
+    // stands out, so no rank is blamed
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("half.toml");
+    let half: Vec<u32> = (0..64).filter(|r| r % 2 == 1).collect();
+    std::fs::write(&file, pairs_scenario(&half)).unwrap();
+    let v = common::json(&ringside(&["run", file.to_str().unwrap(), "--json"]));
+    let causes = v["root_causes"].as_array().unwrap();
+    assert!(!causes.is_empty(), "{v}");
+    assert!(
+        causes.iter().all(|c| c.as_str().unwrap().starts_with("deadlock:")),
+        "{v}"
+    );
+}
