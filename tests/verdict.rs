@@ -38,7 +38,9 @@ fn exit_code_says_whether_the_job_finished() {
     assert_eq!(ringside(&healthy).status.code(), Some(0));
     // without the flag a stall is a result, not a failure
     assert_eq!(
-        ringside(&["run", "scenarios/hung-worker.toml"]).status.code(),
+        ringside(&["run", "scenarios/hung-worker.toml"])
+            .status
+            .code(),
         Some(0)
     );
 }
@@ -81,7 +83,10 @@ fn import_opens_with_the_culprit_and_how_long_its_peers_had_waited() {
     let line = first_line(&out);
     assert!(line.starts_with("STALLED: hung:2 — "), "{out}");
     // gloo records only when a call was issued: nothing tells how long it had waited
-    assert!(line.contains(" since 25.192ms after the job's first record"), "{line}");
+    assert!(
+        line.contains(" since 25.192ms after the job's first record"),
+        "{line}"
+    );
     assert_eq!(
         ringside(&["import", d, "--exit-code"]).status.code(),
         Some(1)
@@ -91,7 +96,10 @@ fn import_opens_with_the_culprit_and_how_long_its_peers_had_waited() {
     let (_, out) = code_and_stdout(&ringside(&["import", nccl.to_str().unwrap()]));
     let line = first_line(&out);
     assert!(line.starts_with("STALLED: hung:5 — "), "{out}");
-    assert!(line.contains("for at least 8.000us when it dumped"), "{line}");
+    assert!(
+        line.contains("for at least 8.000us when it dumped"),
+        "{line}"
+    );
     let healthy = root().join("tests/data/flight-recorder/real/healthy/json");
     let h = healthy.to_str().unwrap();
     let (code, out) = code_and_stdout(&ringside(&["import", h, "--exit-code"]));
@@ -102,7 +110,9 @@ fn import_opens_with_the_culprit_and_how_long_its_peers_had_waited() {
 /// 64 ranks allreduce along the world, then along their pair; rank 1's program takes the pair
 /// first (`inverted`), or every rank's does (`all`: no rank deviates from the others).
 fn pairs_scenario(inverted: &[u32]) -> String {
-    let pairs: Vec<String> = (0..32).map(|i| format!("[{}, {}]", 2 * i, 2 * i + 1)).collect();
+    let pairs: Vec<String> = (0..32)
+        .map(|i| format!("[{}, {}]", 2 * i, 2 * i + 1))
+        .collect();
     let mut s = format!(
         "name = \"order-64\"\nseed = 1\n[world]\nsize = 64\n[group]\ntimeout = \"1s\"\n\
          [[groups]]\nname = \"pair\"\nranks = [{}]\n[workload]\niterations = 1\n\
@@ -132,8 +142,14 @@ fn the_rank_whose_call_order_differs_is_named_at_64_ranks() {
     assert_eq!(v["root_causes"], serde_json::json!(["mismatch:1"]), "{v}");
     let (_, out) = code_and_stdout(&ringside(&["run", f]));
     let line = first_line(&out);
-    assert!(line.starts_with("STALLED: mismatch:1 — rank 1 is in allreduce"), "{line}");
-    assert!(line.contains("inverse order of the programs of ranks 0,2-63"), "{line}");
+    assert!(
+        line.starts_with("STALLED: mismatch:1 — rank 1 is in allreduce"),
+        "{line}"
+    );
+    assert!(
+        line.contains("inverse order of the programs of ranks 0,2-63"),
+        "{line}"
+    );
     // explain reads the same answer off the trace
     let trace = dir.path().join("order.jsonl");
     let t = trace.to_str().unwrap();
@@ -154,7 +170,9 @@ fn a_cycle_where_half_the_ranks_take_each_order_stays_a_deadlock() {
     let causes = v["root_causes"].as_array().unwrap();
     assert!(!causes.is_empty(), "{v}");
     assert!(
-        causes.iter().all(|c| c.as_str().unwrap().starts_with("deadlock:")),
+        causes
+            .iter()
+            .all(|c| c.as_str().unwrap().starts_with("deadlock:")),
         "{v}"
     );
 }

@@ -53,12 +53,7 @@ fn shipped_pipelines_experts_and_programs_end_as_documented() {
             &[0, 1, 2, 3, 4, 6, 7],
             &["preempted:5"],
         ),
-        (
-            "cross-group-deadlock",
-            "stalled",
-            &[0, 1],
-            &["mismatch:1"],
-        ),
+        ("cross-group-deadlock", "stalled", &[0, 1], &["mismatch:1"]),
         (
             "extra-collective",
             "stalled",

@@ -78,7 +78,10 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         }
         print!("{}", to_dot(&fold, &d));
     } else {
-        println!("{}", verdict(&d, fold.outcome.filter(|_| at.is_none()), fold.t));
+        println!(
+            "{}",
+            safe(&verdict(&d, fold.outcome.filter(|_| at.is_none()), fold.t))
+        );
         let lines = explain(&d);
         if lines.is_empty() {
             print!("at {}: no rank is blocked in a collective", fmt_ms(fold.t));

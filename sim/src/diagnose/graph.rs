@@ -291,7 +291,10 @@ fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Vec<u32>, Vec
     for &r in ranks {
         let mut v = order::Votes::default();
         if let Some((along, op)) = kind(r) {
-            for &p in ranks.iter().filter(|&&p| p != r && s.waits_of(p).any(|x| x == r)) {
+            for &p in ranks
+                .iter()
+                .filter(|&&p| p != r && s.waits_of(p).any(|x| x == r))
+            {
                 let Some((a_along, a_op)) = kind(p) else {
                     continue;
                 };

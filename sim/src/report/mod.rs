@@ -398,28 +398,28 @@ impl RunReport {
 
     /// One line per call.
     fn op_each<'a>(&self, s: &mut String, ops: impl Iterator<Item = &'a OpReport>) {
-    let rebuilt = self.generations.len() > 1;
-    for o in ops {
-        let dur = match o.end_ns {
-            Some(e) => fmt_time(e - o.start_ns),
-            None => "unfinished".into(),
-        };
-        let group = if o.group == 0 {
-            String::new()
-        } else {
-            format!(" in group {}", o.group)
-        };
-        let pair = match (o.from, o.to) {
-            (Some(a), Some(b)) => format!(" {a}->{b}"),
-            _ => String::new(),
-        };
-        // sequence numbers start again in every generation
-        let generation = if rebuilt {
-            format!(" in generation {}", o.generation)
-        } else {
-            String::new()
-        };
-        s.push_str(&format!(
+        let rebuilt = self.generations.len() > 1;
+        for o in ops {
+            let dur = match o.end_ns {
+                Some(e) => fmt_time(e - o.start_ns),
+                None => "unfinished".into(),
+            };
+            let group = if o.group == 0 {
+                String::new()
+            } else {
+                format!(" in group {}", o.group)
+            };
+            let pair = match (o.from, o.to) {
+                (Some(a), Some(b)) => format!(" {a}->{b}"),
+                _ => String::new(),
+            };
+            // sequence numbers start again in every generation
+            let generation = if rebuilt {
+                format!(" in generation {}", o.generation)
+            } else {
+                String::new()
+            };
+            s.push_str(&format!(
             "  iter {} op {}: {} #{}{pair}{group}{generation} ({}, {} bytes) {} — {}/{} ranks{}\n",
             o.iteration,
             o.index,
@@ -432,7 +432,7 @@ impl RunReport {
             o.ranks_called,
             if o.correct { "" } else { ", WRONG RESULT" }
         ));
-    }
+        }
     }
 
     /// The report in sentences, for a terminal.
