@@ -192,11 +192,19 @@ fn reports_device_states(d: &Dump) -> bool {
 /// Lanes of every dump, `lanes[d].groups[g]`.
 pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Lanes> {
     let mut sites: BTreeMap<&str, u32> = BTreeMap::new();
-    dumps
+    let mut lanes: Vec<Lanes> = dumps
         .iter()
         .enumerate()
         .map(|(di, d)| build_one(di as u32, d, groups, &mut sites))
-        .collect()
+        .collect();
+    // timing is a setting of the job (TORCH_NCCL_ENABLE_TIMING), the same on every rank: a dump
+    // whose calls all completed, or never started, shows it only through the others
+    if lanes.iter().any(|l| l.timing) {
+        for l in &mut lanes {
+            l.timing = true;
+        }
+    }
+    lanes
 }
 
 /// The lanes of dump `d` (index `di`); `sites` numbers call sites across dumps.
