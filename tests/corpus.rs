@@ -29,13 +29,6 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "without frames ranks 1 and 3 are not shown blocked in the broadcast",
     ),
     (
-        "real/skipped_collective",
-        "pickle",
-        "the call-site divergence among completed calls (#4) is not judged: rank 2 reads hung, \
-         not skipped",
-    ),
-    ("real/skipped_collective", "late/pickle", "as pickle"),
-    (
         "real/subgroup_order",
         "late/pickle",
         "after the timeout every call reads retired: the order inversion reads as a skipped \

@@ -262,6 +262,9 @@ fn match_group(dumps: &[Dump], grp: &Group, sends: &ByPair, recvs: &ByPair, out:
     }
 }
 
+/// A call of one dump: the dump, the group and the call's index in its lane.
+type CallAt = (u32, u32, u32);
+
 /// A send or recv that names a peer that never takes part in a message with its rank, while
 /// another member's message toward (or from) that rank waits: the call names the wrong peer
 /// (a stage receiving from the wrong stage, a send to the wrong rank). Its rank is at fault.
@@ -270,7 +273,8 @@ fn misdirected(sends: &ByPair, recvs: &ByPair, out: &mut Messages, g: &Group) {
         v.iter()
             .any(|r| !r.call.left() || r.call.status == Status::Failed)
     };
-    let mut found: Vec<((u32, u32, u32), (RootCause, String))> = Vec::new();
+    // (dump, group, index of the call) and the cause it carries, in words
+    let mut found: Vec<(CallAt, (RootCause, String))> = Vec::new();
     for (&(to, from), rs) in recvs {
         let Some(from) = from else { continue };
         let never = sends.get(&(from, Some(to))).is_none_or(|v| v.is_empty());

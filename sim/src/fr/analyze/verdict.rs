@@ -37,15 +37,31 @@ fn shift(ctx: &Ctx, g: &Group, s: u64, culprit: u32, right: u32) -> Option<bool>
         (Some(a), Some(b)) => Some(ctx.same(&a, &b)),
         _ => None,
     };
-    // an extra call: culprit(s+1) = right(s)
-    if agree(at(lc, s + 1), at(lr, s)) == Some(true)
-        && agree(at(lc, s + 2), at(lr, s + 1)) != Some(false)
-    {
+    // how far the culprit's calls from `s` on are the right ones shifted by `by` (1: one seq
+    // later, an extra call; -1: one earlier, a skipped call): the calls that agree before the
+    // first that differs, none when that comes within two
+    let run = |by: i64| -> usize {
+        let mut n = 0;
+        for k in 0u64.. {
+            let (c, r) = if by > 0 {
+                (s + k + 1, s + k)
+            } else {
+                (s + k, s + k + 1)
+            };
+            match agree(at(lc, c), at(lr, r)) {
+                Some(true) => n += 1,
+                Some(false) if k < 2 => return 0,
+                _ => return n,
+            }
+        }
+        n
+    };
+    // where both read alike, the longer agreement tells; an extra call on a tie
+    let (extra, skipped) = (run(1), run(-1));
+    if extra > 0 && extra >= skipped {
         return Some(true);
     }
-    if agree(at(lc, s), at(lr, s + 1)) == Some(true)
-        && agree(at(lc, s + 1), at(lr, s + 2)) != Some(false)
-    {
+    if skipped > 0 {
         return Some(false);
     }
     // the right ranks stop at s: their history tells what comes after their call there (a
@@ -213,12 +229,15 @@ pub(super) fn judge_site(
             ctx.lane(m, g.id)
                 .is_some_and(|l| l.calls.iter().any(|x| x.site == c.site))
         });
-        if seen {
+        let shifts: Vec<Option<bool>> = ranks.iter().map(|&r| shift(ctx, g, s, r, rr[0])).collect();
+        // a site the others call from too is no divergence by itself: it is one when the
+        // culprits' later calls are the others' shifted by one (a call skipped or added)
+        if seen && shifts.iter().any(Option::is_none) {
             return None;
         }
-        for &r in ranks {
+        for (&r, sh) in ranks.iter().zip(shifts) {
             culprits.push(r);
-            match shift(ctx, g, s, r, rr[0]) {
+            match sh {
                 Some(false) => {
                     kind = DivergenceKind::SkippedCall;
                     causes.push(RootCause::Skipped(rank(r)));
