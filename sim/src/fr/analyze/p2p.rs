@@ -269,71 +269,61 @@ type CallAt = (u32, u32, u32);
 /// another member's message toward (or from) that rank waits: the call names the wrong peer
 /// (a stage receiving from the wrong stage, a send to the wrong rank). Its rank is at fault.
 fn misdirected(sends: &ByPair, recvs: &ByPair, out: &mut Messages, g: &Group) {
-    let open = |v: &[Raw]| {
-        v.iter()
-            .any(|r| !r.call.left() || r.call.status == Status::Failed)
-    };
-    // (dump, group, index of the call) and the cause it carries, in words
     let mut found: Vec<(CallAt, (RootCause, String))> = Vec::new();
-    for (&(to, from), rs) in recvs {
-        let Some(from) = from else { continue };
-        let never = sends.get(&(from, Some(to))).is_none_or(|v| v.is_empty());
-        let waiting: Vec<u32> = sends
-            .iter()
-            .filter(|((s, t), v)| *t == Some(to) && *s != from && open(v))
-            .map(|((s, _), _)| *s)
-            .collect();
-        if !never || waiting.is_empty() {
-            continue;
-        }
-        for r in rs
-            .iter()
-            .filter(|r| !r.call.left() || r.call.status == Status::Failed)
-        {
-            let text = format!(
-                "rank {to} posted a recv from rank {from} in {}, which never sends to it, while \
-                 the send of {} toward rank {to} waits: rank {to}'s recv names the wrong peer",
-                g.label(),
-                crate::diagnose::ranks_phrase(&waiting)
-            );
-            found.push((
-                (r.call.dump, g.id, r.index),
-                (RootCause::Mismatch(Rank(to)), text),
-            ));
-        }
-    }
-    for (&(from, to), ss) in sends {
-        let Some(to) = to else { continue };
-        let never = recvs.get(&(to, Some(from))).is_none_or(|v| v.is_empty());
-        let waiting: Vec<u32> = recvs
-            .iter()
-            .filter(|((t, s), v)| *s == Some(from) && *t != to && open(v))
-            .map(|((t, _), _)| *t)
-            .collect();
-        if !never || waiting.is_empty() {
-            continue;
-        }
-        for s in ss
-            .iter()
-            .filter(|r| !r.call.left() || r.call.status == Status::Failed)
-        {
-            let text = format!(
-                "rank {from} sent to rank {to} in {}, which never receives from it, while the \
-                 recv of {} from rank {from} waits: rank {from}'s send names the wrong peer",
-                g.label(),
-                crate::diagnose::ranks_phrase(&waiting)
-            );
-            found.push((
-                (s.call.dump, g.id, s.index),
-                (RootCause::Mismatch(Rank(from)), text),
-            ));
-        }
-    }
+    wrong_peer(recvs, sends, g, &mut found, |me, peer, g, waiting| {
+        format!(
+            "rank {me} posted a recv from rank {peer} in {g}, which never sends to it, while \
+             the send of {waiting} toward rank {me} waits: rank {me}'s recv names the wrong peer"
+        )
+    });
+    wrong_peer(sends, recvs, g, &mut found, |me, peer, g, waiting| {
+        format!(
+            "rank {me} sent to rank {peer} in {g}, which never receives from it, while the recv \
+             of {waiting} from rank {me} waits: rank {me}'s send names the wrong peer"
+        )
+    });
     for (k, m) in found {
         if let Some(e) = out.ends.get_mut(&k) {
             if e.other.is_none() && e.mismatch.is_none() {
                 e.mismatch = Some(m);
             }
+        }
+    }
+}
+
+/// The open calls of `mine` (by rank and peer) toward a peer that has no call of `theirs`
+/// toward the rank, while calls of `theirs` of other ranks toward the rank wait: each with its
+/// rank's `mismatch` and `text(rank, peer, group, waiting ranks)`.
+fn wrong_peer(
+    mine: &ByPair,
+    theirs: &ByPair,
+    g: &Group,
+    found: &mut Vec<(CallAt, (RootCause, String))>,
+    text: impl Fn(u32, u32, &str, &str) -> String,
+) {
+    let open = |r: &&Raw| !r.call.left() || r.call.status == Status::Failed;
+    for (&(me, peer), calls) in mine {
+        let Some(peer) = peer else { continue };
+        let never = theirs.get(&(peer, Some(me))).is_none_or(|v| v.is_empty());
+        let waiting: Vec<u32> = theirs
+            .iter()
+            .filter(|((x, p), v)| *p == Some(me) && *x != peer && v.iter().any(|r| open(&r)))
+            .map(|((x, _), _)| *x)
+            .collect();
+        if !never || waiting.is_empty() {
+            continue;
+        }
+        let said = text(
+            me,
+            peer,
+            &g.label(),
+            &crate::diagnose::ranks_phrase(&waiting),
+        );
+        for r in calls.iter().filter(open) {
+            found.push((
+                (r.call.dump, g.id, r.index),
+                (RootCause::Mismatch(Rank(me)), said.clone()),
+            ));
         }
     }
 }

@@ -324,7 +324,8 @@ fn mutated_line() -> impl Strategy<Value = String> {
                     Edit::Repeat => line.insert(k, line[k]),
                     Edit::Number(spelling) => {
                         let Some(start) = (k..line.len()).find(|&j| {
-                            line[j].is_ascii_digit() && !line[j - 1].is_ascii_alphanumeric()
+                            line[j].is_ascii_digit()
+                                && (j == 0 || !line[j - 1].is_ascii_alphanumeric())
                         }) else {
                             continue;
                         };
