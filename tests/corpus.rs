@@ -17,13 +17,6 @@ use std::collections::BTreeSet;
 /// Forms known to come out wrong, and why.
 const KNOWN_WRONG: &[(&str, &str, &str)] = &[
     (
-        "real/allgather_rs",
-        "late/pickle",
-        "after the timeout rank 0's failed all_gather reads retired like a finished one: only \
-         rank 1 is seen blocked",
-    ),
-    ("real/allgather_rs", "late/json", "as late/pickle"),
-    (
         "real/broadcast_wrong_src",
         "json",
         "without frames ranks 1 and 3 are not shown blocked in the broadcast",

@@ -130,7 +130,13 @@ fn collective(ctx: &Ctx, g: &Group, scan: &GroupScan, rank: u32, c: Call) -> Stu
     let mut waits = Vec::new();
     // a member proved it complete: every member took part (a rank that still shows it open
     // dumped before it ended)
-    let passed = c.completed() || scan.passed(c.seq);
+    // (not at the call where the group diverged: there some members can finish their part,
+    // a broadcast's from another root, while the others wait for ever)
+    let diverged_here = scan
+        .divergence
+        .as_ref()
+        .is_some_and(|d| d.decided() && d.seq == c.seq);
+    let passed = c.completed() || (scan.passed(c.seq) && !diverged_here);
     if !passed {
         for &m in g.members.iter().filter(|&&m| m != rank) {
             if let Some(o) = obstacle(ctx, g, rank, &c, m) {
