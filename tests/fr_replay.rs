@@ -88,7 +88,7 @@ fn seqs_named(text: &str) -> Vec<u64> {
 /// Forms of cases the replay cannot tell yet (`*`: every form), and why: each is either
 /// replayed as the import tells it or refused with the diagnosis printed, never written with
 /// another story.
-const NOT_YET: [(&str, &str, &str); 3] = [
+const NOT_YET: [(&str, &str, &str); 5] = [
     (
         "extra_collective",
         "*",
@@ -96,6 +96,13 @@ const NOT_YET: [(&str, &str, &str); 3] = [
          the job; the simulated diagnosis, which does not compare call sites, blames the call \
          the culprit waits in",
     ),
+    (
+        "skipped_collective",
+        "pickle",
+        "the import finds the skip at #4 by the call sites of completed calls; the simulated \
+         diagnosis, which does not compare call sites, blames #6, where the others wait",
+    ),
+    ("skipped_collective", "late/pickle", "as pickle"),
     (
         "subgroup_order",
         "*",
