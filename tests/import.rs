@@ -649,11 +649,10 @@ fn the_trace_of_an_import_reads_in_explain_and_export() {
             want.dedup();
         }
         assert_eq!(blocked_ranks(&explained), want, "{name}");
-        assert_eq!(
-            strings(&explained["root_causes"]),
-            as_replayed(&strings(&imported["root_causes"])),
-            "{name}"
-        );
+        // a rank without a dump is missing there too, not preempted
+        let mut want = strings(&imported["root_causes"]);
+        want.sort();
+        assert_eq!(strings(&explained["root_causes"]), want, "{name}");
         let pf = dir.path().join(format!("{name}.json"));
         let x = ringside(&[
             "export",

@@ -33,7 +33,7 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         None => None,
     };
     let mut reader = TraceReader::open(&a.trace)?;
-    let mut fold = Fold::new(&reader.header.scenario);
+    let mut fold = Fold::of_header(&reader.header);
     let mut to_the_end = true;
     while let Some((t, ev)) = reader.next_event()? {
         if at.is_some_and(|at| t > at) {

@@ -180,7 +180,7 @@ fn in_tmux_keys_a_resize_and_sigterm_leave_the_terminal_as_it_was() {
     );
     // the whole run, then the fault, then the event detail pane
     tmux.keys(&["End"]);
-    tmux.wait_for("outcome stalled", 5);
+    tmux.wait_for("(diagnosis)", 5);
     tmux.keys(&["Home", "f"]);
     tmux.wait_for("preempt begins", 5);
     tmux.keys(&["Enter"]);

@@ -6,7 +6,7 @@ use crate::state::paths::{wait_paths, WaitPath};
 use crate::state::ranges::parse_ranks;
 use crate::state::ranks::{listed, shown};
 use crate::state::{EventFilter, Loaded, MarkerKind, Order, Shown};
-use ringside_sim::diagnose::{diagnose, Diagnosis, Fold, RankState};
+use ringside_sim::diagnose::{Diagnosis, Fold, RankState};
 use ringside_sim::units::{fmt_time, Duration};
 
 /// How the wait-for graph is shown.
@@ -101,13 +101,11 @@ pub fn no_color_env() -> bool {
 }
 
 impl App {
-    /// Opens at the first stall when there is one, with the ranks that matter first.
+    /// Opens at the moment that shows how the trace ends (see [`Loaded::answer`]), with the
+    /// ranks that matter first.
     pub fn new(loaded: Loaded) -> App {
-        let mut fold = loaded.fold_at(0);
-        if loaded.is_empty() {
-            fold.outcome = loaded.trace.footer.as_ref().map(|f| f.outcome);
-        }
-        let diagnosis = diagnose(&fold);
+        let fold = loaded.fold_at(0);
+        let diagnosis = loaded.diagnose(&fold, 0);
         let shown = shown(&fold, &diagnosis);
         let chains = chains(&diagnosis);
         let mut app = App {
@@ -136,7 +134,7 @@ impl App {
             suspend: false,
             quit: false,
         };
-        if let Some(p) = app.loaded.markers.first_stall {
+        if let Some(p) = app.loaded.answer {
             app.seek(p);
             app.select_first();
         }
@@ -163,6 +161,7 @@ impl App {
             rendezvous: None,
             culprit: None,
             next_to_cause: false,
+            no_dump: false,
         })
     }
 
@@ -210,11 +209,8 @@ impl App {
             .history
             .seek(self.loaded.events(), fold, self.pos, pos);
         self.pos = pos;
-        // at the end, the diagnosis knows how the run ended, as `explain` does
-        if pos == self.loaded.len() {
-            self.fold.outcome = self.loaded.trace.footer.as_ref().map(|f| f.outcome);
-        }
-        self.diagnosis = diagnose(&self.fold);
+        self.loaded.at_end(&mut self.fold, pos);
+        self.diagnosis = self.loaded.diagnose(&self.fold, pos);
         self.shown = shown(&self.fold, &self.diagnosis);
         self.chains = chains(&self.diagnosis);
     }
@@ -379,6 +375,13 @@ impl App {
             }
             Action::Start => self.seek(0),
             Action::End => self.seek(self.loaded.len()),
+            Action::Answer => {
+                let p = self.loaded.answer;
+                self.seek_or(p, "the trace ends with nothing blocked and no root cause");
+                if p.is_some() {
+                    self.select_first();
+                }
+            }
             Action::FirstStall => {
                 let p = self.loaded.markers.first_stall;
                 self.seek_or(

@@ -27,6 +27,8 @@ pub enum Action {
     Step(i64),
     Start,
     End,
+    /// The moment that shows how the trace ends (where the viewer opens).
+    Answer,
     FirstStall,
     /// To the next (+1) or previous (-1) marker of this kind.
     Marker(MarkerKind, i64),
@@ -158,6 +160,7 @@ pub fn action(mode: Mode, key: KeyEvent) -> Action {
             KeyCode::Tab => Action::FocusNext(1),
             KeyCode::BackTab => Action::FocusNext(-1),
             KeyCode::Enter => Action::Detail,
+            KeyCode::Char('a') => Action::Answer,
             KeyCode::Char('s') => Action::FirstStall,
             KeyCode::Char('f') => Action::Marker(MarkerKind::Fault, 1),
             KeyCode::Char('F') => Action::Marker(MarkerKind::Fault, -1),

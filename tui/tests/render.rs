@@ -191,13 +191,16 @@ fn healthy_run_mid_allreduce_shows_waits_in_progress() {
     insta::assert_snapshot!("healthy_mid_80x24", t.backend());
 }
 
-/// 256 ranks in a ring, rank 100 preempted: opened at the first stall, the chain to the root
-/// cause is on screen at 80x24 without scrolling, the dead rank is listed first, and at the
-/// end the blocked count is exact and every step total is shown.
+/// 256 ranks in a ring, rank 100 preempted: opened at the moment that shows how it ends (after
+/// the first stall, once all 255 others wait), the answer and the chain to the root cause are on
+/// screen at 80x24 without scrolling, the dead rank is listed first, and at the end the blocked
+/// count is exact and every step total is shown.
 #[test]
 fn preemption_of_one_rank_in_256() {
     let mut a = app(PREEMPT_256);
-    assert_eq!(Some(a.pos), a.loaded.markers.first_stall);
+    assert_eq!(Some(a.pos), a.loaded.answer);
+    assert!(a.loaded.markers.first_stall < Some(a.pos));
+    assert_eq!(a.blocked().len(), 255);
     assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(100))]);
     assert_eq!(
         a.listed()[..2],
@@ -211,10 +214,13 @@ fn preemption_of_one_rank_in_256() {
         let screen = text(b);
         assert!(screen.contains("preempted:100"), "{screen}");
         assert!(screen.contains("101 → 100 ✗ dead"), "{screen}");
-        assert!(screen.contains("blocked: rank 101"), "{screen}");
+        assert!(
+            screen.contains("blocked: 255 ranks: 0-99,101-255"),
+            "{screen}"
+        );
         assert!(row_of_rank(b, &a, 100).is_some() && row_of_rank(b, &a, 101).is_some());
         check_states_and_causes(&a, b);
-        insta::assert_snapshot!(format!("preempt256_first_stall_{w}x{h}"), t.backend());
+        insta::assert_snapshot!(format!("preempt256_first_screen_{w}x{h}"), t.backend());
     }
     a.update(Action::End);
     let blocked = a.blocked();
@@ -258,7 +264,7 @@ fn preemption_stall() {
     assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(2))]);
     let t = draw(&a, 80, 24);
     check_states_and_causes(&a, t.backend().buffer());
-    insta::assert_snapshot!("preempt_first_stall_80x24", t.backend());
+    insta::assert_snapshot!("preempt_first_screen_80x24", t.backend());
     a.update(Action::End);
     for (w, h) in SIZES {
         let t = draw(&a, w, h);
@@ -627,7 +633,7 @@ fn an_interrupted_trace_and_an_empty_one() {
     let mut a = App::new(Loaded::new(trace.clone()));
     a.update(Action::End);
     let screen = text(draw(&a, 80, 24).backend().buffer());
-    assert!(screen.contains("outcome unfinished"), "{screen}");
+    assert!(screen.contains("  unfinished"), "{screen}");
     assert!(screen.contains("event 30 of 30"), "{screen}");
     trace.events.clear();
     let mut a = App::new(Loaded::new(trace));

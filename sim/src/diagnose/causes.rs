@@ -192,6 +192,29 @@ impl CauseBook {
             .unwrap_or_else(|| (key.to_string(), Vec::new()))
     }
 
+    /// Rank `r` is dead: preempted, or, in an import of a job's dumps, a rank that left no
+    /// dump (the import has it die where the others start waiting for it).
+    pub fn gone(&mut self, fold: &Fold, r: u32) -> RootCause {
+        if fold.ranks[r as usize].no_dump {
+            self.missing(fold, r)
+        } else {
+            self.preempted(fold, r)
+        }
+    }
+
+    pub fn missing(&mut self, fold: &Fold, r: u32) -> RootCause {
+        let key = RootCause::Missing(Rank(r));
+        self.note(&key, || {
+            let v = &fold.ranks[r as usize];
+            let text = format!(
+                "rank {r} left no Flight Recorder dump: the others wait for it from {} on",
+                fmt_ms(v.dead_since.unwrap_or(v.since_ns))
+            );
+            (text, vec![r])
+        });
+        key
+    }
+
     pub fn preempted(&mut self, fold: &Fold, r: u32) -> RootCause {
         let key = RootCause::Preempted(Rank(r));
         self.note(&key, || {

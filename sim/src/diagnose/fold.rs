@@ -10,7 +10,7 @@ use crate::proto::event::AbortReason;
 use crate::proto::workload::{Along, Step, WorkloadConfig};
 use crate::proto::{Generation, GroupId, Rank, SeqNo, StepEvent};
 use crate::scenario::{Algorithm, Dtype, OpKind, Outcome, ReduceOp, RendezvousKind, Scenario};
-use crate::trace::{Event, FaultPhase, Sent};
+use crate::trace::{Event, FaultPhase, Header, Sent};
 use crate::units::Nanos;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -271,6 +271,10 @@ pub struct RankView {
     pub since_ns: Nanos,
     /// The last calls this rank issued, oldest first (at most [`CALL_HISTORY`]).
     pub history: VecDeque<PastCall>,
+    /// In an import of a job's Flight Recorder dumps, a rank that left no dump: the trace
+    /// does not know what it called (see [`Fold::of_header`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_dump: bool,
 }
 
 impl RankView {
@@ -481,6 +485,18 @@ impl Fold {
         f
     }
 
+    /// The state before the first event of a trace with this header: [`Fold::new`] of its
+    /// scenario, knowing which ranks of an import left no dump.
+    pub fn of_header(h: &Header) -> Fold {
+        let mut f = Fold::new(&h.scenario);
+        for &r in &h.missing {
+            if let Some(v) = f.rank(r) {
+                v.no_dump = true;
+            }
+        }
+        f
+    }
+
     pub fn with_size(p: u32) -> Fold {
         Fold {
             t: 0,
@@ -499,6 +515,7 @@ impl Fold {
                     last_call: None,
                     since_ns: 0,
                     history: VecDeque::new(),
+                    no_dump: false,
                 })
                 .collect(),
             ops: BTreeMap::new(),

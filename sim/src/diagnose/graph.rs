@@ -63,7 +63,12 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
         return Class::Waits;
     };
     if matches!(vb.state, RankState::Dead | RankState::Refused) {
-        return Class::Root(vec![book.preempted(fold, b)]);
+        return Class::Root(vec![book.gone(fold, b)]);
+    }
+    // a rank that left no Flight Recorder dump: what it called is unknown, so no call it made
+    // or did not make explains a wait while it lives
+    if vb.no_dump {
+        return Class::Waits;
     }
     if let Some(i) = fold.faults.iter().position(|f| {
         f.kind == crate::fault::FaultKind::Partition && f.active_at(fold.t) && f.cuts(b, a)
@@ -491,7 +496,7 @@ fn holding(fold: &Fold, book: &mut CauseBook, a: u32, b: u32) -> Vec<RootCause> 
         return keys;
     };
     if matches!(vb.state, RankState::Dead | RankState::Refused) {
-        keys.push(book.preempted(fold, b));
+        keys.push(book.gone(fold, b));
     } else if vb.paused {
         keys.push(book.paused(fold, b));
     }

@@ -5,8 +5,10 @@
 //! `start_unix_ns`). Each record becomes a `call` (with a `step` saying whom the rank waits
 //! for), and a `complete` when the rank left it, at the latest of its members' calls (a
 //! collective ends when its last member arrives; gloo records no completion time). A call that
-//! was retired but cannot have succeeded becomes an `abort` at its timeout. A rank without a
-//! dump dies (`process_death`) where the others get stuck. The import's verdict closes the
+//! was retired but cannot have succeeded becomes an `abort` at its timeout. The time a rank
+//! spends outside its recorded calls is `compute` (see [`between_calls`]). A rank without a
+//! dump is listed in the header's `missing` and dies (`process_death`) where the others get
+//! stuck. The import's verdict closes the
 //! trace as its `diagnosis`. The header's scenario is the job's world and program (see
 //! [`super::scenario`]), without faults.
 
@@ -183,7 +185,25 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
         }
     }
     // ranks that left their last call with nobody waiting for them to make another finished
-    // their work; a rank the import finds stopped did not
+    // their work when they left it; a rank the import finds stopped, or still in a call, did not
+    let mut left = vec![None; world as usize];
+    let mut open = vec![0i64; world as usize];
+    for (t, _, e) in &evs {
+        match e {
+            Event::Complete { rank, .. } | Event::Abort { rank, .. } => {
+                if let Some(l) = left.get_mut(*rank as usize) {
+                    *l = Some((*l).unwrap_or(0).max(*t));
+                    open[*rank as usize] -= 1;
+                }
+            }
+            Event::Call { rank, .. } => {
+                if let Some(o) = open.get_mut(*rank as usize) {
+                    *o += 1;
+                }
+            }
+            _ => {}
+        }
+    }
     let causes = a.root_causes();
     let blocked = a.diagnosis.blocked_ranks();
     for r in 0..world {
@@ -191,11 +211,13 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
             continue;
         }
         if blocked.contains(&r)
+            || open[r as usize] > 0
             || causes.contains(&crate::scenario::RootCause::Hung(crate::proto::Rank(r)))
         {
             continue;
         }
-        push(&mut evs, end, Event::WorkloadDone { rank: r });
+        let at = left[r as usize].unwrap_or(end);
+        push(&mut evs, at, Event::WorkloadDone { rank: r });
     }
     // ranks without a dump die where the others wait for them (a victim of a divergence died
     // of it: it is left alive here, as the replay leaves it)
@@ -300,7 +322,73 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
         },
     );
     evs.sort_by_key(|(t, o, _)| (*t, *o));
-    Ok((evs.into_iter().map(|(t, _, e)| (t, e)).collect(), a.outcome))
+    let recorded: Vec<bool> = (0..world as usize)
+        .map(|r| a.dump_of.get(r).copied().flatten().is_some())
+        .collect();
+    let evs = between_calls(evs.into_iter().map(|(t, _, e)| (t, e)).collect(), &recorded);
+    Ok((evs, a.outcome))
+}
+
+/// The time a rank with a dump spends outside its recorded calls, from its start to its first
+/// call and between a call it left and its next one, written as `compute`: its dump shows it
+/// busy elsewhere (host code, kernels of other streams), not stopped. A rank that records no
+/// later call is left idle after its last: if others wait for it, the diagnosis names it.
+fn between_calls(evs: Vec<(u64, Event)>, recorded: &[bool]) -> Vec<(u64, Event)> {
+    let n = recorded.len();
+    // each rank's call times, in order; the next one is first
+    let mut next_call: Vec<std::collections::VecDeque<u64>> = vec![Default::default(); n];
+    for (t, e) in &evs {
+        if let Event::Call { rank, .. } = e {
+            if let Some(c) = next_call.get_mut(*rank as usize) {
+                c.push_back(*t);
+            }
+        }
+    }
+    let mut open = vec![0u32; n];
+    let mut computing = vec![false; n];
+    let mut out = Vec::with_capacity(evs.len() + 2 * evs.len() / 3);
+    for (t, e) in evs {
+        let r = match &e {
+            Event::Call { rank, .. }
+            | Event::Complete { rank, .. }
+            | Event::Abort { rank, .. }
+            | Event::ProcessStart { rank, .. } => *rank as usize,
+            _ => n,
+        };
+        if !recorded.get(r).copied().unwrap_or(false) {
+            out.push((t, e));
+            continue;
+        }
+        let rank = r as u32;
+        if let Event::Call { .. } = e {
+            next_call[r].pop_front();
+            if std::mem::take(&mut computing[r]) {
+                out.push((t, Event::ComputeDone { rank }));
+            }
+            open[r] += 1;
+            out.push((t, e));
+            continue;
+        }
+        if !matches!(e, Event::ProcessStart { .. }) {
+            open[r] = open[r].saturating_sub(1);
+        }
+        out.push((t, e));
+        match next_call[r].front() {
+            Some(&next) if next > t && open[r] == 0 && !computing[r] => {
+                computing[r] = true;
+                out.push((
+                    t,
+                    Event::Compute {
+                        rank,
+                        iteration: 0,
+                        duration_ns: next - t,
+                    },
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Writes the trace of the job to `out`; `name` names its scenario.
@@ -336,6 +424,8 @@ pub fn write(name: &str, dumps: &[Dump], a: &Analysis, out: &Path) -> Result<(),
             .collect::<Vec<_>>()
             .into(),
     );
+    // the readers of the trace know these ranks' calls are unknown, not absent
+    extra.insert("missing".into(), a.missing.clone().into());
     let mut w = TraceWriter::with_header(f, &sc, 0, crate::trace::Level::Full, extra)
         .map_err(|e| e.to_string())?;
     for (t, e) in &evs {

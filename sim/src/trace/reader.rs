@@ -39,6 +39,12 @@ pub struct Header {
     pub max_events: Option<u64>,
     /// The wall-clock (Unix epoch ns) time 0 stands for, in the trace of a real job.
     pub start_unix_ns: Option<u64>,
+    /// With `real`: what ran it (`tcp` for `ringside launch`, `flight-recorder` for an
+    /// import of a job's dumps).
+    pub driver: Option<String>,
+    /// An import of Flight Recorder dumps: the member ranks that left no dump, whose calls
+    /// the trace does not know.
+    pub missing: Vec<u32>,
 }
 
 /// The footer, when the trace has one.
@@ -274,9 +280,25 @@ impl Header {
         })?;
         let level = level(&v, file)?;
         let max_events = max_events(&v, file)?;
+        let world = scenario.world.size;
+        let missing = match v.get("missing") {
+            None => Vec::new(),
+            Some(m) => ranks_field(m, world).ok_or_else(|| {
+                err(
+                    file,
+                    1,
+                    format!(
+                        "the header's `missing` must be a list of distinct ranks below the world \
+                         size {world}"
+                    ),
+                )
+            })?,
+        };
         Ok(Header {
             max_events,
             level,
+            driver: v.get("driver").and_then(|d| d.as_str()).map(str::to_string),
+            missing,
             compressed: false,
             version: version as u32,
             ringside: v
@@ -653,6 +675,20 @@ impl<R: BufRead> TraceReader<R> {
     pub fn file(&self) -> &str {
         &self.file
     }
+}
+
+/// A list of distinct ranks below `world`, sorted; None when `v` is not one.
+fn ranks_field(v: &serde_json::Value, world: u32) -> Option<Vec<u32>> {
+    let list = v.as_array()?;
+    let mut ranks = Vec::with_capacity(list.len().min(world as usize));
+    for r in list {
+        let r = u32::try_from(r.as_u64()?).ok().filter(|&r| r < world)?;
+        ranks.push(r);
+    }
+    ranks.sort_unstable();
+    let n = ranks.len();
+    ranks.dedup();
+    (ranks.len() == n).then_some(ranks)
 }
 
 /// Why a line could not be read as an event: NUL bytes, or what the JSON parser says.

@@ -24,9 +24,12 @@ fn typed(a: &mut App, prompt: Prompt, text: &str) {
 }
 
 #[test]
-fn it_opens_at_the_first_stall_with_the_culprit_selected() {
+fn it_opens_at_the_answer_with_the_culprit_selected() {
     let a = app();
-    assert_eq!(Some(a.pos), a.loaded.markers.first_stall);
+    assert_eq!(Some(a.pos), a.loaded.answer);
+    assert!(a.loaded.markers.first_stall.is_some_and(|s| s <= a.pos));
+    assert!(a.loaded.verdict.reads_as(&a.diagnosis), "{:?}", a.diagnosis);
+    assert_eq!(a.diagnosis.blocked_ranks(), a.loaded.verdict.blocked);
     assert_eq!(a.diagnosis.root_causes(), [RootCause::Preempted(Rank(2))]);
     assert_eq!(a.selected, 2, "the dead rank is listed first");
     assert_eq!(a.listed()[0], 2);

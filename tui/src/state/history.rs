@@ -21,8 +21,7 @@
 
 use ringside_sim::diagnose::{Fold, OpView};
 
-use ringside_sim::scenario::Scenario;
-use ringside_sim::trace::Event;
+use ringside_sim::trace::{Event, Header};
 use ringside_sim::units::Nanos;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -101,8 +100,9 @@ pub struct Builder {
 }
 
 impl Builder {
-    pub fn new(scenario: &Scenario, interval: usize) -> Builder {
-        let fold = Fold::new(scenario);
+    /// A builder for the trace with this header.
+    pub fn new(header: &Header, interval: usize) -> Builder {
+        let fold = Fold::of_header(header);
         let dirty = fold.ops.keys().copied().collect();
         Builder {
             history: History {
@@ -156,8 +156,8 @@ impl Builder {
 
 impl History {
     /// Folds `events` once, keeping a checkpoint every `interval` events.
-    pub fn build(scenario: &Scenario, events: &[(Nanos, Event)], interval: usize) -> History {
-        let mut b = Builder::new(scenario, interval);
+    pub fn build(header: &Header, events: &[(Nanos, Event)], interval: usize) -> History {
+        let mut b = Builder::new(header, interval);
         for (t, ev) in events {
             b.push(*t, ev);
         }
@@ -265,7 +265,7 @@ mod tests {
     }
 
     fn fresh(trace: &Trace, pos: usize) -> Fold {
-        let mut f = Fold::new(&trace.header.scenario);
+        let mut f = Fold::of_header(&trace.header);
         for (t, ev) in &trace.events[..pos] {
             f.apply(*t, ev);
         }
@@ -322,7 +322,7 @@ at = "9ms"
     fn the_mixed_trace_has_checkpoints_and_collectives() {
         let t = trace();
         assert!(t.events.len() > 100, "{} events", t.events.len());
-        let h = History::build(&t.header.scenario, &t.events, 7);
+        let h = History::build(&t.header, &t.events, 7);
         assert!(h.checkpoints() > 10);
         assert!(
             h.ops.values().any(|v| v.len() > 1),
@@ -338,7 +338,7 @@ at = "9ms"
             picks in proptest::collection::vec(any::<proptest::sample::Index>(), 1..8),
         ) {
             let t = trace();
-            let h = History::build(&t.header.scenario, &t.events, interval);
+            let h = History::build(&t.header, &t.events, interval);
             for p in picks {
                 let pos = p.index(t.events.len() + 1);
                 let got = h.fold_at(&t.events, pos);
@@ -352,7 +352,7 @@ at = "9ms"
             picks in proptest::collection::vec(any::<proptest::sample::Index>(), 1..12),
         ) {
             let t = trace();
-            let h = History::build(&t.header.scenario, &t.events, interval);
+            let h = History::build(&t.header, &t.events, interval);
             let (mut fold, mut pos) = (h.fold_at(&t.events, 0), 0);
             for p in picks {
                 let to = p.index(t.events.len() + 1);

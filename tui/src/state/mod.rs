@@ -9,17 +9,19 @@ pub mod markers;
 pub mod paths;
 pub mod ranges;
 pub mod ranks;
+pub mod verdict;
 
 pub use chain::CauseChain;
 pub use filter::EventFilter;
 pub use history::History;
 pub use markers::{Marker, MarkerKind, Markers};
 pub use ranks::{Culprit, Order, Shown};
+pub use verdict::Verdict;
 
 use history::Builder;
 use markers::MarkerScan;
 use ranges::fit_ranks;
-use ringside_sim::diagnose::{diagnose, Fold};
+use ringside_sim::diagnose::{diagnose, Diagnosis, Fold};
 use ringside_sim::proto::mesh::MeshLayout;
 use ringside_sim::proto::{GroupId, Rank};
 use ringside_sim::report::RunReport;
@@ -27,7 +29,7 @@ use ringside_sim::report::RunReport;
 use ringside_sim::run::run_events;
 use ringside_sim::run::{run_to, RunOptions};
 use ringside_sim::scenario::{groups, Scenario};
-use ringside_sim::trace::{Digest, Event, Trace, TraceError, TraceReader, UnparsedEvent};
+use ringside_sim::trace::{Digest, Event, Header, Trace, TraceError, TraceReader, UnparsedEvent};
 use ringside_sim::units::Nanos;
 use std::path::Path;
 use std::sync::mpsc;
@@ -73,6 +75,11 @@ pub struct Loaded {
     pub trace: Trace,
     pub history: History,
     pub markers: Markers,
+    /// How the trace ends.
+    pub verdict: Verdict,
+    /// Where the viewer opens: the first moment that reads as the trace ends (see
+    /// [`answer`]); None when it ends with nothing blocked and no root cause.
+    pub answer: Option<usize>,
 }
 
 impl Loaded {
@@ -84,7 +91,7 @@ impl Loaded {
     /// Loads with checkpoints every `interval` events.
     pub fn with_interval(mut trace: Trace, interval: usize) -> Loaded {
         let events = std::mem::take(&mut trace.events);
-        let mut loading = Loading::new(&trace.header.scenario, interval);
+        let mut loading = Loading::new(&trace.header, interval);
         loading.events.reserve(events.len());
         for (t, ev) in events {
             loading.push(t, ev);
@@ -148,7 +155,7 @@ impl Loaded {
                     reader.incomplete(),
                 ))
             });
-            let mut loading = Loading::new(&header.scenario, interval);
+            let mut loading = Loading::new(&header, interval);
             // event lines are about a hundred bytes: reserve once instead of growing
             let ratio = if header.compressed { 10 } else { 1 };
             let guess = std::fs::metadata(path).map_or(0, |m| m.len() * ratio / 96) as usize;
@@ -201,9 +208,30 @@ impl Loaded {
         self.trace.events.is_empty()
     }
 
-    /// The fold after the first `pos` events.
+    /// The fold after the first `pos` events; at the end, it knows how the run ended, as
+    /// `explain` does.
     pub fn fold_at(&self, pos: usize) -> Fold {
-        self.history.fold_at(&self.trace.events, pos)
+        let mut f = self.history.fold_at(&self.trace.events, pos);
+        self.at_end(&mut f, pos);
+        f
+    }
+
+    /// Tells the fold at `pos` how the run ended, when `pos` is the end.
+    pub fn at_end(&self, fold: &mut Fold, pos: usize) {
+        if pos == self.len() {
+            fold.outcome = self.trace.footer.as_ref().map(|f| f.outcome);
+        }
+    }
+
+    /// The diagnosis the viewer shows after the first `pos` events.
+    pub fn diagnosis_at(&self, pos: usize) -> Diagnosis {
+        self.diagnose(&self.fold_at(pos), pos)
+    }
+
+    /// The diagnosis of `fold`, the fold at `pos`, as the viewer shows it (an import's, judged
+    /// by its verdict).
+    pub fn diagnose(&self, fold: &Fold, pos: usize) -> Diagnosis {
+        self.verdict.judge(diagnose(fold), pos == self.len())
     }
 
     /// Virtual time at the end of the trace.
@@ -222,6 +250,46 @@ impl Loaded {
         pos.checked_sub(1)
             .and_then(|i| self.trace.events.get(i))
             .map_or(0, |e| e.0)
+    }
+
+    /// What a reader should know about the trace before believing what it shows: that it was
+    /// cut short, that a budget ended the run, that it comes from a real job, what it leaves
+    /// out.
+    pub fn notes(&self) -> Vec<String> {
+        let t = &self.trace;
+        let h = &t.header;
+        let mut notes = Vec::new();
+        if let Some(n) = &t.incomplete {
+            notes.push(format!(
+                "{n}; shown up to its last whole line, not how the run ended"
+            ));
+        }
+        if let Some(b) = t.footer.as_ref().and_then(|f| f.budget) {
+            notes.push(format!("the run was ended early: {}", b.describe()));
+        }
+        match (h.real, h.driver.as_deref()) {
+            (true, Some("flight-recorder")) => {
+                let mut n = "the Flight Recorder dumps of a real job: wall-clock times".to_string();
+                match h.missing.as_slice() {
+                    [] => {}
+                    [r] => n.push_str(&format!("; rank {r} left no dump")),
+                    m => n.push_str(&format!(
+                        "; ranks {} left no dump",
+                        ringside_sim::diagnose::fmt_ranks(m)
+                    )),
+                }
+                notes.push(n);
+            }
+            (true, driver) => notes.push(format!(
+                "a real run{}: wall-clock times, not replayable",
+                driver.map_or(String::new(), |d| format!(" ({d})"))
+            )),
+            _ => {}
+        }
+        if h.level == ringside_sim::trace::Level::Calls {
+            notes.push("no line per message (trace level `calls`)".into());
+        }
+        notes
     }
 
     /// Whether ranks work in groups other than the world (a device mesh).
@@ -307,9 +375,10 @@ struct Loading {
 }
 
 impl Loading {
-    fn new(scenario: &Scenario, interval: usize) -> Loading {
+    fn new(header: &Header, interval: usize) -> Loading {
+        let scenario = &header.scenario;
         Loading {
-            builder: Builder::new(scenario, interval),
+            builder: Builder::new(header, interval),
             scan: MarkerScan::new(&scenario.faults, scenario.world.size as usize),
             events: Vec::new(),
         }
@@ -329,12 +398,46 @@ impl Loading {
             first_stall_between(&history, &events, lo, hi)
         });
         trace.events = events;
-        Loaded {
+        let mut loaded = Loaded {
+            verdict: Verdict::of(&trace),
             trace,
             history,
             markers,
+            answer: None,
+        };
+        loaded.answer = answer(&loaded);
+        loaded
+    }
+}
+
+/// The first position from which the diagnosis reads as the trace ends (its root causes and
+/// its blocked ranks), moved past the other events of its instant (a preemption and a pause at
+/// the same time are both shown): the moment that shows the answer. The search assumes that
+/// once a stall reads as it ends it keeps reading so (a stalled run only gathers waiters); the
+/// end itself when no earlier moment is found to. None when the trace ends with nothing
+/// blocked and no root cause.
+fn answer(l: &Loaded) -> Option<usize> {
+    let v = &l.verdict;
+    if v.root_causes.is_empty() && v.blocked.is_empty() {
+        return None;
+    }
+    let end = l.len();
+    let reads = |p: usize| p == end || v.reads_as(&l.diagnosis_at(p));
+    let (mut lo, mut hi) = (l.markers.first_stall.unwrap_or(0).min(end), end);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if reads(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
         }
     }
+    let instant = l.pos_at_time(l.time_at(lo));
+    Some(if lo > 0 && instant > lo && reads(instant) {
+        instant
+    } else {
+        lo
+    })
 }
 
 /// The first position in `(lo, hi]` whose diagnosis names a root cause, given none at `lo`

@@ -85,14 +85,20 @@ pub struct Shown {
     pub culprit: Option<Culprit>,
     /// It waits on a culprit directly (`101` in `101 → 100`), not through other ranks.
     pub next_to_cause: bool,
+    /// A rank of a Flight Recorder import that left no dump: what it did is unknown.
+    pub no_dump: bool,
 }
 
 impl Shown {
-    /// The word in the state column.
+    /// The word in the state column. A rank without a dump is `missing` unless it is known to
+    /// wait in a call its peers' dumps show it in.
     pub fn label(&self) -> &'static str {
         match (self.culprit, self.rendezvous) {
             (Some(c), _) => c.name(),
             (None, Some(_)) => "rendezvous",
+            (None, None) if self.no_dump && self.state != RankState::Blocked => {
+                Culprit::Missing.name()
+            }
             (None, None) => self.state.name(),
         }
     }
@@ -181,6 +187,7 @@ pub fn shown(fold: &Fold, d: &Diagnosis) -> Vec<Shown> {
                 && v.state != RankState::Idle
                 && newest.is_some_and(|g| !g.members.contains(&v.rank));
             let culprit = named[r].or(match state {
+                RankState::Dead if v.no_dump => Some(Culprit::Missing),
                 RankState::Dead => Some(Culprit::Dead),
                 RankState::Paused => Some(Culprit::Paused),
                 RankState::Refused => Some(Culprit::LeftBehind),
@@ -192,6 +199,7 @@ pub fn shown(fold: &Fold, d: &Diagnosis) -> Vec<Shown> {
                 rendezvous,
                 culprit,
                 next_to_cause: next_to_cause[r],
+                no_dump: v.no_dump,
             }
         })
         .collect()

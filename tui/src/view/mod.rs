@@ -50,8 +50,10 @@ pub fn layout(app: &App, area: Rect) -> Option<Areas> {
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         return None;
     }
+    // the header as tall as the verdict and the notes need, leaving the panels room
+    let head_h = header::height(app, area.width).min(area.height.saturating_sub(12).max(2));
     let [head, body, timeline, foot] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(head_h),
         Constraint::Fill(1),
         Constraint::Length(2),
         Constraint::Length(1),
@@ -70,8 +72,14 @@ pub fn layout(app: &App, area: Rect) -> Option<Areas> {
         let h = body.height;
         let ranks_h =
             (ranks::wanted_height(app, area.width).saturating_add(1)).clamp(2, (h * 2 / 5).max(4));
+        // a picture of the wait-for graph may take all but three lines of the log
         let want = diagnosis::wanted_height(app, area.width) + 1;
-        let diag_h = want.clamp(3, (h.saturating_sub(ranks_h) / 2).max(3));
+        let most = if app.shows_picture() {
+            h.saturating_sub(ranks_h + 3)
+        } else {
+            h.saturating_sub(ranks_h) / 2
+        };
+        let diag_h = want.clamp(3, most.max(3));
         let [r, d, e] = Layout::vertical([
             Constraint::Length(ranks_h),
             Constraint::Length(diag_h),

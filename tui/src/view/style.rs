@@ -52,10 +52,12 @@ pub fn shown_style(s: &Shown) -> Style {
     }
 }
 
-/// The glyph before a rank: its culprit's, `●` when blocked, else a space.
+/// The glyph before a rank: its culprit's, `?` for a rank that left no Flight Recorder dump,
+/// `●` when blocked, else a space.
 pub fn glyph(s: &Shown) -> char {
     match s.culprit {
         Some(c) => c.glyph(),
+        None if s.no_dump => Culprit::Missing.glyph(),
         None if s.state == RankState::Blocked => '●',
         None => ' ',
     }
@@ -94,6 +96,10 @@ pub fn notice() -> Style {
         .add_modifier(Modifier::BOLD)
 }
 
+pub fn good() -> Style {
+    Style::default().fg(Color::Green)
+}
+
 pub fn bad() -> Style {
     Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
 }
@@ -110,4 +116,22 @@ pub fn pad(s: &str, w: usize) -> String {
     } else {
         format!("{s:<w$}")
     }
+}
+
+/// Text from a trace (names, details, reasons: a trace may come from anywhere) as it can be
+/// shown: a control character, which a terminal would obey, is written as its escape (`\u{1b}`).
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
