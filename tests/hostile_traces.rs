@@ -32,6 +32,9 @@ const fn want(args: &'static [&'static str], exit: i32, contains: &'static str) 
 }
 
 const EXPLAIN: &[&str] = &["explain"];
+/// `explain --at 0ns` diagnoses the state before the first event, and still reads the trace to
+/// its end and checks it.
+const EXPLAIN_AT_0: &[&str] = &["explain", "--at", "0ns"];
 const REPLAY: &[&str] = &["replay"];
 const PERFETTO: &[&str] = &["export", "--perfetto", "-"];
 
@@ -114,6 +117,7 @@ corpus_tests! {
     ],
     time_that_goes_backwards_is_refused => "time-goes-backwards.jsonl": [
         want(EXPLAIN, 2, ":20: time goes backwards: this event is at t = 5 ns"),
+        want(EXPLAIN_AT_0, 2, ":20: time goes backwards: this event is at t = 5 ns"),
         want(REPLAY, 2, ":20: time goes backwards"),
         want(PERFETTO, 2, ":20: time goes backwards"),
     ],
@@ -150,14 +154,47 @@ corpus_tests! {
     ],
     a_footer_that_miscounts_is_refused => "footer-count-mismatch.jsonl": [
         want(EXPLAIN, 2, ":54: the footer counts 53 event lines but the trace has 52"),
+        want(EXPLAIN_AT_0, 2, ":54: the footer counts 53 event lines but the trace has 52"),
         want(REPLAY, 2, ":54: the footer counts 53"),
         want(PERFETTO, 2, ":54: the footer counts 53"),
     ],
     a_footer_with_another_digest_is_refused => "footer-digest-mismatch.jsonl": [
         want(EXPLAIN, 2, ":54: digest mismatch: the footer says 0000000000000000"),
+        want(EXPLAIN_AT_0, 2, ":54: digest mismatch: the footer says 0000000000000000"),
         want(REPLAY, 2, "0000000000000000"),
         want(PERFETTO, 2, ":54: digest mismatch"),
     ],
+}
+
+/// `explain --at` of a trace torn after the time asked for says it is incomplete, in words
+/// and in `--json`, as `explain` to the end does.
+#[test]
+fn explain_at_a_time_says_the_trace_is_torn_after_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let whole =
+        std::fs::read_to_string(corpus().join("footer-count-mismatch.jsonl")).expect("a trace");
+    let lines: Vec<&str> = whole.lines().collect();
+    // without the footer, and the last event cut in the middle
+    let last = lines[lines.len() - 2];
+    let torn = format!(
+        "{}\n{}",
+        lines[..lines.len() - 2].join("\n"),
+        &last[..last.len() / 2]
+    );
+    let path = dir.path().join("torn.jsonl");
+    std::fs::write(&path, torn).expect("written");
+    let p = path.display().to_string();
+    let o = ringside(&["explain", &p, "--at", "1ms", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = common::json(&o);
+    assert_eq!(v["complete"], false, "{v}");
+    let o = ringside(&["explain", &p, "--at", "1ms"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("incomplete trace") && text(&o).contains("how the run ended is unknown"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// A line longer than the 64 MiB limit (as `/dev/zero` would give) is refused by name, in

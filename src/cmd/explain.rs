@@ -42,6 +42,10 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         }
         fold.apply(t, &ev);
     }
+    // the rest is read too, and checked as any trace is (time order, the footer's counts and
+    // digest, a torn end): a diagnosis at --at is of a trace known to be whole, or says that
+    // it is not
+    while reader.next_raw()?.is_some() {}
     if to_the_end {
         // how the run ended tells a group that kept rebuilding from one still recovering
         fold.outcome = reader.footer().map(|f| f.outcome);
@@ -51,8 +55,12 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
     }
     let d = diagnose(&fold);
     // a trace without its footer says nothing of what came after its last line
-    let incomplete = reader.incomplete().filter(|_| to_the_end).map(|note| {
-        format!("{note}; this is the state after its last whole line, not how the run ended")
+    let incomplete = reader.incomplete().map(|note| match at {
+        Some(_) if !to_the_end => format!(
+            "{note}; the state at {} is read from it, but how the run ended is unknown",
+            fmt_ms(fold.t)
+        ),
+        _ => format!("{note}; this is the state after its last whole line, not how the run ended"),
     });
     if a.json {
         let v = serde_json::json!({
