@@ -235,6 +235,45 @@ fn check_refuses_to_check_nothing() {
     assert!(text(&o).contains("holds no case"), "{}", text(&o));
 }
 
+/// `check` that checked nothing is not green: a time budget that runs out before the first
+/// case, or cases that all reach their event budget, exit 2 saying what went unchecked and
+/// why; `--json` says `"passed": false`.
+#[test]
+fn check_that_checked_nothing_fails() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
+    for (args, why) in [
+        (
+            vec!["--cases", "5", "--time", "1ns"],
+            "the time budget ran out (--time) after 0 of the 5 cases: raise it to run one",
+        ),
+        (
+            vec!["--cases", "2", "--max-events", "1"],
+            "2 of the 2 cases reached the event budget (--max-events 1) and went unchecked",
+        ),
+    ] {
+        let mut a = vec!["check", "--quiet", "--out", &out];
+        a.extend(&args);
+        let o = ringside(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains(&format!("error: check checked nothing: {why}")),
+            "{args:?}: {}",
+            text(&o)
+        );
+        a.push("--json");
+        let o = ringside(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let v = json(&o);
+        assert_eq!(v["passed"], false, "{v}");
+        assert_eq!(v["checks"], 0, "{v}");
+        assert!(
+            v["unchecked"][0].as_str().is_some_and(|u| u.contains(why)),
+            "{v}"
+        );
+    }
+}
+
 #[test]
 fn check_counts_a_huge_shard_without_wrapping_and_stops_on_time() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -224,6 +224,11 @@ pub fn main(a: CheckArgs) -> Result<(), Failure> {
         println!("{text}");
     }
     match &summary.found {
+        // a green run must have checked something
+        None if summary.checks == 0 => Err(Failure::Input(format!(
+            "check checked nothing: {}",
+            skipped(&swarm, &summary).join("; ")
+        ))),
         None => {
             if !a.json {
                 print_summary(&swarm, &summary);
@@ -248,21 +253,45 @@ fn names(swarm: &Swarm) -> String {
         .join(", ")
 }
 
+/// What went unchecked and why, a sentence each: cases the time budget left unrun, cases
+/// that reached the event budget.
+fn skipped(swarm: &Swarm, s: &Summary) -> Vec<String> {
+    let mut why = Vec::new();
+    if s.out_of_time {
+        let planned = swarm.shard.cases_of(swarm.cases);
+        why.push(format!(
+            "the time budget ran out (--time) after {} of the {planned} cases{}",
+            s.cases,
+            if s.cases == 0 {
+                ": raise it to run one"
+            } else {
+                ""
+            }
+        ));
+    }
+    if s.too_long > 0 {
+        why.push(format!(
+            "{} of the {} cases reached the event budget (--max-events {}) and went \
+             unchecked: raise it to check them",
+            s.too_long, s.cases, swarm.max_events
+        ));
+    }
+    if why.is_empty() {
+        why.push("no case was run".into());
+    }
+    why
+}
+
 fn print_summary(swarm: &Swarm, s: &Summary) {
     let what = if swarm.scenarios.is_empty() {
         "random scenarios".to_string()
     } else {
         format!("fault schedules on {} scenario(s)", swarm.scenarios.len())
     };
-    if s.out_of_time {
-        println!("check: the time budget ran out; every case run so far passed");
-    }
-    if s.too_long > 0 {
-        println!(
-            "check: {} of the {} cases reached the event budget (--max-events {}) and went \
-             unchecked: raise it to check them",
-            s.too_long, s.cases, swarm.max_events
-        );
+    if s.out_of_time || s.too_long > 0 {
+        for why in skipped(swarm, s) {
+            println!("check: {why}");
+        }
     }
     println!(
         "check: {} cases passed ({what}), {} properties checked ({}): {} checks in {:.2}s wall, \
@@ -383,7 +412,7 @@ fn json(swarm: &Swarm, paths: &[PathBuf], s: &Summary) -> serde_json::Value {
         })
     });
     serde_json::json!({
-        "passed": s.found.is_none(),
+        "passed": s.found.is_none() && s.checks > 0,
         "seed": swarm.seed,
         "shard": swarm.shard.to_string(),
         "scenarios": paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
@@ -396,6 +425,12 @@ fn json(swarm: &Swarm, paths: &[PathBuf], s: &Summary) -> serde_json::Value {
         "out_of_time": s.out_of_time,
         "too_long": s.too_long,
         "max_events": swarm.max_events,
+        // what went unchecked and why, a sentence each
+        "unchecked": if s.out_of_time || s.too_long > 0 || s.checks == 0 {
+            skipped(swarm, s)
+        } else {
+            Vec::new()
+        },
         "failure": failure,
     })
 }
