@@ -124,6 +124,35 @@ corpus_tests! {
     an_empty_table_for_an_outcome_names_the_outcomes => "outcome-an-empty-table.toml",
     a_multi_line_string_quoted_by_an_error_stays_on_its_line =>
         "a-multi-line-string-in-an-error.toml",
+    a_run_that_outgrows_its_memory_limit_ends_as_budget =>
+        "heartbeats-every-nanosecond-under-100mb.toml",
+    a_healthy_ring_of_2048_ranks_completes_with_the_default_budget => "ring-of-2048-ranks.toml",
+}
+
+/// `--max-memory` bounds what a run grows to, not only what it needs at the start: under an
+/// address-space cap of 1 GB, a run admitted under `--max-memory 100MB` whose queue grows
+/// with virtual time ends as `budget: memory` (it grew to 3 GB before, and aborted under the
+/// cap), and `replay` stops its re-run at the same event.
+#[test]
+fn the_memory_limit_bounds_what_a_run_grows_to() {
+    let path = corpus().join("heartbeats-every-nanosecond-under-100mb.toml");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("t.jsonl.zst");
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000; exec \"$0\" run \"$1\" --max-memory 100MB --json --trace \"$2\"")
+        .arg(common::bin())
+        .arg(&path)
+        .arg(&trace)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["outcome"], "timed_out", "{v}");
+    assert_eq!(v["budget"], "memory", "{v}");
+    let o = ringside(&["replay", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("identical"), "{}", text(&o));
 }
 
 /// `check` of a corpus file with `cases` cases, its failing cases kept in a temporary
@@ -484,7 +513,7 @@ proptest! {
             Ok(s) => {
                 if estimate(&s).total < 64 << 20 && s.world.size <= 16 {
                     let opts = RunOptions {
-                        limits: Limits { events: Some(100_000), wall_clock: None },
+                        limits: Limits { events: Some(100_000), ..Limits::default() },
                         ..RunOptions::default()
                     };
                     let out = run(&s, &opts).expect("a run without a trace file");

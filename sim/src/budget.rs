@@ -5,13 +5,20 @@
 //! nanosecond. Three limits keep every run bounded:
 //! - memory, checked before the run starts: [`estimate`] sums what the run holds at once
 //!   (every rank's buffers and state, messages in flight, the report's record of every call)
-//!   and the command line refuses a scenario above its limit (`--max-memory`);
-//! - events: the engine stops after [`Limits::events`] events;
+//!   and the command line refuses a scenario above its limit (`--max-memory`). What grows as
+//!   the run goes is held to the same limit while it runs: the events waiting in the engine's
+//!   queue (messages a rank sends faster than its port carries them, timers set faster than
+//!   they fire) may take what the estimate leaves of the limit, [`queue_room`] of them, and
+//!   the run ends as `budget: memory` when they would take more;
+//! - events: the engine stops after [`Limits::events`] events, by default twice what a
+//!   healthy run of the scenario takes ([`default_events`]), so that a large healthy run
+//!   completes and a runaway still ends;
 //! - wall-clock time: the engine stops when a flag set by a timer outside it is raised.
 //!
 //! A run stopped by a budget ends as `timed_out`, diagnosed where it stood, and says which
 //! budget ran out ([`Budget`]). So does a run whose next event lies past the last instant
-//! virtual time can represent.
+//! virtual time can represent. Every budget but the wall clock stops a run at the same event
+//! on every machine, so a replay stops where the run did.
 
 use crate::scenario::groups;
 use crate::scenario::resolve::op_call;
@@ -29,6 +36,9 @@ pub enum Budget {
     Events,
     /// The wall-clock budget ran out.
     WallClock,
+    /// The events waiting in the engine's queue grew past what the memory limit leaves them
+    /// ([`queue_room`]).
+    Memory,
     /// The next event lies past the last instant virtual time can represent (about 5.1
     /// million hours).
     VirtualTime,
@@ -40,6 +50,7 @@ impl Budget {
         match self {
             Budget::Events => "the event budget (--max-events) ran out",
             Budget::WallClock => "the wall-clock budget (--max-wall) ran out",
+            Budget::Memory => "the memory budget (--max-memory) ran out",
             Budget::VirtualTime => {
                 "the next event lies past the end of virtual time (about 5124095h)"
             }
@@ -52,15 +63,91 @@ impl fmt::Display for Budget {
         f.write_str(match self {
             Budget::Events => "events",
             Budget::WallClock => "wall_clock",
+            Budget::Memory => "memory",
             Budget::VirtualTime => "virtual_time",
         })
     }
 }
 
-/// Events a run may process unless told otherwise: seconds to a minute of work. What a run
-/// holds grows with its events (about 200 bytes each when elastic heartbeats dominate), so this
-/// also bounds the memory of a run that goes on and on.
+/// The least event budget a run gets unless told otherwise ([`default_events`]): seconds to a
+/// minute of work.
 pub const DEFAULT_MAX_EVENTS: u64 = 20_000_000;
+
+/// The event budget of a run of `s` unless told otherwise: twice the events a healthy run of
+/// it takes ([`expected_events`]), and at least [`DEFAULT_MAX_EVENTS`]. Twice, for the
+/// retransmissions, timeouts and rebuilds of the faults; a run that goes on past that is a
+/// runaway (heartbeats every nanosecond, a group that rebuilds forever) and ends as `budget`.
+pub fn default_events(s: &Scenario) -> u64 {
+    expected_events(s).saturating_mul(2).max(DEFAULT_MAX_EVENTS)
+}
+
+/// Engine events a healthy run of `s` takes, about: three per message (its send, its delivery
+/// and the step it completes; 100.6 million for the 4,096-rank ring allreduce, which takes
+/// 100.6 million), counted per call from the algorithm's messages per rank on each of the op's
+/// groups, plus a few per call and rank (the call, its completion, compute), for every
+/// iteration. Calls of `[[workload.programs]]` are counted beside the common ops, as if every
+/// rank made both (more than happens, which a budget can afford).
+pub fn expected_events(s: &Scenario) -> u64 {
+    let sizes = |group: Option<&str>| -> Vec<u64> {
+        match group {
+            None => vec![u64::from(s.world.size)],
+            Some(name) => groups::subgroups(s, name)
+                .map(|g| g.iter().map(|m| m.len() as u64).collect())
+                .unwrap_or_default(),
+        }
+    };
+    let per_iteration = s
+        .workload
+        .ops
+        .iter()
+        .chain(s.workload.programs.iter().flat_map(|p| p.ops.iter()))
+        .map(|o| {
+            let algorithm = op_call(o, s.group.algorithm, s.workload.dtype, &[]).algorithm;
+            sizes(o.group.as_deref())
+                .into_iter()
+                .map(|g| {
+                    let messages = g.saturating_mul(messages_per_rank(o.op, algorithm, g));
+                    messages
+                        .saturating_mul(3)
+                        .saturating_add(g.saturating_mul(4))
+                })
+                .fold(0u64, u64::saturating_add)
+        })
+        .fold(0u64, u64::saturating_add);
+    // a pipeline's stages send activations forward and gradients back per microbatch
+    let pipeline = s.workload.pipeline.as_ref().map_or(0, |p| {
+        u64::from(p.microbatches)
+            .saturating_mul(u64::from(s.world.size))
+            .saturating_mul(4 * 3 + 4)
+    });
+    u64::from(s.workload.iterations)
+        .saturating_mul(per_iteration.saturating_add(pipeline))
+        .saturating_add(u64::from(s.world.size).saturating_mul(8))
+}
+
+/// Messages one rank sends in one call of `op` with `algorithm` on `g` ranks, at most: the
+/// linear algorithms send to every peer (twice for an allreduce), the logarithmic ones a
+/// message or two per round.
+fn messages_per_rank(op: OpKind, algorithm: Algorithm, g: u64) -> u64 {
+    let rounds = u64::from(crate::cost::ceil_log2(u32::try_from(g).unwrap_or(u32::MAX)));
+    match (op, algorithm) {
+        (OpKind::Send | OpKind::Recv, _) => 1,
+        (_, Algorithm::Ring | Algorithm::Direct | Algorithm::Pairwise)
+        | (_, Algorithm::Hierarchical) => 2 * g.saturating_sub(1),
+        _ => 2 * rounds + 2,
+    }
+}
+
+/// Events the engine's queue may hold at once under a memory limit of `limit` bytes, for a run
+/// estimated to need `estimate`: what the limit leaves beyond the estimate, plus the messages
+/// in flight the estimate already counts (so that a run admitted under the limit is never
+/// stopped for holding those), at [`PER_QUEUED`] bytes each.
+pub fn queue_room(limit: u64, estimate: &MemoryEstimate) -> u64 {
+    limit
+        .saturating_sub(estimate.total)
+        .saturating_add(estimate.messages)
+        / PER_QUEUED
+}
 
 /// Memory a run may be estimated to need unless told otherwise (2 GiB).
 pub const DEFAULT_MAX_MEMORY: u64 = 2 << 30;
@@ -68,18 +155,24 @@ pub const DEFAULT_MAX_MEMORY: u64 = 2 << 30;
 /// The budgets of one run.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits<'a> {
-    /// Events the engine may process (None: no limit).
+    /// Events the engine may process: None for [`default_events`] of the scenario run,
+    /// `Some(u64::MAX)` for no limit.
     pub events: Option<u64>,
     /// Set from outside when the wall-clock budget has run out (checked before every
     /// event).
     pub wall_clock: Option<&'a AtomicBool>,
+    /// The memory the run may hold, in bytes: the events waiting in the queue may take what
+    /// the scenario's [`estimate`] leaves of it ([`queue_room`]). None: no limit.
+    pub memory: Option<u64>,
 }
 
 impl Default for Limits<'_> {
+    /// The event budget derived from the scenario, the default memory limit, no wall clock.
     fn default() -> Self {
         Limits {
-            events: Some(DEFAULT_MAX_EVENTS),
+            events: None,
             wall_clock: None,
+            memory: Some(DEFAULT_MAX_MEMORY),
         }
     }
 }
@@ -87,8 +180,9 @@ impl Default for Limits<'_> {
 impl Limits<'_> {
     /// No limit at all (benchmarks, and the engine's own tests).
     pub const NONE: Limits<'static> = Limits {
-        events: None,
+        events: Some(u64::MAX),
         wall_clock: None,
+        memory: None,
     };
 }
 
@@ -96,6 +190,12 @@ impl Limits<'_> {
 const PER_RANK: u64 = 4_096;
 /// Bytes per message in flight, beyond its elements (measured: about 360).
 const PER_MESSAGE: u64 = 400;
+/// Bytes per event waiting in the engine's queue, a message's with it: the queue's slot and
+/// heap entry, the message, the sender's and receiver's share of it. Measured: heartbeats every
+/// nanosecond grow the process by 172-182 bytes per event they leave queued at 0.5 and 1 GB of
+/// queue room, and by about 220 at 100 MB (peak resident memory, the allocator's own overhead
+/// included); this keeps a run stopped by it below its limit at each of those.
+pub const PER_QUEUED: u64 = 240;
 /// Bytes the report keeps per call of the workload (measured: about 1.2 KB).
 const PER_CALL: u64 = 1_300;
 /// Bytes a rank keeps per member of a group it sends or receives point-to-point in.
@@ -359,6 +459,36 @@ mod tests {
         assert!(long.total > DEFAULT_MAX_MEMORY, "{long:?}");
         let wide = estimate(&scenario(1_000_000, 64, 1, "ring"));
         assert!(wide.total > DEFAULT_MAX_MEMORY, "{wide:?}");
+    }
+
+    #[test]
+    fn the_expected_events_of_a_ring_are_three_per_message() {
+        // 2 p (p - 1) messages of 3 events each, 4 per rank for its call, 8 per rank to start
+        let ring = scenario(4096, 1, 1, "ring");
+        let messages = 2 * 4096 * 4095;
+        assert_eq!(expected_events(&ring), 3 * messages + 4 * 4096 + 8 * 4096);
+        assert_eq!(default_events(&ring), 2 * expected_events(&ring));
+        // a small run gets the floor; logarithmic algorithms a message or two per round
+        assert_eq!(
+            default_events(&scenario(3, 64, 3, "ring")),
+            DEFAULT_MAX_EVENTS
+        );
+        let tree = scenario(65_536, 16, 1, "recursive_doubling");
+        assert!(
+            expected_events(&tree) < 3 * 65_536 * 40,
+            "{}",
+            expected_events(&tree)
+        );
+    }
+
+    #[test]
+    fn queue_room_is_what_the_limit_leaves_and_never_less_than_the_estimate() {
+        let e = estimate(&scenario(3, 64, 1, "ring"));
+        let room = queue_room(100_000_000, &e);
+        assert_eq!(room, (100_000_000 - e.total + e.messages) / PER_QUEUED);
+        // a run admitted exactly at its estimate may still hold the messages it expects
+        assert_eq!(queue_room(e.total, &e), e.messages / PER_QUEUED);
+        assert!(e.messages / PER_QUEUED >= 3 * 4, "{e:?}");
     }
 
     #[test]

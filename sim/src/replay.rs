@@ -24,7 +24,7 @@
 //! Nothing below it depends on it, so the trace format never depends on the engine that
 //! writes it.
 
-use crate::budget::{Budget, Limits, DEFAULT_MAX_EVENTS};
+use crate::budget::{Budget, Limits, DEFAULT_MAX_MEMORY};
 use crate::proto::mutation::Mutations;
 use crate::run::{run_events, RunOptions};
 use crate::scenario::{Outcome, Scenario};
@@ -195,8 +195,9 @@ fn rerun<R: BufRead>(
     let level = reader.header.level;
     let stop = AtomicBool::new(false);
     let limits = Limits {
-        events: Some(reader.header.max_events.unwrap_or(DEFAULT_MAX_EVENTS)),
+        events: reader.header.max_events,
         wall_clock: None,
+        memory: Some(reader.header.max_memory.unwrap_or(DEFAULT_MAX_MEMORY)),
     };
     let mut cmp = Compare {
         reader,

@@ -1,6 +1,6 @@
 //! Running a scenario end to end: engine, trace, diagnosis, report.
 
-use crate::budget::{Limits, DEFAULT_MAX_EVENTS};
+use crate::budget::{Limits, DEFAULT_MAX_MEMORY};
 use crate::diagnose::deferred::Deferred;
 use crate::diagnose::{diagnose, Diagnosis, Fold};
 use crate::engine::{Engine, RunResult};
@@ -269,6 +269,10 @@ fn run_into<W: io::Write>(
         // a replay must stop where the run's own event budget stopped it
         header.insert("max_events".into(), n.into());
     }
+    if let Some(n) = max_memory_field(&opts.limits) {
+        // and where its memory budget did
+        header.insert("max_memory".into(), n.into());
+    }
     let mut writer = TraceWriter::with_header(out, scenario, seed, opts.trace_level, header)?;
     let (result, fold, diagnosis) = run_events(scenario, opts, &mut writer);
     let interrupted = opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
@@ -282,11 +286,18 @@ fn run_into<W: io::Write>(
     Ok((output(scenario, seed, result, fold, diagnosis, digest), out))
 }
 
-/// The header's `max_events` of a run under `limits`: none for the default budget, which a
-/// replay applies anyway (no limit at all is written as the largest count).
+/// The header's `max_events` of a run under `limits`: none for the default budget, derived
+/// from the scenario, which a replay derives again (no limit at all is written as the largest
+/// count).
 fn max_events_field(limits: &Limits) -> Option<u64> {
-    match limits.events {
-        Some(DEFAULT_MAX_EVENTS) => None,
+    limits.events
+}
+
+/// The header's `max_memory` of a run under `limits`: none for the default limit, which a
+/// replay applies anyway (no limit at all is written as the largest size).
+fn max_memory_field(limits: &Limits) -> Option<u64> {
+    match limits.memory {
+        Some(DEFAULT_MAX_MEMORY) => None,
         Some(n) => Some(n),
         None => Some(u64::MAX),
     }

@@ -49,7 +49,8 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct MemoryLimit {
     /// Refuse to start a run estimated to need more memory than this (ranks x elements x
-    /// dtype size, messages in flight, per-rank state), e.g. "8GB"
+    /// dtype size, messages in flight, per-rank state), e.g. "8GB"; a run whose queue of
+    /// events grows past what the limit leaves ends as timed_out (budget: memory)
     #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = parse_size)]
     pub max_memory: u64,
 }
@@ -98,10 +99,10 @@ impl MemoryLimit {
 pub struct BudgetArgs {
     #[command(flatten)]
     pub memory: MemoryLimit,
-    /// End a run as timed_out after this many engine events
-    #[arg(long, value_name = "N", default_value_t = ringside_sim::budget::DEFAULT_MAX_EVENTS,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_events: u64,
+    /// End a run as timed_out after this many engine events [default: twice the events a
+    /// healthy run of the scenario takes, and at least 20000000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_events: Option<u64>,
     /// End a run as timed_out after this much wall-clock time, e.g. "30s" [default: none]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub max_wall: Option<std::time::Duration>,
@@ -136,8 +137,9 @@ impl BudgetArgs {
 
     pub fn limits<'a>(&self, wall: Option<&'a AtomicBool>) -> ringside_sim::budget::Limits<'a> {
         ringside_sim::budget::Limits {
-            events: Some(self.max_events),
+            events: self.max_events,
             wall_clock: wall,
+            memory: Some(self.memory.max_memory),
         }
     }
 }

@@ -288,7 +288,7 @@ fn check(case: &Case, properties: &[Property], max_events: u64) -> Checked {
     let mut trace = Vec::new();
     let limits = Limits {
         events: Some(max_events),
-        wall_clock: None,
+        ..Limits::default()
     };
     let run = match catch_unwind(AssertUnwindSafe(|| case.run_within(&mut trace, limits))) {
         Ok(out) if out.result.stop.budget() == Some(Budget::Events) => {

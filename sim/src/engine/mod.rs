@@ -197,6 +197,11 @@ pub struct Engine<'r, R: Recorder + ?Sized = dyn Recorder> {
     /// Events processed so far, and how many may be ([`Limits::events`]).
     processed: u64,
     max_events: u64,
+    /// Events the queue may hold at once ([`crate::budget::queue_room`]).
+    max_queued: usize,
+    /// The event budget and the memory estimate of the scenario, for [`Engine::run_within`].
+    default_events: u64,
+    estimate: crate::budget::MemoryEstimate,
     /// Resends in the queue that can never arrive: lost to a partition when no fault is left
     /// to begin or end. When they are all the queue holds, nothing else can happen (the
     /// messages would be sent again forever) and the run is quiescent.
@@ -284,6 +289,9 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
             no_progress: false,
             processed: 0,
             max_events: u64::MAX,
+            max_queued: usize::MAX,
+            default_events: crate::budget::default_events(scenario),
+            estimate: crate::budget::estimate(scenario),
             doomed: 0,
             app: None,
             app_failed: false,
@@ -310,6 +318,11 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
 
     pub fn world_size(&self) -> u32 {
         self.ranks
+    }
+
+    /// Events waiting in the queue: what grows when a run outpaces itself.
+    pub fn pending(&self) -> usize {
+        self.queue.len()
     }
 
     /// What `rank`'s process reports it is doing (None: dead).
@@ -373,7 +386,10 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
     /// The flags are checked before every event: an event that reduces millions of elements
     /// can take milliseconds, so a few thousand of them would overrun the wall-clock budget.
     pub fn run_within(&mut self, limits: &Limits, interrupt: Option<&AtomicBool>) -> RunResult {
-        self.max_events = limits.events.unwrap_or(u64::MAX);
+        self.max_events = limits.events.unwrap_or(self.default_events);
+        self.max_queued = limits.memory.map_or(usize::MAX, |m| {
+            usize::try_from(crate::budget::queue_room(m, &self.estimate)).unwrap_or(usize::MAX)
+        });
         while self.stop.is_none() {
             if interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
                 self.stop = Some(StopReason::Interrupted);
@@ -417,6 +433,10 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         }
         if self.processed >= self.max_events {
             self.stop = Some(StopReason::OutOfBudget(Budget::Events));
+            return false;
+        }
+        if self.queue.len() > self.max_queued {
+            self.stop = Some(StopReason::OutOfBudget(Budget::Memory));
             return false;
         }
         self.processed += 1;

@@ -45,6 +45,8 @@ pub struct Header {
     /// An import of Flight Recorder dumps: the member ranks that left no dump, whose calls
     /// the trace does not know.
     pub missing: Vec<u32>,
+    /// The memory limit the run was given, when it was not the default.
+    pub max_memory: Option<u64>,
 }
 
 /// The footer, when the trace has one.
@@ -279,7 +281,8 @@ impl Header {
             )
         })?;
         let level = level(&v, file)?;
-        let max_events = max_events(&v, file)?;
+        let max_events = positive(&v, "max_events", file)?;
+        let max_memory = positive(&v, "max_memory", file)?;
         let world = scenario.world.size;
         let missing = match v.get("missing") {
             None => Vec::new(),
@@ -296,6 +299,7 @@ impl Header {
         };
         Ok(Header {
             max_events,
+            max_memory,
             level,
             driver: v.get("driver").and_then(|d| d.as_str()).map(str::to_string),
             missing,
@@ -366,9 +370,9 @@ fn level(v: &serde_json::Value, file: &str) -> Result<Level, TraceError> {
     })
 }
 
-/// The header's `max_events`, when the run was given another budget than the default.
-fn max_events(v: &serde_json::Value, file: &str) -> Result<Option<u64>, TraceError> {
-    Ok(match v.get("max_events") {
+/// The header's `key`, a positive integer when present.
+fn positive(v: &serde_json::Value, key: &str, file: &str) -> Result<Option<u64>, TraceError> {
+    Ok(match v.get(key) {
         None => None,
         Some(n) => match n.as_u64() {
             Some(n) if n > 0 => Some(n),
@@ -376,7 +380,7 @@ fn max_events(v: &serde_json::Value, file: &str) -> Result<Option<u64>, TraceErr
                 return Err(err(
                     file,
                     1,
-                    format!("the header's `max_events` must be a positive integer, not {n}"),
+                    format!("the header's `{key}` must be a positive integer, not {n}"),
                 ))
             }
         },

@@ -599,7 +599,7 @@ at = "100ms"
         let opts = RunOptions {
             limits: ringside_sim::budget::Limits {
                 events: Some(1_000),
-                wall_clock: None,
+                ..ringside_sim::budget::Limits::default()
             },
             ..RunOptions::seeded(0)
         };
