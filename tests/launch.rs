@@ -447,6 +447,70 @@ fn control_hijacks_are_refused_and_logged() {
     end.undisturbed(20);
 }
 
+/// An attacker without the key opens more idle connections to a worker and to launch than
+/// they may hold files, and keeps them open: each listener closes the oldest connection still
+/// in its handshake to make room, so the run goes on as if nobody had attacked it (before, a
+/// worker spun in its accept loop and the job stalled). And the key given to launch is in no
+/// process's environment.
+#[test]
+fn idle_connections_without_the_key_neither_stall_nor_end_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // five times the usual run, so that it outlasts the attack: a listener that is slower to
+    // accept than the attacker is to connect fills its backlog, and each connection past it
+    // waits a second for its SYN to be sent again
+    let path = scenario(
+        dir.path(),
+        "idle",
+        &LONG.replace("iterations = 20", "iterations = 100"),
+    );
+    let key = JobKey::random().expect("randomness");
+    let mut run = Run::start_with_open_files(dir.path(), &path, Some(&key), 256);
+    // both listeners at once, each kept busy past the files its process may hold
+    let idle: Vec<TcpStream> = std::thread::scope(|s| {
+        let attacks: Vec<_> = [&run.node0, &run.rendezvous]
+            .map(|addr| {
+                s.spawn(move || {
+                    (0..320)
+                        .flat_map(|_| TcpStream::connect(addr))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .into_iter()
+            .collect();
+        attacks
+            .into_iter()
+            .flat_map(|a| a.join().expect("an attacker"))
+            .collect()
+    });
+    assert!(idle.len() >= 600, "{} connections", idle.len());
+    assert!(
+        run.child.try_wait().expect("launch").is_none(),
+        "the run ended before the attack did"
+    );
+    let hex = key.to_hex();
+    let pids = std::iter::once(run.child.id()).chain(run.workers().into_iter().map(|(p, _)| p));
+    for pid in pids {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&env).contains(&hex),
+            "the job's key is in the environment of {pid}"
+        );
+    }
+    let end = run.finish();
+    drop(idle);
+    end.undisturbed(100);
+    assert!(
+        end.stderr.contains("closed unproven to make room"),
+        "launch logs the connections it closed:\n{}",
+        end.stderr
+    );
+    assert!(
+        end.log(0).contains("closed unproven to make room"),
+        "rank 0 logs the connections it closed:\n{}",
+        end.log(0)
+    );
+}
+
 #[test]
 fn chunks_far_ahead_are_capped_per_peer() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -63,9 +63,29 @@ fn job_key() -> anyhow::Result<JobKey> {
     let Some(v) = std::env::var_os(KEY_VAR) else {
         return Ok(JobKey::random()?);
     };
-    // the workers must not inherit it: they get the key on their standard input
+    // the workers must not inherit it (they get the key on their standard input), and no
+    // other process of the user may read it from this one's environment
+    scrub_initial_environment(KEY_VAR);
     std::env::remove_var(KEY_VAR);
     JobKey::from_hex(&v.to_string_lossy()).map_err(|e| anyhow::anyhow!("{KEY_VAR}: {e}"))
+}
+
+/// Overwrites the value of `name` where this process's environment began: `/proc/PID/environ`
+/// shows that block to every process of the user for as long as this one runs, whatever
+/// `remove_var` does to the environment the program sees.
+fn scrub_initial_environment(name: &str) {
+    let Ok(name) = std::ffi::CString::new(name) else {
+        return;
+    };
+    // SAFETY: getenv returns null or a pointer to the value's NUL-terminated bytes, in the
+    // environment block this process owns and may write; launch has started no other thread
+    // that could read or change the environment meanwhile.
+    unsafe {
+        let value = nix::libc::getenv(name.as_ptr());
+        if !value.is_null() {
+            std::ptr::write_bytes(value, 0, nix::libc::strlen(value));
+        }
+    }
 }
 
 pub fn main(a: LaunchArgs) -> anyhow::Result<()> {

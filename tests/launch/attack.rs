@@ -49,6 +49,19 @@ impl Run {
         Run::spawn(cmd, path, key, &workdir, work.clone())
     }
 
+    /// [`Run::start`] with at most `files` open files for launch and its workers (the shell's
+    /// `ulimit -n`, soft and hard alike).
+    pub fn start_with_open_files(dir: &Path, path: &Path, key: Option<&JobKey>, files: u32) -> Run {
+        let work = dir.join("work");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+            .arg(common::bin())
+            .env_remove("TMPDIR");
+        let workdir = ["--workdir", work.to_str().expect("utf-8")];
+        Run::spawn(cmd, path, key, &workdir, work.clone())
+    }
+
     /// Starts `launch` on `path` with its default, temporary workdir, under `tmp`.
     pub fn start_in_temp(tmp: &Path, path: &Path) -> Run {
         let mut cmd = Command::new(common::bin());

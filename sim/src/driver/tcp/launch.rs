@@ -141,6 +141,7 @@ impl Proc {
 /// Runs the scenario for real and writes the merged trace to `trace`. A SIGTERM, SIGINT or
 /// SIGHUP ends the run early: the workers are stopped and the error says which signal came.
 pub fn launch(cfg: &LaunchConfig, trace: &Path) -> io::Result<Merged> {
+    super::gate::raise_open_files();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

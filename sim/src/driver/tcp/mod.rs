@@ -24,6 +24,7 @@
 pub mod ahead;
 pub mod auth;
 pub mod control;
+mod gate;
 pub mod launch;
 mod merge;
 mod peers;

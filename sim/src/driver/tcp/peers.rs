@@ -3,6 +3,7 @@
 
 use super::ahead::{Ahead, MAX_HELD_BYTES};
 use super::auth::{self, Channel, Claim, JobKey};
+use super::gate::{Gate, Ticket};
 use super::wire::{self, Envelope, Frame};
 use super::worker::WorkerConfig;
 use crate::proto::{Msg, ProcConfig, Rank};
@@ -30,7 +31,8 @@ pub(super) fn log(cfg: &WorkerConfig, msg: impl std::fmt::Display) {
     eprintln!("worker {}.{}: {msg}", cfg.rank, cfg.incarnation);
 }
 
-/// Accepts peers; each connection gets its own reader task.
+/// Accepts peers; each connection gets its own reader task, and waits its turn at the gate
+/// until it has proven the job's key and said hello.
 pub(super) async fn accept(
     listener: TcpListener,
     tx: mpsc::UnboundedSender<Inbound>,
@@ -40,10 +42,10 @@ pub(super) async fn accept(
     nodes: u32,
 ) {
     let cfg = Arc::new(cfg);
+    let gate = Gate::new(nodes, &format!("worker {}.{}", cfg.rank, cfg.incarnation));
     loop {
-        let Ok((stream, peer)) = listener.accept().await else {
-            continue;
-        };
+        let (stream, peer) = gate.accept(&listener).await;
+        let ticket = gate.admit(peer);
         let (tx, cfg, proc_cfg) = (tx.clone(), cfg.clone(), proc_cfg.clone());
         let ahead = ahead.clone();
         tokio::spawn(async move {
@@ -53,7 +55,7 @@ pub(super) async fn accept(
                 ahead: &ahead,
                 nodes,
             };
-            if let Err(e) = read_peer(stream, &tx, reader).await {
+            if let Err(e) = read_peer(stream, &tx, reader, ticket).await {
                 log(&cfg, format!("closing the connection from {peer}: {e}"));
             }
         });
@@ -90,6 +92,7 @@ async fn read_peer(
     mut stream: TcpStream,
     tx: &mpsc::UnboundedSender<Inbound>,
     r: Reader<'_>,
+    ticket: Ticket,
 ) -> Result<(), wire::WireError> {
     let (cfg, nodes) = (r.cfg, r.nodes);
     let refused = |m: String| wire::WireError::Refused(m);
@@ -99,9 +102,10 @@ async fn read_peer(
             .map_err(|e| refused(e.to_string()))?;
         Ok::<_, wire::WireError>((claim, read_frame(&mut stream).await?))
     };
-    let (claim, hello) = tokio::time::timeout(Duration::from_secs(10), opening)
+    let (claim, hello) = ticket
+        .handshake(opening)
         .await
-        .map_err(|_| refused("no proof of the job's key and hello within 10s".into()))??;
+        .map_err(|cut| refused(cut.to_string()))??;
     if claim.rank >= nodes {
         return Err(refused(format!(
             "a proven claim for {}, not a node of the world",

@@ -3,6 +3,7 @@
 
 use super::auth::{self, Channel, JobKey};
 use super::control::{self, Standing, ToLaunch};
+use super::gate::{Gate, Ticket};
 use std::net::SocketAddr;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -26,7 +27,8 @@ pub(super) enum Note {
     },
 }
 
-/// Accepts control connections: a hello, then status lines, each checked.
+/// Accepts control connections: a proof of the job's key (its turn at the gate), a hello,
+/// then status lines, each checked.
 pub(super) async fn accept(
     listener: TcpListener,
     tx: mpsc::UnboundedSender<Note>,
@@ -35,10 +37,10 @@ pub(super) async fn accept(
     nodes: u32,
 ) {
     let key = std::sync::Arc::new(key);
+    let gate = Gate::new(nodes, "launch");
     for conn in 0.. {
-        let Ok((stream, peer)) = listener.accept().await else {
-            continue;
-        };
+        let (stream, peer) = gate.accept(&listener).await;
+        let ticket = gate.admit(peer);
         let (tx, key) = (tx.clone(), key.clone());
         let c = Conn {
             conn,
@@ -47,7 +49,7 @@ pub(super) async fn accept(
             nodes,
         };
         tokio::spawn(async move {
-            if let Err(e) = control_conn(stream, c, &tx, &key).await {
+            if let Err(e) = control_conn(stream, c, &tx, &key, ticket).await {
                 eprintln!("launch: closing the control connection from {peer}: {e}");
             }
         });
@@ -67,6 +69,7 @@ async fn control_conn(
     c: Conn,
     tx: &mpsc::UnboundedSender<Note>,
     key: &JobKey,
+    ticket: Ticket,
 ) -> Result<(), String> {
     let Conn {
         conn,
@@ -75,9 +78,10 @@ async fn control_conn(
         nodes,
     } = c;
     let proof = auth::verify(&mut stream, key, Channel::Control, job);
-    let claim = tokio::time::timeout(std::time::Duration::from_secs(10), proof)
+    let claim = ticket
+        .handshake(proof)
         .await
-        .map_err(|_| "no proof of the job's key within 10s".to_string())?
+        .map_err(|cut| cut.to_string())?
         .map_err(|e| e.to_string())?;
     let (read, write) = stream.into_split();
     let mut reader = BufReader::new(read);

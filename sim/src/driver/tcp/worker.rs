@@ -62,6 +62,7 @@ enum Node {
 
 /// Runs a worker to the end; errors are setup failures (the rendezvous cannot be reached).
 pub fn run(cfg: WorkerConfig) -> io::Result<()> {
+    super::gate::raise_open_files();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
