@@ -255,3 +255,64 @@ fn text_from_scenarios_and_traces_reaches_the_terminal_escaped() {
     refused(&o, "bad.toml", "world.size");
     assert!(!acts_on_a_terminal(&text(&o)), "{:?}", text(&o));
 }
+
+/// A group's name from a scenario reaches the terminal escaped from every command that
+/// shows it: `sweep`'s table (which printed it raw), `check`'s summary, `explain --dot`.
+#[test]
+fn a_group_name_reaches_the_terminal_escaped_from_every_command() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let sc = tmp.path().join("esc.toml");
+    let name = "tp\\u001b]0;pwned\\u0007\\u001b[2J";
+    std::fs::write(
+        &sc,
+        format!(
+            "name = \"esc\"\n[world]\nsize = 4\n[[groups]]\nname = \"{name}\"\nranks = [0, 1]\n\
+             [workload]\niterations = 2\n[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n\
+             group = \"{name}\"\n"
+        ),
+    )
+    .expect("written");
+    let trace = tmp.path().join("esc.jsonl");
+    let out = tmp.path().join("check");
+    let o = ringside(&[
+        "run".as_ref(),
+        sc.as_os_str(),
+        "--trace".as_ref(),
+        trace.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for args in [
+        vec![
+            "sweep".as_ref(),
+            sc.as_os_str(),
+            "--bytes".as_ref(),
+            "1KiB..2KiB".as_ref(),
+        ],
+        vec![
+            "check".as_ref(),
+            sc.as_os_str(),
+            "--cases".as_ref(),
+            "2".as_ref(),
+            "--quiet".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ],
+        vec!["explain".as_ref(), trace.as_os_str(), "--dot".as_ref()],
+    ] {
+        let o = ringside(&args);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {out}");
+        assert!(!acts_on_a_terminal(&out), "{args:?}: {out:?}");
+    }
+    let o = ringside(&[
+        "sweep".as_ref(),
+        sc.as_os_str(),
+        "--bytes".as_ref(),
+        "1KiB..1KiB".as_ref(),
+    ]);
+    assert!(
+        text(&o).contains("`tp\\u{1b}]0;pwned\\u{7}\\u{1b}[2J`"),
+        "{}",
+        text(&o)
+    );
+}

@@ -42,7 +42,8 @@ pub fn main(a: SweepArgs) -> anyhow::Result<()> {
         let text = serde_json::to_string_pretty(&swept.rows)?;
         println!("{text}");
     } else if !swept.rows.is_empty() {
-        print!("{}", table(&swept.rows));
+        // group names come from the scenario
+        print!("{}", ringside_sim::text::safe_lines(&table(&swept.rows)));
     }
     match swept.incomplete {
         Some(e) => Err(e.into()),
