@@ -41,6 +41,9 @@ pub struct RunArgs {
     /// With --tui: leaves the mouse to the terminal (`m` in the viewer turns it on and off).
     #[arg(long, requires = "tui")]
     pub no_mouse: bool,
+    /// With --tui: colours for a light background (`t` in the viewer switches).
+    #[arg(long, requires = "tui")]
+    pub light: bool,
     #[command(flatten)]
     pub budget: super::BudgetArgs,
     #[command(flatten)]
@@ -65,6 +68,7 @@ pub fn main(a: RunArgs) -> anyhow::Result<()> {
     let tick = |t, events| progress.run(t, events);
     let viewer = super::tui::ViewerArgs {
         no_mouse: a.no_mouse,
+        light: a.light,
     }
     .options();
     if a.tui {

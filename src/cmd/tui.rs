@@ -21,12 +21,16 @@ pub struct ViewerArgs {
     /// turns mouse reporting on and off.
     #[arg(long)]
     pub no_mouse: bool,
+    /// Draws in colours for a light background (`t` in the viewer switches).
+    #[arg(long)]
+    pub light: bool,
 }
 
 impl ViewerArgs {
     pub fn options(self) -> Options {
         Options {
             mouse: !self.no_mouse,
+            light: self.light,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! session killed under it. Each test runs a tmux server of its own and skips, saying so,
 //! where tmux is not installed.
 
-use super::{write_trace, POLL_MS};
+use super::{common, write_trace, POLL_MS};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -318,4 +318,112 @@ fn in_tmux_ctrl_z_suspends_and_fg_resumes() {
     tmux.keys(&["q"]);
     tmux.wait_until("#{alternate_on}", "0", 5);
     tmux.assert_given_back("q after fg");
+}
+
+/// Runs `scenario` (TOML text) and writes its trace into `dir`.
+fn trace_of(dir: &Path, name: &str, scenario: &str) -> std::path::PathBuf {
+    let toml = dir.join(format!("{name}.toml"));
+    std::fs::write(&toml, scenario).expect("write the scenario");
+    let trace = dir.join(format!("{name}.jsonl"));
+    let out = common::ringside(&[
+        "run".as_ref(),
+        toml.as_os_str(),
+        "--quiet".as_ref(),
+        "--trace".as_ref(),
+        trace.as_os_str(),
+    ]);
+    assert!(
+        out.status.code() == Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    trace
+}
+
+/// The first screen at 80x24 states how the run ends, whatever the world's size: at 1,024
+/// ranks the exact blocked count with its ranges and the culprit, opened after every fault
+/// of the stall's instant; with two faults at the same instant, both root causes.
+#[test]
+fn in_tmux_the_first_screen_states_the_final_answer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ring = include_str!("../../tui/tests/scenarios/preempt-256.toml")
+        .replace("size = 256", "size = 1024")
+        .replace("iterations = 3", "iterations = 1");
+    let big = trace_of(dir.path(), "preempt-1024", &ring);
+    let Some(tmux) = Tmux::start("answer", 80, 24, &["sh", "-c", &reported(&viewer_of(&big))])
+    else {
+        return;
+    };
+    let s = tmux.wait_for("final answer", 60);
+    for needle in [
+        "stalled: preempted:100",
+        "blocked: 1023 ranks: 0-99,101-1023",
+        "✗ 100 dead",
+        "101 → 100 ✗ dead",
+    ] {
+        assert!(s.contains(needle), "{needle}:\n{s}");
+    }
+    tmux.keys(&["q"]);
+    tmux.wait_for("stty-end", 10);
+    drop(tmux);
+    let both = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/preempt-and-pause.toml");
+    let both = trace_of(
+        dir.path(),
+        "both",
+        &std::fs::read_to_string(both).expect("scenario"),
+    );
+    let Some(tmux) = Tmux::start(
+        "answer2",
+        80,
+        24,
+        &["sh", "-c", &reported(&viewer_of(&both))],
+    ) else {
+        return;
+    };
+    let s = tmux.wait_for("final answer", 30);
+    for needle in ["preempted:4", "paused:1", "✗4 dead", "‖1 paused"] {
+        assert!(s.contains(needle), "{needle}:\n{s}");
+    }
+}
+
+/// A Flight Recorder import whose rank 2 was killed: the first screen says rank 2 left no
+/// dump and marks it `?` missing; nothing calls it dead, preempted or hung, nor calls the
+/// others hung; stepping back to the start, it is still `?`.
+#[test]
+fn in_tmux_an_imported_trace_shows_the_missing_rank() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dumps = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/flight-recorder/real/killed_rank/pickle");
+    let trace = dir.path().join("import.jsonl");
+    let out = common::ringside(&[
+        "import".as_ref(),
+        dumps.as_os_str(),
+        "--trace".as_ref(),
+        trace.as_os_str(),
+    ]);
+    assert!(
+        out.status.code().is_some(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(trace.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let Some(tmux) = Tmux::start(
+        "import",
+        80,
+        24,
+        &["sh", "-c", &reported(&viewer_of(&trace))],
+    ) else {
+        return;
+    };
+    let s = tmux.wait_for("final answer", 30);
+    for needle in ["missing:2", "?2 missing", "left no Flight Recorder dump"] {
+        assert!(s.contains(needle), "{needle}:\n{s}");
+    }
+    for wrong in ["preempted", "✗2", "dead", "hung"] {
+        assert!(!s.contains(wrong), "{wrong}:\n{s}");
+    }
+    tmux.keys(&["Home"]);
+    let s = tmux.wait_for("event 0 of", 5);
+    assert!(s.contains("?2 missing"), "{s}");
+    assert!(!s.contains("hung"), "{s}");
 }

@@ -1,13 +1,16 @@
 //! The viewer's state and what each [`Action`] does to it.
 
+pub mod line;
+
 use crate::input::{Action, Mode};
 use crate::state::chain::{chains, CauseChain};
 use crate::state::paths::{wait_paths, WaitPath};
 use crate::state::ranges::parse_ranks;
-use crate::state::ranks::{listed, shown};
+use crate::state::ranks::{crosses_partition, listed, shown};
 use crate::state::{EventFilter, Loaded, MarkerKind, Order, Shown};
+use line::{Line, LineOp};
 use ringside_sim::diagnose::{Diagnosis, Fold, RankState};
-use ringside_sim::units::{fmt_time, Duration};
+use ringside_sim::units::{fmt_time, Duration, Nanos};
 
 /// How the wait-for graph is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,10 +52,13 @@ pub enum Prompt {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Editing {
     pub prompt: Prompt,
-    pub text: String,
-    /// The filter before typing began, put back by Esc.
-    before: EventFilter,
+    pub line: Line,
+    /// What went wrong with the text (drawn on a line of its own above the prompt).
+    pub error: Option<String>,
 }
+
+/// The timeline shows at least this much virtual time, however far it is zoomed in.
+pub const MIN_SPAN: Nanos = 1_000;
 
 /// Everything the view draws from.
 pub struct App {
@@ -82,10 +88,17 @@ pub struct App {
     /// The detail pane of the current event is open, scrolled down by this many lines.
     pub detail: Option<u16>,
     pub help: bool,
+    /// Lines the help is scrolled down by.
+    pub help_scroll: u16,
+    /// The timeline shows 1/2^zoom of the run, from `view_start`.
+    pub zoom: u32,
+    pub view_start: Nanos,
     pub graph: GraphMode,
     pub compact: bool,
     /// Draw in colour (off when `NO_COLOR` is set).
     pub color: bool,
+    /// Colours for a light background.
+    pub light: bool,
     /// A one-line message for the user (cleared by the next action).
     pub status: Option<String>,
     /// Mouse reporting is on (clicks and the wheel reach the viewer, not the terminal).
@@ -126,9 +139,13 @@ impl App {
             editing: None,
             detail: None,
             help: false,
+            help_scroll: 0,
+            zoom: 0,
+            view_start: 0,
             graph: GraphMode::Auto,
             compact: false,
             color: !no_color_env(),
+            light: false,
             status: None,
             mouse: true,
             suspend: false,
@@ -162,6 +179,7 @@ impl App {
             culprit: None,
             next_to_cause: false,
             no_dump: false,
+            cut: false,
         })
     }
 
@@ -213,6 +231,62 @@ impl App {
         self.diagnosis = self.loaded.diagnose(&self.fold, pos);
         self.shown = shown(&self.fold, &self.diagnosis);
         self.chains = chains(&self.diagnosis);
+        self.follow();
+    }
+
+    /// The stretch of virtual time the timeline shows: where it starts, how long it is.
+    pub fn window(&self) -> (Nanos, Nanos) {
+        let end = self.loaded.end_ns();
+        let span = (end >> self.zoom.min(63)).max(MIN_SPAN.min(end)).max(1);
+        (self.view_start.min(end.saturating_sub(span)), span)
+    }
+
+    /// Keeps the cursor on the timeline: when it leaves the stretch shown, the stretch is
+    /// centred on it.
+    fn follow(&mut self) {
+        let (lo, span) = self.window();
+        let t = self.fold.t;
+        if t < lo || t > lo + span {
+            self.centre();
+        }
+    }
+
+    fn centre(&mut self) {
+        let (_, span) = self.window();
+        self.view_start = self.fold.t.saturating_sub(span / 2);
+        self.view_start = self.window().0;
+    }
+
+    /// Zooms the timeline in (`d > 0`) or out around the cursor.
+    fn zoom_by(&mut self, d: i32) {
+        let end = self.loaded.end_ns();
+        // the deepest zoom that still shows more than MIN_SPAN
+        let most = (0..64)
+            .take_while(|&z| (end >> z) > MIN_SPAN)
+            .last()
+            .unwrap_or(0);
+        let z = self.zoom.saturating_add_signed(d).min(most);
+        if z == self.zoom {
+            self.status = Some(if d > 0 {
+                "the timeline is zoomed in as far as it goes".into()
+            } else {
+                "the timeline shows the whole run".into()
+            });
+            return;
+        }
+        self.zoom = z;
+        self.centre();
+        let (lo, span) = self.window();
+        self.status = Some(if z == 0 {
+            "timeline: the whole run".into()
+        } else {
+            format!(
+                "timeline x{}: {} to {} (- zooms out)",
+                1u64 << z.min(63),
+                fmt_time(lo),
+                fmt_time(lo + span)
+            )
+        });
     }
 
     fn seek_or(&mut self, pos: Option<usize>, missing: &str) {
@@ -354,17 +428,20 @@ impl App {
     /// Does what the user asked for.
     pub fn update(&mut self, action: Action) {
         self.status = None;
+        let action = match self.navigate(action) {
+            Some(a) => a,
+            None => return,
+        };
+        let action = match self.type_text(action) {
+            Some(a) => a,
+            None => return,
+        };
+        self.toggle(action);
+    }
+
+    /// Moving through the trace, the ranks and the panels; any other action is handed back.
+    fn navigate(&mut self, action: Action) -> Option<Action> {
         match action {
-            Action::Quit => self.quit = true,
-            Action::Suspend => self.suspend = true,
-            Action::ToggleMouse => {
-                self.mouse = !self.mouse;
-                self.status = Some(if self.mouse {
-                    "mouse on: click and scroll in the viewer (m turns it off)".into()
-                } else {
-                    "mouse off: the terminal selects and scrolls text (m turns it on)".into()
-                });
-            }
             Action::Step(d) => {
                 let p = if d < 0 {
                     self.pos.saturating_sub(d.unsigned_abs() as usize)
@@ -407,9 +484,7 @@ impl App {
                 self.selected = r.min(self.ranks().saturating_sub(1));
                 self.focus = Focus::Ranks;
             }
-            Action::SeekTo(p) => {
-                self.seek(p);
-            }
+            Action::SeekTo(p) => self.seek(p),
             Action::SeekTime(t) => self.seek(self.loaded.pos_at_time(t)),
             Action::Scroll(f, d) => {
                 let keep = self.focus;
@@ -417,6 +492,15 @@ impl App {
                 self.update(Action::Move(d));
                 self.focus = keep;
             }
+            Action::Zoom(d) => self.zoom_by(d),
+            other => return Some(other),
+        }
+        None
+    }
+
+    /// Typing the filter or a command; any other action is handed back.
+    fn type_text(&mut self, action: Action) -> Option<Action> {
+        match action {
             Action::Edit(prompt) => {
                 let text = match prompt {
                     Prompt::Filter => self.filter.describe(),
@@ -424,55 +508,93 @@ impl App {
                 };
                 self.editing = Some(Editing {
                     prompt,
-                    text,
-                    before: self.filter.clone(),
+                    line: Line::new(&text),
+                    error: None,
                 });
             }
-            Action::Char(c) => {
-                if let Some(e) = self.editing.as_mut() {
-                    e.text.push(c);
-                }
-                self.live_filter();
-            }
-            Action::Backspace => {
-                if let Some(e) = self.editing.as_mut() {
-                    e.text.pop();
-                }
-                self.live_filter();
-            }
-            Action::Apply => {
-                if let Some(e) = self.editing.take() {
-                    match e.prompt {
-                        Prompt::Filter => match EventFilter::parse(&e.text) {
-                            Ok(f) => {
-                                self.set_filter(f);
-                                if !self.filter.is_empty() {
-                                    self.status = Some(format!(
-                                        "{} matching events: n next, N previous",
-                                        self.matches.len()
-                                    ));
-                                }
-                            }
-                            Err(err) => {
-                                self.status = Some(format!("filter not applied: {}", err.0));
-                                self.editing = Some(e);
-                            }
-                        },
-                        Prompt::Command => {
-                            if let Err(err) = self.command(&e.text) {
-                                self.status = Some(format!(":{} — {err}", e.text));
-                                self.editing = Some(e);
-                            }
-                        }
-                    }
-                }
-            }
+            Action::Char(c) => self.edit_line(LineOp::Insert(c)),
+            Action::Backspace => self.edit_line(LineOp::Backspace),
+            Action::Line(op) => self.edit_line(op),
+            Action::Apply => self.apply(),
             Action::Cancel => {
                 if let Some(e) = self.editing.take() {
                     if e.prompt == Prompt::Filter {
-                        self.set_filter(e.before);
+                        self.set_filter(EventFilter::default());
                     }
                 }
+            }
+            Action::ClearFilter => {
+                if self.filter.is_empty() {
+                    return None;
+                }
+                self.set_filter(EventFilter::default());
+                self.status = Some("filter dropped: every event".into());
+            }
+            other => return Some(other),
+        }
+        None
+    }
+
+    fn edit_line(&mut self, op: LineOp) {
+        let Some(e) = self.editing.as_mut() else {
+            return;
+        };
+        if e.line.apply(op) {
+            e.error = None;
+            self.live_filter();
+        }
+    }
+
+    /// Keeps what was typed: applies the filter, runs the command. Text that does not read
+    /// stays, with what is wrong on a line of its own; what is typed next replaces it.
+    fn apply(&mut self) {
+        let Some(mut e) = self.editing.take() else {
+            return;
+        };
+        let text = e.line.text();
+        let refused = match e.prompt {
+            Prompt::Filter => match EventFilter::parse(&text) {
+                Ok(f) => {
+                    self.set_filter(f);
+                    if !self.filter.is_empty() {
+                        self.status = Some(format!(
+                            "{} matching events: n next, N previous, Esc drops the filter",
+                            self.matches.len()
+                        ));
+                    }
+                    None
+                }
+                Err(err) => Some(format!("filter not applied: {}", err.0)),
+            },
+            Prompt::Command => self.command(&text).err(),
+        };
+        if let Some(err) = refused {
+            e.error = Some(err);
+            e.line.replace = true;
+            self.editing = Some(e);
+        }
+    }
+
+    /// View options: toggles and quitting.
+    fn toggle(&mut self, action: Action) {
+        match action {
+            Action::Quit => self.quit = true,
+            Action::Suspend => self.suspend = true,
+            Action::ToggleMouse => {
+                self.mouse = !self.mouse;
+                self.status = Some(if self.mouse {
+                    "mouse on: click and scroll in the viewer (m turns it off)".into()
+                } else {
+                    "mouse off: the terminal selects and scrolls text (m turns it on)".into()
+                });
+            }
+            Action::ToggleTheme => {
+                self.light = !self.light;
+                self.status = Some(if self.light {
+                    "colours for a light background (t: dark)".into()
+                } else {
+                    "colours for a dark background (t: light)".into()
+                });
             }
             Action::Detail => {
                 self.detail = match self.detail {
@@ -509,29 +631,43 @@ impl App {
                 }
             }
             Action::ToggleCompact => self.compact = !self.compact,
-            Action::ToggleHelp => self.help = !self.help,
-            Action::None => {}
+            Action::ToggleHelp => {
+                self.help = !self.help;
+                self.help_scroll = 0;
+            }
+            Action::HelpScroll(d) => {
+                self.help_scroll = (i64::from(self.help_scroll) + d).clamp(0, 1_000) as u16;
+            }
+            _ => {}
         }
     }
 
     /// While the filter is typed, applies it whenever it reads.
     fn live_filter(&mut self) {
-        let Some(e) = &self.editing else { return };
+        let Some(e) = &mut self.editing else { return };
         if e.prompt != Prompt::Filter {
             return;
         }
-        match EventFilter::parse(&e.text) {
+        match EventFilter::parse(&e.line.text()) {
             Ok(f) => {
                 if f != self.filter {
                     self.set_filter(f);
                 }
             }
-            Err(err) => self.status = Some(err.0),
+            Err(err) => e.error = Some(err.0),
         }
     }
 
     fn scroll_diagnosis(&mut self, d: i64) {
         self.diagnosis_scroll = (i64::from(self.diagnosis_scroll) + d).clamp(0, 10_000) as u16;
+    }
+
+    /// Whether rank `a` waits for rank `b` across a network partition.
+    pub fn cut_link(&self, a: u32, b: u32) -> bool {
+        self.diagnosis
+            .waits
+            .iter()
+            .any(|w| w.from == a && w.to == b && crosses_partition(w))
     }
 
     /// Ranks that appear in the wait-for graph.

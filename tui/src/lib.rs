@@ -24,11 +24,16 @@ pub use state::Loaded;
 pub struct Options {
     /// Mouse reporting on (off: the terminal selects and scrolls text as usual).
     pub mouse: bool,
+    /// Colours for a light background.
+    pub light: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { mouse: true }
+        Options {
+            mouse: true,
+            light: false,
+        }
     }
 }
 
@@ -37,5 +42,6 @@ impl Default for Options {
 pub fn view(loaded: Loaded, opts: Options) -> std::io::Result<()> {
     let mut app = App::new(loaded);
     app.mouse = opts.mouse;
+    app.light = opts.light;
     term::run(&mut app)
 }

@@ -606,13 +606,379 @@ fn the_mouse_finds_ranks_events_and_times() {
     assert_eq!(view::hit(&a, area, 10, y), Hit::Rank(101));
     let (_, ey) = find(b, "▶")[0];
     assert_eq!(view::hit(&a, area, 30, ey), Hit::Event(a.pos - 1));
-    let Hit::Time(t0) = view::hit(&a, area, 0, 21) else {
-        panic!("the bar is at row 21")
+    // the bar is at row 21: each column is a time, or a marker that leads to its event
+    let mut times = Vec::new();
+    for x in 0..80 {
+        match view::hit(&a, area, x, 21) {
+            Hit::Time(t) => times.push(t),
+            Hit::Marker(pos) => assert!(a.loaded.markers.markers.iter().any(|m| m.pos == pos)),
+            other => panic!("column {x} of the bar: {other:?}"),
+        }
+    }
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    assert!(times.iter().all(|&t| t <= a.loaded.end_ns()));
+}
+
+/// A run of 2 s whose every event is in its first 35 ms: zoomed in, each distinct time of the
+/// trace gets a column of its own at 80 columns and a click there lands on it (on its last
+/// event, or on the marked one); every marker, drawn apart from the others, leads to its own
+/// event. The axis is ticked at
+/// round times.
+#[test]
+fn zoom_lets_a_click_reach_every_event_at_80_columns() {
+    let mut a = app(PREEMPT);
+    let area = Rect::new(0, 0, 80, 24);
+    let bar = 21;
+    let events = a.loaded.events().to_vec();
+    let mut reached = 0;
+    for (i, (t, _)) in events.iter().enumerate() {
+        // the last event at its time: the state a click at that time shows
+        if events.get(i + 1).is_some_and(|(n, _)| n == t) {
+            continue;
+        }
+        a.update(Action::SeekTo(i + 1));
+        a.update(Action::Zoom(64));
+        // a column whose time shows the event, or its marker
+        let x = (0..80)
+            .find(|&x| match view::hit(&a, area, x, bar) {
+                Hit::Time(c) => c >= *t && events.get(i + 1).is_none_or(|(n, _)| c < *n),
+                Hit::Marker(p) => a.loaded.time_at(p) == *t,
+                _ => false,
+            })
+            .unwrap_or_else(|| panic!("no column for event {} at {t}ns", i + 1));
+        // from elsewhere on the same stretch of the timeline
+        let shown = a.window();
+        a.update(Action::Step(-1));
+        if a.window() != shown {
+            a.update(Action::Step(1));
+        }
+        a.update(ringside_tui::input::mouse(&a, area, click(x, bar)));
+        assert_eq!(
+            a.loaded.time_at(a.pos),
+            *t,
+            "a click at column {x} reaches the moment of event {}",
+            i + 1
+        );
+        a.update(Action::Zoom(-64));
+        reached += 1;
+    }
+    // without the zoom, those moments share columns: no click could tell them apart
+    let end = a.loaded.end_ns();
+    let mut unzoomed: Vec<u64> = events.iter().map(|(t, _)| t * 79 / end).collect();
+    unzoomed.dedup();
+    assert!(
+        unzoomed.len() < reached,
+        "{unzoomed:?} for {reached} moments"
+    );
+    // each marker, zoomed in on, is a column of its own that leads to its event
+    for m in a.loaded.markers.markers.clone() {
+        a.update(Action::SeekTo(m.pos));
+        for _ in 0..12 {
+            a.update(Action::Zoom(1));
+        }
+        let x = (0..80)
+            .find(|&x| view::hit(&a, area, x, bar) == Hit::Marker(m.pos))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{m:?} on the bar:\n{}",
+                    text(draw(&a, 80, 24).backend().buffer())
+                )
+            });
+        let shown = a.window();
+        a.update(Action::Step(-1));
+        if a.window() != shown {
+            a.update(Action::Step(1));
+        }
+        a.update(ringside_tui::input::mouse(&a, area, click(x, bar)));
+        assert_eq!(a.pos, m.pos, "{m:?}");
+        a.update(Action::Zoom(-64));
+    }
+    // zoomed in around the fault at 12ms: ticks at round milliseconds
+    a.update(Action::Start);
+    a.update(Action::Marker(MarkerKind::Fault, 1));
+    for _ in 0..7 {
+        a.update(Action::Zoom(1));
+    }
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let screen = text(t.backend().buffer());
+        let ticks = screen.lines().nth(h as usize - 2).unwrap_or("");
+        assert!(ticks.contains("╵10ms"), "{screen}");
+        insta::assert_snapshot!(format!("preempt_zoomed_{w}x{h}"), t.backend());
+    }
+    // the whole run: ticks of 0 to 2s
+    a.update(Action::Zoom(-64));
+    let screen = text(draw(&a, 80, 24).backend().buffer());
+    assert!(
+        screen.contains("╵0 ") && screen.contains("╵1000ms"),
+        "{screen}"
+    );
+}
+
+fn click(x: u16, y: u16) -> crossterm::event::MouseEvent {
+    crossterm::event::MouseEvent {
+        kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+        column: x,
+        row: y,
+        modifiers: crossterm::event::KeyModifiers::NONE,
+    }
+}
+
+/// Three ranks in three groups, each calling first the group the next rank calls last: a
+/// deadlock of three that no one rank's order explains.
+fn cycle3() -> String {
+    let mut s = String::from(
+        "name = \"three-cycle\"\nseed = 1\n[world]\nsize = 3\n[group]\ntimeout = \"1s\"\n",
+    );
+    for (name, pair) in [("a", "0, 1"), ("b", "1, 2"), ("c", "2, 0")] {
+        s += &format!("[[groups]]\nname = \"{name}\"\nranks = [[{pair}]]\n");
+    }
+    s += "[workload]\niterations = 1\n";
+    for (rank, first, then) in [(0, "a", "c"), (1, "b", "a"), (2, "c", "b")] {
+        s += &format!("[[workload.programs]]\nranks = [{rank}]\n");
+        for group in [first, then] {
+            s += &format!(
+                "[[workload.programs.ops]]\nop = \"allreduce\"\nbytes = \"1MiB\"\ngroup = \"{group}\"\n"
+            );
+        }
+    }
+    s
+}
+
+/// Each wait the diagnosis draws reads as the rank table does: `A → B` exactly where the row
+/// of A says it waits for B.
+fn check_links_read_as_the_table(a: &App, screen: &str) {
+    for w in &a.diagnosis.waits {
+        let waits_for = &a.fold.ranks[w.from as usize]
+            .call
+            .as_ref()
+            .expect("a waiting rank is in a call")
+            .waiting_for;
+        assert!(
+            waits_for.contains(&w.to),
+            "{} waits for {}: {waits_for:?}",
+            w.from,
+            w.to
+        );
+    }
+    for line in screen.lines() {
+        for (arrow, cut) in [(" → ", false), (" ↛ ", true)] {
+            for (i, _) in line.match_indices(arrow) {
+                let before = line[..i].trim_end();
+                let after = line[i + arrow.len()..].trim_start();
+                let num = |s: &str, rev: bool| -> Option<u32> {
+                    let digits: String = if rev {
+                        let t: String = s
+                            .chars()
+                            .rev()
+                            .skip_while(|c| !c.is_ascii_digit())
+                            .take_while(|c| c.is_ascii_digit())
+                            .collect();
+                        t.chars().rev().collect()
+                    } else {
+                        s.chars().take_while(|c| c.is_ascii_digit()).collect()
+                    };
+                    digits.parse().ok()
+                };
+                // only single ranks on both sides, as the chains and the graph's lines draw them
+                let (Some(from), Some(to)) = (num(before, true), num(after, false)) else {
+                    continue;
+                };
+                let tail = before.rsplit([' ', ',']).next().unwrap_or("");
+                if tail.contains('-') || before.ends_with("more") {
+                    continue;
+                }
+                assert!(
+                    a.diagnosis
+                        .waits
+                        .iter()
+                        .any(|w| w.from == from && w.to == to),
+                    "`{from}{arrow}{to}` in `{line}` is no wait of the table:\n{screen}"
+                );
+                assert_eq!(a.cut_link(from, to), cut, "`{line}`");
+            }
+        }
+    }
+}
+
+#[test]
+fn wait_chains_read_as_the_ranks_table_mismatch_partition_and_a_three_cycle() {
+    // a mismatch: rank 2 waits for 1, rank 3 for 2, as the rows of 2 and 3 say
+    let a = at_end(MISMATCHED);
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let screen = text(t.backend().buffer());
+        assert!(
+            screen.contains("2 ≠ mismatch → 1, 3 → 2 ≠ mismatch"),
+            "{screen}"
+        );
+        check_links_read_as_the_table(&a, &screen);
+        insta::assert_snapshot!(format!("chain_mismatch_{w}x{h}"), t.backend());
+    }
+    // a partition of {0} and {1,2}: the links it cuts are drawn cut, on the ranks too
+    let a = at_end(PARTITION);
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let b = t.backend().buffer();
+        let screen = text(b);
+        assert!(screen.contains("1 ↛ 0, 0 ↛ 2"), "{screen}");
+        for r in [0, 1] {
+            assert!(a.shown_of(r).cut, "rank {r} waits across the partition");
+            assert!(row_of_rank(b, &a, r).is_some(), "{screen}");
+        }
+        assert!(!a.shown_of(2).cut, "rank 2 waits on its own side");
+        assert!(screen.contains("↛cut"), "{screen}");
+        check_links_read_as_the_table(&a, &screen);
+        insta::assert_snapshot!(format!("chain_partition_{w}x{h}"), t.backend());
+    }
+    // a deadlock of three
+    let a = at_end(&cycle3());
+    assert!(
+        a.diagnosis
+            .root_causes()
+            .iter()
+            .any(|c| matches!(c, RootCause::Deadlock(_))),
+        "{:?}",
+        a.diagnosis.root_causes()
+    );
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let screen = text(t.backend().buffer());
+        assert!(screen.contains("cycle: 0 → 1 → 2 → 0"), "{screen}");
+        check_links_read_as_the_table(&a, &screen);
+        insta::assert_snapshot!(format!("chain_cycle3_{w}x{h}"), t.backend());
+    }
+}
+
+/// The help scrolls to its end at the smallest size, and holds every key, the whole legend
+/// and the notes about the trace.
+#[test]
+fn help_scrolls_and_its_legend_is_complete() {
+    let s = scenario::parse(PREEMPT, "test").expect("valid scenario");
+    let mut trace = record(&s, s.seed).expect("recorded");
+    trace.incomplete = Some("its last line is cut short".into());
+    let mut a = App::new(Loaded::new(trace));
+    a.color = true;
+    a.update(Action::End);
+    a.update(Action::ToggleHelp);
+    let all: String = view::help_lines(&a)
+        .iter()
+        .map(|l| l.to_string() + "\n")
+        .collect();
+    for (k, _) in ringside_tui::input::KEYS {
+        assert!(all.contains(k), "{k}");
+    }
+    for c in Culprit::ALL {
+        assert!(
+            all.contains(&format!("{} {}", c.glyph(), c.name())),
+            "{c:?}:\n{all}"
+        );
+    }
+    for needle in [
+        "● blocked",
+        "↛ blocked across a partition",
+        "? missing",
+        "F fault",
+        "S first stall",
+        "═ stalled",
+        "rendezvous",
+        "paused",
+        "about this trace",
+        "its last line is cut short",
+    ] {
+        assert!(all.contains(needle), "{needle}:\n{all}");
+    }
+    let screen = text(draw(&a, 60, 16).backend().buffer());
+    assert!(screen.contains("↓"), "it says there is more:\n{screen}");
+    a.update(Action::HelpScroll(10_000));
+    let screen = text(draw(&a, 60, 16).backend().buffer());
+    assert!(screen.contains("cut short"), "the end:\n{screen}");
+    a.update(Action::HelpScroll(-10_000));
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        insta::assert_snapshot!(format!("help_legend_{w}x{h}"), t.backend());
+    }
+    a.update(Action::HelpScroll(12));
+    insta::assert_snapshot!("help_legend_scrolled_80x24", draw(&a, 80, 24).backend());
+}
+
+/// The footer shows the keys that act now: for the focused panel, with a filter, in the
+/// detail pane; a refused `:` has its error on a line of its own above the prompt.
+#[test]
+fn the_footer_shows_the_keys_that_act_now_and_errors_stand_apart() {
+    let mut a = app(PREEMPT);
+    let foot = |a: &App, w: u16, h: u16| {
+        text(draw(a, w, h).backend().buffer())
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string()
     };
-    let Hit::Time(t79) = view::hit(&a, area, 79, 21) else {
-        panic!("the bar is at row 21")
-    };
-    assert_eq!((t0, t79), (0, a.loaded.end_ns()));
+    let f = foot(&a, 80, 24);
+    assert!(
+        f.contains("↑↓ rank") && f.contains("? help") && f.contains("q quit"),
+        "{f}"
+    );
+    a.update(Action::FocusNext(1));
+    assert!(foot(&a, 80, 24).contains("↑↓ scroll"));
+    a.update(Action::FocusNext(1));
+    assert!(foot(&a, 80, 24).contains("↑↓ event"));
+    a.update(Action::Edit(Prompt::Filter));
+    for c in "drop".chars() {
+        a.update(Action::Char(c));
+    }
+    a.update(Action::Apply);
+    let f = foot(&a, 160, 48);
+    assert!(f.contains("matching events"), "the status first: {f}");
+    a.update(Action::Step(0));
+    let f = foot(&a, 160, 48);
+    assert!(
+        f.contains("↑↓ match") && f.contains("n N match") && f.contains("Esc no filter"),
+        "{f}"
+    );
+    a.update(Action::Detail);
+    assert!(foot(&a, 80, 24).contains("Esc Enter close"));
+    a.update(Action::Detail);
+    a.update(Action::Edit(Prompt::Command));
+    for c in "@12qs".chars() {
+        a.update(Action::Char(c));
+    }
+    a.update(Action::Apply);
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let screen = text(t.backend().buffer());
+        let rows: Vec<&str> = screen.lines().collect();
+        assert!(rows[h as usize - 1].starts_with(" :@12qs"), "{screen}");
+        assert!(
+            rows[h as usize - 2].contains("12qs"),
+            "the error on its own line:\n{screen}"
+        );
+        insta::assert_snapshot!(format!("command_error_{w}x{h}"), t.backend());
+    }
+}
+
+/// `t`: a light background gets the darker shade of each colour, never the named yellow or
+/// cyan that a light theme washes out.
+#[test]
+fn a_light_theme_draws_darker_shades() {
+    let mut a = at_end(HUNG);
+    a.update(Action::ToggleTheme);
+    for (w, h) in SIZES {
+        let t = draw(&a, w, h);
+        let b = t.backend().buffer();
+        let mut shades = 0;
+        for cell in b.content() {
+            for c in [cell.fg, cell.bg] {
+                assert!(
+                    matches!(c, Color::Reset | Color::Indexed(_)),
+                    "{c:?} at {cell:?}"
+                );
+                shades += usize::from(matches!(c, Color::Indexed(_)));
+            }
+        }
+        assert!(shades > 10);
+        insta::assert_snapshot!(format!("hung_light_{w}x{h}"), t.backend());
+    }
 }
 
 #[test]

@@ -99,7 +99,7 @@ fn the_filter_applies_as_it_is_typed_and_n_walks_its_matches() {
     typed(&mut a, Prompt::Filter, "r1 -senx");
     assert_eq!(a.mode(), Mode::Editing);
     assert!(
-        a.status.is_some(),
+        a.editing.as_ref().is_some_and(|e| e.error.is_some()),
         "`senx` is no kind: the last filter stays"
     );
     assert_eq!(a.filter.describe(), "r1 -sen", "applied while typing");
@@ -124,9 +124,78 @@ fn the_filter_applies_as_it_is_typed_and_n_walks_its_matches() {
     assert_eq!(a.pos, matches[1] + 1);
     a.update(Action::Match(-1));
     assert_eq!(a.pos, matches[0] + 1);
-    typed(&mut a, Prompt::Filter, "x");
+    // `/` then Esc drops the filter; so does Esc alone
+    a.update(Action::Edit(Prompt::Filter));
     a.update(Action::Cancel);
-    assert_eq!(a.filter.describe(), "r1 send", "Esc puts the filter back");
+    assert!(a.filter.is_empty(), "Esc drops the filter");
+    assert!(a.matches.is_empty());
+    typed(&mut a, Prompt::Filter, "send");
+    a.update(Action::Apply);
+    assert_eq!(a.filter.describe(), "send");
+    a.update(Action::ClearFilter);
+    assert!(a.filter.is_empty(), "Esc drops the filter");
+}
+
+/// readline's keys edit at the cursor; a refused command keeps its text with the error apart,
+/// and what is typed next replaces it.
+#[test]
+fn prompts_edit_like_readline_and_a_refused_command_is_replaced() {
+    let mut a = app();
+    typed(&mut a, Prompt::Filter, "r1 send");
+    a.update(Action::Line(LineOp::KillWord));
+    a.update(Action::Line(LineOp::Home));
+    a.update(Action::Char('-'));
+    let text = |a: &App| a.editing.as_ref().map(|e| e.line.text());
+    assert_eq!(text(&a).as_deref(), Some("-r1 "));
+    a.update(Action::Line(LineOp::End));
+    a.update(Action::Line(LineOp::KillStart));
+    assert_eq!(text(&a).as_deref(), Some(""));
+    a.update(Action::Cancel);
+    typed(&mut a, Prompt::Command, "9");
+    a.update(Action::Apply);
+    let e = a.editing.clone().expect("a refused command stays open");
+    assert!(e
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .contains("not in the world"));
+    assert_eq!(e.line.text(), "9", "the refused text is kept to be seen");
+    a.update(Action::Char('1'));
+    assert_eq!(
+        text(&a).as_deref(),
+        Some("1"),
+        "and replaced by what is typed"
+    );
+    assert!(a.editing.as_ref().is_some_and(|e| e.error.is_none()));
+    a.update(Action::Apply);
+    assert_eq!((a.selected, a.mode()), (1, Mode::Normal));
+}
+
+#[test]
+fn the_timeline_zooms_around_the_cursor_and_follows_it() {
+    let mut a = app();
+    let end = a.loaded.end_ns();
+    assert_eq!(a.window(), (0, end));
+    a.update(Action::Zoom(-1));
+    assert_eq!(a.zoom, 0);
+    for _ in 0..4 {
+        a.update(Action::Zoom(1));
+    }
+    let (lo, span) = a.window();
+    assert_eq!(span, end >> 4);
+    assert!(
+        lo <= a.fold.t && a.fold.t <= lo + span,
+        "the cursor is shown"
+    );
+    a.update(Action::End);
+    let (lo, span) = a.window();
+    assert_eq!(lo + span, end, "the stretch follows the cursor");
+    for _ in 0..100 {
+        a.update(Action::Zoom(1));
+    }
+    assert!(a.window().1 >= MIN_SPAN, "{:?}", a.window());
+    a.update(Action::Zoom(-100));
+    assert_eq!(a.window(), (0, end));
 }
 
 #[test]
@@ -151,11 +220,6 @@ fn commands_go_to_a_rank_a_list_a_time_or_an_event() {
     typed(&mut a, Prompt::Command, "9");
     a.update(Action::Apply);
     assert_eq!(a.mode(), Mode::Editing, "a bad command stays open");
-    assert!(a
-        .status
-        .as_deref()
-        .unwrap_or("")
-        .contains("not in the world"));
 }
 
 #[test]
@@ -183,7 +247,11 @@ fn toggles() {
     assert!(a.shows_picture());
     a.update(Action::ToggleHelp);
     assert_eq!(a.mode(), Mode::Help);
+    a.update(Action::HelpScroll(3));
+    assert_eq!(a.help_scroll, 3);
     a.update(Action::ToggleHelp);
+    a.update(Action::ToggleTheme);
+    assert!(a.light);
     a.update(Action::ToggleCompact);
     assert!(a.compact);
     a.update(Action::ToggleStuck);

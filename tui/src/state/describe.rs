@@ -25,7 +25,16 @@ pub fn fmt_bytes(b: u64) -> String {
 
 /// One event in words (without its time and kind).
 pub fn describe(ev: &Event) -> String {
-    match ev {
+    processes_and_messages(ev)
+        .or_else(|| calls(ev))
+        .or_else(|| membership(ev))
+        .or_else(|| registry(ev))
+        .unwrap_or_else(|| ev.kind().to_string())
+}
+
+/// Faults, processes and messages.
+fn processes_and_messages(ev: &Event) -> Option<String> {
+    Some(match ev {
         Event::Fault {
             fault,
             phase,
@@ -74,6 +83,13 @@ pub fn describe(ev: &Event) -> String {
             "{from}→{to} id {id}: {reason}{}",
             if *retransmit { ", resent later" } else { "" }
         ),
+        _ => return None,
+    })
+}
+
+/// Timers, computing, collectives and how the run ends.
+fn calls(ev: &Event) -> Option<String> {
+    Some(match ev {
         Event::Timer {
             rank, timer, seq, ..
         } => match seq {
@@ -156,6 +172,13 @@ pub fn describe(ev: &Event) -> String {
             listed(root_causes)
         ),
         Event::End { outcome, .. } => format!("{outcome}"),
+        _ => return None,
+    })
+}
+
+/// Elastic membership: generations, rendezvous, the store.
+fn membership(ev: &Event) -> Option<String> {
+    Some(match ev {
         Event::GenerationFormed {
             rank,
             generation,
@@ -210,6 +233,13 @@ pub fn describe(ev: &Event) -> String {
             generation.0,
             fmt_ranks(members)
         ),
+        _ => return None,
+    })
+}
+
+/// The registry of group members.
+fn registry(ev: &Event) -> Option<String> {
+    Some(match ev {
         Event::RegistryJoin { rank, group, .. } => format!("rank {rank} joins {group}"),
         Event::RegistryLeave { rank, group, .. } => format!("rank {rank} leaves {group}"),
         Event::RegistryView {
@@ -241,10 +271,7 @@ pub fn describe(ev: &Event) -> String {
             message,
             to,
             ..
-        } => format!(
-            "rank {rank} → {group} [{}]: {message}",
-            fmt_ranks(to)
-        ),
+        } => format!("rank {rank} → {group} [{}]: {message}", fmt_ranks(to)),
         Event::RegistryDeliver {
             rank,
             group,
@@ -276,5 +303,6 @@ pub fn describe(ev: &Event) -> String {
             fmt_time(*silent_ns)
         ),
         Event::RegistryNodeUp { rank, node } => format!("rank {rank} reaches node {node}"),
-    }
+        _ => return None,
+    })
 }

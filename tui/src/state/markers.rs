@@ -103,7 +103,7 @@ impl MarkerScan {
             Event::Timer { timer, .. } if timer == "watchdog" => {
                 self.push(pos, MarkerKind::Watchdog)
             }
-            Event::Call { generation, .. } if generation.0 > self.max_generation => {
+            Event::GenerationFormed { generation, .. } if generation.0 > self.max_generation => {
                 self.max_generation = generation.0;
                 self.push(pos, MarkerKind::Generation);
             }
@@ -399,13 +399,27 @@ mod tests {
         }
     }
 
+    fn formed(rank: u32, generation: u32) -> Event {
+        Event::GenerationFormed {
+            rank,
+            group: GroupId(0),
+            generation: Generation(generation),
+            members: vec![0, 1],
+            group_rank: rank,
+            resume_iteration: 0,
+        }
+    }
+
     #[test]
-    fn a_new_generation_is_marked_once_where_its_first_call_is() {
+    fn a_new_generation_is_marked_once_where_it_is_formed() {
         let events = [
             call(0, 0, 1),
             call(1, 0, 1),
+            formed(0, 1),
+            formed(1, 1),
             call(0, 1, 1),
             call(1, 1, 1),
+            formed(0, 2),
             call(0, 2, 1),
         ];
         let mut fold = Fold::with_size(2);
@@ -416,8 +430,8 @@ mod tests {
         }
         let m = scan.finish(events.len(), &fold, |_, _| None);
         let g: Vec<usize> = m.of(MarkerKind::Generation).map(|m| m.pos).collect();
-        assert_eq!(g, [3, 5]);
-        assert_eq!(m.next(MarkerKind::Generation, 3), Some(5));
+        assert_eq!(g, [3, 7], "where it is formed, not at its first call");
+        assert_eq!(m.next(MarkerKind::Generation, 3), Some(7));
         assert_eq!(m.first_stall, None);
     }
 }

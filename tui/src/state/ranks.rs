@@ -6,7 +6,7 @@
 //! that a root cause names — or that is dead, frozen or left out of the newest generation —
 //! is a culprit, drawn with a glyph as well as a colour so that it stands out without colour.
 
-use ringside_sim::diagnose::{Diagnosis, EdgeKind, Fold, RankState, RootCause};
+use ringside_sim::diagnose::{Diagnosis, EdgeKind, Fold, RankState, RootCause, WaitEdge};
 
 /// The part a rank plays in a stall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -87,6 +87,8 @@ pub struct Shown {
     pub next_to_cause: bool,
     /// A rank of a Flight Recorder import that left no dump: what it did is unknown.
     pub no_dump: bool,
+    /// It waits for a rank on the other side of a network partition.
+    pub cut: bool,
 }
 
 impl Shown {
@@ -153,9 +155,15 @@ pub fn shown(fold: &Fold, d: &Diagnosis) -> Vec<Shown> {
         }
     }
     let mut next_to_cause = vec![false; n];
+    let mut cut = vec![false; n];
     for w in d.waits.iter().filter(|w| w.kind == EdgeKind::RootCause) {
         if let Some(x) = next_to_cause.get_mut(w.from as usize) {
             *x = true;
+        }
+        if crosses_partition(w) {
+            if let Some(x) = cut.get_mut(w.from as usize) {
+                *x = true;
+            }
         }
     }
     let m = &fold.membership;
@@ -200,9 +208,17 @@ pub fn shown(fold: &Fold, d: &Diagnosis) -> Vec<Shown> {
                 culprit,
                 next_to_cause: next_to_cause[r],
                 no_dump: v.no_dump,
+                cut: cut[r],
             }
         })
         .collect()
+}
+
+/// Whether a wait is across a network partition: a link the partition cuts.
+pub fn crosses_partition(w: &WaitEdge) -> bool {
+    w.causes
+        .iter()
+        .any(|c| matches!(c, RootCause::Partitioned(_)))
 }
 
 /// How the rank table is ordered.

@@ -4,7 +4,7 @@
 use crate::app::App;
 use crate::state::describe::describe;
 use crate::view::style;
-use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
@@ -58,12 +58,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     };
     let w = (area.width * 9 / 10).max(20).min(area.width);
     let h = (area.height * 8 / 10).max(6).min(area.height);
-    let [row] = Layout::vertical([Constraint::Length(h)])
-        .flex(Flex::Center)
-        .areas(area);
-    let [popup] = Layout::horizontal([Constraint::Length(w)])
-        .flex(Flex::Center)
-        .areas(row);
+    let popup = crate::view::centred(area, w, h);
     f.render_widget(Clear, popup);
     let title = format!(
         " event {} of {} · ↑↓ scroll · ← → step · Esc closes ",

@@ -5,6 +5,7 @@
 
 use crate::app::{App, Focus, GraphMode};
 use crate::state::chain::{waiters_in_order, CauseChain};
+use crate::state::ranks::crosses_partition;
 use crate::view::graph;
 use crate::view::style;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -12,9 +13,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
-use ringside_sim::diagnose::fmt_ranks;
+use ringside_sim::diagnose::{fmt_ranks, EdgeKind};
 use ringside_sim::scenario::OpKind;
 use ringside_sim::units::fmt_time;
+use std::collections::BTreeMap;
 
 /// `rank 3` or `4 ranks: 0-3`.
 fn counted(r: &[u32]) -> String {
@@ -50,37 +52,7 @@ fn chain_lines(app: &App, c: &CauseChain) -> Vec<Line<'static>> {
         out.push(Line::raw(format!("  cycle: {}", s.join(" → "))));
     }
     if !c.direct.is_empty() {
-        // each end named with its culprit glyph when the cause names it
-        let name = |r: u32| match app.shown_of(r).culprit {
-            Some(k) if cause.ranks.contains(&r) => format!("{r} {} {}", k.glyph(), k.name()),
-            _ => r.to_string(),
-        };
-        let ends = |rs: &[u32]| -> (String, bool) {
-            let named = rs.iter().any(|r| cause.ranks.contains(r));
-            if named && rs.len() <= 4 {
-                (
-                    rs.iter().map(|&r| name(r)).collect::<Vec<_>>().join(","),
-                    true,
-                )
-            } else {
-                (fmt_ranks(rs), named)
-            }
-        };
-        let (from, from_named) = ends(&c.direct);
-        let (to, to_named) = ends(&c.culprits);
-        let st = |named: bool| {
-            if named {
-                style::culprit_style()
-            } else {
-                style::bad()
-            }
-        };
-        out.push(Line::from(vec![
-            Span::raw("  "),
-            Span::styled(from, st(from_named)),
-            Span::raw(" → "),
-            Span::styled(to, st(to_named)),
-        ]));
+        out.push(links_line(app, c));
     }
     if !c.upstream.is_empty() {
         let n = c.upstream.len();
@@ -111,6 +83,68 @@ fn chain_lines(app: &App, c: &CauseChain) -> Vec<Line<'static>> {
         out.push(Line::raw(text));
     }
     out
+}
+
+/// At most this many links of a cause on its line; the others are counted.
+const LINKS: usize = 4;
+
+/// The waits a cause explains by itself, as the rank table reads them: each rank waited for
+/// with the ranks that wait for it (`2 ≠ mismatch → 1, 3 → 2 ≠ mismatch`; `0-99,101-255 →
+/// 100 ✗ dead`); a link a partition cuts is drawn `↛`.
+fn links_line(app: &App, c: &CauseChain) -> Line<'static> {
+    let cause = &app.diagnosis.causes[c.cause];
+    let mut by_awaited: BTreeMap<u32, (Vec<u32>, bool)> = BTreeMap::new();
+    for w in &app.diagnosis.waits {
+        if w.kind == EdgeKind::RootCause
+            && w.causes.contains(&cause.cause)
+            && c.direct.contains(&w.from)
+        {
+            let e = by_awaited.entry(w.to).or_default();
+            e.0.push(w.from);
+            e.1 |= crosses_partition(w);
+        }
+    }
+    // a rank the cause names, with its culprit glyph
+    let named = |r: u32| cause.ranks.contains(&r) && app.shown_of(r).culprit.is_some();
+    let name = |r: u32| match app.shown_of(r).culprit {
+        Some(k) if named(r) => format!("{r} {} {}", k.glyph(), k.name()),
+        _ => r.to_string(),
+    };
+    let st = |culprit: bool| {
+        if culprit {
+            style::culprit_style()
+        } else {
+            style::bad()
+        }
+    };
+    let mut spans = vec![Span::raw("  ")];
+    let n = by_awaited.len();
+    for (i, (to, (mut from, cut))) in by_awaited.into_iter().take(LINKS).enumerate() {
+        if i > 0 {
+            spans.push(Span::raw(", "));
+        }
+        from.sort_unstable();
+        let from_named = from.iter().any(|&r| named(r));
+        let from_text = if from_named && from.len() <= LINKS {
+            from.iter().map(|&r| name(r)).collect::<Vec<_>>().join(",")
+        } else {
+            fmt_ranks(&from)
+        };
+        spans.push(Span::styled(from_text, st(from_named)));
+        if cut {
+            spans.push(Span::styled(format!(" {} ", style::CUT), style::bad()));
+        } else {
+            spans.push(Span::raw(" → "));
+        }
+        spans.push(Span::styled(name(to), st(named(to))));
+    }
+    if n > LINKS {
+        spans.push(Span::styled(
+            format!(", … {} more", n - LINKS),
+            style::dim(),
+        ));
+    }
+    Line::from(spans)
 }
 
 fn sorted(r: &[u32]) -> Vec<u32> {
@@ -250,8 +284,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect, wide: bool) {
     if list {
         lines.extend(list_lines(app, inner.width));
     }
+    // the text first (it ends with the blocked count), the picture below it with at least
+    // four rows, or none
     let text_h = if graph && !list {
-        wrapped_height(&lines, inner.width).min(inner.height / 2 + 1)
+        let want = wrapped_height(&lines, inner.width);
+        want.min(inner.height.saturating_sub(4).max(inner.height / 2 + 1))
     } else {
         inner.height
     };

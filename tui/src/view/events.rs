@@ -76,7 +76,7 @@ pub fn event_at(app: &App, area: Rect, wide: bool, y: u16) -> Option<usize> {
 pub fn render(app: &App, f: &mut Frame, area: Rect, wide: bool) {
     let filter = match &app.editing {
         Some(e) if e.prompt == crate::app::Prompt::Filter => {
-            format!(" /{}▏ {} matching", e.text, app.matches.len())
+            format!(" /{} {} matching", e.line.text(), app.matches.len())
         }
         _ if !app.filter.is_empty() => format!(
             " /{} {} matching (n N) ",

@@ -54,7 +54,7 @@ pub fn path_line(app: &App, p: &WaitPath, width: usize) -> Line<'static> {
     let labels: Vec<(String, Style)> = p.ranks.iter().map(|&r| label(app, r)).collect();
     let arrow = " → ";
     let full: usize = labels.iter().map(|l| l.0.chars().count()).sum::<usize>()
-        + arrow.len() * labels.len().saturating_sub(1);
+        + arrow.chars().count() * labels.len().saturating_sub(1);
     let room = width.saturating_sub(note.chars().count()).max(12);
     // the first rank, then as many of the last as fit after `… N more`
     let keep_tail = if full <= room {
@@ -72,24 +72,31 @@ pub fn path_line(app: &App, p: &WaitPath, width: usize) -> Line<'static> {
         }
         k.max(1)
     };
-    let mut spans = Vec::new();
-    let push = |spans: &mut Vec<Span<'static>>, (text, st): &(String, Style)| {
-        if !spans.is_empty() {
-            spans.push(Span::styled(arrow, style::dim()));
-        }
-        spans.push(Span::styled(text.clone(), st.add_modifier(Modifier::BOLD)));
-    };
+    // the items shown, each with its rank (None for the count of those left out)
+    let mut items: Vec<(String, Style, Option<u32>)> = Vec::new();
+    let item = |i: usize| (labels[i].0.clone(), labels[i].1, Some(p.ranks[i]));
     if keep_tail >= labels.len() {
-        for l in &labels {
-            push(&mut spans, l);
-        }
+        items.extend((0..labels.len()).map(item));
     } else {
-        push(&mut spans, &labels[0]);
+        items.push(item(0));
         let hidden = labels.len() - 1 - keep_tail;
-        push(&mut spans, &(format!("… {hidden} more"), style::dim()));
-        for l in &labels[labels.len() - keep_tail..] {
-            push(&mut spans, l);
+        items.push((format!("… {hidden} more"), style::dim(), None));
+        items.extend((labels.len() - keep_tail..labels.len()).map(item));
+    }
+    let mut spans = Vec::new();
+    let mut prev: Option<u32> = None;
+    for (i, (text, st, r)) in items.into_iter().enumerate() {
+        if i > 0 {
+            // a link a partition cuts is drawn cut
+            match (prev, r) {
+                (Some(a), Some(b)) if app.cut_link(a, b) => {
+                    spans.push(Span::styled(format!(" {} ", style::CUT), style::bad()))
+                }
+                _ => spans.push(Span::styled(arrow, style::dim())),
+            }
         }
+        spans.push(Span::styled(text, st.add_modifier(Modifier::BOLD)));
+        prev = r;
     }
     spans.push(Span::styled(note, style::dim()));
     Line::from(spans)
@@ -198,6 +205,15 @@ fn render_circles(app: &App, f: &mut Frame, area: Rect, circles: &[Vec<u32>]) {
                     Color::Yellow
                 };
                 arrow(ctx, pos(a), pos(b), color, radius.min(1.0));
+                if app.cut_link(a, b) {
+                    // the link a partition cuts, crossed out halfway
+                    let ((x1, y1), (x2, y2)) = (pos(a), pos(b));
+                    ctx.print(
+                        (x1 + x2) / 2.0,
+                        (y1 + y2) / 2.0,
+                        Span::styled(style::CUT.to_string(), style::bad()),
+                    );
+                }
             }
             ctx.layer();
             for &r in circles.iter().flatten() {

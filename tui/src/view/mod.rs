@@ -15,7 +15,7 @@ pub mod style;
 mod timeline;
 
 use crate::app::{App, Focus, Prompt};
-use crate::input::KEYS;
+use crate::input::{Mode, KEYS};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -52,11 +52,17 @@ pub fn layout(app: &App, area: Rect) -> Option<Areas> {
     }
     // the header as tall as the verdict and the notes need, leaving the panels room
     let head_h = header::height(app, area.width).min(area.height.saturating_sub(12).max(2));
+    // a prompt's error has a line of its own, above the prompt
+    let foot_h = if app.editing.as_ref().is_some_and(|e| e.error.is_some()) {
+        2
+    } else {
+        1
+    };
     let [head, body, timeline, foot] = Layout::vertical([
         Constraint::Length(head_h),
         Constraint::Fill(1),
         Constraint::Length(2),
-        Constraint::Length(1),
+        Constraint::Length(foot_h),
     ])
     .areas(area);
     let wide = area.width >= WIDE;
@@ -133,10 +139,12 @@ pub fn render(app: &App, f: &mut Frame) {
         detail::render(app, f, area);
     }
     if app.help {
-        help(f, area);
+        help(app, f, area);
     }
     if !app.color {
         strip_colors(f.buffer_mut());
+    } else if app.light {
+        style::lighten(f.buffer_mut());
     }
 }
 
@@ -156,6 +164,8 @@ pub enum Hit {
     Event(usize),
     /// A point of the timeline.
     Time(Nanos),
+    /// A marker on the timeline, by the event it marks.
+    Marker(usize),
     /// Elsewhere in a panel.
     Panel(Focus),
     None,
@@ -173,85 +183,226 @@ pub fn hit(app: &App, area: Rect, x: u16, y: u16) -> Hit {
     } else if a.events.contains(at) {
         events::event_at(app, a.events, a.wide, y).map_or(Hit::Panel(Focus::Events), Hit::Event)
     } else if a.timeline.contains(at) && y == a.timeline.y {
-        Hit::Time(timeline::time_at(app, a.timeline, x))
+        match timeline::marker_at(app, a.timeline, x) {
+            Some(pos) => Hit::Marker(pos),
+            None => Hit::Time(timeline::time_at(app, a.timeline, x)),
+        }
     } else {
         Hit::None
     }
 }
 
-fn footer(app: &App, f: &mut Frame, area: Rect) {
-    let line = if let Some(e) = &app.editing {
-        let (lead, hint) = match e.prompt {
-            Prompt::Filter => (
-                "/",
-                format!(
-                    "  {} matching · Enter keeps · Esc drops",
-                    if app.filter.is_empty() {
-                        app.loaded.len()
-                    } else {
-                        app.matches.len()
-                    }
-                ),
-            ),
-            Prompt::Command => (":", "  rank · 0-99,101-255 · all · @14ms · #5000".into()),
-        };
-        let mut spans = vec![
-            Span::styled(format!(" {lead}{}▏", e.text), style::notice()),
-            Span::styled(hint, style::dim()),
-        ];
-        if let Some(msg) = &app.status {
-            spans.push(Span::styled(format!("  {msg}"), style::bad()));
+/// The keys that act now, most useful first: what the mode and the focused panel answer to.
+fn context_keys(app: &App) -> Vec<(&'static str, &'static str)> {
+    match app.mode() {
+        Mode::Help => vec![("↑↓ PgUp PgDn", "scroll"), ("Esc ?", "close")],
+        Mode::Detail => vec![("↑↓", "scroll"), ("←→", "event"), ("Esc Enter", "close")],
+        Mode::Editing => Vec::new(),
+        Mode::Normal => {
+            let mut keys = vec![("←→", "event")];
+            keys.push(match app.focus {
+                Focus::Ranks => ("↑↓", "rank"),
+                Focus::Diagnosis => ("↑↓", "scroll"),
+                Focus::Events if app.filter.is_empty() => ("↑↓", "event"),
+                Focus::Events => ("↑↓", "match"),
+            });
+            if !app.filter.is_empty() {
+                keys.extend([("n N", "match"), ("Esc", "no filter")]);
+            }
+            if app.loaded.answer.is_some_and(|p| p != app.pos) {
+                keys.push(("a", "answer"));
+            }
+            if !app.loaded.markers.markers.is_empty() {
+                keys.push(("f s", "fault stall"));
+            }
+            keys.extend([("Enter", "detail"), ("/", "filter"), (":", "go to")]);
+            if app.focus == Focus::Diagnosis && !app.diagnosis.waits.is_empty() {
+                keys.push(("g", "graph"));
+            }
+            keys.extend([("+ -", "zoom"), ("Tab", "panel")]);
+            keys
         }
-        Line::from(spans)
-    } else if let Some(msg) = &app.status {
+    }
+}
+
+fn footer(app: &App, f: &mut Frame, area: Rect) {
+    if let Some(e) = &app.editing {
+        return prompt(app, e, f, area);
+    }
+    let line = if let Some(msg) = &app.status {
         Line::styled(format!(" {msg}"), style::notice())
     } else {
-        let mut spans = vec![Span::raw(" ")];
-        for s in style::LEGEND {
-            spans.push(Span::styled(
-                format!("{} ", s.name()),
-                style::state_style(s),
-            ));
-        }
-        for c in style::CULPRITS {
-            spans.push(Span::styled(
-                format!("{}{} ", c.glyph(), c.name()),
-                style::culprit_style(),
-            ));
-        }
-        let hint = " ? keys  q quit ";
-        let used: usize = spans.iter().map(|s| s.width()).sum();
-        let room = (area.width as usize).saturating_sub(hint.len());
-        if used > room {
-            // keep the hint; drop legend entries from the end
-            while spans.iter().map(|s| s.width()).sum::<usize>() > room && spans.len() > 1 {
-                spans.pop();
+        let tail = [("?", "help"), ("q", "quit")];
+        let piece = |(k, what): (&'static str, &'static str)| {
+            vec![
+                Span::styled(format!(" {k}"), style::title()),
+                Span::styled(format!(" {what} "), style::dim()),
+            ]
+        };
+        let width = |p: &[Span]| p.iter().map(Span::width).sum::<usize>();
+        let tail: Vec<Span> = tail.into_iter().flat_map(piece).collect();
+        let room = (area.width as usize).saturating_sub(width(&tail));
+        let mut spans: Vec<Span> = Vec::new();
+        for k in context_keys(app) {
+            let p = piece(k);
+            if width(&spans) + width(&p) > room {
+                break;
             }
+            spans.extend(p);
         }
-        let used: usize = spans.iter().map(|s| s.width()).sum();
+        let used = width(&spans);
         spans.push(Span::raw(" ".repeat(room.saturating_sub(used))));
-        spans.push(Span::styled(hint, style::title()));
+        spans.extend(tail);
         Line::from(spans)
     };
     f.render_widget(Paragraph::new(line), area);
 }
 
-fn help(f: &mut Frame, area: Rect) {
-    let w = 76.min(area.width);
-    let h = (KEYS.len() as u16 + 2).min(area.height);
+/// The prompt being typed, its cursor reversed, the text scrolled to keep the cursor in
+/// sight; above it, on a line of its own, what is wrong with it.
+fn prompt(app: &App, e: &crate::app::Editing, f: &mut Frame, area: Rect) {
+    let (lead, hint) = match e.prompt {
+        Prompt::Filter => (
+            "/",
+            format!(
+                "  {} matching · Enter keeps · Esc drops",
+                if app.filter.is_empty() {
+                    app.loaded.len()
+                } else {
+                    app.matches.len()
+                }
+            ),
+        ),
+        Prompt::Command => (":", "  rank · 0-99,101-255 · all · @14ms · #5000".into()),
+    };
+    let mut rows = Vec::new();
+    if let Some(err) = &e.error {
+        rows.push(Line::styled(
+            style::pad(&format!(" {}", style::printable(err)), area.width as usize),
+            style::bad(),
+        ));
+    }
+    let (before, after) = e.line.split();
+    let mut after = after.chars();
+    let under = after.next().map_or(" ".to_string(), |c| c.to_string());
+    let after: String = after.collect();
+    // the text before the cursor keeps its end in sight
+    let room = (area.width as usize).saturating_sub(4 + hint.chars().count().min(20));
+    let n = before.chars().count();
+    let before: String = if n > room {
+        let keep: String = before.chars().skip(n - room + 1).collect();
+        format!("…{keep}")
+    } else {
+        before
+    };
+    let text_style = if e.line.replace {
+        style::notice().add_modifier(Modifier::DIM)
+    } else {
+        style::notice()
+    };
+    rows.push(Line::from(vec![
+        Span::styled(format!(" {lead}"), style::notice()),
+        Span::styled(before, text_style),
+        Span::styled(under, text_style.add_modifier(Modifier::REVERSED)),
+        Span::styled(after, text_style),
+        Span::styled(hint, style::dim()),
+    ]));
+    f.render_widget(Paragraph::new(rows), area);
+}
+
+/// The legend: every state, glyph, arrow and mark the screen uses.
+fn legend_lines() -> Vec<Line<'static>> {
+    use crate::state::Culprit;
+    use crate::state::MarkerKind;
+    let head = |s: &'static str| Span::styled(format!(" {s:<13}"), style::title());
+    let mut states = vec![head("states")];
+    for s in style::LEGEND {
+        states.push(Span::styled(
+            format!("{} ", s.name()),
+            style::state_style(s),
+        ));
+    }
+    states.push(Span::styled("rendezvous", style::rendezvous_style()));
+    let glyphs = vec![
+        head("ranks"),
+        Span::styled(
+            "● ",
+            style::state_style(ringside_sim::diagnose::RankState::Blocked),
+        ),
+        Span::raw("blocked  "),
+        Span::styled(format!("{} ", style::CUT), style::bad()),
+        Span::raw("blocked across a partition  "),
+        Span::styled("> ", style::title()),
+        Span::raw("selected"),
+    ];
+    let mut culprits = vec![head("culprits")];
+    for c in Culprit::ALL {
+        culprits.push(Span::styled(
+            format!("{} ", c.glyph()),
+            style::culprit_style(),
+        ));
+        culprits.push(Span::raw(format!("{}  ", c.name())));
+    }
+    let marks: Vec<Span> = [
+        MarkerKind::Fault,
+        MarkerKind::Watchdog,
+        MarkerKind::Generation,
+        MarkerKind::Stall,
+    ]
+    .into_iter()
+    .flat_map(|k| {
+        [
+            Span::styled(format!("{} ", k.glyph()), timeline::marker_style(k)),
+            Span::raw(format!("{}  ", k.name())),
+        ]
+    })
+    .collect();
+    let mut timeline = vec![head("timeline")];
+    timeline.extend(marks);
+    vec![
+        Line::from(states),
+        Line::from(glyphs),
+        Line::from(culprits),
+        Line::from(vec![
+            head(""),
+            Span::raw("? missing: a rank that left no Flight Recorder dump"),
+        ]),
+        Line::from(vec![
+            head("links"),
+            Span::raw("→ waits for  "),
+            Span::styled("↛", style::bad()),
+            Span::raw(" waits across a partition (the link is cut)"),
+        ]),
+        Line::from(timeline),
+        Line::from(vec![
+            head(""),
+            Span::styled("═", Style::default().fg(Color::Red)),
+            Span::raw(" stalled  "),
+            Span::styled("┃", Style::default().add_modifier(Modifier::REVERSED)),
+            Span::raw(" cursor  ━ before it  ╵ tick"),
+        ]),
+    ]
+}
+
+/// A box of `w` x `h` in the middle of `area`.
+pub fn centred(area: Rect, w: u16, h: u16) -> Rect {
     let [row] = Layout::vertical([Constraint::Length(h)])
         .flex(Flex::Center)
         .areas(area);
     let [popup] = Layout::horizontal([Constraint::Length(w)])
         .flex(Flex::Center)
         .areas(row);
-    f.render_widget(Clear, popup);
-    let lines: Vec<Line> = KEYS
+    popup
+}
+
+/// Every line of the help: the keys, the legend, the notes about the trace.
+pub fn help_lines(app: &App) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line> = KEYS
         .iter()
         .map(|(k, what)| {
             Line::from(vec![
                 Span::styled(
-                    format!(" {k:<10} "),
+                    format!(" {k:<13} "),
                     Style::default()
                         .fg(Color::Cyan)
                         .add_modifier(Modifier::BOLD),
@@ -260,12 +411,50 @@ fn help(f: &mut Frame, area: Rect) {
             ])
         })
         .collect();
+    lines.push(Line::raw(""));
+    lines.extend(legend_lines());
+    let notes = app.loaded.notes();
+    if !notes.is_empty() {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(" about this trace", style::title()));
+        for n in notes {
+            lines.push(Line::styled(
+                format!(" · {}", style::printable(&n)),
+                style::notice(),
+            ));
+        }
+    }
+    lines
+}
+
+fn help(app: &App, f: &mut Frame, area: Rect) {
+    let w = 80.min(area.width);
+    let inner_w = w.saturating_sub(2).max(1);
+    let lines = help_lines(app);
+    let total: u16 = lines
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(inner_w as usize) as u16)
+        .sum();
+    let h = (total + 2).min(area.height);
+    let popup = centred(area, w, h);
+    f.render_widget(Clear, popup);
+    let shown = h.saturating_sub(2);
+    let top = app.help_scroll.min(total.saturating_sub(shown));
+    let below = total.saturating_sub(top + shown);
+    let title = if top > 0 || below > 0 {
+        format!(" help ↑{top} ↓{below} lines · ↑↓ PgUp PgDn scroll · Esc closes · q quits ")
+    } else {
+        " help · Esc closes · q quits ".to_string()
+    };
     f.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(Span::styled(" keys (any key closes) ", style::title())),
-        ),
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .scroll((top, 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(Span::styled(title, style::title())),
+            ),
         popup,
     );
 }

@@ -228,6 +228,11 @@ fn cells(app: &App, r: u32, cols: &[(Column, usize)]) -> Vec<(String, Style)> {
                     let text = match (wait, call) {
                         (Some(w8), _) => format!("with {}", fmt_or_dash(&w8.reachable, w - 5)),
                         (None, _) if s.rendezvous.is_some() => "-".into(),
+                        (None, Some(c)) if s.state != RankState::Dead && s.cut => format!(
+                            "{} {}cut",
+                            fmt_or_dash(&c.waiting_for, w.saturating_sub(5)),
+                            style::CUT
+                        ),
                         (None, Some(c)) if s.state != RankState::Dead => {
                             fmt_or_dash(&c.waiting_for, w)
                         }

@@ -44,22 +44,49 @@ pub fn shown_style(s: &Shown) -> Style {
     if s.culprit.is_some() {
         culprit_style()
     } else if s.rendezvous.is_some() {
-        Style::default()
-            .fg(Color::Blue)
-            .add_modifier(Modifier::BOLD)
+        rendezvous_style()
     } else {
         state_style(s.state)
     }
 }
 
+/// Ranks rebuilding an elastic group.
+pub fn rendezvous_style() -> Style {
+    Style::default()
+        .fg(Color::Blue)
+        .add_modifier(Modifier::BOLD)
+}
+
+/// The mark of a blocked rank whose wait a network partition cuts, and of the cut link.
+pub const CUT: char = '↛';
+
 /// The glyph before a rank: its culprit's, `?` for a rank that left no Flight Recorder dump,
-/// `●` when blocked, else a space.
+/// `↛` when blocked across a network partition, `●` when blocked otherwise, else a space.
 pub fn glyph(s: &Shown) -> char {
     match s.culprit {
         Some(c) => c.glyph(),
         None if s.no_dump => Culprit::Missing.glyph(),
+        None if s.state == RankState::Blocked && s.cut => CUT,
         None if s.state == RankState::Blocked => '●',
         None => ' ',
+    }
+}
+
+/// A light background: each named colour drawn in a darker shade of itself from the
+/// 256-colour palette, which every light theme leaves readable (its yellow and cyan are not).
+pub fn lighten(b: &mut ratatui::buffer::Buffer) {
+    let dark = |c: Color| match c {
+        Color::Red | Color::LightRed => Color::Indexed(124),
+        Color::Green | Color::LightGreen => Color::Indexed(28),
+        Color::Yellow | Color::LightYellow => Color::Indexed(130),
+        Color::Blue | Color::LightBlue => Color::Indexed(19),
+        Color::Magenta | Color::LightMagenta => Color::Indexed(90),
+        Color::Cyan | Color::LightCyan => Color::Indexed(30),
+        other => other,
+    };
+    for cell in b.content.iter_mut() {
+        cell.set_fg(dark(cell.fg));
+        cell.set_bg(dark(cell.bg));
     }
 }
 
@@ -71,14 +98,6 @@ pub const LEGEND: [RankState; 6] = [
     RankState::Blocked,
     RankState::Paused,
     RankState::Done,
-];
-
-/// The culprits in the legend.
-pub const CULPRITS: [Culprit; 4] = [
-    Culprit::Dead,
-    Culprit::Hung,
-    Culprit::Mismatching,
-    Culprit::Skipping,
 ];
 
 pub fn title() -> Style {

@@ -1,6 +1,9 @@
-//! The timeline: the whole run on a virtual-time axis, with the cursor, stretches where the
-//! diagnosis names a root cause (`═`), and markers for faults (application bugs included),
-//! watchdog timeouts, generations and the first stall, each placed at its virtual time.
+//! The timeline: a stretch of virtual time (the whole run, or a part of it when zoomed in) on a
+//! bar, with the cursor, stretches where the diagnosis names a root cause (`═`), markers for
+//! faults (application bugs included), watchdog timeouts, generations and the first stall,
+//! each at its virtual time; below it, ticks at round times. `+` `-` and the wheel over the bar
+//! zoom around the cursor, so that events a few microseconds apart in a run of seconds get
+//! columns of their own and a click reaches each.
 
 use crate::app::App;
 use crate::state::MarkerKind;
@@ -10,7 +13,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
-use ringside_sim::units::{fmt_time, Nanos};
+use ringside_sim::units::Nanos;
 
 pub fn marker_color(k: MarkerKind) -> Color {
     match k {
@@ -21,21 +24,162 @@ pub fn marker_color(k: MarkerKind) -> Color {
     }
 }
 
-/// The column of virtual time `t` on a bar `width` wide over a run that ends at `end`.
-pub fn column(t: Nanos, end: Nanos, width: usize) -> usize {
-    if end == 0 || width == 0 {
-        return 0;
-    }
-    ((u128::from(t.min(end)) * (width as u128 - 1)) / u128::from(end)) as usize
+pub fn marker_style(k: MarkerKind) -> Style {
+    Style::default()
+        .fg(marker_color(k))
+        .add_modifier(Modifier::BOLD)
 }
 
-/// The virtual time at column `x` of the bar at `area` (the start of that column's stretch).
+/// The column of virtual time `t` on a bar `width` wide showing `span` from `lo` (times
+/// outside it are put at its ends).
+pub fn column(t: Nanos, lo: Nanos, span: Nanos, width: usize) -> usize {
+    if span == 0 || width == 0 {
+        return 0;
+    }
+    let d = u128::from(t.saturating_sub(lo).min(span));
+    ((d * (width as u128 - 1)) / u128::from(span)) as usize
+}
+
+/// The first virtual time of column `c` on a bar `width` wide showing `span` from `lo`.
+fn time_of_column(c: usize, lo: Nanos, span: Nanos, width: usize) -> Nanos {
+    let w = width.max(2) as u128;
+    let c = (c as u128).min(w - 1);
+    lo + (c * u128::from(span)).div_ceil(w - 1) as Nanos
+}
+
+/// The virtual time at column `x` of the bar at `area`.
 pub fn time_at(app: &App, area: Rect, x: u16) -> Nanos {
-    let w = area.width.max(2) as u128;
-    let c = u128::from(x.saturating_sub(area.x)).min(w - 1);
-    let end = u128::from(app.loaded.end_ns());
-    // the first time whose column is c
-    (c * end).div_ceil(w - 1) as Nanos
+    let (lo, span) = app.window();
+    time_of_column(
+        usize::from(x.saturating_sub(area.x)),
+        lo,
+        span,
+        area.width.into(),
+    )
+}
+
+/// What each column of a bar `w` wide shows.
+struct Bar {
+    /// The marker drawn in the column, and the event it marks.
+    marks: Vec<Option<(MarkerKind, usize)>>,
+    stalled: Vec<bool>,
+    cursor: usize,
+}
+
+fn bar(app: &App, w: usize) -> Bar {
+    let (lo, span) = app.window();
+    let hi = lo + span;
+    let m = &app.loaded.markers;
+    let col = |t: Nanos| column(t, lo, span, w);
+    let mut stalled = vec![false; w];
+    for &(a, b) in &m.stall_ranges {
+        // nothing changes between events: the stall lasts until the next one
+        let from = app.loaded.time_at(a);
+        let until = app
+            .loaded
+            .events()
+            .get(b)
+            .map_or(app.loaded.end_ns(), |e| e.0);
+        if until < lo || from > hi {
+            continue;
+        }
+        for s in stalled.iter_mut().take(col(until) + 1).skip(col(from)) {
+            *s = true;
+        }
+    }
+    let mut marks: Vec<Option<(MarkerKind, usize)>> = vec![None; w];
+    for mk in &m.markers {
+        let t = app.loaded.time_at(mk.pos);
+        if t < lo || t > hi {
+            continue;
+        }
+        let c = col(t);
+        // a marker of another kind in the same column moves to the nearest free one
+        let free = [c, c + 1, c.wrapping_sub(1), c + 2, c.wrapping_sub(2)]
+            .into_iter()
+            .filter(|&x| x < w)
+            .find(|&x| marks[x].is_none_or(|(k, _)| k == mk.kind));
+        match free {
+            Some(x) if marks[x].is_none() => marks[x] = Some((mk.kind, mk.pos)),
+            Some(_) => {}
+            None => {
+                if marks[c].is_some_and(|(k, _)| mk.kind > k) {
+                    marks[c] = Some((mk.kind, mk.pos));
+                }
+            }
+        }
+    }
+    Bar {
+        marks,
+        stalled,
+        cursor: col(app.fold.t),
+    }
+}
+
+/// The event marked at column `x` of the bar at `area`, if a marker is drawn there.
+pub fn marker_at(app: &App, area: Rect, x: u16) -> Option<usize> {
+    let c = usize::from(x.checked_sub(area.x)?);
+    bar(app, area.width.into())
+        .marks
+        .get(c)
+        .copied()
+        .flatten()
+        .map(|(_, pos)| pos)
+}
+
+/// The round times between ticks: 1, 2 or 5 times a power of ten nanoseconds, at least
+/// `min`.
+fn tick_step(min: Nanos) -> Nanos {
+    let mut p: Nanos = 1;
+    loop {
+        for m in [1, 2, 5] {
+            let s = p.saturating_mul(m);
+            if s >= min || s == Nanos::MAX {
+                return s;
+            }
+        }
+        p = p.saturating_mul(10);
+    }
+}
+
+/// A tick's time in the largest unit its step is a whole number of: `0`, `250ms`, `1.5s`
+/// reads `1500ms`, `20us`.
+pub fn fmt_tick(t: Nanos, step: Nanos) -> String {
+    if t == 0 {
+        return "0".into();
+    }
+    let (unit, name) = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+        .into_iter()
+        .find(|&(u, _)| step.is_multiple_of(u))
+        .unwrap_or((1, "ns"));
+    format!("{}{name}", t / unit)
+}
+
+/// The tick line: round times under their columns, as many as fit with room between them.
+fn ticks(app: &App, w: usize) -> Line<'static> {
+    let (lo, span) = app.window();
+    // a label is at most about 8 characters; keep 3 between labels
+    let per = (w / 11).max(1) as Nanos;
+    let step = tick_step(span.div_ceil(per).max(1));
+    let mut row = vec![' '; w];
+    let mut t = lo.div_ceil(step) * step;
+    let mut free_from = 0;
+    while t <= lo + span {
+        let c = column(t, lo, span, w);
+        let label = format!("╵{}", fmt_tick(t, step));
+        let n = label.chars().count();
+        if c >= free_from && c + n <= w {
+            for (i, ch) in label.chars().enumerate() {
+                row[c + i] = ch;
+            }
+            free_from = c + n + 2;
+        }
+        t = match t.checked_add(step) {
+            Some(n) => n,
+            None => break,
+        };
+    }
+    Line::styled(row.into_iter().collect::<String>(), style::dim())
 }
 
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
@@ -43,54 +187,17 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         return;
     }
     let w = area.width as usize;
-    let end = app.loaded.end_ns();
-    let m = &app.loaded.markers;
-    let at = |pos: usize| column(app.loaded.time_at(pos), end, w);
-    let mut stalled = vec![false; w];
-    for &(a, b) in &m.stall_ranges {
-        // nothing changes between events: the stall lasts until the next one
-        let until = app.loaded.events().get(b).map_or(end, |e| e.0);
-        for s in stalled
-            .iter_mut()
-            .take(column(until, end, w) + 1)
-            .skip(at(a))
-        {
-            *s = true;
-        }
-    }
-    let mut mark: Vec<Option<MarkerKind>> = vec![None; w];
-    for mk in &m.markers {
-        let c = at(mk.pos);
-        // a marker of another kind in the same column moves to the nearest free one
-        let free = [c, c + 1, c.wrapping_sub(1), c + 2, c.wrapping_sub(2)]
-            .into_iter()
-            .filter(|&x| x < w)
-            .find(|&x| mark[x].is_none_or(|k| k == mk.kind));
-        match free {
-            Some(x) => mark[x] = Some(mk.kind),
-            None => {
-                if mark[c].is_some_and(|k| mk.kind > k) {
-                    mark[c] = Some(mk.kind);
-                }
-            }
-        }
-    }
-    let cur = column(app.fold.t, end, w);
+    let b = bar(app, w);
     let spans: Vec<Span> = (0..w)
         .map(|c| {
-            let (ch, st) = match mark[c] {
-                Some(k) => (
-                    k.glyph(),
-                    Style::default()
-                        .fg(marker_color(k))
-                        .add_modifier(Modifier::BOLD),
-                ),
-                None if stalled[c] => ('═', Style::default().fg(Color::Red)),
-                None if c < cur => ('━', Style::default().fg(Color::Cyan)),
+            let (ch, st) = match b.marks[c] {
+                Some((k, _)) => (k.glyph(), marker_style(k)),
+                None if b.stalled[c] => ('═', Style::default().fg(Color::Red)),
+                None if c < b.cursor => ('━', Style::default().fg(Color::Cyan)),
                 None => ('─', style::dim()),
             };
-            if c == cur {
-                let ch = if mark[c].is_some() { ch } else { '┃' };
+            if c == b.cursor {
+                let ch = if b.marks[c].is_some() { ch } else { '┃' };
                 return Span::styled(ch.to_string(), st.add_modifier(Modifier::REVERSED));
             }
             Span::styled(ch.to_string(), st)
@@ -98,39 +205,36 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         .collect();
     let mut lines = vec![Line::from(spans)];
     if area.height > 1 {
-        let left = "0".to_string();
-        let right = fmt_time(end);
-        let mut legend: Vec<Span> = Vec::new();
-        for k in [
-            MarkerKind::Fault,
-            MarkerKind::Watchdog,
-            MarkerKind::Generation,
-            MarkerKind::Stall,
-        ] {
-            legend.push(Span::styled(
-                format!("{} ", k.glyph()),
-                Style::default()
-                    .fg(marker_color(k))
-                    .add_modifier(Modifier::BOLD),
-            ));
-            legend.push(Span::raw(format!("{}  ", k.name())));
-        }
-        legend.push(Span::styled("═", Style::default().fg(Color::Red)));
-        legend.push(Span::raw(" stalled  "));
-        let legend_w: usize = legend.iter().map(|s| s.width()).sum();
-        let pad = w.saturating_sub(left.len() + right.chars().count() + legend_w);
-        let mut spans = vec![Span::raw(left)];
-        if pad >= 2 {
-            spans.push(Span::raw(" ".repeat(pad / 2)));
-            spans.extend(legend);
-            spans.push(Span::raw(" ".repeat(pad - pad / 2)));
-        } else {
-            spans.push(Span::raw(
-                " ".repeat(w.saturating_sub(1 + right.chars().count())),
-            ));
-        }
-        spans.push(Span::raw(right));
-        lines.push(Line::from(spans));
+        lines.push(ticks(app, w));
     }
     f.render_widget(Paragraph::new(lines), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_times_in_the_largest_whole_unit() {
+        assert_eq!(tick_step(1), 1);
+        assert_eq!(tick_step(3), 5);
+        assert_eq!(tick_step(180_000_000), 200_000_000);
+        assert_eq!(tick_step(6_000_000), 10_000_000);
+        assert_eq!(fmt_tick(0, 5), "0");
+        assert_eq!(fmt_tick(1_500_000_000, 500_000_000), "1500ms");
+        assert_eq!(fmt_tick(2_000_000_000, 1_000_000_000), "2s");
+        assert_eq!(fmt_tick(20_000, 10_000), "20us");
+        assert_eq!(fmt_tick(7, 1), "7ns");
+    }
+
+    #[test]
+    fn columns_and_times_agree() {
+        let (lo, span, w) = (1_000, 10_000, 80);
+        for c in 0..w {
+            let t = time_of_column(c, lo, span, w);
+            assert_eq!(column(t, lo, span, w), c, "column {c} starts at {t}");
+        }
+        assert_eq!(column(0, lo, span, w), 0, "before the window: its start");
+        assert_eq!(column(lo + 2 * span, lo, span, w), w - 1);
+    }
 }
