@@ -176,3 +176,63 @@ fn a_cycle_where_half_the_ranks_take_each_order_stays_a_deadlock() {
         "{v}"
     );
 }
+
+/// Four ranks calling five all_reduces from `train.py:40`, `train.py:41`, ... in turn; `odd`
+/// gives rank 0 a program of its own: these sites, in order (`None`: no sites at all).
+fn sites_scenario(odd: &[u32], named: bool) -> String {
+    let op = |line: u32| {
+        let site = if named {
+            format!("site = \"train.py:{line}\"\n")
+        } else {
+            String::new()
+        };
+        format!("[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n{site}\n")
+    };
+    let mut s = String::from(
+        "name = \"sites\"\n[world]\nsize = 4\n[group]\ntimeout = \"1s\"\n[workload]\n\
+         iterations = 1\n",
+    );
+    for line in 40..45 {
+        s.push_str(&op(line));
+    }
+    s.push_str("[[workload.programs]]\nranks = [0]\n");
+    for &line in odd {
+        s.push_str(&op(line).replace("[[workload.ops]]", "[[workload.programs.ops]]"));
+    }
+    s
+}
+
+fn run_explanation(scenario: &str) -> (String, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("sites.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let (code, out) = code_and_stdout(&ringside(&["run", "--json", file.to_str().unwrap()]));
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let causes = v["root_causes"].to_string();
+    let text = v["explanation"].to_string();
+    (causes, text)
+}
+
+#[test]
+fn an_extra_call_alike_to_the_next_is_placed_by_its_call_site() {
+    // rank 0 calls an extra all_reduce from line 99 third: the engine matches it with the
+    // others' third, as a real job does, and rank 0 is left waiting in a sixth
+    let (causes, text) = run_explanation(&sites_scenario(&[40, 41, 99, 42, 43, 44], true));
+    assert_eq!(causes, "[\"mismatch:0\"]", "{text}");
+    assert!(text.contains("allreduce #3 from train.py:99"), "{text}");
+    assert!(text.contains("an extra call"), "{text}");
+    // without call sites the calls are alike: the call rank 0 waits in is all there is
+    let (causes, text) = run_explanation(&sites_scenario(&[40, 41, 99, 42, 43, 44], false));
+    assert_eq!(causes, "[\"mismatch:0\"]", "{text}");
+    assert!(!text.contains("#3"), "{text}");
+}
+
+#[test]
+fn a_skipped_call_is_placed_by_its_call_site() {
+    // rank 0 skips the call of line 41: its later calls are the others' one earlier
+    let (causes, text) = run_explanation(&sites_scenario(&[40, 42, 43, 44], true));
+    assert_eq!(causes, "[\"skipped:0\"]", "{text}");
+    assert!(text.contains("skipped allreduce #2"), "{text}");
+    assert!(text.contains("train.py:41"), "{text}");
+}

@@ -8,42 +8,15 @@
 
 #[path = "common/alloc.rs"]
 mod alloc;
+#[path = "common/rebuild.rs"]
+mod rebuild;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use rebuild::scenario;
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::mutation::Mutations;
-use ringside_sim::scenario::{self, Outcome, Scenario};
+use ringside_sim::scenario::Outcome;
 use ringside_sim::trace::NullRecorder;
-
-fn scenario(p: u32) -> Scenario {
-    scenario::parse(
-        &format!(
-            r#"
-name = "bench-rebuild"
-[world]
-size = {p}
-[group]
-timeout = "2s"
-elastic = {{ min_size = {half}, max_size = {p} }}
-[workload]
-iterations = 3
-compute = "10ms"
-elements = 1
-[[workload.ops]]
-op = "allreduce"
-bytes = "4KiB"
-algorithm = "recursive_doubling"
-[[faults]]
-kind = "preempt"
-rank = {half}
-at = "10ms"
-"#,
-            half = p / 2
-        ),
-        "bench",
-    )
-    .expect("valid bench scenario")
-}
 
 fn bench(c: &mut Criterion) {
     let p = 1024;

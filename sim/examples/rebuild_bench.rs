@@ -4,47 +4,17 @@
 
 #[path = "../benches/common/alloc.rs"]
 mod alloc;
+#[path = "../benches/common/rebuild.rs"]
+mod rebuild;
 
 use ringside_sim::engine::Engine;
 use ringside_sim::proto::mutation::Mutations;
-use ringside_sim::scenario::{self, Scenario};
 use ringside_sim::trace::{NullRecorder, TraceWriter};
-
-/// The scenario of `benches/membership.rs`: `p` ranks, one preempted mid-job.
-fn rebuild_scenario(p: u32) -> Scenario {
-    scenario::parse(
-        &format!(
-            r#"
-name = "bench-rebuild"
-[world]
-size = {p}
-[group]
-timeout = "2s"
-elastic = {{ min_size = {half}, max_size = {p} }}
-[workload]
-iterations = 3
-compute = "10ms"
-elements = 1
-[[workload.ops]]
-op = "allreduce"
-bytes = "4KiB"
-algorithm = "recursive_doubling"
-[[faults]]
-kind = "preempt"
-rank = {half}
-at = "10ms"
-"#,
-            half = p / 2
-        ),
-        "bench",
-    )
-    .expect("valid bench scenario")
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let p: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1024);
-    let s = rebuild_scenario(p);
+    let s = rebuild::scenario(p);
     #[allow(clippy::disallowed_methods)]
     let start = std::time::Instant::now();
     let (r, generations) = match args.get(2) {

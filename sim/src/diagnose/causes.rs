@@ -2,6 +2,7 @@
 //! sentences that explain them.
 
 use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
+use super::shift::{self, Shift};
 use super::solve::Solution;
 use super::Straggler;
 use crate::cause::RootCause;
@@ -328,16 +329,24 @@ impl CauseBook {
                 .map(|c| call_name(&c.sig, slot.seq.0))
                 .unwrap_or_else(|| format!("collective #{}", slot.seq));
             let v = &fold.ranks[r as usize];
-            let text = match v.call.as_ref().filter(|_| v.state != RankState::Done) {
-                Some(c) => format!(
+            let text = match site_shift(fold, r, waiter, slot) {
+                Some(d) if d.shift == Shift::Skipped => format!(
+                    "rank {r} skipped {} #{}, which rank {waiter} called from {}: its \
+                     call there is from {}, and every later call is shifted by one; rank \
+                     {waiter} waits in {what}",
+                    d.op, d.seq, d.theirs, d.mine
+                ),
+                _ => match v.call.as_ref().filter(|_| v.state != RankState::Done) {
+                    Some(c) => format!(
                     "rank {r} never issued {what}, which rank {waiter} waits in, and is already \
                      in a later call of its program (iteration {}, op {}): it skipped a call",
                     c.iteration, c.index
                 ),
-                None => format!(
+                    None => format!(
                     "rank {r} finished its workload without issuing {what}, which rank {waiter} \
                      waits in: it skipped a call"
                 ),
+                },
             };
             (text, vec![r])
         });
@@ -353,13 +362,20 @@ impl CauseBook {
                 .call_at(slot)
                 .map(|c| call_name(&c.sig, slot.seq.0))
                 .unwrap_or_else(|| format!("call #{}", slot.seq));
-            (
-                format!(
+            let text = match site_shift(fold, a, b, slot) {
+                Some(d) if d.shift == Shift::Extra => format!(
+                    "rank {a} called {} #{} from {}, where rank {b} called it from {}: \
+                     an extra call with the same parameters, so it matched the others' next call \
+                     and every later call is shifted by one; rank {a} waits in {what}, which rank \
+                     {b} never issues",
+                    d.op, d.seq, d.mine, d.theirs
+                ),
+                _ => format!(
                     "rank {a} issued {what}, which rank {b} never issues: rank {a} runs a \
                      program of its own with an extra call"
                 ),
-                vec![a],
-            )
+            };
+            (text, vec![a])
         });
         key
     }
@@ -1273,6 +1289,54 @@ fn collectives_along(w: &WorkloadConfig, rank: u32, along: Along) -> Vec<(u32, &
             _ => None,
         })
         .collect()
+}
+
+/// Where two ranks' calls part in a group, by their call sites.
+struct SiteShift {
+    /// The seq of the first call from another site.
+    seq: u64,
+    op: OpKind,
+    /// The culprit's site there, and the other's.
+    mine: String,
+    theirs: String,
+    shift: Shift,
+}
+
+/// Where the calls `a` and `b` issued in the group (and generation) of `slot` first come from
+/// different sites (both named by the scenario), and how `a`'s later calls line up with `b`'s
+/// ([`shift`]): a call added or skipped that the engine matched with the next one because its
+/// parameters are the same, as a real job does. Reads the calls each rank keeps
+/// ([`CALL_HISTORY`](super::fold::CALL_HISTORY)).
+fn site_shift(fold: &Fold, a: u32, b: u32, slot: Slot) -> Option<SiteShift> {
+    let (w, sites) = (fold.workload.as_deref()?, fold.call_sites.as_deref()?);
+    let calls = |r: u32| -> BTreeMap<u64, (&CallSig, Option<&str>)> {
+        let Some(v) = fold.ranks.get(r as usize) else {
+            return BTreeMap::new();
+        };
+        (v.history.iter())
+            .filter(|c| {
+                c.slot.pair.is_none()
+                    && (c.slot.group, c.slot.generation) == (slot.group, slot.generation)
+            })
+            .map(|c| (c.slot.seq.0, (&c.sig, sites.site(w, r, c.sig.index))))
+            .collect()
+    };
+    let (mine, theirs) = (calls(a), calls(b));
+    let (&s, &(sig, site)) = mine.iter().find(
+        |(s, (_, x))| matches!((x, theirs.get(s)), (Some(p), Some((_, Some(q)))) if p != q),
+    )?;
+    let agree = |c: u64, r: u64| {
+        let ((x, p), (y, q)) = (mine.get(&c)?, theirs.get(&r)?);
+        Some(x.same_params(y) && p == q)
+    };
+    let shift = shift::shift(s, agree)?;
+    Some(SiteShift {
+        seq: s,
+        op: sig.op,
+        mine: site?.to_string(),
+        theirs: theirs.get(&s)?.1?.to_string(),
+        shift,
+    })
 }
 
 /// Whether ranks `a` and `b` make the same collective calls (as their programs write them)

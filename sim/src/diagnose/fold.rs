@@ -461,11 +461,53 @@ pub struct Fold {
     /// The program every rank runs, when the fold knows the scenario: it settles a tie between
     /// two equally common signatures of one collective.
     pub workload: Option<Arc<WorkloadConfig>>,
+    /// The call site of each call of each program, when the scenario names them.
+    pub call_sites: Option<Arc<CallSites>>,
     /// Elastic generations, rendezvous waits and the registry.
     pub membership: MembershipView,
     /// The node of the rendezvous store, when the group rendezvouses through one (the first
     /// node after the ranks).
     pub store: Option<u32>,
+}
+
+/// Where each program calls from (`train.py:86`), as the scenario's ops name it (an imported
+/// job, a torch program): calls alike from different sites are different calls of the program.
+#[derive(Clone, Debug, Default)]
+pub struct CallSites {
+    /// Per program of the workload, the site of each call (by its index), when named.
+    pub of_program: Vec<Vec<Option<Arc<str>>>>,
+}
+
+impl CallSites {
+    /// The sites of `w`'s programs, or None when the scenario names none.
+    fn of(scenario: &Scenario, w: &WorkloadConfig) -> Option<CallSites> {
+        let named = |ops: &[crate::scenario::OpSpec]| ops.iter().any(|o| o.site.is_some());
+        if !named(&scenario.workload.ops)
+            && !scenario.workload.programs.iter().any(|p| named(&p.ops))
+        {
+            return None;
+        }
+        let of_program = (0..w.programs.len() as u32)
+            .map(|p| {
+                let Some(r) = w.program_of.iter().position(|&q| q == p) else {
+                    return Vec::new();
+                };
+                (crate::scenario::program::calls(scenario, r as u32).into_iter())
+                    .map(|(op, _)| op.site.map(Arc::from))
+                    .collect()
+            })
+            .collect();
+        Some(CallSites { of_program })
+    }
+
+    /// The site of call `index` of `rank`'s program.
+    pub fn site(&self, w: &WorkloadConfig, rank: u32, index: u32) -> Option<&str> {
+        let p = *w.program_of.get(rank as usize)?;
+        self.of_program
+            .get(p as usize)?
+            .get(index as usize)?
+            .as_deref()
+    }
 }
 
 impl Fold {
@@ -476,6 +518,11 @@ impl Fold {
             scenario.seed,
             crate::proto::mutation::Mutations::NONE,
         )));
+        f.call_sites = f
+            .workload
+            .as_deref()
+            .and_then(|w| CallSites::of(scenario, w))
+            .map(Arc::new);
         f.store = scenario
             .group
             .elastic
@@ -529,6 +576,7 @@ impl Fold {
             sent: vec![Vec::new(); p as usize],
             lateness: Vec::new(),
             workload: None,
+            call_sites: None,
             membership: MembershipView::default(),
             store: None,
         }

@@ -41,6 +41,7 @@ pub mod fold;
 mod graph;
 pub mod membership;
 pub mod order;
+pub mod shift;
 pub mod solve;
 
 pub use crate::cause::RootCause;

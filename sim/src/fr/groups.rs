@@ -75,9 +75,50 @@ fn is_default(name: &str, desc: &str) -> bool {
 /// members named (up to logarithms): a dump's `pg_config` may list a hundred thousand groups.
 pub fn infer(dumps: &[Dump]) -> Groups {
     let mut notes = Vec::new();
-    // usable pg_config entries per dump: name -> (members, description)
-    let mut usable: Vec<BTreeMap<&str, (Vec<u32>, &str)>> = Vec::with_capacity(dumps.len());
     let mut world = dumps.iter().map(|d| d.rank + 1).max().unwrap_or(0);
+    let usable = usable_configs(dumps, &mut world, &mut notes);
+    let configs = Configs::new(&usable);
+    let mut named_ranks = BTreeMap::new();
+    let per_dump_keys: Vec<BTreeMap<(u32, u32), Key>> = (dumps.iter().zip(&usable))
+        .map(|(d, m)| record_keys(d, m, &configs, &mut named_ranks))
+        .collect();
+    let all: BTreeSet<Key> = per_dump_keys
+        .iter()
+        .flat_map(|keys| keys.values().cloned())
+        .collect();
+    let keys_sorted: Vec<Key> = all.into_iter().collect();
+    let unsorted: Vec<Group> = (keys_sorted.iter())
+        .map(|k| k.group(&configs, &named_ranks, world))
+        .collect();
+    let (list, new_index) = numbered(unsorted, world);
+    notes.extend(record_notes(&list));
+    let of_dump_group = (dumps.iter().zip(&per_dump_keys))
+        .map(|(d, keys)| {
+            (d.groups.iter())
+                .map(|k| {
+                    keys.get(k).map_or(0, |key| {
+                        new_index[keys_sorted.binary_search(key).unwrap_or(0)]
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    Groups {
+        list,
+        world_size: world,
+        of_dump_group,
+        notes,
+    }
+}
+
+/// The usable `pg_config` entries of each dump (name -> (sorted members, description)),
+/// raising `world` to what their rank lists show and noting the dumps whose table is unusable.
+fn usable_configs<'a>(
+    dumps: &'a [Dump],
+    world: &mut u32,
+    notes: &mut Vec<String>,
+) -> Vec<BTreeMap<&'a str, (Vec<u32>, &'a str)>> {
+    let mut usable = Vec::with_capacity(dumps.len());
     let mut unusable_ranks = Vec::new();
     for d in dumps {
         let mut m = BTreeMap::new();
@@ -92,7 +133,7 @@ pub fn infer(dumps: &[Dump]) -> Groups {
                 continue;
             };
             // the length of any rank list bounds the world from below, even gloo's
-            world = world.max(ranks.len() as u32);
+            *world = (*world).max(ranks.len() as u32);
             if c.name.is_empty() || !ranks.contains(&d.rank) {
                 bad = true;
                 continue;
@@ -101,7 +142,7 @@ pub fn infer(dumps: &[Dump]) -> Groups {
             r.sort_unstable();
             r.dedup();
             if let Some(&mx) = r.last() {
-                world = world.max(mx + 1);
+                *world = (*world).max(mx + 1);
             }
             m.insert(c.name.as_str(), (r, c.desc.as_str()));
         }
@@ -118,157 +159,168 @@ pub fn infer(dumps: &[Dump]) -> Groups {
             crate::diagnose::ranks_phrase(&unusable_ranks)
         ));
     }
-    // groups known from pg_config: (name, members)
-    let mut keyed: BTreeMap<(String, Vec<u32>), String> = BTreeMap::new();
-    for m in &usable {
-        for (name, (members, desc)) in m {
-            keyed
-                .entry((name.to_string(), members.clone()))
-                .or_insert_with(|| desc.to_string());
+    usable
+}
+
+/// The groups every dump's `pg_config` names: their descriptions by (name, members), and the
+/// member sets of each name.
+struct Configs {
+    desc: BTreeMap<(String, Vec<u32>), String>,
+    by_name: BTreeMap<String, Vec<Vec<u32>>>,
+}
+
+impl Configs {
+    fn new(usable: &[BTreeMap<&str, (Vec<u32>, &str)>]) -> Configs {
+        let mut desc: BTreeMap<(String, Vec<u32>), String> = BTreeMap::new();
+        for m in usable {
+            for (name, (members, d)) in m {
+                desc.entry((name.to_string(), members.clone()))
+                    .or_insert_with(|| d.to_string());
+            }
         }
-    }
-    // the same, by name: the member sets each name has
-    let mut by_name: BTreeMap<&str, Vec<&(String, Vec<u32>)>> = BTreeMap::new();
-    for k in keyed.keys() {
-        by_name.entry(k.0.as_str()).or_default().push(k);
-    }
-    // records: (name, desc) per dump, resolved to a group key
-    #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
-    enum Key {
-        Config(String, Vec<u32>),
-        World(String, String),
-        Named(String, String),
-    }
-    let mut per_dump_keys: Vec<BTreeMap<(u32, u32), Key>> = Vec::with_capacity(dumps.len());
-    let mut named_ranks: BTreeMap<(String, String), BTreeSet<u32>> = BTreeMap::new();
-    for (d, m) in dumps.iter().zip(&usable) {
-        let mut keys: BTreeMap<(u32, u32), Key> = BTreeMap::new();
-        for &(group_name, group_desc) in &d.groups {
-            let name = d.str(group_name);
-            let desc = d.str(group_desc);
-            let key = if let Some((members, _)) = m.get(name) {
-                Key::Config(name.to_string(), members.clone())
-            } else {
-                // (members are sorted)
-                let cands: Vec<&(String, Vec<u32>)> = by_name
-                    .get(name)
-                    .into_iter()
-                    .flatten()
-                    .copied()
-                    .filter(|(_, mem)| mem.binary_search(&d.rank).is_ok())
-                    .collect();
-                if cands.len() == 1 {
-                    Key::Config(cands[0].0.clone(), cands[0].1.clone())
-                } else if is_default(name, desc) {
-                    Key::World(name.to_string(), desc.to_string())
-                } else {
-                    named_ranks
-                        .entry((name.to_string(), desc.to_string()))
-                        .or_default()
-                        .insert(d.rank);
-                    Key::Named(name.to_string(), desc.to_string())
-                }
-            };
-            keys.insert((group_name, group_desc), key);
+        let mut by_name: BTreeMap<String, Vec<Vec<u32>>> = BTreeMap::new();
+        for (name, members) in desc.keys() {
+            by_name
+                .entry(name.clone())
+                .or_default()
+                .push(members.clone());
         }
-        per_dump_keys.push(keys);
+        Configs { desc, by_name }
     }
-    // number the groups: the world first, then by smallest member and name
-    let mut all: BTreeSet<Key> = BTreeSet::new();
-    for keys in &per_dump_keys {
-        all.extend(keys.values().cloned());
-    }
-    let mut list: Vec<Group> = all
-        .iter()
-        .map(|k| match k {
-            Key::Config(name, members) => Group {
-                id: 0,
-                name: name.clone(),
-                desc: keyed
-                    .get(&(name.clone(), members.clone()))
+}
+
+/// What a record's group resolves to.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    /// A `pg_config` entry: name, members.
+    Config(String, Vec<u32>),
+    /// The default group: name, description.
+    World(String, String),
+    /// A group only records name: name, description (members: the ranks whose records do).
+    Named(String, String),
+}
+
+impl Key {
+    fn group(
+        &self,
+        configs: &Configs,
+        named_ranks: &BTreeMap<(String, String), BTreeSet<u32>>,
+        world: u32,
+    ) -> Group {
+        let (name, desc, members, from) = match self {
+            Key::Config(name, members) => (
+                name,
+                (configs.desc.get(&(name.clone(), members.clone())))
                     .cloned()
                     .unwrap_or_default(),
-                members: members.clone(),
-                from: MembersFrom::PgConfig,
-            },
-            Key::World(name, desc) => Group {
-                id: 0,
-                name: name.clone(),
-                desc: desc.clone(),
-                members: (0..world).collect(),
-                from: MembersFrom::World,
-            },
-            Key::Named(name, desc) => Group {
-                id: 0,
-                name: name.clone(),
-                desc: desc.clone(),
-                members: named_ranks
-                    .get(&(name.clone(), desc.clone()))
+                members.clone(),
+                MembersFrom::PgConfig,
+            ),
+            Key::World(name, desc) => {
+                (name, desc.clone(), (0..world).collect(), MembersFrom::World)
+            }
+            Key::Named(name, desc) => (
+                name,
+                desc.clone(),
+                (named_ranks.get(&(name.clone(), desc.clone())))
                     .map(|s| s.iter().copied().collect())
                     .unwrap_or_default(),
-                from: MembersFrom::Records,
-            },
-        })
-        .collect();
+                MembersFrom::Records,
+            ),
+        };
+        Group {
+            id: 0,
+            name: name.clone(),
+            desc,
+            members,
+            from,
+        }
+    }
+}
+
+/// The key of each group dump `d`'s records name (by their name and description string ids),
+/// given its usable `pg_config` entries `m`; ranks naming a group no table lists are added to
+/// `named_ranks`.
+fn record_keys(
+    d: &Dump,
+    m: &BTreeMap<&str, (Vec<u32>, &str)>,
+    configs: &Configs,
+    named_ranks: &mut BTreeMap<(String, String), BTreeSet<u32>>,
+) -> BTreeMap<(u32, u32), Key> {
+    let mut keys = BTreeMap::new();
+    for &(group_name, group_desc) in &d.groups {
+        let name = d.str(group_name);
+        let desc = d.str(group_desc);
+        let key = if let Some((members, _)) = m.get(name) {
+            Key::Config(name.to_string(), members.clone())
+        } else {
+            // another dump's table names it with this rank as a member (members are sorted)
+            let cands: Vec<&Vec<u32>> = (configs.by_name.get(name).into_iter().flatten())
+                .filter(|mem| mem.binary_search(&d.rank).is_ok())
+                .collect();
+            if let [members] = cands[..] {
+                Key::Config(name.to_string(), members.clone())
+            } else if is_default(name, desc) {
+                Key::World(name.to_string(), desc.to_string())
+            } else {
+                named_ranks
+                    .entry((name.to_string(), desc.to_string()))
+                    .or_default()
+                    .insert(d.rank);
+                Key::Named(name.to_string(), desc.to_string())
+            }
+        };
+        keys.insert((group_name, group_desc), key);
+    }
+    keys
+}
+
+/// The groups numbered, the world first, then by smallest member and name, and the new number
+/// of each group of `list`.
+fn numbered(list: Vec<Group>, world: u32) -> (Vec<Group>, Vec<u32>) {
     let order = |g: &Group| {
         (
             g.members.len() as u32 != world,
             g.members.first().copied().unwrap_or(0),
         )
     };
-    let mut idx: Vec<usize> = (0..list.len()).collect();
-    // compared in place: a key of copies would copy every member list at each comparison
-    idx.sort_by(|&a, &b| {
-        let (ga, gb) = (&list[a], &list[b]);
+    let mut keyed: Vec<(usize, Group)> = list.into_iter().enumerate().collect();
+    keyed.sort_by(|(_, ga), (_, gb)| {
         (order(ga), &ga.name, &ga.members).cmp(&(order(gb), &gb.name, &gb.members))
     });
-    let keys_sorted: Vec<Key> = all.into_iter().collect();
-    let mut new_index = vec![0u32; list.len()];
-    for (new, &old) in idx.iter().enumerate() {
-        new_index[old] = new as u32;
-    }
-    let mut sorted: Vec<Group> = idx.iter().map(|&i| list[i].clone()).collect();
-    for (i, g) in sorted.iter_mut().enumerate() {
-        g.id = i as u32;
-    }
-    list = sorted;
-    // a note per such group, up to a screen of them
+    let mut new_index = vec![0u32; keyed.len()];
+    let sorted = (keyed.into_iter().enumerate())
+        .map(|(new, (old, mut g))| {
+            new_index[old] = new as u32;
+            g.id = new as u32;
+            g
+        })
+        .collect();
+    (sorted, new_index)
+}
+
+/// A note per group whose members are read from records, up to a screen of them.
+fn record_notes(list: &[Group]) -> Vec<String> {
     const MAX_NOTES: usize = 8;
     let from_records: Vec<&Group> = list
         .iter()
         .filter(|g| g.from == MembersFrom::Records)
         .collect();
-    for g in from_records.iter().take(MAX_NOTES) {
-        notes.push(format!(
-            "members of {} are the ranks whose records name it: {} (a member whose window holds \
-             none of its calls, or that left no dump, would not show)",
-            g.label(),
-            crate::diagnose::fmt_ranks(&g.members)
-        ));
-    }
+    let mut notes: Vec<String> = (from_records.iter().take(MAX_NOTES))
+        .map(|g| {
+            format!(
+                "members of {} are the ranks whose records name it: {} (a member whose window \
+                 holds none of its calls, or that left no dump, would not show)",
+                g.label(),
+                crate::diagnose::fmt_ranks(&g.members)
+            )
+        })
+        .collect();
     if from_records.len() > MAX_NOTES {
         notes.push(format!(
             "and so are the members of {} more groups (`groups` in --json lists them)",
             from_records.len() - MAX_NOTES
         ));
     }
-    let mut of_dump_group = Vec::with_capacity(dumps.len());
-    for (d, keys) in dumps.iter().zip(&per_dump_keys) {
-        let v: Vec<u32> = d
-            .groups
-            .iter()
-            .map(|k| {
-                keys.get(k).map_or(0, |key| {
-                    new_index[keys_sorted.binary_search(key).unwrap_or(0)]
-                })
-            })
-            .collect();
-        of_dump_group.push(v);
-    }
-    Groups {
-        list,
-        world_size: world,
-        of_dump_group,
-        notes,
-    }
+    notes
 }

@@ -14,10 +14,11 @@
 
 use super::analyze::lanes::{self, Call};
 use super::analyze::Analysis;
+use super::groups::Group;
 use super::model::dtype;
 use super::model::Dump;
 use super::report::call_bytes;
-use super::scenario::plan;
+use super::scenario::{plan, Replay};
 use crate::proto::{Generation, GroupId, SeqNo};
 use crate::scenario::{OpKind, OpSpec, Outcome, ReduceOp};
 use crate::trace::{Event, FaultPhase, Recorder, TraceWriter};
@@ -26,19 +27,16 @@ use std::path::Path;
 
 /// The events of the trace, in time order, and its outcome.
 pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcome), String> {
-    let t0 = a.t0_ns;
-    let rel = |t: u64| t.saturating_sub(t0);
-    let world = a.groups.world_size;
-    // (time, order, event): the order keeps events of one instant as they were produced
-    let mut evs: Vec<(u64, u64, Event)> = Vec::new();
-    let mut n = 0u64;
-    let mut push = |evs: &mut Vec<(u64, u64, Event)>, t: u64, e: Event| {
-        evs.push((t, n, e));
-        n += 1;
+    let mut b = Builder {
+        dumps,
+        a,
+        // calls are placed in their ranks' programs as the scenario places them
+        replay: plan("trace", dumps, a, false),
+        evs: Vec::new(),
+        end: a.span_ns,
     };
-    for r in 0..world {
-        push(
-            &mut evs,
+    for r in 0..a.groups.world_size {
+        b.push(
             0,
             Event::ProcessStart {
                 rank: r,
@@ -46,287 +44,314 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
             },
         );
     }
-    let mut end = a.span_ns;
-    // calls are placed in their ranks' programs as the scenario places them
-    let replay = plan("trace", dumps, a, false);
     for (gi, g) in a.groups.list.iter().enumerate() {
-        // the calls of each seq, by member
-        let mut by_seq: std::collections::BTreeMap<u64, Vec<(u32, Call)>> = Default::default();
-        for &m in &g.members {
-            if let Some(l) = a.lane(m, gi as u32) {
-                if let Some(p) = l.p2p.first() {
-                    let d = &dumps[p.dump as usize];
-                    return Err(format!(
-                        "point-to-point calls ({} on rank {m}) cannot be written in a trace yet",
-                        d.profiling_name(&d.records[p.first as usize])
-                    ));
-                }
-                for c in &l.calls {
-                    by_seq.entry(c.seq).or_default().push((m, *c));
-                }
-            }
-        }
-        for (seq, calls) in &by_seq {
-            let last_arrival = calls.iter().map(|(_, c)| c.time_ns).max().unwrap_or(0);
+        for (seq, calls) in &b.calls_by_seq(gi as u32, g)? {
             for &(m, c) in calls {
-                let rec = lanes::head(dumps, &c);
-                let d = &dumps[c.dump as usize];
-                let op = rec.kind.op().ok_or_else(|| {
-                    format!(
-                        "{} (#{seq} of {}) has no ringside op yet: it cannot be written in a trace",
-                        d.profiling_name(rec),
-                        g.label()
-                    )
-                })?;
-                let bytes = call_bytes(dumps, &c);
-                let t = rel(c.time_ns);
-                let (iteration, index) = (0, replay.index_of(&c).unwrap_or(0));
-                push(
-                    &mut evs,
-                    t,
-                    Event::Call {
-                        rank: m,
-                        iteration,
-                        index,
-                        group: GroupId(g.id),
-                        generation: Generation(0),
-                        seq: SeqNo(*seq),
-                        op,
-                        algorithm: op.default_algorithm(),
-                        bytes,
-                        dtype: dtype(d.str(rec.in_dtypes)),
-                        root: 0,
-                        reduce: ReduceOp::Sum,
-                        elements: replay.scenario.workload.elements,
-                        members: g.members.len() as u32,
-                        peer: None,
-                    },
-                );
-                let stuck = super::analyze::waits::of_rank(&a.stuck, m)
-                    .filter(|s| s.group == g.id && s.call.seq == *seq && !s.p2p);
-                let waiting_for: Vec<u32> = match stuck {
-                    Some(s) => s.waiting_for(),
-                    None => g
-                        .members
-                        .iter()
-                        .copied()
-                        .filter(|&o| o != m)
-                        .filter(|&o| {
-                            !calls
-                                .iter()
-                                .any(|(x, xc)| *x == o && xc.time_ns <= c.time_ns)
-                        })
-                        .collect(),
-                };
-                push(
-                    &mut evs,
-                    t,
-                    Event::Step {
-                        rank: m,
-                        group: GroupId(g.id),
-                        generation: Generation(0),
-                        seq: SeqNo(*seq),
-                        step: 0,
-                        steps: 1,
-                        waiting_for: waiting_for.as_slice().into(),
-                    },
-                );
-                let next = a
-                    .lane(m, gi as u32)
-                    .and_then(|l| l.calls.iter().find(|x| x.seq > *seq))
-                    .map(|x| rel(x.time_ns));
-                match stuck {
-                    Some(s) if s.failed => {
-                        let timeout = rec.timeout_ms.get().unwrap_or(0).saturating_mul(1_000_000);
-                        let at = t.saturating_add(timeout).max(t);
-                        end = end.max(at);
-                        push(
-                            &mut evs,
-                            at,
-                            Event::Abort {
-                                rank: m,
-                                group: GroupId(g.id),
-                                generation: Generation(0),
-                                seq: SeqNo(*seq),
-                                step: 0,
-                                steps: 1,
-                                waiting_for,
-                                reason: "watchdog: retired without completing".into(),
-                            },
-                        );
-                    }
-                    Some(_) => {}
-                    None if c.left() => {
-                        let done = if rec.completed_ns > 0 {
-                            rel(rec.completed_ns)
-                        } else {
-                            rel(last_arrival)
-                        };
-                        let done = done.max(t).min(next.unwrap_or(u64::MAX).max(t));
-                        end = end.max(done);
-                        push(
-                            &mut evs,
-                            done,
-                            Event::Complete {
-                                rank: m,
-                                group: GroupId(g.id),
-                                generation: Generation(0),
-                                seq: SeqNo(*seq),
-                                iteration,
-                                index,
-                                result: String::new(),
-                                correct: None,
-                            },
-                        );
-                    }
-                    None => {}
-                }
+                b.call(g, *seq, m, &c, calls)?;
             }
         }
     }
-    // ranks that left their last call with nobody waiting for them to make another finished
-    // their work when they left it; a rank the import finds stopped, or still in a call, did not
-    let mut left = vec![None; world as usize];
-    let mut open = vec![0i64; world as usize];
-    for (t, _, e) in &evs {
-        match e {
-            Event::Complete { rank, .. } | Event::Abort { rank, .. } => {
-                if let Some(l) = left.get_mut(*rank as usize) {
-                    *l = Some((*l).unwrap_or(0).max(*t));
-                    open[*rank as usize] -= 1;
-                }
-            }
-            Event::Call { rank, .. } => {
-                if let Some(o) = open.get_mut(*rank as usize) {
-                    *o += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    let causes = a.root_causes();
-    let blocked = a.diagnosis.blocked_ranks();
-    for r in 0..world {
-        if a.dump_of.get(r as usize).copied().flatten().is_none() {
-            continue;
-        }
-        if blocked.contains(&r)
-            || open[r as usize] > 0
-            || causes.contains(&crate::scenario::RootCause::Hung(crate::proto::Rank(r)))
-        {
-            continue;
-        }
-        let at = left[r as usize].unwrap_or(end);
-        push(&mut evs, at, Event::WorkloadDone { rank: r });
-    }
-    // ranks without a dump die where the others wait for them (a victim of a divergence died
-    // of it: it is left alive here, as the replay leaves it)
-    let victims: Vec<u32> = a
-        .divergences
-        .iter()
-        .flat_map(|d| d.victims.iter().copied())
-        .collect();
-    for d in &a.divergences {
-        // the victim waits in the call the ranks that agree made
-        let g = &a.groups.list[d.group as usize];
-        let Some((c, index)) = d.agree.iter().find_map(|&o| {
-            let c = *a.lane(o, d.group)?.calls.iter().find(|c| c.seq == d.seq)?;
-            Some((c, replay.index_of(&c).unwrap_or(0)))
-        }) else {
-            continue;
-        };
-        let rec = lanes::head(dumps, &c);
-        let Some(op) = rec.kind.op() else {
-            continue;
-        };
-        for &m in &d.victims {
-            let t = rel(c.time_ns);
-            push(
-                &mut evs,
-                t,
-                Event::Call {
-                    rank: m,
-                    iteration: 0,
-                    index,
-                    group: GroupId(g.id),
-                    generation: Generation(0),
-                    seq: SeqNo(d.seq),
-                    op,
-                    algorithm: op.default_algorithm(),
-                    bytes: call_bytes(dumps, &c),
-                    dtype: dtype(dumps[c.dump as usize].str(rec.in_dtypes)),
-                    root: 0,
-                    reduce: ReduceOp::Sum,
-                    elements: replay.scenario.workload.elements,
-                    members: g.members.len() as u32,
-                    peer: None,
-                },
-            );
-            push(
-                &mut evs,
-                t,
-                Event::Step {
-                    rank: m,
-                    group: GroupId(g.id),
-                    generation: Generation(0),
-                    seq: SeqNo(d.seq),
-                    step: 0,
-                    steps: 1,
-                    waiting_for: d.culprits.as_slice().into(),
-                },
-            );
-        }
-    }
-    for (i, &m) in a
-        .missing
-        .iter()
-        .filter(|m| !victims.contains(m))
-        .enumerate()
-    {
-        let at = a
-            .stuck
-            .iter()
-            .filter(|s| s.waiting_for().contains(&m))
-            .map(|s| rel(s.call.time_ns))
-            .min()
-            .unwrap_or(a.span_ns);
-        push(
-            &mut evs,
-            at,
-            Event::Fault {
-                index: i as u32,
-                fault: crate::fault::FaultKind::Preempt,
-                phase: FaultPhase::Begin,
-                ranks: vec![m],
-                sides: None,
-                oneway: false,
-                detail: format!("rank {m} left no Flight Recorder dump"),
-            },
-        );
-        push(
-            &mut evs,
-            at,
-            Event::ProcessDeath {
-                rank: m,
-                incarnation: 0,
-            },
-        );
-    }
-    push(
-        &mut evs,
-        end,
+    b.finished();
+    let victims = b.victims();
+    b.missing(&victims);
+    b.push(
+        b.end,
         Event::Diagnosis {
             blocked: a.diagnosis.blocked_ranks(),
             root_causes: a.root_causes(),
             stragglers: Vec::new(),
         },
     );
-    evs.sort_by_key(|(t, o, _)| (*t, *o));
-    let recorded: Vec<bool> = (0..world as usize)
+    let mut evs = b.evs;
+    // stable: events of one instant stay as they were produced
+    evs.sort_by_key(|(t, _)| *t);
+    let recorded: Vec<bool> = (0..a.groups.world_size as usize)
         .map(|r| a.dump_of.get(r).copied().flatten().is_some())
         .collect();
-    let evs = between_calls(evs.into_iter().map(|(t, _, e)| (t, e)).collect(), &recorded);
-    Ok((evs, a.outcome))
+    Ok((between_calls(evs, &recorded), a.outcome))
+}
+
+/// The trace's events as they are produced, out of time order.
+struct Builder<'a> {
+    dumps: &'a [Dump],
+    a: &'a Analysis,
+    replay: Replay,
+    evs: Vec<(u64, Event)>,
+    /// The trace's last instant so far.
+    end: u64,
+}
+
+/// The calls of one group at each seq, by member.
+type BySeq = std::collections::BTreeMap<u64, Vec<(u32, Call)>>;
+
+impl Builder<'_> {
+    fn push(&mut self, t: u64, e: Event) {
+        self.evs.push((t, e));
+    }
+
+    fn rel(&self, t: u64) -> u64 {
+        t.saturating_sub(self.a.t0_ns)
+    }
+
+    /// The `call` event of member `m` in call `c` of group `g` (its index in the rank's program
+    /// given).
+    fn call_event(&self, g: &Group, seq: u64, m: u32, c: &Call, index: u32) -> Option<Event> {
+        let rec = lanes::head(self.dumps, c);
+        let op = rec.kind.op()?;
+        Some(Event::Call {
+            rank: m,
+            iteration: 0,
+            index,
+            group: GroupId(g.id),
+            generation: Generation(0),
+            seq: SeqNo(seq),
+            op,
+            algorithm: op.default_algorithm(),
+            bytes: call_bytes(self.dumps, c),
+            dtype: dtype(self.dumps[c.dump as usize].str(rec.in_dtypes)),
+            root: 0,
+            reduce: ReduceOp::Sum,
+            elements: self.replay.scenario.workload.elements,
+            members: g.members.len() as u32,
+            peer: None,
+        })
+    }
+
+    /// The collectives of group `gi`, refusing point-to-point calls (not written yet).
+    fn calls_by_seq(&self, gi: u32, g: &Group) -> Result<BySeq, String> {
+        let mut by_seq = BySeq::new();
+        for &m in &g.members {
+            let Some(l) = self.a.lane(m, gi) else {
+                continue;
+            };
+            if let Some(p) = l.p2p.first() {
+                let d = &self.dumps[p.dump as usize];
+                return Err(format!(
+                    "point-to-point calls ({} on rank {m}) cannot be written in a trace yet",
+                    d.profiling_name(&d.records[p.first as usize])
+                ));
+            }
+            for c in &l.calls {
+                by_seq.entry(c.seq).or_default().push((m, *c));
+            }
+        }
+        Ok(by_seq)
+    }
+
+    /// Member `m`'s call `c` at `seq` of `g` (`calls`: every member's there): the call, whom it
+    /// waits for, and how it ended — an abort at its timeout when it failed, a completion when
+    /// the rank left it.
+    fn call(
+        &mut self,
+        g: &Group,
+        seq: u64,
+        m: u32,
+        c: &Call,
+        calls: &[(u32, Call)],
+    ) -> Result<(), String> {
+        let rec = lanes::head(self.dumps, c);
+        let index = self.replay.index_of(c).unwrap_or(0);
+        let call = self.call_event(g, seq, m, c, index).ok_or_else(|| {
+            format!(
+                "{} (#{seq} of {}) has no ringside op yet: it cannot be written in a trace",
+                self.dumps[c.dump as usize].profiling_name(rec),
+                g.label()
+            )
+        })?;
+        let t = self.rel(c.time_ns);
+        self.push(t, call);
+        let stuck = super::analyze::waits::of_rank(&self.a.stuck, m)
+            .filter(|s| s.group == g.id && s.call.seq == seq && !s.p2p);
+        let waiting_for: Vec<u32> = match stuck {
+            Some(s) => s.waiting_for(),
+            None => g
+                .members
+                .iter()
+                .copied()
+                .filter(|&o| o != m)
+                .filter(|&o| {
+                    !calls
+                        .iter()
+                        .any(|(x, xc)| *x == o && xc.time_ns <= c.time_ns)
+                })
+                .collect(),
+        };
+        let (group, generation, seq) = (GroupId(g.id), Generation(0), SeqNo(seq));
+        self.push(
+            t,
+            Event::Step {
+                rank: m,
+                group,
+                generation,
+                seq,
+                step: 0,
+                steps: 1,
+                waiting_for: waiting_for.as_slice().into(),
+            },
+        );
+        match stuck {
+            Some(s) if s.failed => {
+                let timeout = rec.timeout_ms.get().unwrap_or(0).saturating_mul(1_000_000);
+                let at = t.saturating_add(timeout);
+                self.end = self.end.max(at);
+                let reason = "watchdog: retired without completing".into();
+                self.push(
+                    at,
+                    Event::Abort {
+                        rank: m,
+                        group,
+                        generation,
+                        seq,
+                        step: 0,
+                        steps: 1,
+                        waiting_for,
+                        reason,
+                    },
+                );
+            }
+            None if c.left() => {
+                // a collective ends when its last member arrives, and before the rank's next
+                // call of the group
+                let last_arrival = calls.iter().map(|(_, c)| c.time_ns).max().unwrap_or(0);
+                let next = (self.a.lane(m, g.id))
+                    .and_then(|l| l.calls.iter().find(|x| x.seq > seq.0))
+                    .map_or(u64::MAX, |x| self.rel(x.time_ns));
+                let done = match rec.completed_ns {
+                    0 => self.rel(last_arrival),
+                    ns => self.rel(ns),
+                };
+                let done = done.max(t).min(next.max(t));
+                self.end = self.end.max(done);
+                self.push(
+                    done,
+                    Event::Complete {
+                        rank: m,
+                        group,
+                        generation,
+                        seq,
+                        iteration: 0,
+                        index,
+                        result: String::new(),
+                        correct: None,
+                    },
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Ranks that left their last call with nobody waiting for them to make another finished
+    /// their work when they left it; a rank the import finds stopped, or still in a call, did
+    /// not.
+    fn finished(&mut self) {
+        let world = self.a.groups.world_size as usize;
+        let mut left: Vec<Option<u64>> = vec![None; world];
+        let mut open = vec![0i64; world];
+        for (t, e) in &self.evs {
+            match e {
+                Event::Complete { rank, .. } | Event::Abort { rank, .. } => {
+                    if let Some(l) = left.get_mut(*rank as usize) {
+                        *l = Some(l.unwrap_or(0).max(*t));
+                        open[*rank as usize] -= 1;
+                    }
+                }
+                Event::Call { rank, .. } => {
+                    if let Some(o) = open.get_mut(*rank as usize) {
+                        *o += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let causes = self.a.root_causes();
+        let blocked = self.a.diagnosis.blocked_ranks();
+        for r in 0..self.a.groups.world_size {
+            if self.a.dump_of.get(r as usize).copied().flatten().is_none()
+                || blocked.contains(&r)
+                || open[r as usize] > 0
+                || causes.contains(&crate::scenario::RootCause::Hung(crate::proto::Rank(r)))
+            {
+                continue;
+            }
+            let at = left[r as usize].unwrap_or(self.end);
+            self.push(at, Event::WorkloadDone { rank: r });
+        }
+    }
+
+    /// The victims of divergences (members without a dump that a divergence explains) wait in
+    /// the call the ranks that agree made, for the culprits; they are left alive, as the replay
+    /// leaves them. Returns them.
+    fn victims(&mut self) -> Vec<u32> {
+        let a = self.a;
+        for d in &a.divergences {
+            let g = &a.groups.list[d.group as usize];
+            let Some(c) = (d.agree.iter())
+                .find_map(|&o| a.lane(o, d.group)?.calls.iter().find(|c| c.seq == d.seq))
+            else {
+                continue;
+            };
+            let index = self.replay.index_of(c).unwrap_or(0);
+            for &m in &d.victims {
+                let Some(call) = self.call_event(g, d.seq, m, c, index) else {
+                    break;
+                };
+                let t = self.rel(c.time_ns);
+                self.push(t, call);
+                self.push(
+                    t,
+                    Event::Step {
+                        rank: m,
+                        group: GroupId(g.id),
+                        generation: Generation(0),
+                        seq: SeqNo(d.seq),
+                        step: 0,
+                        steps: 1,
+                        waiting_for: d.culprits.as_slice().into(),
+                    },
+                );
+            }
+        }
+        (a.divergences.iter())
+            .flat_map(|d| d.victims.iter().copied())
+            .collect()
+    }
+
+    /// Ranks without a dump (other than `victims`) die where the others wait for them.
+    fn missing(&mut self, victims: &[u32]) {
+        let a = self.a;
+        for (i, &m) in a
+            .missing
+            .iter()
+            .filter(|m| !victims.contains(m))
+            .enumerate()
+        {
+            let at = (a.stuck.iter())
+                .filter(|s| s.waiting_for().contains(&m))
+                .map(|s| self.rel(s.call.time_ns))
+                .min()
+                .unwrap_or(a.span_ns);
+            self.push(
+                at,
+                Event::Fault {
+                    index: i as u32,
+                    fault: crate::fault::FaultKind::Preempt,
+                    phase: FaultPhase::Begin,
+                    ranks: vec![m],
+                    sides: None,
+                    oneway: false,
+                    detail: format!("rank {m} left no Flight Recorder dump"),
+                },
+            );
+            self.push(
+                at,
+                Event::ProcessDeath {
+                    rank: m,
+                    incarnation: 0,
+                },
+            );
+        }
+    }
 }
 
 /// The time a rank with a dump spends outside its recorded calls, from its start to its first

@@ -524,8 +524,8 @@ fn optional_duration(k: &str, d: Option<Duration>) -> Result<(), Invalid> {
     }
 }
 
-fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
-    let rank_key = format!("{k}.rank");
+/// A fault triggered at a rank's K-th call: K counts from 1 and the fault names its rank.
+fn call_trigger(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
     if let Some(n) = f.trigger().and_then(Trigger::call) {
         let key = format!("{k}.at_call");
         if n == 0 {
@@ -535,7 +535,7 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
             );
         }
         match f.at_call() {
-            Some((rank, _)) => rank_in_world(s, &rank_key, rank)?,
+            Some((rank, _)) => rank_in_world(s, &format!("{k}.rank"), rank)?,
             None => {
                 return fail(
                     key,
@@ -547,6 +547,13 @@ fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
             }
         }
     }
+    Ok(())
+}
+
+/// Checks fault `k`: its trigger, then one arm per fault kind, the kinds read side by side.
+fn fault(s: &Scenario, k: &str, f: &Fault) -> Result<(), Invalid> {
+    let rank_key = format!("{k}.rank");
+    call_trigger(s, k, f)?;
     match f {
         Fault::Preempt { rank, .. } => node_in_world(s, &rank_key, *rank),
         Fault::Pause { rank, duration, .. } => {

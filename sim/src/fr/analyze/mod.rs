@@ -10,6 +10,7 @@
 pub mod judge;
 pub mod lanes;
 pub mod p2p;
+pub mod seqs;
 mod verdict;
 pub mod waits;
 
@@ -19,8 +20,8 @@ use crate::diagnose::{ranks_phrase, Blocked, Cause, Diagnosis, EdgeKind, Via, Wa
 use crate::fr::groups::{self, Groups};
 use crate::fr::model::Dump;
 use crate::scenario::{Outcome, RootCause};
-pub use judge::{Divergence, DivergenceKind, GroupScan};
 use lanes::{Lane, Lanes};
+pub use seqs::{Divergence, DivergenceKind, GroupScan};
 use std::collections::BTreeMap;
 pub use waits::{Obstacle, Stuck};
 
@@ -200,8 +201,8 @@ impl Times {
         }
     }
 
-    fn ctx<'a>(&'a self, dumps: &'a [Dump], lanes: &'a [Lanes]) -> judge::Ctx<'a> {
-        judge::Ctx {
+    fn ctx<'a>(&'a self, dumps: &'a [Dump], lanes: &'a [Lanes]) -> seqs::Ctx<'a> {
+        seqs::Ctx {
             dumps,
             lanes,
             dump_of: &self.dump_of,
@@ -240,7 +241,7 @@ impl Reasons {
 
 /// The wait-for graph: one edge per obstacle of each stuck rank, classified.
 fn classify(
-    ctx: &judge::Ctx,
+    ctx: &seqs::Ctx,
     groups: &Groups,
     scans: &[GroupScan],
     stuck: &[Stuck],
@@ -284,7 +285,7 @@ fn classify(
 /// itself).
 #[allow(clippy::too_many_arguments)]
 fn edge_causes(
-    ctx: &judge::Ctx,
+    ctx: &seqs::Ctx,
     groups: &Groups,
     scans: &[GroupScan],
     toward: &[Toward],
@@ -388,7 +389,7 @@ fn edge_causes(
 }
 
 /// What a rank whose stream is held did: the call it issued whose kernel never started.
-fn held_text(ctx: &judge::Ctx, groups: &Groups, m: u32) -> String {
+fn held_text(ctx: &seqs::Ctx, groups: &Groups, m: u32) -> String {
     let Some(dm) = ctx.dump(m) else {
         return format!("rank {m} is held");
     };
@@ -425,7 +426,7 @@ fn held_text(ctx: &judge::Ctx, groups: &Groups, m: u32) -> String {
 /// ([`crate::diagnose::order`]), or on a deadlock when nobody does.
 fn solve(
     graph: WaitGraph,
-    ctx: &judge::Ctx,
+    ctx: &seqs::Ctx,
     groups: &Groups,
     stuck: &[Stuck],
     reasons: &mut Reasons,
@@ -452,7 +453,7 @@ fn solve(
 
 /// The ranks of cycle `ranks` whose call order deviates, told in `reasons`.
 fn inverted(
-    ctx: &judge::Ctx,
+    ctx: &seqs::Ctx,
     groups: &Groups,
     stuck: &[Stuck],
     solved: &Solution,

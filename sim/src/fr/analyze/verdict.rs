@@ -6,9 +6,10 @@
 //! calls one seq later made an extra call; one seq earlier, it skipped one. Where nothing
 //! decides, the verdict is `undecided`, with the reason.
 
-use super::judge::{Ctx, Divergence, DivergenceKind, Row};
 use super::lanes::{self, Call, Lane};
+use super::seqs::{Ctx, Divergence, DivergenceKind, Row};
 use crate::diagnose::ranks_phrase;
+use crate::diagnose::shift::{self, Shift};
 use crate::fr::groups::Group;
 use crate::scenario::RootCause;
 
@@ -27,42 +28,17 @@ fn usual(ctx: &Ctx, g: &Group, s: u64, v: &Call) -> bool {
     })
 }
 
-/// `culprit`'s calls from `s` on, against `right`'s: Some(true) when the culprit's calls are
-/// the right ones one seq later (an extra call), Some(false) when one seq earlier (a skipped
-/// call).
-fn shift(ctx: &Ctx, g: &Group, s: u64, culprit: u32, right: u32) -> Option<bool> {
+/// `culprit`'s calls from `s` on, against `right`'s ([`shift::shift`]), or else against what the
+/// right ranks' history says follows their call at `s`.
+fn shifted(ctx: &Ctx, g: &Group, s: u64, culprit: u32, right: u32) -> Option<Shift> {
     let (lc, lr) = (ctx.lane(culprit, g.id)?, ctx.lane(right, g.id)?);
     let at = |l: &Lane, q: u64| l.calls.iter().find(|c| c.seq == q).copied();
     let agree = |a: Option<Call>, b: Option<Call>| match (a, b) {
         (Some(a), Some(b)) => Some(ctx.same(&a, &b)),
         _ => None,
     };
-    // how far the culprit's calls from `s` on are the right ones shifted by `by` (1: one seq
-    // later, an extra call; -1: one earlier, a skipped call): the calls that agree before the
-    // first that differs, none when that comes within two
-    let run = |by: i64| -> usize {
-        let mut n = 0;
-        for k in 0u64.. {
-            let (c, r) = if by > 0 {
-                (s + k + 1, s + k)
-            } else {
-                (s + k, s + k + 1)
-            };
-            match agree(at(lc, c), at(lr, r)) {
-                Some(true) => n += 1,
-                Some(false) if k < 2 => return 0,
-                _ => return n,
-            }
-        }
-        n
-    };
-    // where both read alike, the longer agreement tells; an extra call on a tie
-    let (extra, skipped) = (run(1), run(-1));
-    if extra > 0 && extra >= skipped {
-        return Some(true);
-    }
-    if skipped > 0 {
-        return Some(false);
+    if let Some(sh) = shift::shift(s, |c, r| agree(at(lc, c), at(lr, r))) {
+        return Some(sh);
     }
     // the right ranks stop at s: their history tells what comes after their call there (a
     // loop repeats its calls), and a culprit already at that call skipped theirs
@@ -75,7 +51,23 @@ fn shift(ctx: &Ctx, g: &Group, s: u64, culprit: u32, right: u32) -> Option<bool>
             && ctx.same(&w[0], &theirs)
             && ctx.same(&w[1], &mine)
     });
-    skipped.then_some(false)
+    skipped.then_some(Shift::Skipped)
+}
+
+/// Culprit `r`'s cause by how its later calls line up: a skipped call is `skipped:R`, an
+/// extra or other call `mismatch:R`; a shift makes `kind` its own.
+fn shift_cause(sh: Option<Shift>, r: u32, kind: &mut DivergenceKind) -> RootCause {
+    match sh {
+        Some(Shift::Skipped) => {
+            *kind = DivergenceKind::SkippedCall;
+            RootCause::Skipped(rank(r))
+        }
+        Some(Shift::Extra) => {
+            *kind = DivergenceKind::ExtraCall;
+            RootCause::Mismatch(rank(r))
+        }
+        None => RootCause::Mismatch(rank(r)),
+    }
 }
 
 fn call_phrase(ctx: &Ctx, g: &Group, s: u64, c: &Call) -> String {
@@ -155,19 +147,9 @@ pub(super) fn judge_params(
         let how = lanes::differs(ctx.dumps, rc, c).unwrap_or_default();
         for &r in ranks {
             culprits.push(r);
-            match shift(ctx, g, s, r, rr[0]) {
-                Some(true) => {
-                    kind = DivergenceKind::ExtraCall;
-                    causes.push(RootCause::Mismatch(rank(r)));
-                }
-                Some(false) => {
-                    kind = DivergenceKind::SkippedCall;
-                    causes.push(RootCause::Skipped(rank(r)));
-                }
-                None => causes.push(RootCause::Mismatch(rank(r))),
-            }
+            causes.push(shift_cause(shifted(ctx, g, s, r, rr[0]), r, &mut kind));
         }
-        let shifted = match kind {
+        let how_shifted = match kind {
             DivergenceKind::ExtraCall => {
                 ": an extra call (its later calls are the others' calls one seq later)"
             }
@@ -177,7 +159,7 @@ pub(super) fn judge_params(
             _ => "",
         };
         texts.push(format!(
-            "{} called {} with {how} (as {} called it){shifted}",
+            "{} called {} with {how} (as {} called it){how_shifted}",
             ranks_phrase(ranks),
             call_phrase(ctx, g, s, c),
             ranks_phrase(rr)
@@ -229,7 +211,9 @@ pub(super) fn judge_site(
             ctx.lane(m, g.id)
                 .is_some_and(|l| l.calls.iter().any(|x| x.site == c.site))
         });
-        let shifts: Vec<Option<bool>> = ranks.iter().map(|&r| shift(ctx, g, s, r, rr[0])).collect();
+        let shifts: Vec<Option<Shift>> = (ranks.iter())
+            .map(|&r| shifted(ctx, g, s, r, rr[0]))
+            .collect();
         // a site the others call from too is no divergence by itself: it is one when the
         // culprits' later calls are the others' shifted by one (a call skipped or added)
         if seen && shifts.iter().any(Option::is_none) {
@@ -237,17 +221,7 @@ pub(super) fn judge_site(
         }
         for (&r, sh) in ranks.iter().zip(shifts) {
             culprits.push(r);
-            match sh {
-                Some(false) => {
-                    kind = DivergenceKind::SkippedCall;
-                    causes.push(RootCause::Skipped(rank(r)));
-                }
-                Some(true) => {
-                    kind = DivergenceKind::ExtraCall;
-                    causes.push(RootCause::Mismatch(rank(r)));
-                }
-                None => causes.push(RootCause::Mismatch(rank(r))),
-            }
+            causes.push(shift_cause(sh, r, &mut kind));
         }
         texts.push(format!(
             "{} called {} from {site}, a call site {} never {} from; {} called it from {}{}",
@@ -338,47 +312,7 @@ pub(super) fn judge_absent(
     }
     use std::cmp::Ordering;
     match issued.len().cmp(&idle.len()) {
-        Ordering::Greater => {
-            let mut causes = Vec::new();
-            let mut kind = DivergenceKind::Stopped;
-            let mut moved = Vec::new();
-            for &m in &idle {
-                let d = ctx.dump(m).unwrap_or(0);
-                if ctx.newest_ns[d] > start {
-                    kind = DivergenceKind::SkippedCall;
-                    moved.push(m);
-                    causes.push(RootCause::Skipped(rank(m)));
-                } else {
-                    causes.push(RootCause::Hung(rank(m)));
-                }
-            }
-            let text = if moved.is_empty() {
-                format!(
-                    "{} issued {what}; {} never issued it: {} last call completed and {} \
-                     issued nothing after (stopped outside collectives)",
-                    ranks_phrase(issued),
-                    ranks_phrase(&idle),
-                    if idle.len() == 1 { "its" } else { "their" },
-                    if idle.len() == 1 { "it" } else { "they" }
-                )
-            } else {
-                format!(
-                    "{} issued {what}; {} never issued it and went on with later calls: {} \
-                     skipped it",
-                    ranks_phrase(issued),
-                    ranks_phrase(&idle),
-                    if idle.len() == 1 { "it" } else { "they" }
-                )
-            };
-            Divergence {
-                kind,
-                culprits: idle.clone(),
-                agree: issued.to_vec(),
-                causes,
-                text,
-                ..base
-            }
-        }
+        Ordering::Greater => stopped(ctx, issued, &idle, &what, start, base),
         Ordering::Less => Divergence {
             kind: DivergenceKind::ExtraCall,
             culprits: issued.to_vec(),
@@ -414,6 +348,57 @@ pub(super) fn judge_absent(
                 ..base
             }
         }
+    }
+}
+
+/// A majority issued a call (`what`, begun at `start`) that the `idle` minority did not: an
+/// idle rank whose dump is newer than the call went on without it (`skipped:R`), one whose dump
+/// is not stopped (`hung:R`).
+fn stopped(
+    ctx: &Ctx,
+    issued: &[u32],
+    idle: &[u32],
+    what: &str,
+    start: u64,
+    base: Divergence,
+) -> Divergence {
+    let mut causes = Vec::new();
+    let mut kind = DivergenceKind::Stopped;
+    let mut moved = Vec::new();
+    for &m in idle {
+        let d = ctx.dump(m).unwrap_or(0);
+        if ctx.newest_ns[d] > start {
+            kind = DivergenceKind::SkippedCall;
+            moved.push(m);
+            causes.push(RootCause::Skipped(rank(m)));
+        } else {
+            causes.push(RootCause::Hung(rank(m)));
+        }
+    }
+    let text = if moved.is_empty() {
+        format!(
+            "{} issued {what}; {} never issued it: {} last call completed and {} issued \
+             nothing after (stopped outside collectives)",
+            ranks_phrase(issued),
+            ranks_phrase(idle),
+            if idle.len() == 1 { "its" } else { "their" },
+            if idle.len() == 1 { "it" } else { "they" }
+        )
+    } else {
+        format!(
+            "{} issued {what}; {} never issued it and went on with later calls: {} skipped it",
+            ranks_phrase(issued),
+            ranks_phrase(idle),
+            if idle.len() == 1 { "it" } else { "they" }
+        )
+    };
+    Divergence {
+        kind,
+        culprits: idle.to_vec(),
+        agree: issued.to_vec(),
+        causes,
+        text,
+        ..base
     }
 }
 

@@ -8,9 +8,9 @@
 //! it (stuck in an earlier call of its own, or idle), issued it with other parameters, issued
 //! it but whose kernel never started, or left no dump.
 
-use super::judge::Ctx;
 use super::lanes::{differs, Call, Lanes, Queued, QueuedCall, Status};
 use super::p2p::{End, Messages};
+use super::seqs::Ctx;
 use super::GroupScan;
 use crate::fr::groups::{Group, Groups};
 use crate::scenario::RootCause;

@@ -626,6 +626,8 @@ impl Conv<'_, '_> {
         Ok(0)
     }
 
+    /// Reads record `index` (node `id`): its keys into slots in one pass, then each field in
+    /// the order of [`Record`]'s, each a few lines read side by side.
     fn record(&mut self, id: NodeId, index: u32) -> Result<Record, String> {
         let t = self.t;
         let Node::Dict(d) = t.get(id) else {

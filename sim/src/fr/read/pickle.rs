@@ -202,6 +202,10 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
 }
 
 /// Decodes `buf` into a tree built in `arena`'s allocation.
+///
+/// One loop over the opcodes with one match arm each, as Python's unpickler: the arms share
+/// the stack, marks and memo, and the hot path (millions of opcodes per dump) stays one
+/// function the optimizer sees whole.
 pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleError> {
     let mut r = Reader { buf, pos: 0, at: 0 };
     let mut t = Tree::with_arena(arena);
