@@ -2,29 +2,14 @@
 //! fixtures give their ground-truth culprit, from pickle and JSON, main and late dumps;
 //! corrupt and hostile dumps exit 2; `--scenario`, `--trace` and `export --fr` round-trip.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn ringside(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the ringside binary runs")
-}
+use common::{json, ringside};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/flight-recorder")
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON object ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
+    common::root().join("tests/data/flight-recorder")
 }
 
 fn import_json(paths: &[&Path]) -> serde_json::Value {
@@ -940,7 +925,7 @@ fn thousands_of_ranks_without_a_dump_are_named_in_a_few_lines_at_once() {
     let p = real_pickle();
     std::fs::write(dir.path().join("rank_0"), &p).expect("write");
     std::fs::write(dir.path().join("rank_4999"), &p).expect("write");
-    let o = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ringside"))
+    let o = common::cmd()
         .args(["import", dir.path().to_str().unwrap()])
         .timeout(std::time::Duration::from_secs(20))
         .output()
@@ -959,7 +944,7 @@ fn thousands_of_ranks_without_a_dump_are_named_in_a_few_lines_at_once() {
         "{out}"
     );
     assert!(out.lines().count() < 20, "{out}");
-    let o = assert_cmd::Command::new(env!("CARGO_BIN_EXE_ringside"))
+    let o = common::cmd()
         .args(["import", "--json", dir.path().to_str().unwrap()])
         .timeout(std::time::Duration::from_secs(20))
         .output()

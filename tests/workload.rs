@@ -3,27 +3,11 @@
 //! missing message does, explain and export show point-to-point waits, and bad input of every
 //! new kind exits 2 naming file, line and key.
 
+mod common;
+
+use common::{json, ringside, scenario};
 use ringside_sim::run::{run, RunOptions};
-use ringside_sim::scenario::{parse, program, OpKind, Outcome, Peer, PeerStep, RootCause};
-use std::process::{Command, Output};
-
-fn ringside(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringside"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the ringside binary runs")
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is one JSON object ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
+use ringside_sim::scenario::{program, OpKind, Outcome, Peer, PeerStep, RootCause};
 
 /// The ranks of `--json`'s `blocked` entries, sorted.
 fn ranks(v: &serde_json::Value) -> Vec<u64> {
@@ -209,7 +193,7 @@ fn explain_export_and_the_human_report_show_point_to_point_waits() {
 
 /// Runs `text` and returns (outcome, blocked, root causes as strings).
 fn diagnosed(text: &str) -> (Outcome, Vec<u32>, Vec<String>) {
-    let s = parse(text, "w.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let s = scenario(text);
     let out = run(&s, &RunOptions::default()).expect("runs");
     let r = out.report;
     let blocked = r.blocked.iter().map(|b| b.rank).collect();
@@ -296,7 +280,7 @@ fn a_recv_a_stage_skips_is_its_skip_even_when_later_messages_differ_in_size() {
     for schedule in ["gpipe", "1f1b"] {
         for stage in 0..3 {
             // the first recv of gradients in the stage's program
-            let s = parse(&pipeline(schedule, rest), "w.toml").expect("parses");
+            let s = scenario(&pipeline(schedule, rest));
             let index = program::calls(&s, stage)
                 .iter()
                 .position(|(op, _)| {
@@ -402,7 +386,7 @@ fn a_group_a_rank_is_not_in_and_a_missing_neighbour_are_skipped_silently() {
                 [[workload.ops]]\nop = \"broadcast\"\nbytes = \"1MiB\"\nroot = 0\ngroup = \"odd\"\n\
                 [[workload.ops]]\nop = \"send\"\npeer = \"next\"\nbytes = \"1KiB\"\ngroup = \"odd\"\n\
                 [[workload.ops]]\nop = \"recv\"\npeer = \"prev\"\nbytes = \"1KiB\"\ngroup = \"odd\"\n";
-    let s = parse(text, "g.toml").unwrap();
+    let s = scenario(text);
     let out = run(&s, &RunOptions::default()).expect("runs");
     let r = &out.report;
     assert_eq!(r.outcome, Outcome::Completed);

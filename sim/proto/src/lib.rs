@@ -14,7 +14,11 @@
 //! - no iteration over hash maps: state lives in vectors and `BTreeMap`s, so every output
 //!   sequence is a pure function of the inputs.
 //!
-//! Nothing in this module imports the engine, traces, diagnosis or checks.
+//! Nothing in this module imports the engine, traces, diagnosis or checks. [`standalone`] runs
+//! these state machines (or a protocol of one's own, through its [`standalone::Node`] trait)
+//! against each other on an in-memory network, without any engine: how the protocols' own
+//! tests drive them, and how a library user tries a state machine before running it under
+//! faults.
 
 pub mod collective;
 pub mod data;
@@ -26,6 +30,7 @@ pub mod msg;
 pub mod mutation;
 pub mod process;
 pub mod registry;
+pub mod standalone;
 pub mod time;
 pub mod types;
 pub mod vocab;

@@ -1,23 +1,24 @@
-//! A tiny driver for the tests: runs the `Collective`s of all p ranks of one call against each
-//! other, under the alpha-beta model of the engine, with no engine.
+//! The calls of the tests: the `Collective`s of all p ranks of one call, run against each
+//! other on the standalone executor (no engine), whose network is the alpha-beta model of the
+//! engine.
 //!
-//! Time model: a rank's sends leave in the order it issues them, when the step that lists them
-//! starts, one at a time on its send port (each holds the port for bytes * b); a message reaches
-//! the receiver `latency` after it left, and then holds the receiver's receive port for bytes * b
-//! (messages take the port in order of arrival); it is delivered when that is done. Without
-//! contention a message thus costs a + bytes * b. With latency and bandwidth both zero,
-//! everything happens at time 0 and messages are delivered in the order they were sent (FIFO).
+//! Time model (the executor's): a rank's sends leave in the order it issues them, when the step
+//! that lists them starts, one at a time on its send port (each holds the port for bytes * b); a
+//! message reaches the receiver `latency` after it left, and then holds the receiver's receive
+//! port for bytes * b (messages take the port in order of arrival); it is delivered when that
+//! is done. Without contention a message thus costs a + bytes * b. With latency and bandwidth
+//! both zero, everything happens at time 0 and messages are delivered in the order they were
+//! sent (FIFO).
 
 use ringside_sim::proto::collective::{
-    extract, input_len, prepare, schedule_with, AnySchedule, Blocks, Collective, Ctx, Members,
-    Progress, Schedule, StepPlan, Transfer,
+    extract, input_len, plans_agree as contract, prepare, schedule_with, AnySchedule, Collective,
+    Ctx, Members, PlanMismatch, Progress,
 };
-use ringside_sim::proto::{
-    Buffer, CollMsg, Fingerprint, Generation, GroupId, Msg, Outbox, Output, Rank, SeqNo,
-};
+use ringside_sim::proto::process::Input;
+use ringside_sim::proto::standalone::{Network, Node, Standalone};
+use ringside_sim::proto::{Buffer, Fingerprint, Generation, GroupId, Msg, Outbox, Rank, SeqNo};
 use ringside_sim::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
 use ringside_sim::units::Nanos;
-use std::collections::BTreeMap;
 
 /// Every (op, algorithm) that `schedule` implements.
 pub const ALGORITHMS: &[(OpKind, Algorithm)] = &[
@@ -116,27 +117,7 @@ impl Setup {
 }
 
 /// The network: latency a in ns, and bandwidth 1/b in bytes per ns (0: infinite).
-#[derive(Clone, Copy, Debug)]
-pub struct Net {
-    pub latency: Nanos,
-    pub bytes_per_ns: u64,
-}
-
-impl Net {
-    /// Everything at time 0, delivered in the order sent.
-    pub const FIFO: Net = Net {
-        latency: 0,
-        bytes_per_ns: 0,
-    };
-
-    fn wire(&self, bytes: u64) -> Nanos {
-        if self.bytes_per_ns == 0 {
-            0
-        } else {
-            bytes.div_ceil(self.bytes_per_ns)
-        }
-    }
-}
+pub type Net = Network;
 
 /// What a run produced.
 pub struct Outcome {
@@ -148,57 +129,36 @@ pub struct Outcome {
     pub steps: u32,
 }
 
-enum Event {
-    /// The message's first byte reaches the receiver, which starts taking it in.
-    Arrive {
-        from: u32,
-        to: u32,
-        msg: Box<CollMsg>,
-        bytes: u64,
-    },
-    /// The receiver has all of it.
-    Deliver {
-        from: u32,
-        to: u32,
-        msg: Box<CollMsg>,
-    },
+/// One rank of the call: its collective, and when it completed.
+struct Member {
+    setup: Setup,
+    me: u32,
+    coll: Collective,
+    done: Option<Nanos>,
 }
 
-struct World {
-    net: Net,
-    members: std::sync::Arc<Members>,
-    queue: BTreeMap<(Nanos, u64), Event>,
-    seq: u64,
-    send_free: Vec<Nanos>,
-    recv_free: Vec<Nanos>,
-    messages: usize,
-}
-
-impl World {
-    fn push(&mut self, at: Nanos, ev: Event) {
-        self.queue.insert((at, self.seq), ev);
-        self.seq += 1;
-    }
-
-    fn outputs(&mut self, me: u32, now: Nanos, out: &mut Outbox) {
-        for o in out.drain() {
-            if let Output::Send { to, msg, bytes, .. } = o {
-                let Msg::Coll(msg) = msg else {
-                    continue; // collectives send nothing else
-                };
-                let to = self.members.index(to).expect("sent to a member");
-                let port = &mut self.send_free[me as usize];
-                let depart = now.max(*port);
-                *port = depart + self.net.wire(bytes);
-                self.messages += 1;
-                let ev = Event::Arrive {
-                    from: me,
-                    to,
-                    msg,
-                    bytes,
-                };
-                self.push(depart + self.net.latency, ev);
+impl Node for Member {
+    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        match input {
+            Input::Start => {
+                self.done = (self.coll.start(now, out) == Progress::Done).then_some(now);
             }
+            Input::Message {
+                from,
+                msg: Msg::Coll(msg),
+            } => {
+                let step = msg.step;
+                match self.coll.on_chunk(now, from.0, msg, out) {
+                    Ok(Progress::Done) => self.done = Some(now),
+                    Ok(Progress::Waiting { .. }) => {}
+                    Ok(Progress::Rejected) | Err(_) => panic!(
+                        "{:?}: rank {} rejected the step-{step} chunk of rank {from}",
+                        self.setup, self.me
+                    ),
+                }
+            }
+            // collectives send nothing else, and set no timer
+            _ => {}
         }
     }
 }
@@ -218,7 +178,7 @@ pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<impl Into<AnySchedule>>) -
     let p = s.p;
     let members = Members::new((0..p).map(Rank).collect());
     let fp = s.fingerprint();
-    let mut colls: Vec<Collective> = scheds
+    let colls: Vec<Collective> = scheds
         .into_iter()
         .zip(0..p)
         .map(|(sched, me)| {
@@ -228,155 +188,46 @@ pub fn run_schedules(s: &Setup, net: Net, scheds: Vec<impl Into<AnySchedule>>) -
         })
         .collect();
     let steps = colls.first().map_or(0, |c| c.steps());
-    let mut world = World {
-        net,
-        members,
-        queue: BTreeMap::new(),
-        seq: 0,
-        send_free: vec![0; p as usize],
-        recv_free: vec![0; p as usize],
-        messages: 0,
-    };
-    let mut done: Vec<Option<Nanos>> = vec![None; p as usize];
-    let mut out = Outbox::new();
-    for me in 0..p {
-        if colls[me as usize].start(0, &mut out) == Progress::Done {
-            done[me as usize] = Some(0);
-        }
-        world.outputs(me, 0, &mut out);
-    }
-    while let Some(((now, _), ev)) = world.queue.pop_first() {
-        match ev {
-            Event::Arrive {
-                from,
-                to,
-                msg,
-                bytes,
-            } => {
-                let port = &mut world.recv_free[to as usize];
-                *port = now.max(*port) + net.wire(bytes);
-                let at = *port;
-                world.push(at, Event::Deliver { from, to, msg });
-            }
-            Event::Deliver { from, to, msg } => {
-                let step = msg.step;
-                let coll = &mut colls[to as usize];
-                match coll.on_chunk(now, from, msg, &mut out) {
-                    Ok(Progress::Done) => done[to as usize] = Some(now),
-                    Ok(Progress::Waiting { .. }) => {}
-                    Ok(Progress::Rejected) | Err(_) => {
-                        panic!("{s:?}: rank {to} rejected the step-{step} chunk of rank {from}")
-                    }
-                }
-                world.outputs(to, now, &mut out);
-            }
-        }
-    }
-    for (me, c) in colls.iter().enumerate() {
+    let ranks = colls
+        .into_iter()
+        .zip(0..p)
+        .map(|(coll, me)| Member {
+            setup: *s,
+            me,
+            coll,
+            done: None,
+        })
+        .collect();
+    let mut x = Standalone::new(ranks, net);
+    x.run(u64::MAX);
+    let messages = x.messages() as usize;
+    let ranks: Vec<Member> = x.into_nodes().into_iter().flatten().collect();
+    for m in &ranks {
         assert!(
-            done[me].is_some(),
-            "{s:?}: deadlock, rank {me} stuck in {:?}",
-            c.wait_state()
+            m.done.is_some(),
+            "{s:?}: deadlock, rank {} stuck in {:?}",
+            m.me,
+            m.coll.wait_state()
         );
     }
-    let results = colls
-        .into_iter()
-        .enumerate()
-        .map(|(me, c)| extract(s.op, s.algorithm, s.ctx(me as u32), c.into_buffer()))
-        .collect();
     Outcome {
-        results,
-        end_ns: done.iter().flatten().copied().max().unwrap_or(0),
-        messages: world.messages,
+        end_ns: ranks.iter().filter_map(|m| m.done).max().unwrap_or(0),
+        results: ranks
+            .into_iter()
+            .map(|m| extract(s.op, s.algorithm, s.ctx(m.me), m.coll.into_buffer()))
+            .collect(),
+        messages,
         steps,
     }
 }
 
-/// Checks statically that the plans of all ranks fit together: the same number of steps and
-/// blocks everywhere, at most one send and one receive per peer per step, and every send of a
-/// step matched by a receive of the same blocks in the same step of its destination.
-pub fn plans_agree(s: &Setup) -> Result<(), String> {
-    let scheds: Vec<_> = (0..s.p)
+/// Checks statically that the plans of all ranks fit together (the library's contract
+/// checker, on the schedules `s` names).
+pub fn plans_agree(s: &Setup) -> Result<(), PlanMismatch> {
+    let scheds: Vec<AnySchedule> = (0..s.p)
         .map(|me| {
             schedule_with(s.op, s.algorithm, s.ctx(me), s.per_host).expect("supported algorithm")
         })
         .collect();
-    let (steps, nb) = (scheds[0].steps(), scheds[0].nblocks());
-    if scheds
-        .iter()
-        .any(|x| x.steps() != steps || x.nblocks() != nb)
-    {
-        return Err("ranks disagree on the number of steps or blocks".into());
-    }
-    let blocks = |plan: &StepPlan, t: &Transfer| plan.ranges[t.ranges.clone()].to_vec();
-    let len = input_len(s.op, s.ctx(0), s.elements) * 2;
-    let layout = Blocks::new(nb, len, 0);
-    let size = |runs: &[(u32, u32)]| -> usize {
-        runs.iter()
-            .map(|&(lo, hi)| layout.elems(lo, hi).len())
-            .sum()
-    };
-    let mut plans = vec![StepPlan::default(); s.p as usize];
-    for step in 0..steps {
-        for (me, sched) in scheds.iter().enumerate() {
-            plans[me].clear();
-            sched.plan(step, &mut plans[me]);
-        }
-        for (me, plan) in plans.iter().enumerate() {
-            for list in [&plan.sends, &plan.recvs] {
-                let mut peers: Vec<u32> = list.iter().map(|t| t.peer).collect();
-                peers.sort_unstable();
-                if peers.windows(2).any(|w| w[0] == w[1]) || peers.contains(&(me as u32)) {
-                    return Err(format!(
-                        "step {step}: rank {me} has a repeated peer or itself"
-                    ));
-                }
-                if peers.iter().any(|&q| q >= s.p) {
-                    return Err(format!("step {step}: rank {me} names a peer >= p"));
-                }
-            }
-            if plan.ranges.iter().any(|&(lo, hi)| lo >= hi || hi > nb) {
-                return Err(format!(
-                    "step {step}: rank {me} names blocks outside 0..{nb}"
-                ));
-            }
-            for t in &plan.sends {
-                let theirs = &plans[t.peer as usize];
-                let matched = theirs
-                    .recvs
-                    .iter()
-                    .find(|r| r.peer == me as u32)
-                    .map(|r| blocks(theirs, r));
-                // all_to_all receives into another buffer than it sends from: there the
-                // pieces must only hold as many elements (their modeled bytes differ by one
-                // when p does not divide n: the sender's count is the one that travels);
-                // everywhere else the very same blocks
-                let fits = match &matched {
-                    Some(m) if s.op == OpKind::AllToAll => size(m) == size(&blocks(plan, t)),
-                    Some(m) => *m == blocks(plan, t),
-                    None => false,
-                };
-                if !fits {
-                    return Err(format!(
-                        "step {step}: rank {me} sends {:?} to {}, which expects {matched:?}",
-                        blocks(plan, t),
-                        t.peer
-                    ));
-                }
-            }
-            for t in &plan.recvs {
-                if !plans[t.peer as usize]
-                    .sends
-                    .iter()
-                    .any(|x| x.peer == me as u32)
-                {
-                    return Err(format!(
-                        "step {step}: rank {me} waits for {} in vain",
-                        t.peer
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
+    contract(s.op, s.elements, &scheds)
 }

@@ -108,7 +108,7 @@ fn every_algorithm_p_dtype_and_reduction() {
                             seed: u64::from(p),
                             ..Setup::new(op, algorithm, p)
                         };
-                        check(&s, Net::FIFO).unwrap();
+                        check(&s, Net::INSTANT).unwrap();
                     }
                 }
             }
@@ -131,7 +131,7 @@ fn rooted_ops_from_every_root() {
                     reduce: ReduceOp::Prod,
                     ..Setup::new(op, algorithm, p)
                 };
-                check(&s, Net::FIFO).unwrap();
+                check(&s, Net::INSTANT).unwrap();
             }
         }
     }
@@ -149,7 +149,7 @@ fn hierarchical_on_every_host_layout() {
                     seed: u64::from(p * 31 + per_host),
                     ..Setup::new(OpKind::Allreduce, Algorithm::Hierarchical, p)
                 };
-                check(&s, Net::FIFO).unwrap();
+                check(&s, Net::INSTANT).unwrap();
                 check(
                     &s,
                     Net {
@@ -179,7 +179,7 @@ fn plans_fit_together_up_to_65_ranks() {
 #[test]
 fn one_rank_takes_no_steps() {
     for &(op, algorithm) in ALGORITHMS {
-        let got = run(&Setup::new(op, algorithm, 1), Net::FIFO);
+        let got = run(&Setup::new(op, algorithm, 1), Net::INSTANT);
         assert_eq!((got.steps, got.messages), (0, 0), "{op} {algorithm}");
     }
 }
@@ -228,7 +228,7 @@ proptest! {
     /// Any call, under FIFO delivery and under a timed network (which reorders deliveries).
     #[test]
     fn random_calls_give_the_reference_result((s, net) in setups()) {
-        prop_assert_eq!(check(&s, Net::FIFO), Ok(()));
+        prop_assert_eq!(check(&s, Net::INSTANT), Ok(()));
         prop_assert_eq!(check(&s, net), Ok(()));
     }
 }
@@ -264,7 +264,7 @@ fn disagreement_is_caught() {
     let scheds = (0..s.p)
         .map(|me| Box::new(EveryoneReduces(s.ctx(me))) as Box<dyn Schedule>)
         .collect();
-    let got = run_schedules(&s, Net::FIFO, scheds);
+    let got = run_schedules(&s, Net::INSTANT, scheds);
     let err = verify(&s, &got).unwrap_err();
     assert!(err.contains("ranks disagree"), "{err}");
 }
@@ -289,7 +289,7 @@ impl Schedule for Forlorn {
 fn deadlock_is_caught() {
     let s = Setup::new(OpKind::Allreduce, Algorithm::Direct, 2);
     let forlorn = || Box::new(Forlorn) as Box<dyn Schedule>;
-    run_schedules(&s, Net::FIFO, vec![forlorn(), forlorn()]);
+    run_schedules(&s, Net::INSTANT, vec![forlorn(), forlorn()]);
 }
 
 #[test]
@@ -432,9 +432,9 @@ fn a_pair_path_that_differs_from_its_plan_is_caught() {
             pair
         })
     };
-    let err = pair_and_plan_paths_agree(&s, Net::FIFO, wrong).unwrap_err();
+    let err = pair_and_plan_paths_agree(&s, Net::INSTANT, wrong).unwrap_err();
     assert!(err.contains("the pair path"), "{err}");
-    let got = run_schedules(&s, Net::FIFO, Repaired::all(&s, wrong));
+    let got = run_schedules(&s, Net::INSTANT, Repaired::all(&s, wrong));
     assert!(
         verify(&s, &got).is_err(),
         "a wrong pair path gives wrong results"

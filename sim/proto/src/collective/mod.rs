@@ -18,7 +18,8 @@
 //! Steps are global rounds: a chunk sent in step k is received in step k of its destination,
 //! so every rank of a call has the same number of steps, and a rank with nothing to do in a
 //! round has an empty step (which passes at once). Within a step a rank sends to and receives
-//! from each peer at most once. Whenever several ranks end with the same result, either one
+//! from each peer at most once. [`plans_agree`] holds the schedules of a call to this contract
+//! without running them. Whenever several ranks end with the same result, either one
 //! rank reduced it and the others copied it, or partners combined the same two operands (which
 //! float reductions do bit-identically), so all of them hold the same bits.
 //!
@@ -66,6 +67,7 @@ pub mod all_to_all;
 mod any;
 pub mod binomial;
 mod blocks;
+mod contract;
 pub mod direct;
 pub mod dissemination;
 pub mod fold;
@@ -81,6 +83,7 @@ pub mod tree;
 
 pub use any::AnySchedule;
 pub use blocks::{block_bytes, block_elems, Blocks};
+pub use contract::{plans_agree, PlanMismatch};
 pub use members::Members;
 
 use super::data::Buffer;

@@ -485,3 +485,20 @@ impl Registry {
         out.send(to, Msg::Registry(Box::new(m)), bytes);
     }
 }
+
+/// A registry node on its own, as the standalone executor drives it.
+impl crate::standalone::Node for Registry {
+    fn handle(&mut self, now: Nanos, input: crate::process::Input, out: &mut Outbox) {
+        use crate::process::Input;
+        match input {
+            Input::Start => self.start(now, out),
+            Input::Message {
+                from,
+                msg: Msg::Registry(m),
+            } => self.on_message(now, from, *m, out),
+            Input::Timer(key) => self.on_timer(now, key, out),
+            // nothing else is meant for a registry node
+            _ => {}
+        }
+    }
+}
