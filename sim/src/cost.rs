@@ -59,65 +59,8 @@
 //! [`bus_factor`]: 2(p-1)/p for allreduce, (p-1)/p for allgather and reduce_scatter, 1 for
 //! broadcast and reduce, where p is the size of the group the op runs on; a barrier has none.
 
+pub use crate::proto::cost::{Cost, Net};
 use crate::scenario::{Algorithm, OpKind};
-
-/// The parameters of an alpha-beta-gamma network, in nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Net {
-    /// Latency per message.
-    pub a: f64,
-    /// Time per byte on the wire: 1/bandwidth.
-    pub b: f64,
-    /// Time per byte reduced: 1/reduce bandwidth, 0 when reductions are free.
-    pub g: f64,
-}
-
-impl Net {
-    /// A network of `latency_ns` and `bandwidth` bytes per second, whose reductions are free.
-    pub fn new(latency_ns: u64, bandwidth: u64) -> Net {
-        Net {
-            a: latency_ns as f64,
-            b: 1e9 / bandwidth as f64,
-            g: 0.0,
-        }
-    }
-
-    /// The same network, reducing at `reduce_bandwidth` bytes per second.
-    pub fn reducing(self, reduce_bandwidth: u64) -> Net {
-        Net {
-            g: 1e9 / reduce_bandwidth as f64,
-            ..self
-        }
-    }
-}
-
-/// The predicted time of one call, in nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Cost {
-    /// Exactly `ns`, over `rounds` messages and reductions in sequence.
-    Exact { ns: f64, rounds: u32 },
-    /// Between `lo` and `hi` (binomial trees on a non-power of two), over at most `rounds`
-    /// messages and reductions in sequence.
-    Between { lo: f64, hi: f64, rounds: u32 },
-}
-
-impl Cost {
-    /// Whether `t` ns is the cost, give or take `slack` ns of rounding (at most one per
-    /// message or reduction in sequence: [`Cost::rounds`]).
-    pub fn admits(&self, t: f64, slack: f64) -> bool {
-        match *self {
-            Cost::Exact { ns, .. } => (t - ns).abs() <= slack,
-            Cost::Between { lo, hi, .. } => t >= lo && t <= hi + slack,
-        }
-    }
-
-    /// How many messages and reductions lie in sequence on the critical path.
-    pub fn rounds(&self) -> u32 {
-        match *self {
-            Cost::Exact { rounds, .. } | Cost::Between { rounds, .. } => rounds,
-        }
-    }
-}
 
 /// ceil(log2 p): the rounds of a binomial tree or of a dissemination on p ranks.
 pub fn ceil_log2(p: u32) -> u32 {
@@ -131,10 +74,14 @@ pub fn ceil_log2(p: u32) -> u32 {
 /// The time of one call of `op` with `algorithm` on `p` ranks for `n` bytes, every rank calling
 /// at once, with no faults, no jitter and no contention from other calls; `None` where the
 /// table of the module has no formula (see there) and for `hierarchical`, which needs the
-/// topology ([`hierarchical_allreduce`]).
+/// topology ([`hierarchical_allreduce`]). A registered algorithm's time is its own formula
+/// ([`ScheduleFactory::with_cost`](crate::proto::collective::custom::ScheduleFactory::with_cost)).
 pub fn textbook(op: OpKind, algorithm: Algorithm, p: u32, n: u64, net: Net) -> Option<Cost> {
     use Algorithm as A;
     use OpKind as O;
+    if let A::Custom(c) = algorithm {
+        return c.factory().cost(op, p, n, net);
+    }
     let Net { a, b, g } = net;
     // a barrier moves no data, whatever `n` says
     let n = if op == OpKind::Barrier { 0.0 } else { n as f64 };

@@ -21,6 +21,7 @@
 //! faults.
 
 pub mod collective;
+pub mod cost;
 pub mod data;
 pub mod elastic;
 pub mod event;

@@ -2,8 +2,10 @@
 //! reduction operators, rendezvous kinds, device meshes, point-to-point peers and registry actions. Their serde names are
 //! the scenario file's words (`"reduce_scatter"`, `"recursive_doubling"`, `"f32"`); the same words
 //! are their `Display`, their `FromStr` and their `name()`, all derived by strum from one
-//! `snake_case` rule (a test holds strum's names to serde's).
+//! `snake_case` rule (a test holds strum's names to serde's). [`Algorithm`], which a program
+//! may extend with algorithms of its own, spells its words by hand, by the same rule.
 
+use crate::collective::custom::{self, CustomAlgorithm};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use strum::{Display, EnumString, IntoStaticStr, VariantArray};
@@ -164,10 +166,10 @@ impl OpKind {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[derive(Display, EnumString, IntoStaticStr, VariantArray)]
-#[strum(serialize_all = "snake_case")]
+/// A collective's algorithm: one of the stock ones, or one registered by the program
+/// ([`crate::collective::custom`]). Its words are the scenario file's (`"recursive_doubling"`,
+/// or the registered name), for serde, `Display`, `FromStr` and `name()` alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     Ring,
     RecursiveDoubling,
@@ -183,11 +185,163 @@ pub enum Algorithm {
     Bruck,
     Eager,
     Rendezvous,
+    /// A schedule registered under a name of its own.
+    Custom(CustomAlgorithm),
 }
 
 impl Algorithm {
+    /// The stock algorithms, in the order of their declaration.
+    pub const STOCK: &'static [Algorithm] = &[
+        Algorithm::Ring,
+        Algorithm::RecursiveDoubling,
+        Algorithm::Rabenseifner,
+        Algorithm::Tree,
+        Algorithm::Direct,
+        Algorithm::Binomial,
+        Algorithm::ScatterAllgather,
+        Algorithm::RecursiveHalving,
+        Algorithm::Dissemination,
+        Algorithm::Hierarchical,
+        Algorithm::Pairwise,
+        Algorithm::Bruck,
+        Algorithm::Eager,
+        Algorithm::Rendezvous,
+    ];
+
+    /// The names of [`Algorithm::STOCK`], in the same order.
+    pub const STOCK_NAMES: &'static [&'static str] = &[
+        "ring",
+        "recursive_doubling",
+        "rabenseifner",
+        "tree",
+        "direct",
+        "binomial",
+        "scatter_allgather",
+        "recursive_halving",
+        "dissemination",
+        "hierarchical",
+        "pairwise",
+        "bruck",
+        "eager",
+        "rendezvous",
+    ];
+
     pub fn name(self) -> &'static str {
-        self.into()
+        match self {
+            Algorithm::Custom(c) => c.name(),
+            stock => Algorithm::STOCK_NAMES[stock.stock_index()],
+        }
+    }
+
+    /// Whether the program registered it, rather than ringside shipping it.
+    pub fn is_custom(self) -> bool {
+        matches!(self, Algorithm::Custom(_))
+    }
+
+    /// Its place in [`Algorithm::STOCK`]; past the stock ones for a registered algorithm.
+    fn stock_index(self) -> usize {
+        match self {
+            Algorithm::Ring => 0,
+            Algorithm::RecursiveDoubling => 1,
+            Algorithm::Rabenseifner => 2,
+            Algorithm::Tree => 3,
+            Algorithm::Direct => 4,
+            Algorithm::Binomial => 5,
+            Algorithm::ScatterAllgather => 6,
+            Algorithm::RecursiveHalving => 7,
+            Algorithm::Dissemination => 8,
+            Algorithm::Hierarchical => 9,
+            Algorithm::Pairwise => 10,
+            Algorithm::Bruck => 11,
+            Algorithm::Eager => 12,
+            Algorithm::Rendezvous => 13,
+            Algorithm::Custom(_) => Algorithm::STOCK.len(),
+        }
+    }
+
+    /// Whether `op` runs with this algorithm: one of [`OpKind::algorithms`], or an op the
+    /// registered algorithm implements.
+    pub fn implements(self, op: OpKind) -> bool {
+        match self {
+            Algorithm::Custom(c) => c.factory().ops().contains(&op),
+            stock => op.algorithms().contains(&stock),
+        }
+    }
+
+    /// Every algorithm `op` runs with: the stock ones, then the registered ones.
+    pub fn all_for(op: OpKind) -> Vec<Algorithm> {
+        let mut all = op.algorithms().to_vec();
+        all.extend(
+            custom::registered()
+                .into_iter()
+                .filter(|a| a.implements(op)),
+        );
+        all
+    }
+}
+
+/// Stock algorithms in the order of their declaration, then registered ones by name: an
+/// order that does not depend on the order of registration.
+impl Ord for Algorithm {
+    fn cmp(&self, other: &Algorithm) -> std::cmp::Ordering {
+        (self.stock_index(), self.name()).cmp(&(other.stock_index(), other.name()))
+    }
+}
+
+impl PartialOrd for Algorithm {
+    fn partial_cmp(&self, other: &Algorithm) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<Algorithm> for &'static str {
+    fn from(a: Algorithm) -> &'static str {
+        a.name()
+    }
+}
+
+/// A name that is neither a stock algorithm nor a registered one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown algorithm `{0}`")]
+pub struct UnknownAlgorithm(pub String);
+
+impl std::str::FromStr for Algorithm {
+    type Err = UnknownAlgorithm;
+
+    fn from_str(s: &str) -> Result<Algorithm, UnknownAlgorithm> {
+        match Algorithm::STOCK_NAMES.iter().position(|n| *n == s) {
+            Some(i) => Ok(Algorithm::STOCK[i]),
+            None => custom::find(s).ok_or_else(|| UnknownAlgorithm(s.to_owned())),
+        }
+    }
+}
+
+impl Serialize for Algorithm {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Algorithm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Algorithm, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = Algorithm;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an algorithm name")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Algorithm, E> {
+                s.parse()
+                    .map_err(|_| E::unknown_variant(s, Algorithm::STOCK_NAMES))
+            }
+        }
+        d.deserialize_str(Name)
     }
 }
 
@@ -317,7 +471,6 @@ mod tests {
     #[test]
     fn strum_names_are_serde_names() {
         same_names::<OpKind>();
-        same_names::<Algorithm>();
         same_names::<Dtype>();
         same_names::<ReduceOp>();
         assert_eq!(OpKind::ALL.as_slice(), OpKind::VARIANTS);
@@ -326,5 +479,42 @@ mod tests {
         assert_eq!(Dtype::F32.name(), "f32");
         assert_eq!(OpKind::ReduceScatter.to_string(), "reduce_scatter");
         assert!("reduce-scatter".parse::<OpKind>().is_err());
+    }
+
+    /// The snake_case of `CamelCase`.
+    fn snake(camel: &str) -> String {
+        let mut s = String::new();
+        for c in camel.chars() {
+            if c.is_ascii_uppercase() && !s.is_empty() {
+                s.push('_');
+            }
+            s.push(c.to_ascii_lowercase());
+        }
+        s
+    }
+
+    #[test]
+    fn stock_algorithms_are_named_by_the_snake_case_rule() {
+        assert_eq!(Algorithm::STOCK.len(), Algorithm::STOCK_NAMES.len());
+        for (i, &a) in Algorithm::STOCK.iter().enumerate() {
+            let name = snake(&format!("{a:?}"));
+            assert_eq!(a.name(), name);
+            assert_eq!(a.to_string(), name);
+            assert_eq!(name.parse::<Algorithm>(), Ok(a));
+            let serde = Algorithm::deserialize(StrDeserializer::<Error>::new(&name));
+            assert_eq!(serde, Ok(a), "{name}");
+            assert_eq!(a.stock_index(), i);
+            assert!(!a.is_custom());
+        }
+        let e = Algorithm::deserialize(StrDeserializer::<Error>::new("bidi")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("unknown variant `bidi`, expected one of `ring`"),
+            "{e}"
+        );
+        assert_eq!(
+            "bidi".parse::<Algorithm>(),
+            Err(UnknownAlgorithm("bidi".into()))
+        );
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! `alpha-beta`: a message of n bytes costs `latency + n / bandwidth`. Each rank has one send
 //! port and one receive port (single-port, full duplex): its sends serialize on the send port,
-//! and messages arriving together serialize on the receive port. Ranks on the same host use the
-//! `intra_host` link when one is given.
+//! and messages arriving together serialize on the receive port. With `ports = k`, each rank
+//! has k of each: a message takes the port of its side that is free first (the lowest-numbered
+//! among equals), so k messages of a rank travel at once and the k+1-th waits for one of them.
+//! Ranks on the same host use the `intra_host` link when one is given.
 //!
 //! `loggp`, with the semantics of LogGOPSim (Hoefler, Schneider & Lumsdaine; its default network,
 //! which has no congestion). Per rank there is a CPU, which pays the overheads, and a NIC with a
@@ -75,9 +77,12 @@ pub struct Net {
     loggp: Option<LogGp>,
     pub jitter: Nanos,
     pub retransmit: Nanos,
-    /// When each rank's send port (LogGP: its send gap) is free again.
+    /// Ports of each side per rank (1 with LogGP).
+    ports: usize,
+    /// When each send port (LogGP: each rank's send gap) is free again: rank r's are
+    /// `r * ports..(r + 1) * ports`.
     send_free: Vec<Nanos>,
-    /// When each rank's receive port (LogGP: its receive gap) is free again.
+    /// When each receive port (LogGP: each rank's receive gap) is free again, as `send_free`.
     recv_free: Vec<Nanos>,
     /// LogGP: when each rank's CPU is free of send and receive overheads.
     cpu_free: Vec<Nanos>,
@@ -87,6 +92,7 @@ impl Net {
     pub fn new(s: &Scenario) -> Net {
         let n = &s.network;
         let p = s.world.size as usize;
+        let ports = n.ports.max(1) as usize;
         let loggp = match n.model {
             NetModel::Loggp => Some(LogGp {
                 l: n.loggp_l.map_or(0, |d| d.0),
@@ -105,10 +111,28 @@ impl Net {
             loggp,
             jitter: n.jitter.0,
             retransmit: n.retransmit_timeout.0.max(1),
-            send_free: vec![0; p],
-            recv_free: vec![0; p],
+            ports,
+            send_free: vec![0; p * ports],
+            recv_free: vec![0; p * ports],
             cpu_free: vec![0; p],
         }
+    }
+
+    /// Of rank `r`'s ports in `free`, the one free first (the lowest-numbered among equals).
+    #[inline(always)]
+    fn port(&self, free: &[Nanos], r: usize) -> usize {
+        let k = self.ports;
+        if k == 1 {
+            return r;
+        }
+        let mine = &free[r * k..(r + 1) * k];
+        let mut best = 0;
+        for (i, &t) in mine.iter().enumerate().skip(1) {
+            if t < mine[best] {
+                best = i;
+            }
+        }
+        r * k + best
     }
 
     #[inline(always)]
@@ -135,11 +159,12 @@ impl Net {
                 }
             }
             None => {
+                let port = self.port(&self.send_free, f);
                 let link = self.link(from, to);
                 let ser = link.serialization(bytes);
                 let latency = link.latency;
-                let start = t.max(self.send_free[f]);
-                self.send_free[f] = later(start, ser);
+                let start = t.max(self.send_free[port]);
+                self.send_free[port] = later(start, ser);
                 Timing {
                     depart: start,
                     arrive: later(later(later(start, latency), ser), extra),
@@ -177,10 +202,11 @@ impl Net {
                 later(start, recv_cost)
             }
             None => {
+                let port = self.port(&self.recv_free, r);
                 let recv_cost = self.link(from, to).serialization(bytes);
                 // the bytes stream in during [arrive - cost, arrive] unless the port is busy
-                let done = arrive.max(later(self.recv_free[r], recv_cost));
-                self.recv_free[r] = done;
+                let done = arrive.max(later(self.recv_free[port], recv_cost));
+                self.recv_free[port] = done;
                 done
             }
         }
@@ -189,16 +215,17 @@ impl Net {
     /// Adds a node after the ranks (the store of a store rendezvous), with its own ports; it
     /// sits on its own host.
     pub fn add_node(&mut self) {
-        self.send_free.push(0);
-        self.recv_free.push(0);
+        let k = self.ports;
+        self.send_free.extend(std::iter::repeat_n(0, k));
+        self.recv_free.extend(std::iter::repeat_n(0, k));
         self.cpu_free.push(0);
     }
 
     /// Forgets a dead rank's port state.
     pub fn reset_rank(&mut self, rank: u32, now: Nanos) {
-        let r = rank as usize;
-        self.send_free[r] = now;
-        self.recv_free[r] = now;
+        let (r, k) = (rank as usize, self.ports);
+        self.send_free[r * k..(r + 1) * k].fill(now);
+        self.recv_free[r * k..(r + 1) * k].fill(now);
         self.cpu_free[r] = now;
     }
 }

@@ -120,6 +120,10 @@ pub struct Network {
     /// Links between ranks on the same host (used when ranks_per_host > 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intra_host: Option<Link>,
+    /// Send ports and receive ports of each rank (alpha-beta): a message takes the port that
+    /// is free first, so up to this many of a rank's messages travel at once.
+    #[serde(default = "one_port", skip_serializing_if = "is_one_port")]
+    pub ports: u32,
     /// LogGP wire latency.
     #[serde(default, rename = "L", skip_serializing_if = "Option::is_none")]
     pub loggp_l: Option<Duration>,
@@ -143,6 +147,12 @@ fn default_bandwidth() -> Bandwidth {
 fn default_retransmit() -> Duration {
     Duration(200_000_000)
 }
+fn one_port() -> u32 {
+    1
+}
+fn is_one_port(ports: &u32) -> bool {
+    *ports == 1
+}
 
 impl Default for Network {
     fn default() -> Self {
@@ -154,6 +164,7 @@ impl Default for Network {
             jitter: Duration::ZERO,
             retransmit_timeout: default_retransmit(),
             intra_host: None,
+            ports: 1,
             loggp_l: None,
             loggp_o: None,
             loggp_g: None,

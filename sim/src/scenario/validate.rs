@@ -29,6 +29,8 @@ pub const MAX_ELEMENTS: u32 = 16_777_216;
 pub const MAX_ITERATIONS: u32 = 10_000_000;
 /// Most dimensions of a device mesh.
 pub const MAX_MESH_DIMS: usize = 8;
+/// Most send (and receive) ports of a rank.
+pub const MAX_PORTS: u32 = 64;
 
 /// Checks a parsed scenario; on failure returns (key path, message).
 pub fn validate(s: &Scenario) -> Result<(), Invalid> {
@@ -192,6 +194,18 @@ fn network(s: &Scenario) -> Result<(), Invalid> {
         }
     }
     positive("network.retransmit_timeout", n.retransmit_timeout)?;
+    if !(1..=MAX_PORTS).contains(&n.ports) {
+        return fail(
+            "network.ports",
+            format!("must be between 1 and {MAX_PORTS}"),
+        );
+    }
+    if n.ports != 1 && n.model == NetModel::Loggp {
+        return fail(
+            "network.ports",
+            "the loggp model has one NIC per rank, paced by `g` and `G`: remove `ports`",
+        );
+    }
     if n.intra_host.is_some() && s.world.ranks_per_host == 1 {
         return fail(
             "network.intra_host",
@@ -295,9 +309,8 @@ fn mesh(s: &Scenario, m: &Mesh) -> Result<(), Invalid> {
 }
 
 fn algorithm_of(key: &str, op: OpKind, a: Algorithm) -> Result<(), Invalid> {
-    let choices = op.algorithms();
-    if !choices.contains(&a) {
-        let names: Vec<&str> = choices.iter().map(|a| a.name()).collect();
+    if !a.implements(op) {
+        let names: Vec<&str> = Algorithm::all_for(op).iter().map(|a| a.name()).collect();
         return fail(
             key,
             format!(

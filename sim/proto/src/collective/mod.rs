@@ -68,6 +68,7 @@ mod any;
 pub mod binomial;
 mod blocks;
 mod contract;
+pub mod custom;
 pub mod direct;
 pub mod dissemination;
 pub mod fold;
@@ -299,6 +300,10 @@ pub fn schedule_with(
         (O::AllToAll, A::Bruck) => all_to_all::Bruck::new(ctx).into(),
         (O::Gather, A::Binomial) => gather::BinomialGather::new(ctx).into(),
         (O::Scatter, A::Binomial) => gather::BinomialScatter::new(ctx).into(),
+        (_, A::Custom(c)) if c.factory().ops().contains(&op) => {
+            let g = custom::GroupCtx { op, ctx, per_host };
+            AnySchedule::Other(c.factory().build(&g))
+        }
         (_, A::Direct) => match direct::Direct::new(op, ctx) {
             Some(d) => d.into(),
             None => return Err(UnsupportedAlgorithm { op, algorithm }),

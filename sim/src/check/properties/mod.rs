@@ -9,6 +9,7 @@
 //! some. Only determinism runs the case again.
 
 mod collectives;
+mod contract;
 mod determinism;
 mod diagnosis;
 mod liveness;
@@ -40,6 +41,12 @@ use strum::{Display, EnumIter, EnumMessage, EnumString, IntoEnumIterator, IntoSt
 )]
 #[strum(serialize_all = "snake_case")]
 pub enum Property {
+    /// Every call of a registered algorithm keeps the schedule contract on the groups it runs
+    /// on: each step's sends and receives agree across the group's ranks.
+    #[strum(
+        message = "every call of a registered algorithm keeps the schedule contract: each step's sends and receives agree across its group"
+    )]
+    ScheduleContract,
     /// All ranks that complete collective (group, generation, seq) hold identical results
     /// (reduce-scatter excepted: there each rank holds its own block, which validity checks).
     #[strum(message = "the ranks that complete a collective hold identical results")]
@@ -105,7 +112,8 @@ impl Property {
     pub fn kind(self) -> Kind {
         match self {
             Property::Liveness => Kind::Liveness,
-            Property::Agreement
+            Property::ScheduleContract
+            | Property::Agreement
             | Property::Validity
             | Property::DiagnosisSound
             | Property::DiagnosisComplete
@@ -122,6 +130,7 @@ impl Property {
     /// Checks the property on `case`, whose run is `run`.
     pub fn check(self, case: &Case, run: &Run) -> Result<(), Violation> {
         match self {
+            Property::ScheduleContract => contract::schedule_contract(case, run),
             Property::Agreement => collectives::agreement(case, run),
             Property::Validity => collectives::validity(case, run),
             Property::DiagnosisSound => diagnosis::diagnosis_sound(case, run),
@@ -200,6 +209,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "schedule_contract",
                 "agreement",
                 "validity",
                 "diagnosis_sound",

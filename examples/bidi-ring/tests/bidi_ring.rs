@@ -1,0 +1,212 @@
+//! The bidirectional ring as its users run it: registered under its name, a scenario names
+//! it, the engine runs it with the right result on every group size, in the time its network
+//! allows, under faults with its stall diagnosed; its trace names it and replays; the swarm
+//! checks it under generated fault schedules.
+
+use ringside_sim::check::swarm::{Quiet, Swarm};
+use ringside_sim::check::{Gen, Property};
+use ringside_sim::cost::{textbook, Net};
+use ringside_sim::replay::{replay, ReplayOutcome};
+use ringside_sim::run::{run, RunOptions};
+use ringside_sim::scenario::{parse, Algorithm, OpKind, Outcome, Scenario};
+
+fn scenario(text: &str) -> Scenario {
+    parse(text, "bidi.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// One bidirectional ring allreduce of `bytes` on `p` ranks, and what follows it in the file.
+fn bidi(p: u32, bytes: u64, rest: &str) -> String {
+    format!(
+        "name = \"bidi\"\n[world]\nsize = {p}\n\
+         [network]\nlatency = \"5us\"\nbandwidth = \"1GB/s\"\n\
+         [workload]\ndtype = \"i64\"\nelements = 29\n\
+         [[workload.ops]]\nop = \"allreduce\"\nalgorithm = \"bidi_ring\"\nbytes = \"{bytes}B\"\n\
+         {rest}"
+    )
+}
+
+#[test]
+fn a_registered_algorithm_runs_from_a_scenario_with_the_right_result() {
+    let algorithm = bidi_ring::register();
+    assert_eq!(algorithm.name(), "bidi_ring");
+    assert_eq!("bidi_ring".parse::<Algorithm>(), Ok(algorithm));
+    assert!(algorithm.implements(OpKind::Allreduce));
+    assert!(!algorithm.implements(OpKind::Broadcast));
+    for p in 1..=9 {
+        let s = scenario(&bidi(p, 720_720, ""));
+        let out = run(&s, &RunOptions::default()).expect("runs");
+        assert_eq!(out.report.outcome, Outcome::Completed, "p = {p}");
+        assert!(!out.report.ops.is_empty(), "p = {p}");
+        for op in &out.report.ops {
+            assert!(op.correct, "p = {p}: a wrong result");
+        }
+    }
+}
+
+#[test]
+fn on_one_port_per_rank_it_costs_what_a_ring_costs() {
+    bidi_ring::register();
+    // each step's two chunks of n/2p bytes leave one after the other on the one send port:
+    // 2(p-1)(a + n/p b), the ring's time
+    for p in [2, 3, 4, 5, 8] {
+        let n = 2 * 720_720;
+        let out = run(&scenario(&bidi(p, n, "")), &RunOptions::default()).expect("runs");
+        let op = &out.report.ops[0];
+        let took = (op.end_ns.expect("completed") - op.start_ns) as f64;
+        let ring = textbook(
+            OpKind::Allreduce,
+            Algorithm::Ring,
+            p,
+            n,
+            Net::new(5_000, 1_000_000_000),
+        )
+        .expect("the ring has a formula");
+        assert!(
+            ring.admits(took, f64::from(ring.rounds())),
+            "p = {p}: {took} ns, {ring:?}"
+        );
+    }
+}
+
+#[test]
+fn on_two_ports_per_rank_it_costs_its_own_formula() {
+    let algorithm = bidi_ring::register();
+    // both chunks of a step travel at once: 2(p-1)(a + n/2p b), half the ring's bandwidth term
+    for p in [2, 3, 4, 5, 8, 9] {
+        let n = 2 * 720_720;
+        let text = bidi(p, n, "").replace(
+            "bandwidth = \"1GB/s\"\n",
+            "bandwidth = \"1GB/s\"\nports = 2\n",
+        );
+        let out = run(&scenario(&text), &RunOptions::default()).expect("runs");
+        let op = &out.report.ops[0];
+        assert!(op.correct, "p = {p}");
+        let took = (op.end_ns.expect("completed") - op.start_ns) as f64;
+        let net = Net::new(5_000, 1_000_000_000);
+        let own = textbook(OpKind::Allreduce, algorithm, p, n, net).expect("its formula");
+        assert!(
+            own.admits(took, f64::from(own.rounds())),
+            "p = {p}: {took} ns, {own:?}"
+        );
+        let ring = textbook(OpKind::Allreduce, Algorithm::Ring, p, n, net).expect("the ring's");
+        if p > 2 {
+            assert!(
+                took < 0.75 * ring_ns(&ring),
+                "p = {p}: {took} ns, the ring {ring:?}"
+            );
+        }
+    }
+}
+
+fn ring_ns(c: &ringside_sim::cost::Cost) -> f64 {
+    match *c {
+        ringside_sim::cost::Cost::Exact { ns, .. } => ns,
+        ringside_sim::cost::Cost::Between { hi, .. } => hi,
+    }
+}
+
+#[test]
+fn when_a_rank_dies_its_stall_is_diagnosed() {
+    bidi_ring::register();
+    let s = scenario(&bidi(
+        5,
+        1 << 20,
+        "[group]\ntimeout = \"50ms\"\n\
+         [[faults]]\nkind = \"preempt\"\nrank = 3\nat = \"0s\"\n",
+    ));
+    let out = run(&s, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    let causes: Vec<String> = out
+        .diagnosis
+        .root_causes()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(causes, ["preempted:3"], "{:#?}", out.report.explanation);
+    // rank 3's neighbours wait for it: clockwise and counter-clockwise
+    let blocked: Vec<u32> = out.report.blocked.iter().map(|b| b.rank).collect();
+    assert!(blocked.contains(&2) && blocked.contains(&4), "{blocked:?}");
+}
+
+#[test]
+fn its_trace_names_it_and_replays() {
+    bidi_ring::register();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("bidi.jsonl");
+    let s = scenario(&bidi(4, 4096, ""));
+    let opts = RunOptions {
+        trace: Some(&path),
+        ..RunOptions::default()
+    };
+    run(&s, &opts).expect("runs");
+    let text = std::fs::read_to_string(&path).expect("the trace");
+    assert!(text.contains("\"algorithm\":\"bidi_ring\""), "{text}");
+    let replayed = replay(&path, Default::default()).expect("replays");
+    assert!(
+        matches!(replayed, ReplayOutcome::Identical { .. }),
+        "{replayed:?}"
+    );
+}
+
+#[test]
+fn the_swarm_checks_it_under_generated_fault_schedules() {
+    bidi_ring::register();
+    let swarm = Swarm {
+        seed: 7,
+        cases: 24,
+        scenarios: vec![scenario(&bidi(4, 1 << 16, ""))],
+        gen: Gen::ranks(4),
+        ..Swarm::default()
+    };
+    let summary = swarm.run(&mut Quiet);
+    assert_eq!(summary.cases, 24);
+    if let Some(found) = summary.found {
+        panic!("{}\n{:#?}", found.failure.message(), found.shrunk.scenario);
+    }
+}
+
+#[test]
+fn a_wrong_peer_is_caught_shrunk_and_named_with_its_step_and_peer() {
+    bidi_ring::register_wrong_peer();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let base = bidi(7, 1 << 16, "").replace("\"bidi_ring\"", "\"bidi_ring_wrong_peer\"");
+    let swarm = Swarm {
+        seed: 3,
+        cases: 4,
+        scenarios: vec![scenario(&base)],
+        gen: Gen::ranks(7),
+        out_dir: Some(dir.path().to_path_buf()),
+        ..Swarm::default()
+    };
+    let found = swarm
+        .run(&mut Quiet)
+        .found
+        .expect("the planted bug is caught");
+    assert_eq!(found.failure.property(), Some(Property::ScheduleContract));
+    // shrunk to the fewest ranks where rank 0 has a wrong peer at all
+    assert_eq!(
+        found.shrunk.scenario.world.size, 4,
+        "{:#?}",
+        found.shrunk.scenario
+    );
+    assert_eq!(
+        found.failure.message(),
+        "allreduce bidi_ring_wrong_peer on 4 ranks: step 2: rank 0 sends [(6, 7)] to 2, \
+         which expects None"
+    );
+    // written as a scenario that names the algorithm, and a trace that replays
+    let files = found.files.expect("files written");
+    assert_eq!(files.written, Ok(()));
+    assert_eq!(files.replay, Ok(()));
+    let toml = std::fs::read_to_string(&files.scenario).expect("the scenario");
+    assert!(toml.contains("bidi_ring_wrong_peer"), "{toml}");
+    // and the run of the shrunk scenario stalls where the contract broke: rank 3 waits for
+    // the chunk rank 0 sent to rank 2
+    let out = run(&found.shrunk.scenario, &RunOptions::default()).expect("runs");
+    assert_eq!(out.report.outcome, Outcome::Stalled);
+    assert!(
+        out.report.blocked.iter().any(|b| b.rank == 3),
+        "{:#?}",
+        out.report.blocked
+    );
+}
