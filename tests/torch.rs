@@ -37,6 +37,11 @@ fn venv() -> Option<PathBuf> {
 /// `ringside torchrun ARGS -- python PROGRAM PARGS` with the venv's python, the checkout's
 /// backend module first on the path.
 fn torchrun(bin: &Path, args: &[&str], program: &[&str]) -> Output {
+    with_python(bin, "torchrun", args, program)
+}
+
+/// `ringside COMMAND ARGS -- python PROGRAM PARGS`, as [`torchrun`].
+fn with_python(bin: &Path, command: &str, args: &[&str], program: &[&str]) -> Output {
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -46,7 +51,7 @@ fn torchrun(bin: &Path, args: &[&str], program: &[&str]) -> Output {
         .env("PATH", path)
         .env("PYTHONPATH", common::root().join("python"))
         .env("PYTHONWARNINGS", "ignore")
-        .arg("torchrun")
+        .arg(command)
         .args(args)
         .arg("--")
         .arg("python")
@@ -294,4 +299,71 @@ fn isend_irecv_batch_isend_irecv_and_send_recv_carry_the_programs_tensors() {
     assert!(ops.iter().all(|op| op["correct"] == true), "{v}");
     let exits = v["ranks_exit"].as_array().expect("ranks_exit");
     assert!(exits.iter().all(|e| e["code"] == 0), "{v}");
+}
+
+#[test]
+fn check_torch_finds_and_shrinks_a_hang_in_error_handling_and_writes_a_scenario_that_replays_it() {
+    let Some(bin) = venv() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
+    let o = with_python(
+        &bin,
+        "check",
+        &[
+            "--torch",
+            "scenarios/torch/check.toml",
+            "--cases",
+            "8",
+            "--out",
+            &out,
+            "--json",
+        ],
+        &["examples/torch/retry_barrier.py"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    let v = common::json(&o);
+    let f = &v["failure"];
+    assert_eq!(f["property"], "ends", "{v}");
+    assert!(
+        f["why"].as_str().is_some_and(|w| w.contains("never ended")),
+        "{v}"
+    );
+    // shrunk to one fault, triggered no later than the one found
+    let shrunk = f["shrunk"].as_array().expect("shrunk");
+    assert_eq!(shrunk.len(), 1, "{v}");
+    assert!(f["found"].as_array().expect("found").len() >= shrunk.len());
+    // the scenario written replays the hang with torchrun
+    let scenario = f["scenario"].as_str().expect("scenario written");
+    let replay = f["replay"].as_str().expect("replay command");
+    assert!(replay.starts_with("ringside torchrun ") && replay.contains("retry_barrier.py"));
+    let o = torchrun(
+        &bin,
+        &[scenario, "--json"],
+        &["examples/torch/retry_barrier.py"],
+    );
+    let v = common::json(&o);
+    assert_eq!(v["outcome"], "timed_out", "{}", common::text(&o));
+}
+
+#[test]
+fn check_torch_passes_a_program_whose_error_handling_ends_it() {
+    let Some(bin) = venv() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().display().to_string();
+    let o = with_python(
+        &bin,
+        "check",
+        &[
+            "--torch",
+            "scenarios/torch/check.toml",
+            "--cases",
+            "4",
+            "--out",
+            &out,
+        ],
+        &["examples/torch/resilient.py"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let text = common::stdout(&o);
+    assert!(text.contains("4 cases: every run ended"), "{text}");
 }

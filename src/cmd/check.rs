@@ -1,4 +1,6 @@
-//! `ringside check [SCENARIO...] [--cases N] [--seed S] [--shard I/N] [--time BUDGET] [--junit FILE] [--json]`
+//! `ringside check [SCENARIO...] [--cases N] [--seed S] [--shard I/N] [--time BUDGET] [--junit FILE] [--json]`,
+//! and `ringside check --torch SCENARIO [--cases N] [--seed S] -- PROGRAM ARGS...`
+//! (`check_torch`)
 
 use super::{load_scenario, mutation_names};
 use crate::progress::Progress;
@@ -56,6 +58,14 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = ringside_sim::check::swarm::CASE_MAX_EVENTS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_events: u64,
+    /// Property-tests a real PyTorch program instead: `check --torch SCENARIO -- python
+    /// train.py` runs it under drawn fault schedules on the scenario's cluster
+    /// (docs/torchrun.md); --cases defaults to 16 there.
+    #[arg(long, requires = "program")]
+    pub torch: bool,
+    /// With --torch: the program and its arguments.
+    #[arg(last = true, num_args = 1..)]
+    pub program: Vec<String>,
 }
 
 /// The properties every case is checked against, from the registry, for `--help`.
@@ -160,6 +170,9 @@ fn writable(dir: &std::path::Path) -> Result<(), Failure> {
 }
 
 pub fn main(a: CheckArgs) -> Result<(), Failure> {
+    if a.torch || !a.program.is_empty() {
+        return super::check_torch::main(&a);
+    }
     let cases = match a.cases {
         Some(0) => {
             return Err(Failure::Input(

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod check;
+pub mod check_torch;
 pub mod explain;
 pub mod export;
 pub mod import;

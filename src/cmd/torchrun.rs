@@ -50,6 +50,7 @@ pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
             interrupt: Some(&flag),
             limits: a.budget.limits(wall.as_deref()),
             stdout_to_stderr: a.json,
+            ..TorchOptions::default()
         },
     )?;
     let r = &out.run.report;

@@ -57,9 +57,9 @@ enum PendingKind {
 }
 
 /// The [`Application`] of `ringside torchrun`.
-pub struct Lockstep<'a> {
+pub struct Lockstep<'a, 's> {
     ranks: Vec<RankState>,
-    jobs: &'a mut Jobs,
+    jobs: &'a mut Jobs<'s>,
     pending: Vec<Pending>,
     seq: u64,
     groups: BTreeMap<String, GroupId>,
@@ -74,17 +74,20 @@ pub struct Lockstep<'a> {
     pub errors: Vec<(u32, String)>,
     /// Each rank's first call that failed (the one it was blocked in when its watchdog fired).
     first_failed: BTreeMap<u32, u32>,
+    /// Each rank's completed calls, in the order they were waited for: (call, hash of the
+    /// result's bits; 0 for none).
+    pub results: Vec<Vec<(u32, u64)>>,
 }
 
-impl<'a> Lockstep<'a> {
+impl<'a, 's> Lockstep<'a, 's> {
     pub fn new(
-        jobs: &'a mut Jobs,
+        jobs: &'a mut Jobs<'s>,
         compute: ComputeModel,
         timeout: Nanos,
         algorithm: Option<Algorithm>,
         interrupt: Option<&'a AtomicBool>,
         wall: Option<&'a AtomicBool>,
-    ) -> Lockstep<'a> {
+    ) -> Lockstep<'a, 's> {
         let n = jobs.ranks();
         Lockstep {
             ranks: (0..n)
@@ -109,6 +112,7 @@ impl<'a> Lockstep<'a> {
             wall,
             errors: Vec::new(),
             first_failed: BTreeMap::new(),
+            results: vec![Vec::new(); n],
         }
     }
 
@@ -153,7 +157,11 @@ impl<'a> Lockstep<'a> {
         st.mode = Mode::Running;
         st.cpu_mark = self.jobs.cpu_time(rank);
         let reply = match outcome {
-            AppOutcome::Completed(result) => Reply::Done { work, result },
+            AppOutcome::Completed(result) => {
+                let hash = result.as_ref().map_or(0, |b| b.hash());
+                self.results[rank as usize].push((work, hash));
+                Reply::Done { work, result }
+            }
             AppOutcome::Failed(reason) => {
                 self.first_failed.entry(rank).or_insert(work);
                 Reply::Failed {
@@ -335,7 +343,7 @@ impl<'a> Lockstep<'a> {
     }
 }
 
-impl Application for Lockstep<'_> {
+impl Application for Lockstep<'_, '_> {
     fn sync(&mut self, _now: Nanos, done: Vec<(u32, Nanos, AppDone)>) -> Vec<(u32, Nanos, Input)> {
         for (rank, at, d) in done {
             let st = &mut self.ranks[rank as usize];

@@ -4,9 +4,13 @@
 //!
 //! - `procs`: the processes, their environment, the key and the socket;
 //! - `wire`: the frames on the socket;
+//! - `check`: property testing of the program under drawn fault schedules;
+//! - `forkserver`: the Python process that imported torch once and forks the program's;
 //! - `lockstep`: the [`Application`](crate::engine::Application) that hands the programs' calls
 //!   to the engine only while no program runs.
 
+pub mod check;
+pub mod forkserver;
 mod lockstep;
 mod procs;
 pub mod wire;
@@ -16,7 +20,7 @@ pub use procs::Exit;
 use crate::budget::Limits;
 use crate::proto::event::AbortReason;
 use crate::run::{self, RunOptions, RunOutput};
-use crate::scenario::Scenario;
+use crate::scenario::{Outcome, Scenario};
 use std::cell::RefCell;
 use std::io;
 use std::path::Path;
@@ -32,11 +36,18 @@ pub struct TorchOptions<'a> {
     pub limits: Limits<'a>,
     /// The children's standard output goes to our standard error (when ours carries JSON).
     pub stdout_to_stderr: bool,
+    /// The children's standard output and error go nowhere.
+    pub silent: bool,
+    /// How long the processes have to end by themselves once the run is over (default
+    /// [`EXIT_GRACE`]).
+    pub exit_grace: Option<Duration>,
+    /// Forks the processes from this fork server instead of starting them.
+    pub fork_server: Option<&'a forkserver::ForkServer>,
 }
 
 /// How long the processes have to end by themselves once the run is over (they have left the
 /// job already; a process still there after this is killed).
-const EXIT_GRACE: Duration = Duration::from_secs(60);
+pub const EXIT_GRACE: Duration = Duration::from_secs(60);
 
 /// A finished `torchrun`.
 pub struct TorchOutput {
@@ -50,6 +61,9 @@ pub struct TorchOutput {
     /// Where each blocked rank was blocked: its first call that failed, else the call it
     /// waited for at the end.
     pub blocked_sites: Vec<(u32, String)>,
+    /// Each rank's completed calls in the order it waited for them: (call, hash of the
+    /// result's bits, 0 for none).
+    pub results: Vec<Vec<(u32, u64)>>,
 }
 
 /// Runs `program` as `scenario.world.size` processes on the simulated cluster of `scenario`
@@ -60,11 +74,15 @@ pub fn torchrun(
     opts: &TorchOptions,
 ) -> io::Result<TorchOutput> {
     let torch = scenario.torch.clone().unwrap_or_default();
-    let mut jobs = procs::Jobs::start(&procs::Spawn {
-        program,
-        nproc: scenario.world.size,
-        stdout_to_stderr: opts.stdout_to_stderr,
-    })?;
+    let mut jobs = procs::Jobs::start(
+        &procs::Spawn {
+            program,
+            nproc: scenario.world.size,
+            stdout_to_stderr: opts.stdout_to_stderr,
+            silent: opts.silent,
+        },
+        opts.fork_server,
+    )?;
     let lockstep = RefCell::new(lockstep::Lockstep::new(
         &mut jobs,
         torch.compute,
@@ -84,18 +102,26 @@ pub fn torchrun(
             ..RunOptions::default()
         },
     );
-    let lockstep = lockstep.into_inner();
+    let mut lockstep = lockstep.into_inner();
     let errors = lockstep.errors.clone();
     let sites = lockstep.sites();
     let blocked_sites = lockstep.blocked_sites();
+    let results = std::mem::take(&mut lockstep.results);
     drop(lockstep);
-    let exits = jobs.finish(EXIT_GRACE);
+    // a run that ran out of a budget leaves its processes waiting for replies that will not
+    // come: they are killed at once
+    let grace = match out.as_ref().map(|o| o.result.outcome) {
+        Ok(Outcome::TimedOut) => Duration::ZERO,
+        _ => opts.exit_grace.unwrap_or(EXIT_GRACE),
+    };
+    let exits = jobs.finish(grace);
     Ok(TorchOutput {
         run: out?,
         exits,
         errors,
         sites,
         blocked_sites,
+        results,
     })
 }
 

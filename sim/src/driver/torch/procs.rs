@@ -3,13 +3,14 @@
 //! handshake of `ringside launch`, `driver::tcp::auth`), its frames read on a thread of its own
 //! and handed to the lockstep in the order each connection carried them.
 
+use super::forkserver::ForkServer;
 use super::wire::{self, Reply, Request, MAX_FRAME};
 use crate::driver::tcp::auth::{self, Channel, JobKey};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -31,10 +32,57 @@ pub enum Exit {
     Signal(i32),
 }
 
+/// A process of the job: a child of ours, or one the fork server forked (which reaps it and
+/// tells us how it ended).
+enum Proc<'s> {
+    Own(Child),
+    Forked { pid: i32, server: &'s ForkServer },
+}
+
+impl Proc<'_> {
+    fn id(&self) -> u32 {
+        match self {
+            Proc::Own(c) => c.id(),
+            Proc::Forked { pid, .. } => *pid as u32,
+        }
+    }
+
+    fn try_wait(&mut self) -> Option<Exit> {
+        match self {
+            Proc::Own(c) => c.try_wait().ok().flatten().map(exit_of),
+            Proc::Forked { pid, server } => server.exit_of(*pid),
+        }
+    }
+
+    /// Kills it (SIGKILL) and waits for its end.
+    fn kill(&mut self) -> Option<Exit> {
+        match self {
+            Proc::Own(c) => {
+                let _ = c.kill();
+                c.wait().ok().map(exit_of)
+            }
+            Proc::Forked { pid, server } => {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                // the server reaps it within its next poll
+                for _ in 0..2_000 {
+                    if let Some(e) = server.exit_of(*pid) {
+                        return Some(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Some(Exit::Signal(9))
+            }
+        }
+    }
+}
+
 /// The processes of one job and their connections.
-pub struct Jobs {
+pub struct Jobs<'s> {
     dir: PathBuf,
-    children: Vec<Option<Child>>,
+    children: Vec<Option<Proc<'s>>>,
     writers: Vec<Option<UnixStream>>,
     rx: mpsc::Receiver<(u32, Incoming)>,
     exits: Vec<Option<Exit>>,
@@ -54,6 +102,38 @@ pub struct Spawn<'a> {
     pub nproc: u32,
     /// Where the children's standard output goes: ours, or our standard error.
     pub stdout_to_stderr: bool,
+    /// The children's standard output and error go nowhere (property testing's cases).
+    pub silent: bool,
+}
+
+/// torchrun's environment for `rank` of `n`, and ringside's own variables.
+fn rank_env(
+    rank: u32,
+    n: u32,
+    port: u16,
+    job: u64,
+    socket: &Path,
+    key_file: &Path,
+) -> Vec<(String, String)> {
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    [
+        ("RANK", rank.to_string()),
+        ("LOCAL_RANK", rank.to_string()),
+        ("WORLD_SIZE", n.to_string()),
+        ("LOCAL_WORLD_SIZE", n.to_string()),
+        ("GROUP_RANK", "0".to_string()),
+        ("ROLE_RANK", rank.to_string()),
+        ("ROLE_WORLD_SIZE", n.to_string()),
+        ("MASTER_ADDR", "127.0.0.1".to_string()),
+        ("MASTER_PORT", port.to_string()),
+        ("TORCHELASTIC_RUN_ID", format!("ringside-{job:016x}")),
+        ("RINGSIDE_TORCH_SOCKET", path(socket)),
+        ("RINGSIDE_TORCH_KEY_FILE", path(key_file)),
+        ("RINGSIDE_TORCH_JOB", format!("{job:016x}")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 fn private_dir() -> io::Result<PathBuf> {
@@ -70,9 +150,10 @@ fn free_port() -> io::Result<u16> {
         .port())
 }
 
-impl Jobs {
-    /// Starts `spawn.nproc` processes of the program; their backend connects back.
-    pub fn start(spawn: &Spawn) -> io::Result<Jobs> {
+impl<'s> Jobs<'s> {
+    /// Starts `spawn.nproc` processes of the program, forked by `server` when given; their
+    /// backend connects back.
+    pub fn start(spawn: &Spawn, server: Option<&'s ForkServer>) -> io::Result<Jobs<'s>> {
         let Some((exe, args)) = spawn.program.split_first() else {
             return Err(io::Error::other("no program to run (after --)"));
         };
@@ -94,29 +175,28 @@ impl Jobs {
         let port = free_port()?;
         let mut children = Vec::new();
         for rank in 0..n {
+            let env = rank_env(rank, n, port, job, &socket, &key_file);
+            if let Some(server) = server {
+                let mut all: Vec<(String, String)> = std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                    .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
+                    .collect();
+                all.extend(env);
+                let pid = server.fork(args, &all, spawn.silent)?;
+                children.push(Some(Proc::Forked { pid, server }));
+                continue;
+            }
             let mut cmd = Command::new(exe);
-            cmd.args(args)
-                .env("RANK", rank.to_string())
-                .env("LOCAL_RANK", rank.to_string())
-                .env("WORLD_SIZE", n.to_string())
-                .env("LOCAL_WORLD_SIZE", n.to_string())
-                .env("GROUP_RANK", "0")
-                .env("ROLE_RANK", rank.to_string())
-                .env("ROLE_WORLD_SIZE", n.to_string())
-                .env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", port.to_string())
-                .env("TORCHELASTIC_RUN_ID", format!("ringside-{job:016x}"))
-                .env("RINGSIDE_TORCH_SOCKET", &socket)
-                .env("RINGSIDE_TORCH_KEY_FILE", &key_file)
-                .env("RINGSIDE_TORCH_JOB", format!("{job:016x}"))
-                .stdin(Stdio::null());
-            if spawn.stdout_to_stderr {
+            cmd.args(args).envs(env).stdin(Stdio::null());
+            if spawn.silent {
+                cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            } else if spawn.stdout_to_stderr {
                 cmd.stdout(io::stderr());
             }
             let child = cmd
                 .spawn()
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot start {exe}: {e}")))?;
-            children.push(Some(child));
+            children.push(Some(Proc::Own(child)));
         }
         Ok(Jobs {
             dir,
@@ -158,8 +238,8 @@ impl Jobs {
             let Some(c) = self.children[rank].as_mut() else {
                 continue;
             };
-            if let Ok(Some(status)) = c.try_wait() {
-                self.exits[rank] = Some(exit_of(status));
+            if let Some(exit) = c.try_wait() {
+                self.exits[rank] = Some(exit);
                 self.connected[rank] = true; // nothing more can come
                 return Some((rank as u32, Event::Closed));
             }
@@ -179,9 +259,8 @@ impl Jobs {
     /// Kills `rank`'s process (SIGKILL).
     pub fn kill(&mut self, rank: u32) {
         if let Some(c) = self.children[rank as usize].as_mut() {
-            let _ = c.kill();
-            if let Ok(status) = c.wait() {
-                self.exits[rank as usize] = Some(exit_of(status));
+            if self.exits[rank as usize].is_none() {
+                self.exits[rank as usize] = c.kill();
             }
         }
         self.writers[rank as usize] = None;
@@ -212,17 +291,16 @@ impl Jobs {
             }
             loop {
                 match c.try_wait() {
-                    Ok(Some(s)) => {
-                        self.exits[rank] = Some(exit_of(s));
+                    Some(exit) => {
+                        self.exits[rank] = Some(exit);
                         break;
                     }
-                    Ok(None) if polls > 0 => {
+                    None if polls > 0 => {
                         polls -= 1;
                         std::thread::sleep(POLL)
                     }
-                    _ => {
-                        let _ = c.kill();
-                        self.exits[rank] = c.wait().ok().map(exit_of);
+                    None => {
+                        self.exits[rank] = c.kill();
                         break;
                     }
                 }
@@ -232,12 +310,11 @@ impl Jobs {
     }
 }
 
-impl Drop for Jobs {
+impl Drop for Jobs<'_> {
     fn drop(&mut self) {
         for c in self.children.iter_mut().flatten() {
-            if let Ok(None) = c.try_wait() {
-                let _ = c.kill();
-                let _ = c.wait();
+            if c.try_wait().is_none() {
+                c.kill();
             }
         }
         let _ = fs::remove_dir_all(&self.dir);
