@@ -367,3 +367,53 @@ fn check_torch_passes_a_program_whose_error_handling_ends_it() {
     let text = common::stdout(&o);
     assert!(text.contains("4 cases: every run ended"), "{text}");
 }
+
+#[test]
+fn a_torchrun_trace_is_explained_exported_to_perfetto_and_dumped_for_flight_recorder() {
+    let Some(bin) = venv() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("run.jsonl");
+    let fr = dir.path().join("fr");
+    let o = torchrun(
+        &bin,
+        &[
+            "scenarios/torch/preempt-rank1.toml",
+            "--trace",
+            trace.to_str().expect("utf-8"),
+            "--fr",
+            fr.to_str().expect("utf-8"),
+        ],
+        &["examples/torch/resilient.py"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    // a dump for each rank alive at the end, in torch's format; none from the preempted one
+    let dumps: Vec<String> = std::fs::read_dir(&fr)
+        .expect("dumps written")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut dumps = dumps;
+    dumps.sort();
+    assert_eq!(
+        dumps,
+        ["comm_lib_trace_rank_0.json", "comm_lib_trace_rank_2.json"]
+    );
+    let import = common::ringside(&["import", fr.to_str().expect("utf-8")]);
+    assert!(
+        common::stdout(&import).contains("allreduce"),
+        "{}",
+        common::text(&import)
+    );
+    let explain = common::ringside(&["explain", trace.to_str().expect("utf-8")]);
+    assert!(
+        common::stdout(&explain).contains("rank 1 was preempted"),
+        "{}",
+        common::text(&explain)
+    );
+    let perfetto = common::ringside(&["export", trace.to_str().expect("utf-8"), "--perfetto", "-"]);
+    let v: serde_json::Value =
+        serde_json::from_slice(&perfetto.stdout).expect("Chrome trace-event JSON");
+    assert!(
+        v["traceEvents"].as_array().is_some_and(|e| !e.is_empty()),
+        "{v}"
+    );
+}

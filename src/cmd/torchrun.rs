@@ -1,4 +1,4 @@
-//! `ringside torchrun SCENARIO [--nproc N] [--seed S] [--json] [--trace FILE] -- PROGRAM ARGS...`
+//! `ringside torchrun SCENARIO [--nproc N] [--seed S] [--json] [--trace FILE] [--fr DIR] -- PROGRAM ARGS...`
 
 use super::{interrupt_flag, load_scenario};
 use crate::Failure;
@@ -20,6 +20,11 @@ pub struct TorchrunArgs {
     /// Writes the trace (JSON Lines; zstd-compressed when the name ends in `.zst`).
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Writes one PyTorch Flight Recorder dump per rank into this directory (JSON, as
+    /// `ringside export TRACE --fr DIR` writes them): what the program's ranks would have
+    /// dumped, for torch's own `fr_trace` or `ringside import`.
+    #[arg(long, value_name = "DIR")]
+    pub fr: Option<PathBuf>,
     /// Prints one JSON object instead of sentences (the program's standard output then goes
     /// to standard error).
     #[arg(long)]
@@ -39,6 +44,17 @@ pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
     if scenario.torch.is_none() {
         scenario.torch = Some(Default::default());
     }
+    // the dumps are written from the trace: a scratch one when none is asked for
+    let scratch = match (&a.fr, &a.trace) {
+        (Some(_), None) => Some(Scratch(
+            std::env::temp_dir().join(format!("ringside-torchrun-{}.jsonl", std::process::id())),
+        )),
+        _ => None,
+    };
+    let trace = match &scratch {
+        Some(s) => Some(s.0.clone()),
+        None => a.trace.clone(),
+    };
     let flag = interrupt_flag();
     let wall = a.budget.wall_clock_flag();
     let out = torchrun(
@@ -46,7 +62,7 @@ pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
         &a.program,
         &TorchOptions {
             seed: a.seed,
-            trace: a.trace.as_deref(),
+            trace: trace.as_deref(),
             interrupt: Some(&flag),
             limits: a.budget.limits(wall.as_deref()),
             stdout_to_stderr: a.json,
@@ -95,6 +111,22 @@ pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
             println!("trace written to {}", t.display());
         }
     }
+    if let (Some(dir), Some(trace)) = (&a.fr, &trace) {
+        let dumps = ringside_sim::fr::export::export(trace, dir, false)
+            .map_err(|e| anyhow::anyhow!("--fr {}: {e}", dir.display()))?;
+        let silent = match dumps.silent.is_empty() {
+            true => String::new(),
+            false => format!(
+                " (none from {}: dead or frozen at the end, as in a real job)",
+                ringside_sim::diagnose::ranks_phrase(&dumps.silent)
+            ),
+        };
+        eprintln!(
+            "{}: {} Flight Recorder dumps{silent}",
+            dir.display(),
+            dumps.files.len()
+        );
+    }
     for (rank, what) in &out.errors {
         eprintln!("rank {rank} broke the protocol and was stopped: {what}");
     }
@@ -102,6 +134,15 @@ pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
         Ok(())
     } else {
         Err(Failure::Check(String::new()).into())
+    }
+}
+
+/// A scratch file, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
