@@ -8,7 +8,8 @@
 //! come and nothing changing for a while (stalled); or the deadline (`time_limit`, else a bound
 //! from the faults, timeouts and workload) passed.
 
-use super::auth::{random_bytes, JobKey};
+use super::auth::random_bytes;
+pub use super::config::LaunchConfig;
 use super::control::{self, Standing, ToWorker};
 use super::merge::{self, Merged};
 use super::rendezvous::{accept, Note};
@@ -20,7 +21,7 @@ use crate::units::Nanos;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -28,26 +29,6 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-
-/// How to launch a scenario.
-#[derive(Clone, Debug)]
-pub struct LaunchConfig {
-    pub scenario: Scenario,
-    pub seed: u64,
-    /// The `ringside` binary to start workers with.
-    pub exe: PathBuf,
-    /// Where the rendezvous and the workers listen.
-    pub bind: IpAddr,
-    pub scale: TimeScale,
-    /// Per-process traces and logs go here.
-    pub workdir: PathBuf,
-    /// Stop the run at this protocol time (default: `time_limit`, else a bound).
-    pub deadline: Option<Nanos>,
-    /// Told about each worker's address (for people and tests that want to reach one).
-    pub verbose: bool,
-    /// The job's key, handed to each worker on its standard input.
-    pub key: JobKey,
-}
 
 /// The most processes a real run starts (one per node): each is a real OS process with its own
 /// runtime, sockets and trace file.

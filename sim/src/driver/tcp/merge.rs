@@ -1,7 +1,7 @@
 //! One trace from a real run: every worker's event lines and `launch`'s own events (faults,
 //! deaths, pauses), in time order, then the diagnosis and the footer, as a simulated run's.
 
-use super::launch::LaunchConfig;
+use super::config::LaunchConfig;
 use crate::diagnose::{diagnose, Diagnosis, Fold};
 use crate::report::{self, RunReport};
 use crate::scenario::Outcome;

@@ -23,6 +23,7 @@
 
 pub mod ahead;
 pub mod auth;
+mod config;
 pub mod control;
 mod gate;
 pub mod launch;

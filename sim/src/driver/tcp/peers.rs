@@ -3,9 +3,9 @@
 
 use super::ahead::{Ahead, MAX_HELD_BYTES};
 use super::auth::{self, Channel, Claim, JobKey};
+use super::config::WorkerConfig;
 use super::gate::{Gate, Ticket};
 use super::wire::{self, Envelope, Frame};
-use super::worker::WorkerConfig;
 use crate::proto::{Msg, ProcConfig, Rank};
 use std::io;
 use std::net::SocketAddr;

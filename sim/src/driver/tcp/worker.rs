@@ -10,11 +10,12 @@
 //! the job: `rank << 48 | incarnation << 40 | counter`.
 
 use super::ahead::Ahead;
-use super::auth::{self, Channel, Claim, JobKey};
+use super::auth::{self, Channel, Claim};
+pub use super::config::WorkerConfig;
 use super::control::{self, Standing, ToLaunch, ToWorker};
 use super::peers::{accept, log, write_peer, Inbound, Opener, Table};
 use super::wire::{self, Envelope, Frame};
-use super::{Clock, TimeScale};
+use super::Clock;
 use crate::observe::Observer;
 use crate::proto::elastic::{Phase, StoreServer};
 use crate::proto::mutation::Mutations;
@@ -27,33 +28,10 @@ use crate::units::Nanos;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Write};
-use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-
-/// What a worker is told on its command line.
-#[derive(Clone, Debug)]
-pub struct WorkerConfig {
-    pub scenario: Scenario,
-    pub seed: u64,
-    /// The node: a rank, or the store (node `world.size`).
-    pub rank: u32,
-    pub incarnation: u32,
-    /// Where `launch` listens.
-    pub rendezvous: SocketAddr,
-    /// The address peers connect to.
-    pub bind: IpAddr,
-    /// The job id every frame must carry.
-    pub job: u64,
-    /// The job's key, which every connection proves (see [`super::auth`]).
-    pub key: JobKey,
-    /// This process's own trace (event lines only).
-    pub trace: PathBuf,
-    pub scale: TimeScale,
-}
 
 enum Node {
     Rank(Box<RankProcess>),
