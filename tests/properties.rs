@@ -680,3 +680,22 @@ fn agreement_does_not_compare_the_results_of_a_mismatched_slot() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("8 cases passed"), "{}", text(&o));
 }
+
+/// A run stalled by a fault has no result to judge; the fault-free run of the same code has
+/// one, and it is wrong.
+#[test]
+fn a_wrong_result_hidden_by_a_stall_breaks_fault_free_completion() {
+    let ops = format!("{RING_ALLREDUCE}[[faults]]\nkind = \"preempt\"\nrank = 3\nat = \"0s\"\n");
+    let real = Case::new(world(4, "", &ops));
+    passes(Property::FaultFreeCompletes, &real);
+    let broken = real.with_mutations(Mutation::RingWrongChunk);
+    for p in [Property::Agreement, Property::Validity, Property::Liveness] {
+        passes(p, &broken);
+    }
+    let why = fails(Property::FaultFreeCompletes, &broken);
+    assert!(
+        why.starts_with("without its faults, the workload completed, but allreduce #1")
+            && why.contains("has a wrong result"),
+        "{why}"
+    );
+}

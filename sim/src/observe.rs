@@ -220,7 +220,9 @@ impl Observer {
             }
             ProtoEvent::Membership(_) => Hint::Membership,
             ProtoEvent::Registry(_) => Hint::Registry,
-            ProtoEvent::Step { .. } | ProtoEvent::FlightRecord { .. } => Hint::None,
+            ProtoEvent::Step { .. }
+            | ProtoEvent::FlightRecord { .. }
+            | ProtoEvent::Unexpected { .. } => Hint::None,
         };
         Observed {
             hint,

@@ -4,11 +4,13 @@
 //! checks it under generated fault schedules.
 
 use ringside_sim::check::swarm::{Quiet, Swarm};
-use ringside_sim::check::{Gen, Property};
+use ringside_sim::check::{Case, Gen, Property, Run, UserProperty};
 use ringside_sim::cost::{textbook, Net};
 use ringside_sim::replay::{replay, ReplayOutcome};
 use ringside_sim::run::{run, RunOptions};
 use ringside_sim::scenario::{parse, Algorithm, OpKind, Outcome, Scenario};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 fn scenario(text: &str) -> Scenario {
     parse(text, "bidi.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
@@ -200,13 +202,202 @@ fn a_wrong_peer_is_caught_shrunk_and_named_with_its_step_and_peer() {
     assert_eq!(files.replay, Ok(()));
     let toml = std::fs::read_to_string(&files.scenario).expect("the scenario");
     assert!(toml.contains("bidi_ring_wrong_peer"), "{toml}");
-    // and the run of the shrunk scenario stalls where the contract broke: rank 3 waits for
-    // the chunk rank 0 sent to rank 2
-    let out = run(&found.shrunk.scenario, &RunOptions::default()).expect("runs");
+    // and the run of the shrunk scenario stalls where the contract broke: rank 2 is handed a
+    // chunk it does not expect, and rank 3 waits for it; the diagnosis names rank 0
+    let trace = dir.path().join("shrunk.jsonl");
+    let opts = RunOptions {
+        trace: Some(&trace),
+        ..RunOptions::default()
+    };
+    let out = run(&found.shrunk.scenario, &opts).expect("runs");
     assert_eq!(out.report.outcome, Outcome::Stalled);
     assert!(
         out.report.blocked.iter().any(|b| b.rank == 3),
         "{:#?}",
         out.report.blocked
+    );
+    let causes: Vec<String> = out
+        .diagnosis
+        .root_causes()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(causes, ["mismatch:0"], "{:#?}", out.report.explanation);
+    let story = out.report.explanation.join("\n");
+    assert!(
+        story.contains(
+            "rank 0 sent its chunk of step 3/6 of allreduce #1 (bidi_ring_wrong_peer) to rank 2, \
+             which did not expect it (the receiver had left that step); rank 3 waits for it"
+        ),
+        "{story}"
+    );
+    let text = std::fs::read_to_string(&trace).expect("the trace");
+    let unexpected: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"unexpected\""))
+        .collect();
+    assert_eq!(unexpected.len(), 1, "{unexpected:?}");
+    for field in [
+        "\"rank\":2,",
+        "\"step\":2,",
+        "\"steps\":6,",
+        "\"from\":0,",
+        "\"algorithm\":\"bidi_ring_wrong_peer\"",
+        "\"why\":\"step_over\"",
+    ] {
+        assert!(unexpected[0].contains(field), "{field}: {}", unexpected[0]);
+    }
+}
+
+/// A property of the example's own: without faults, every `bidi_ring` allreduce takes the
+/// time of its cost formula on the case's network (an alpha-beta network without jitter).
+struct TakesItsFormula;
+
+impl UserProperty for TakesItsFormula {
+    fn name(&self) -> &'static str {
+        "takes_its_formula"
+    }
+
+    fn statement(&self) -> &'static str {
+        "without faults, every bidi_ring allreduce takes the time of its cost formula"
+    }
+
+    fn check(&self, case: &Case, run: &Run) -> Result<(), String> {
+        let s = &case.scenario;
+        let n = &s.network;
+        if !s.faults.is_empty()
+            || n.jitter.0 > 0
+            || n.intra_host.is_some()
+            || n.reduce_bandwidth.is_some()
+        {
+            return Ok(());
+        }
+        let net = Net::new(n.latency.0, n.bandwidth.0);
+        for op in &run.report.ops {
+            let Some(end) = op.end_ns.filter(|_| op.algorithm.name() == "bidi_ring") else {
+                continue;
+            };
+            let Some(cost) = bidi_ring::cost(OpKind::Allreduce, s.world.size, op.bytes, net) else {
+                continue;
+            };
+            let took = (end - op.start_ns) as f64;
+            if !cost.admits(took, f64::from(cost.rounds())) {
+                return Err(format!(
+                    "allreduce #{} on {} ranks took {took} ns, its formula says {cost:?}",
+                    op.seq, s.world.size
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_user_property_is_checked_beside_the_built_in_ones_and_catches_a_broken_variant() {
+    bidi_ring::register();
+    let swarm = |text: &str, out_dir: Option<PathBuf>| Swarm {
+        seed: 11,
+        cases: 6,
+        scenarios: vec![scenario(text)],
+        gen: Gen::fault_free(),
+        user_properties: vec![Arc::new(TakesItsFormula)],
+        out_dir,
+        ..Swarm::default()
+    };
+    let two_ports = bidi(5, 1 << 20, "").replace(
+        "bandwidth = \"1GB/s\"\n",
+        "bandwidth = \"1GB/s\"\nports = 2\n",
+    );
+    let summary = swarm(&two_ports, None).run(&mut Quiet);
+    assert_eq!(summary.properties, Property::all().count() + 1);
+    if let Some(found) = summary.found {
+        panic!("{}: {}", found.failure.name(), found.failure.message());
+    }
+    // the broken variant: one port per rank, on which a step's two chunks queue one after
+    // the other
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let found = swarm(&bidi(5, 1 << 20, ""), Some(dir.path().to_path_buf()))
+        .run(&mut Quiet)
+        .found
+        .expect("the user property fails");
+    assert_eq!(found.failure.name(), "takes_its_formula");
+    assert_eq!(found.failure.property(), None);
+    assert!(
+        found.failure.message().contains("its formula says"),
+        "{}",
+        found.failure.message()
+    );
+    // shrunk to three ranks: on two, a step's two blocks travel as one message
+    assert_eq!(found.shrunk.scenario.world.size, 3);
+    let stem = found.file_stem();
+    assert!(stem.starts_with("takes_its_formula-"), "{stem}");
+    let files = found.files.expect("files written");
+    assert_eq!(files.written, Ok(()));
+    assert_eq!(files.replay, Ok(()));
+    assert!(files.scenario.to_string_lossy().contains(&stem));
+}
+
+#[test]
+fn a_user_property_that_takes_a_built_in_name_is_refused() {
+    struct Impostor;
+    impl UserProperty for Impostor {
+        fn name(&self) -> &'static str {
+            "validity"
+        }
+        fn statement(&self) -> &'static str {
+            "anything"
+        }
+        fn check(&self, _: &Case, _: &Run) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    bidi_ring::register();
+    let found = Swarm {
+        cases: 1,
+        scenarios: vec![scenario(&bidi(3, 4096, ""))],
+        user_properties: vec![Arc::new(Impostor)],
+        ..Swarm::default()
+    }
+    .run(&mut Quiet)
+    .found
+    .expect("refused");
+    assert_eq!(found.failure.name(), "generator");
+    assert_eq!(
+        found.failure.message(),
+        "the user property `validity` takes the name of a built-in one"
+    );
+}
+
+/// The stall of a schedule that always hangs is its own, and never excused: with the
+/// contract check left out, the fault-free run still fails it.
+#[test]
+fn a_schedule_that_always_hangs_fails_fault_free_completion() {
+    bidi_ring::register_wrong_peer();
+    let base = bidi(5, 1 << 16, "").replace("\"bidi_ring\"", "\"bidi_ring_wrong_peer\"");
+    let found = Swarm {
+        seed: 5,
+        cases: 4,
+        scenarios: vec![scenario(&base)],
+        gen: Gen::ranks(5),
+        properties: Property::all()
+            .filter(|p| *p != Property::ScheduleContract)
+            .collect(),
+        ..Swarm::default()
+    }
+    .run(&mut Quiet)
+    .found
+    .expect("the planted bug is caught");
+    assert_eq!(
+        found.failure.property(),
+        Some(Property::FaultFreeCompletes),
+        "{}",
+        found.failure.message()
+    );
+    let message = found.failure.message();
+    assert!(message.contains("the workload stalled"), "{message}");
+    assert!(
+        message.contains("rank 0 sent its chunk of step ")
+            && message.contains("which did not expect it"),
+        "{message}"
     );
 }

@@ -6,7 +6,7 @@ use super::elastic::MemberEvent;
 use super::msg::{Fingerprint, Msg};
 use super::types::{Generation, GroupId, Rank, SendToken, SeqNo, TimerKey};
 use crate::time::{fmt_time, Nanos};
-use crate::vocab::OpKind;
+use crate::vocab::{Algorithm, OpKind};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use std::fmt;
@@ -225,6 +225,50 @@ pub struct StepEvent {
     pub waiting_for: WaitList,
 }
 
+/// Why a chunk of a running collective is not one its schedule expects
+/// ([`ProtoEvent::Unexpected`]). Its name (`Display`, `FromStr`) is the snake_case of the
+/// variant, as a trace writes it.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Unexpected {
+    /// The step it names receives nothing from its sender.
+    NotFromPeer,
+    /// The step it names received its sender's chunk already.
+    Twice,
+    /// Its length or dtype is not that of the blocks the step expects from its sender.
+    DoesNotFit,
+    /// It names a step the receiver has already left.
+    StepOver,
+    /// It names a step the call does not have.
+    NoSuchStep,
+}
+
+impl Unexpected {
+    /// What it means, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unexpected::NotFromPeer => "that step receives nothing from it",
+            Unexpected::Twice => "that step had received its chunk already",
+            Unexpected::DoesNotFit => "it does not fit the blocks that step expects from it",
+            Unexpected::StepOver => "the receiver had left that step",
+            Unexpected::NoSuchStep => "the call has no such step",
+        }
+    }
+}
+
 /// Something that happened inside a rank's protocol code.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ProtoEvent {
@@ -259,6 +303,21 @@ pub enum ProtoEvent {
         steps: u32,
         waiting_for: Vec<Rank>,
         reason: AbortReason,
+    },
+    /// A chunk of the running collective arrived that its schedule does not expect: the one
+    /// world rank `from` sent for `step` (from 0) of `steps`, with `elements` values. It is
+    /// dropped; the call goes on waiting for what it expects.
+    Unexpected {
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        op: OpKind,
+        algorithm: Algorithm,
+        step: u32,
+        steps: u32,
+        from: Rank,
+        elements: u64,
+        why: Unexpected,
     },
     /// The flight recorder's contents, dumped when a watchdog fires.
     FlightRecord { entries: Vec<FlightEntry> },

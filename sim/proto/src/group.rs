@@ -5,7 +5,8 @@
 //! only by the call whose [`Fingerprint`] it carries exactly; messages for later calls wait in
 //! `pending`, and messages whose (group, generation, seq) matches the running call but whose
 //! parameters differ are never consumed — the call then waits until its watchdog fires, as a
-//! mismatched NCCL collective hangs.
+//! mismatched NCCL collective hangs. A message of the running call that its schedule does not
+//! expect is dropped and told ([`ProtoEvent::Unexpected`]).
 
 use super::collective::{self, Collective, Ctx, Members, Progress};
 use super::data::Buffer;
@@ -344,13 +345,8 @@ impl ProcessGroup {
         {
             return CallOutcome::Pending;
         }
-        match active.coll.on_chunk(now, from, msg, out) {
-            Ok(progress) => self.after(now, progress, false, out),
-            Err(msg) => {
-                self.pending.push((from, msg));
-                CallOutcome::Pending
-            }
-        }
+        let progress = active.coll.on_chunk(now, from, msg, out);
+        self.after(now, progress, false, out)
     }
 
     /// The watchdog of `seq` fired.
@@ -479,10 +475,9 @@ impl ProcessGroup {
                 break;
             };
             match active.coll.on_chunk(now, from, msg, out) {
-                Ok(Progress::Done) => return self.after(now, Progress::Done, false, out),
-                Ok(Progress::Waiting { stepped: s }) => stepped |= s,
-                Ok(Progress::Rejected) => {}
-                Err(msg) => self.pending.push((from, msg)),
+                Progress::Done => return self.after(now, Progress::Done, false, out),
+                Progress::Waiting { stepped: s } => stepped |= s,
+                Progress::Rejected => {}
             }
         }
         if stepped {

@@ -50,16 +50,16 @@ pub mod strategy;
 pub mod swarm;
 
 pub use crate::proto::mutation::{Mutation, Mutations};
-pub use properties::{Kind, Property, Violation};
+pub use properties::{Kind, Property, UserProperty, Violation};
 pub use strategy::Gen;
 
 use crate::budget::Limits;
-use crate::diagnose::{Diagnosis, Fold};
-use crate::engine::RunResult;
+use crate::diagnose::{diagnose, Diagnosis, Fold};
+use crate::engine::{RunResult, Stats, StopReason};
 use crate::report::RunReport;
 use crate::run::{run_to, RunOptions, RunOutput};
-use crate::scenario::Scenario;
-use crate::trace::{Event, TraceReader};
+use crate::scenario::{Outcome, Scenario};
+use crate::trace::{Event, TraceError, TraceReader};
 use crate::units::Nanos;
 use std::sync::OnceLock;
 
@@ -186,6 +186,80 @@ impl Run {
             trace,
             events: OnceLock::new(),
         }
+    }
+
+    /// The run a trace tells, written by any driver (`ringside run`, `launch`, `torchrun`, or
+    /// a program's own), with the case its header describes: the state folded from its events,
+    /// the diagnosis of where it ended, and the report. The properties that judge a run from
+    /// what it recorded hold it as they hold the engine's runs; `determinism` and
+    /// `fault_free_completes` run the case again, in the engine. A trace without its footer is
+    /// refused, naming where it stops: how its run ended is not known.
+    pub fn from_trace(trace: Vec<u8>, file: &str) -> Result<(Case, Run), TraceError> {
+        let mut reader = TraceReader::new(trace.as_slice(), file)?;
+        let scenario = reader.header.scenario.clone();
+        let seed = reader.header.seed;
+        let mut fold = Fold::new(&scenario);
+        let mut events = Vec::new();
+        while let Some((t, ev)) = reader.next_event()? {
+            fold.apply(t, &ev);
+            events.push((t, ev));
+        }
+        let Some(footer) = reader.footer().cloned() else {
+            let why = reader.incomplete().unwrap_or_default();
+            return Err(TraceError {
+                file: file.to_string(),
+                line: reader.line_no(),
+                message: format!("cannot judge the run of a trace without its footer ({why})"),
+            });
+        };
+        fold.outcome = Some(footer.outcome);
+        let diagnosis = diagnose(&fold);
+        let stop = match (footer.budget, footer.outcome) {
+            (Some(b), _) => StopReason::OutOfBudget(b),
+            (None, Outcome::Completed | Outcome::Rebuilt) => StopReason::AllFinished,
+            (None, Outcome::TimedOut) => StopReason::TimeLimit,
+            (None, Outcome::Stalled) => fold
+                .first_abort
+                .map_or(StopReason::Quiescent, |(_, rank)| StopReason::Watchdog {
+                    rank,
+                }),
+        };
+        let result = RunResult {
+            outcome: footer.outcome,
+            end_ns: fold.t,
+            stop,
+            stats: Stats {
+                events: footer.events,
+                messages_sent: fold.messages_sent,
+                messages_delivered: fold.messages_delivered,
+                messages_dropped: fold.messages_dropped,
+            },
+        };
+        let mut report = crate::report::build(
+            &scenario.name,
+            seed,
+            footer.outcome,
+            fold.t,
+            &fold,
+            &diagnosis,
+            footer.digest.clone(),
+            scenario.expect.as_ref(),
+        );
+        report.budget = footer.budget;
+        let run = Run {
+            report,
+            result,
+            fold,
+            diagnosis,
+            trace,
+            events: OnceLock::from(events),
+        };
+        let case = Case {
+            scenario,
+            seed,
+            mutations: Mutations::NONE,
+        };
+        Ok((case, run))
     }
 
     /// Every event of the run, in order (the final diagnosis included, as in a trace).

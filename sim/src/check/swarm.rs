@@ -17,7 +17,7 @@
 //! Wall-clock time is read here and only here — for the `--time` budget and the summary; it
 //! never reaches a run.
 
-use super::properties::{Property, Violation};
+use super::properties::{bad_user_name, Property, UserProperty, Violation};
 use super::shrink;
 use super::strategy::{cases, cases_on, Gen};
 use super::{Case, Mutations, Run};
@@ -31,6 +31,7 @@ use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The one place wall-clock time is read.
@@ -102,6 +103,8 @@ pub struct Swarm {
     pub gen: Gen,
     /// What each case is checked against, in order (by default every property).
     pub properties: Vec<Property>,
+    /// The program's own properties, checked after `properties`, in order.
+    pub user_properties: Vec<Arc<dyn UserProperty>>,
     /// Where a failing case's files go; None writes nothing.
     pub out_dir: Option<PathBuf>,
     /// Most shrink steps (each runs the case once). Shrinking a failure found near the end of
@@ -130,6 +133,7 @@ impl Default for Swarm {
             scenarios: Vec::new(),
             gen: Gen::default(),
             properties: Property::all().collect(),
+            user_properties: Vec::new(),
             out_dir: None,
             max_shrink_steps: 2_000,
             mutations: Mutations::NONE,
@@ -168,9 +172,15 @@ pub struct Files {
 pub enum Failure {
     /// A property broke.
     Violated(Violation),
+    /// A user property broke: its name, and what broke.
+    User {
+        property: &'static str,
+        message: String,
+    },
     /// The run, or a check, panicked: the message.
     Panicked(String),
-    /// The strategies generated a case that cannot run, or none at all (a bug in them).
+    /// The strategies generated a case that cannot run, or none at all (a bug in them); or a
+    /// user property cannot be told from the others by its name.
     Invalid(String),
 }
 
@@ -180,6 +190,7 @@ impl Failure {
     pub fn name(&self) -> &'static str {
         match self {
             Failure::Violated(v) => v.property.name(),
+            Failure::User { property, .. } => property,
             Failure::Panicked(_) => NO_PANIC,
             Failure::Invalid(_) => GENERATOR,
         }
@@ -189,15 +200,16 @@ impl Failure {
     pub fn message(&self) -> &str {
         match self {
             Failure::Violated(v) => &v.message,
+            Failure::User { message, .. } => message,
             Failure::Panicked(m) | Failure::Invalid(m) => m,
         }
     }
 
-    /// The property that broke, if one did.
+    /// The built-in property that broke, if one did.
     pub fn property(&self) -> Option<Property> {
         match self {
             Failure::Violated(v) => Some(v.property),
-            Failure::Panicked(_) | Failure::Invalid(_) => None,
+            Failure::User { .. } | Failure::Panicked(_) | Failure::Invalid(_) => None,
         }
     }
 }
@@ -282,9 +294,35 @@ struct Checked {
     too_long: bool,
 }
 
+/// A property a swarm checks: a built-in one, or one of the program's own.
+#[derive(Clone, Copy)]
+enum Judge<'a> {
+    Builtin(Property),
+    User(&'a dyn UserProperty),
+}
+
+impl Judge<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Judge::Builtin(p) => p.name(),
+            Judge::User(u) => u.name(),
+        }
+    }
+
+    fn check(&self, case: &Case, run: &Run) -> Result<(), Failure> {
+        match self {
+            Judge::Builtin(p) => p.check(case, run).map_err(Failure::Violated),
+            Judge::User(u) => u.check(case, run).map_err(|message| Failure::User {
+                property: u.name(),
+                message,
+            }),
+        }
+    }
+}
+
 /// Runs `case` once, within `max_events`, and checks `properties` in order, up to the first
 /// that fails. A panic in the run or a check is a failure of [`NO_PANIC`].
-fn check(case: &Case, properties: &[Property], max_events: u64) -> Checked {
+fn check(case: &Case, properties: &[Judge<'_>], max_events: u64) -> Checked {
     let mut trace = Vec::new();
     let limits = Limits {
         events: Some(max_events),
@@ -315,7 +353,7 @@ fn check(case: &Case, properties: &[Property], max_events: u64) -> Checked {
         checks += 1;
         match catch_unwind(AssertUnwindSafe(|| p.check(case, &run))) {
             Ok(Ok(())) => continue,
-            Ok(Err(v)) => failure = Some(Failure::Violated(v)),
+            Ok(Err(f)) => failure = Some(f),
             Err(e) => failure = Some(Failure::Panicked(panic_message(e.as_ref()))),
         }
         break;
@@ -348,13 +386,13 @@ fn healthy_workload(case: &Case) -> bool {
 fn still_fails(
     case: &Case,
     name: &str,
-    properties: &[Property],
+    properties: &[Judge<'_>],
     max_events: u64,
 ) -> Option<(Failure, Vec<u8>)> {
     if invalid(&case.scenario).is_some() {
         return None;
     }
-    let only: Vec<Property> = properties
+    let only: Vec<Judge<'_>> = properties
         .iter()
         .copied()
         .filter(|p| p.name() == name)
@@ -367,6 +405,24 @@ fn still_fails(
 }
 
 impl Swarm {
+    /// What each case is checked against: the built-in properties, then the user's.
+    fn judges(&self) -> Vec<Judge<'_>> {
+        let builtin = self.properties.iter().map(|p| Judge::Builtin(*p));
+        let user = self.user_properties.iter().map(|u| Judge::User(u.as_ref()));
+        builtin.chain(user).collect()
+    }
+
+    /// Why the user properties cannot be told apart by name, if they cannot.
+    fn bad_user_properties(&self) -> Option<String> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.user_properties.iter().find_map(|u| {
+            bad_user_name(u.name()).or_else(|| {
+                (!seen.insert(u.name()))
+                    .then(|| format!("two user properties are named `{}`", u.name()))
+            })
+        })
+    }
+
     fn strategies(&self) -> Vec<BoxedStrategy<Case>> {
         if self.scenarios.is_empty() {
             vec![cases(&self.gen).boxed()]
@@ -414,15 +470,20 @@ impl Swarm {
         let strategies = self.strategies();
         let count = self.shard.count.max(1);
         let total = self.shard.cases_of(self.cases);
+        let judges = self.judges();
         let mut summary = Summary {
             cases: 0,
             checks: 0,
-            properties: self.properties.len(),
+            properties: judges.len(),
             elapsed: Duration::ZERO,
             out_of_time: false,
             too_long: 0,
             found: None,
         };
+        if let Some(why) = self.bad_user_properties() {
+            summary.found = Some(Box::new(self.report(Failure::Invalid(why), 0, None, 0)));
+            return summary;
+        }
         for i in (self.shard.index..self.cases).step_by(count as usize) {
             if self.budget.is_some_and(|b| start.elapsed() >= b) {
                 summary.out_of_time = true;
@@ -435,7 +496,7 @@ impl Swarm {
                     match invalid(&case.scenario) {
                         Some(why) => Some(self.report(Failure::Invalid(why), i, Some(case), 0)),
                         None => {
-                            let checked = check(&case, &self.properties, self.max_events);
+                            let checked = check(&case, &judges, self.max_events);
                             summary.checks += checked.checks;
                             summary.too_long += u64::from(checked.too_long);
                             checked.failure.map(|failure| {
@@ -469,6 +530,7 @@ impl Swarm {
     ) -> Found {
         let original = failing.0.clone();
         let name = failing.1.name();
+        let judges = self.judges();
         // A smaller workload may be broken by itself (a recv whose send was removed): when the
         // case's own workload runs to completion without its faults, so must every smaller
         // one's, or the shrinking would trade the failure found for one it planted.
@@ -477,7 +539,7 @@ impl Swarm {
             if healthy && !healthy_workload(case) {
                 return None;
             }
-            still_fails(case, name, &self.properties, self.max_events)
+            still_fails(case, name, &judges, self.max_events)
         };
         let mut best = failing;
         let mut steps = 0;

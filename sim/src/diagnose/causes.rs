@@ -1,7 +1,7 @@
 //! Root causes: which one explains a wait, the culprit of a mismatched collective, and the
 //! sentences that explain them.
 
-use super::fold::{CallSig, FaultView, Fold, RankState, Slot, Variant};
+use super::fold::{CallSig, CallView, FaultView, Fold, RankState, Slot, UnexpectedChunk, Variant};
 use super::shift::{self, Shift};
 use super::solve::Solution;
 use super::Straggler;
@@ -755,6 +755,30 @@ impl CauseBook {
             )
         });
         Some(key)
+    }
+
+    /// `mismatch:b`: rank b sent the chunk `waiter` waits for in its call `call` to another
+    /// rank, which did not expect it (`u`): b's schedule broke the agreement of the others'.
+    pub fn misrouted(&mut self, waiter: u32, call: &CallView, u: &UnexpectedChunk) -> RootCause {
+        let b = u.from;
+        let key = RootCause::Mismatch(Rank(b));
+        self.note(&key, || {
+            (
+                format!(
+                    "rank {b} sent its chunk of step {}/{} of {} #{} ({}) to rank {}, which did \
+                     not expect it ({}); rank {waiter} waits for it",
+                    u.step + 1,
+                    call.steps,
+                    call.op,
+                    call.seq.0,
+                    call.algorithm,
+                    u.rank,
+                    u.why.describe()
+                ),
+                vec![b],
+            )
+        });
+        key
     }
 
     /// `waiter`'s watchdog fired while the chunk from `from` was still on its way.

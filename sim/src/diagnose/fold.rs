@@ -435,6 +435,23 @@ impl FaultView {
     }
 }
 
+/// A chunk a rank's running collective did not expect ([`Event::Unexpected`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnexpectedChunk {
+    pub t: Nanos,
+    /// The rank it arrived at.
+    pub rank: u32,
+    pub slot: Slot,
+    /// The step it was sent for (from 0).
+    pub step: u32,
+    pub from: u32,
+    pub why: crate::proto::event::Unexpected,
+}
+
+/// How many unexpected chunks a fold keeps (the first ones): a broken schedule may misroute a
+/// chunk in every step of every call.
+pub const UNEXPECTED_KEPT: usize = 1024;
+
 /// The state of a run after some prefix of its events.
 #[derive(Clone, Debug)]
 pub struct Fold {
@@ -468,6 +485,8 @@ pub struct Fold {
     /// The node of the rendezvous store, when the group rendezvouses through one (the first
     /// node after the ranks).
     pub store: Option<u32>,
+    /// The chunks collectives did not expect, in order (the first [`UNEXPECTED_KEPT`]).
+    pub unexpected: Vec<UnexpectedChunk>,
 }
 
 /// Where each program calls from (`train.py:86`), as the scenario's ops name it (an imported
@@ -579,6 +598,7 @@ impl Fold {
             call_sites: None,
             membership: MembershipView::default(),
             store: None,
+            unexpected: Vec::new(),
         }
     }
 
@@ -793,6 +813,27 @@ impl Fold {
                 ..
             } => self.aborted(t, *rank, *seq, (*step, *steps), waiting_for, reason),
             Event::FlightRecord { .. } => {}
+            Event::Unexpected {
+                rank,
+                group,
+                generation,
+                seq,
+                step,
+                from,
+                why,
+                ..
+            } => {
+                if self.unexpected.len() < UNEXPECTED_KEPT {
+                    self.unexpected.push(UnexpectedChunk {
+                        t,
+                        rank: *rank,
+                        slot: Slot::collective(*group, *generation, *seq),
+                        step: *step,
+                        from: *from,
+                        why: *why,
+                    });
+                }
+            }
             Event::WorkloadDone { rank } => self.set_state(*rank, t, RankState::Done),
             Event::RejoinRefused { rank, .. } => self.set_state(*rank, t, RankState::Refused),
             Event::Diagnosis {

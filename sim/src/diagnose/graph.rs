@@ -1,7 +1,7 @@
 //! The wait-for graph at one point in time, and who is blocked on what.
 
 use super::causes::CauseBook;
-use super::fold::{CallView, Fold, RankState, RankView, Slot, CALL_HISTORY};
+use super::fold::{CallView, Fold, RankState, RankView, Slot, UnexpectedChunk, CALL_HISTORY};
 use super::order;
 use super::solve::{Solution, WaitGraph};
 use super::{Blocked, CallOp, Cause, Diagnosis, EdgeKind, MessageWait, Via, WaitEdge};
@@ -31,6 +31,18 @@ fn waiting_call(v: &RankView) -> Option<&CallView> {
 
 fn slot_of(rank: u32, c: &CallView) -> Slot {
     c.slot(rank)
+}
+
+/// The chunk `b` sent for the step of collective `ca` that `a` waits in, if it went to
+/// another rank, which did not expect it.
+fn misrouted<'f>(fold: &'f Fold, a: u32, ca: &CallView, b: u32) -> Option<&'f UnexpectedChunk> {
+    if ca.peer.is_some() {
+        return None;
+    }
+    let slot = Slot::collective(ca.group, ca.generation, ca.seq);
+    fold.unexpected
+        .iter()
+        .find(|u| u.slot == slot && u.step == ca.step && u.from == b && u.rank != a)
 }
 
 /// Classifies the edge `a -> b` of waiter `a` in call `ca`. A waiter left outside the group
@@ -96,6 +108,10 @@ fn classify_edge(fold: &Fold, book: &mut CauseBook, a: u32, ca: &CallView, b: u3
         })
     {
         return Class::Root(vec![book.preempted(fold, b)]);
+    }
+    // b sent the chunk of this step to another rank, whose schedule did not expect it
+    if let Some(u) = misrouted(fold, a, ca, b) {
+        return Class::Root(vec![book.misrouted(a, ca, u)]);
     }
     // the trace shows whether b sent it: then it is on its way (or arrived and is being
     // reduced); a partition or a dead sender were ruled out above

@@ -236,6 +236,21 @@ pub enum Event {
         waiting_for: Vec<u32>,
         reason: String,
     },
+    /// A chunk of `rank`'s running collective that its schedule does not expect: the one rank
+    /// `from` sent for `step` (from 0) of `steps`, with `elements` values; dropped.
+    Unexpected {
+        rank: u32,
+        group: GroupId,
+        generation: Generation,
+        seq: SeqNo,
+        op: OpKind,
+        algorithm: Algorithm,
+        step: u32,
+        steps: u32,
+        from: u32,
+        elements: u64,
+        why: crate::proto::event::Unexpected,
+    },
     /// A rank's flight recorder, dumped when its watchdog fires.
     FlightRecord {
         rank: u32,
@@ -416,6 +431,7 @@ impl Event {
             Event::Step { .. } => "step",
             Event::Complete { .. } => "complete",
             Event::Abort { .. } => "abort",
+            Event::Unexpected { .. } => "unexpected",
             Event::FlightRecord { .. } => "flight_record",
             Event::WorkloadDone { .. } => "workload_done",
             Event::RejoinRefused { .. } => "rejoin_refused",
@@ -456,6 +472,7 @@ impl Event {
             | Event::Step { rank, .. }
             | Event::Complete { rank, .. }
             | Event::Abort { rank, .. }
+            | Event::Unexpected { rank, .. }
             | Event::FlightRecord { rank, .. }
             | Event::WorkloadDone { rank }
             | Event::RejoinRefused { rank, .. }

@@ -149,9 +149,9 @@ impl Node for Member {
             } => {
                 let step = msg.step;
                 match self.coll.on_chunk(now, from.0, msg, out) {
-                    Ok(Progress::Done) => self.done = Some(now),
-                    Ok(Progress::Waiting { .. }) => {}
-                    Ok(Progress::Rejected) | Err(_) => panic!(
+                    Progress::Done => self.done = Some(now),
+                    Progress::Waiting { .. } => {}
+                    Progress::Rejected => panic!(
                         "{:?}: rank {} rejected the step-{step} chunk of rank {from}",
                         self.setup, self.me
                     ),

@@ -156,6 +156,18 @@ fn calls(ev: &Event) -> Option<String> {
         Event::Abort {
             rank, seq, reason, ..
         } => format!("rank {rank} #{seq}: {reason}"),
+        Event::Unexpected {
+            rank,
+            seq,
+            step,
+            steps,
+            from,
+            why,
+            ..
+        } => format!(
+            "rank {rank} #{seq}: chunk from rank {from} for step {}/{steps} not expected ({why})",
+            step + 1
+        ),
         Event::FlightRecord { rank, entries } => match entries.len() {
             1 => format!("rank {rank}: 1 entry"),
             n => format!("rank {rank}: {n} entries"),

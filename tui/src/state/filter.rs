@@ -22,7 +22,7 @@ pub struct EventFilter {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FilterError(pub String);
 
-const KINDS: [&str; 21] = [
+const KINDS: [&str; 22] = [
     "fault",
     "process_start",
     "process_death",
@@ -39,6 +39,7 @@ const KINDS: [&str; 21] = [
     "step",
     "complete",
     "abort",
+    "unexpected",
     "flight_record",
     "workload_done",
     "rejoin_refused",

@@ -88,7 +88,7 @@ pub use contract::{plans_agree, PlanMismatch};
 pub use members::Members;
 
 use super::data::Buffer;
-use super::event::{Outbox, StepEvent, WaitList};
+use super::event::{Outbox, ProtoEvent, StepEvent, Unexpected, WaitList};
 use super::msg::{CollMsg, Fingerprint, Msg};
 use super::wait::WaitState;
 use crate::time::Nanos;
@@ -345,7 +345,8 @@ pub enum Progress {
     Waiting { stepped: bool },
     /// Every step is done; the result can be taken.
     Done,
-    /// A received chunk did not fit the buffer: the message was not for this call.
+    /// The chunk received was not one the schedule expects: it was dropped, and told as a
+    /// [`ProtoEvent::Unexpected`].
     Rejected,
 }
 
@@ -437,7 +438,10 @@ impl Collective {
         self.advance(now, out, true)
     }
 
-    /// A chunk from group member `from`. A chunk that does not fit the plan is handed back.
+    /// A chunk of this call from group member `from`. A chunk the schedule does not expect
+    /// (from a peer the step it names does not receive from, a second one from a peer, one
+    /// that does not fit the blocks expected, or one of a step the call does not have or has
+    /// left) is dropped, and told as a [`ProtoEvent::Unexpected`].
     #[inline(always)]
     pub fn on_chunk(
         &mut self,
@@ -445,24 +449,88 @@ impl Collective {
         from: u32,
         msg: Box<CollMsg>,
         out: &mut Outbox,
-    ) -> Result<Progress, Box<CollMsg>> {
+    ) -> Progress {
         if msg.step < self.step || msg.step >= self.steps {
-            return Err(msg);
+            self.unexpected(from, &msg, out);
+            return Progress::Rejected;
         }
         if msg.step > self.step {
             self.early.push((from, msg));
-            return Ok(Progress::Waiting { stepped: false });
+            return Progress::Waiting { stepped: false };
         }
         match self.apply(from, &msg.data, out) {
             Some(true) => {
                 self.keep(msg);
-                Ok(self.advance(now, out, false))
+                self.advance(now, out, false)
             }
             Some(false) => {
                 self.keep(msg);
-                Ok(Progress::Waiting { stepped: false })
+                Progress::Waiting { stepped: false }
             }
-            None => Err(msg),
+            None => {
+                self.unexpected(from, &msg, out);
+                Progress::Rejected
+            }
+        }
+    }
+
+    /// Tells the chunk `msg` from group member `from`, which the step it names does not take.
+    #[cold]
+    #[inline(never)]
+    fn unexpected(&self, from: u32, msg: &CollMsg, out: &mut Outbox) {
+        let why = if msg.step >= self.steps {
+            Unexpected::NoSuchStep
+        } else if msg.step < self.step {
+            Unexpected::StepOver
+        } else if self.expects_from(from) {
+            Unexpected::DoesNotFit
+        } else if self.expected_from(from) {
+            Unexpected::Twice
+        } else {
+            Unexpected::NotFromPeer
+        };
+        out.event(ProtoEvent::Unexpected {
+            group: self.fp.group,
+            generation: self.fp.generation,
+            seq: self.fp.seq,
+            op: self.fp.op,
+            algorithm: self.fp.algorithm,
+            step: msg.step,
+            steps: self.steps,
+            from: self.members.ranks[from as usize],
+            elements: msg.data.len() as u64,
+            why,
+        });
+    }
+
+    /// Tells and drops the chunks of the step being left that arrived early and were not
+    /// taken: the step got what it expects without them.
+    #[cold]
+    #[inline(never)]
+    fn refuse_left_over(&mut self, out: &mut Outbox) {
+        let step = self.step;
+        let (over, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.early)
+            .into_iter()
+            .partition(|(_, m)| m.step == step);
+        self.early = kept;
+        for (from, msg) in over {
+            self.unexpected(from, &msg, out);
+        }
+    }
+
+    /// Whether the current step still expects a chunk from group member `from`.
+    fn expects_from(&self, from: u32) -> bool {
+        match self.one {
+            Some(one) => one.peer == from && self.missing > 0,
+            None => self.missing_from(from).is_some(),
+        }
+    }
+
+    /// Whether the current step receives from group member `from` at all.
+    fn expected_from(&self, from: u32) -> bool {
+        match self.one {
+            Some(one) => one.peer == from,
+            None => self.plan.recvs.iter().any(|t| t.peer == from),
         }
     }
 
@@ -741,7 +809,8 @@ impl Collective {
                     if self.early[k].1.step == step {
                         let (from, msg) = self.early.swap_remove(k);
                         if self.apply(from, &msg.data, out).is_none() {
-                            return Progress::Rejected;
+                            self.unexpected(from, &msg, out);
+                            continue;
                         }
                         self.keep(msg);
                     } else {
@@ -751,6 +820,9 @@ impl Collective {
                 if self.missing > 0 {
                     return Progress::Waiting { stepped };
                 }
+            }
+            if !self.early.is_empty() {
+                self.refuse_left_over(out);
             }
             self.step += 1;
             stepped = true;

@@ -64,8 +64,9 @@ fn landings_match(op: OpKind, algorithm: Algorithm, p: u32, elements: u32) -> us
             unreachable!()
         };
         let landing = landing.map(|a| (a as usize - c.buf.element_addr(0) as usize) / 4);
-        if let Err(m) = c.on_chunk(0, from, m, &mut out) {
-            panic!("chunk of step {} refused", m.step);
+        let step = m.step;
+        if c.on_chunk(0, from, m, &mut out) == Progress::Rejected {
+            panic!("chunk of step {step} refused");
         }
         drain(to, &mut out, &mut wire);
         let Buffer::F32(after) = &ranks[to as usize].buf else {
@@ -103,4 +104,110 @@ fn the_landing_of_a_chunk_is_the_first_element_it_changes() {
             );
         }
     }
+}
+
+/// What the unexpected-chunk events in `out` say: (step, from, why).
+fn unexpected(out: &mut Outbox) -> Vec<(u32, Rank, Unexpected)> {
+    let _ = out.take_step();
+    out.out
+        .drain(..)
+        .filter_map(|o| match o {
+            Output::Event(e) => match *e {
+                ProtoEvent::Unexpected {
+                    step, from, why, ..
+                } => Some((step, from, why)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_chunk_the_schedule_does_not_expect_is_dropped_and_told_with_its_step_and_peer() {
+    // rank 1 of a ring allreduce on 3 ranks (world ranks 10, 11, 12) of 6 values: 4 steps,
+    // each receiving one block of 2 values from rank 10
+    let (p, elements) = (3, 6);
+    let members = Members::new(vec![Rank(10), Rank(11), Rank(12)]);
+    let fp = Fingerprint {
+        group: GroupId(0),
+        generation: Generation(0),
+        seq: SeqNo(1),
+        op: OpKind::Allreduce,
+        algorithm: Algorithm::Ring,
+        bytes: 48,
+        dtype: Dtype::F32,
+        root: 0,
+        reduce: ReduceOp::Sum,
+        elements,
+    };
+    let ctx = Ctx { me: 1, p, root: 0 };
+    let input = Buffer::F32(vec![1.0; elements as usize]);
+    let buf = prepare(OpKind::Allreduce, Algorithm::Ring, ctx, elements, input);
+    let sched = schedule(OpKind::Allreduce, Algorithm::Ring, ctx).expect("supported");
+    let mut c = Collective::new(fp, members, ctx, sched, buf, 0);
+    let mut out = Outbox::new();
+    c.start(0, &mut out);
+    assert_eq!(unexpected(&mut out), []);
+    let chunk = |step: u32, len: usize| {
+        Box::new(CollMsg {
+            fp,
+            step,
+            data: Buffer::F32(vec![1.0; len]),
+        })
+    };
+    let mut deliver = |c: &mut Collective, from: u32, step: u32, len: usize| {
+        let progress = c.on_chunk(0, from, chunk(step, len), &mut out);
+        (progress, unexpected(&mut out))
+    };
+    // from a peer the step does not receive from
+    assert_eq!(
+        deliver(&mut c, 2, 0, 2),
+        (
+            Progress::Rejected,
+            vec![(0, Rank(12), Unexpected::NotFromPeer)]
+        )
+    );
+    // of a step the call does not have
+    assert_eq!(
+        deliver(&mut c, 0, 4, 2),
+        (
+            Progress::Rejected,
+            vec![(4, Rank(10), Unexpected::NoSuchStep)]
+        )
+    );
+    // not the length of the block expected
+    assert_eq!(
+        deliver(&mut c, 0, 0, 3),
+        (
+            Progress::Rejected,
+            vec![(0, Rank(10), Unexpected::DoesNotFit)]
+        )
+    );
+    assert_eq!(c.step(), 0);
+    // step 1's chunk, twice, early: kept until step 1, where the second is one too many
+    assert_eq!(deliver(&mut c, 0, 1, 2).1, []);
+    assert_eq!(deliver(&mut c, 0, 1, 2).1, []);
+    assert_eq!(
+        deliver(&mut c, 0, 0, 2),
+        (
+            Progress::Waiting { stepped: true },
+            vec![(1, Rank(10), Unexpected::Twice)]
+        )
+    );
+    assert_eq!(c.step(), 2);
+    // a step already left
+    assert_eq!(
+        deliver(&mut c, 0, 0, 2),
+        (
+            Progress::Rejected,
+            vec![(0, Rank(10), Unexpected::StepOver)]
+        )
+    );
+    // the call goes on with what it expects
+    assert_eq!(
+        deliver(&mut c, 0, 2, 2),
+        (Progress::Waiting { stepped: true }, vec![])
+    );
+    assert_eq!(deliver(&mut c, 0, 3, 2), (Progress::Done, vec![]));
 }

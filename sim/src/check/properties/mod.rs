@@ -12,6 +12,7 @@ mod collectives;
 mod contract;
 mod determinism;
 mod diagnosis;
+mod fault_free;
 mod liveness;
 mod membership;
 
@@ -83,6 +84,14 @@ pub enum Property {
         message = "once every fault heals the run finishes in time (elastic groups rebuild, registry views converge); otherwise it stops at a diagnosed stall"
     )]
     Liveness,
+    /// The workload, run on the same code with the same seed but without its faults,
+    /// completes with every result right. Never excused by a run: only a scenario whose own
+    /// timeouts are too tight for its network, or whose ranks run programs of their own that
+    /// the diagnosis finds deviating, is not held to it.
+    #[strum(
+        message = "without its faults, the workload completes with every result right (never excused by a run)"
+    )]
+    FaultFreeCompletes,
     /// The same scenario and seed give the same digest, and replaying the trace agrees.
     #[strum(message = "a second run gives the same digest, and replaying the trace reproduces it")]
     Determinism,
@@ -119,6 +128,7 @@ impl Property {
             | Property::DiagnosisComplete
             | Property::OneWorldPerGeneration
             | Property::Determinism => Kind::Safety,
+            Property::FaultFreeCompletes => Kind::Liveness,
         }
     }
 
@@ -137,9 +147,59 @@ impl Property {
             Property::DiagnosisComplete => diagnosis::diagnosis_complete(case, run),
             Property::OneWorldPerGeneration => membership::one_world_per_generation(case, run),
             Property::Liveness => liveness::liveness(case, run),
+            Property::FaultFreeCompletes => fault_free::fault_free_completes(case, run),
             Property::Determinism => determinism::determinism(case, run),
         }
     }
+}
+
+/// A property of the program's own, checked beside the built-in ones: a [`Swarm`] checks
+/// every case against its
+/// [`user_properties`](crate::check::swarm::Swarm::user_properties) after the built-in
+/// properties, shrinks a case that breaks one while it still breaks it, and writes it as
+/// `<name>-<case seed>.toml` with its trace, as it does for a built-in property.
+///
+/// [`Swarm`]: crate::check::swarm::Swarm
+pub trait UserProperty: Send + Sync {
+    /// The property's name: lowercase letters, digits and `_`, neither a built-in property's
+    /// nor `no_panic` or `generator` (a swarm refuses a case otherwise, naming the property).
+    fn name(&self) -> &'static str;
+    /// What the property demands, in one line.
+    fn statement(&self) -> &'static str;
+    /// Whether it says that nothing bad ever happens (the default) or that something good
+    /// eventually does; reports say which.
+    fn kind(&self) -> Kind {
+        Kind::Safety
+    }
+    /// Checks the property on `case`, whose one run is `run`: what broke, precisely, when it
+    /// does not hold.
+    fn check(&self, case: &Case, run: &Run) -> Result<(), String>;
+}
+
+impl fmt::Debug for dyn UserProperty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "UserProperty({})", self.name())
+    }
+}
+
+/// Why `name` cannot name a user property, if it cannot.
+pub(crate) fn bad_user_name(name: &str) -> Option<String> {
+    let word = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !word {
+        return Some(format!(
+            "the user property `{name}` is not named with lowercase letters, digits and `_`"
+        ));
+    }
+    let taken = Property::all().any(|p| p.name() == name)
+        || [
+            crate::check::swarm::NO_PANIC,
+            crate::check::swarm::GENERATOR,
+        ]
+        .contains(&name);
+    taken.then(|| format!("the user property `{name}` takes the name of a built-in one"))
 }
 
 /// A broken property: which one, what broke, and whom it is about.
@@ -216,6 +276,7 @@ mod tests {
                 "diagnosis_complete",
                 "one_world_per_generation",
                 "liveness",
+                "fault_free_completes",
                 "determinism"
             ]
         );
