@@ -301,24 +301,32 @@ fn isend_irecv_batch_isend_irecv_and_send_recv_carry_the_programs_tensors() {
     assert!(exits.iter().all(|e| e["code"] == 0), "{v}");
 }
 
+/// `check --torch` of `program` on the shipped check scenario: `cases` cases, failures written
+/// under `out`, then `extra` arguments.
+fn check_torch(bin: &Path, cases: &str, out: &Path, extra: &[&str], program: &str) -> Output {
+    let out = out.display().to_string();
+    let mut args = vec![
+        "--torch",
+        "scenarios/torch/check.toml",
+        "--cases",
+        cases,
+        "--out",
+        &out,
+    ];
+    args.extend_from_slice(extra);
+    with_python(bin, "check", &args, &[program])
+}
+
 #[test]
 fn check_torch_finds_and_shrinks_a_hang_in_error_handling_and_writes_a_scenario_that_replays_it() {
     let Some(bin) = venv() else { return };
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().display().to_string();
-    let o = with_python(
+    let o = check_torch(
         &bin,
-        "check",
-        &[
-            "--torch",
-            "scenarios/torch/check.toml",
-            "--cases",
-            "8",
-            "--out",
-            &out,
-            "--json",
-        ],
-        &["examples/torch/retry_barrier.py"],
+        "8",
+        dir.path(),
+        &["--json"],
+        "examples/torch/retry_barrier.py",
     );
     assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
     let v = common::json(&o);
@@ -349,20 +357,7 @@ fn check_torch_finds_and_shrinks_a_hang_in_error_handling_and_writes_a_scenario_
 fn check_torch_passes_a_program_whose_error_handling_ends_it() {
     let Some(bin) = venv() else { return };
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().display().to_string();
-    let o = with_python(
-        &bin,
-        "check",
-        &[
-            "--torch",
-            "scenarios/torch/check.toml",
-            "--cases",
-            "4",
-            "--out",
-            &out,
-        ],
-        &["examples/torch/resilient.py"],
-    );
+    let o = check_torch(&bin, "4", dir.path(), &[], "examples/torch/resilient.py");
     assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
     let text = common::stdout(&o);
     assert!(text.contains("4 cases: every run ended"), "{text}");
