@@ -18,6 +18,7 @@
 //! never reaches a run.
 
 use super::properties::{bad_user_name, Property, UserProperty, Violation};
+pub use super::properties::{GENERATOR, NO_PANIC};
 use super::shrink;
 use super::strategy::{cases, cases_on, Gen};
 use super::{Case, Mutations, Run};
@@ -258,13 +259,6 @@ impl Summary {
         self.cases as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 }
-
-/// The name under which a panic in a run is reported.
-pub const NO_PANIC: &str = "no_panic";
-
-/// The name under which a case the strategies could not generate, or generated invalid, is
-/// reported.
-pub const GENERATOR: &str = "generator";
 
 fn rng_for(case_seed: u64) -> TestRng {
     let mut bytes = [0u8; 32];

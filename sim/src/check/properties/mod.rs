@@ -182,6 +182,13 @@ impl fmt::Debug for dyn UserProperty {
     }
 }
 
+/// The name under which a panic in a run is reported.
+pub const NO_PANIC: &str = "no_panic";
+
+/// The name under which a case the strategies could not generate, or generated invalid, is
+/// reported.
+pub const GENERATOR: &str = "generator";
+
 /// Why `name` cannot name a user property, if it cannot.
 pub(crate) fn bad_user_name(name: &str) -> Option<String> {
     let word = !name.is_empty()
@@ -193,12 +200,7 @@ pub(crate) fn bad_user_name(name: &str) -> Option<String> {
             "the user property `{name}` is not named with lowercase letters, digits and `_`"
         ));
     }
-    let taken = Property::all().any(|p| p.name() == name)
-        || [
-            crate::check::swarm::NO_PANIC,
-            crate::check::swarm::GENERATOR,
-        ]
-        .contains(&name);
+    let taken = Property::all().any(|p| p.name() == name) || [NO_PANIC, GENERATOR].contains(&name);
     taken.then(|| format!("the user property `{name}` takes the name of a built-in one"))
 }
 

@@ -2,12 +2,18 @@
 //! process that imported torch once and forks the program's processes on request, so that a
 //! case of the check does not pay `import torch` in each of its processes.
 
-use super::procs::Exit;
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
+
+/// How a rank's process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
 
 /// How long the server may take to import torch.
 const READY_WITHIN: Duration = Duration::from_secs(180);

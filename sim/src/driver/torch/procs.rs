@@ -3,6 +3,7 @@
 //! handshake of `ringside launch`, `driver::tcp::auth`), its frames read on a thread of its own
 //! and handed to the lockstep in the order each connection carried them.
 
+pub use super::forkserver::Exit;
 use super::forkserver::ForkServer;
 use super::wire::{self, Reply, Request, MAX_FRAME};
 use crate::driver::tcp::auth::{self, Channel, JobKey};
@@ -23,13 +24,6 @@ pub enum Event {
     Closed,
     /// The connection spoke nonsense.
     Broken(String),
-}
-
-/// How a rank's process ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
 }
 
 /// A process of the job: a child of ours, or one the fork server forked (which reaps it and
