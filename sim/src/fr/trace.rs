@@ -71,6 +71,20 @@ pub fn events(dumps: &[Dump], a: &Analysis) -> Result<(Vec<(u64, Event)>, Outcom
     Ok((between_calls(evs, &recorded), a.outcome))
 }
 
+/// Rank `m`'s one step of its call `seq` of group `g`, waiting for `waiting_for`: a recorded
+/// call has no steps of its own.
+fn wait_step(m: u32, g: u32, seq: u64, waiting_for: &[u32]) -> Event {
+    Event::Step {
+        rank: m,
+        group: GroupId(g),
+        generation: Generation(0),
+        seq: SeqNo(seq),
+        step: 0,
+        steps: 1,
+        waiting_for: waiting_for.into(),
+    }
+}
+
 /// The trace's events as they are produced, out of time order.
 struct Builder<'a> {
     dumps: &'a [Dump],
@@ -176,19 +190,8 @@ impl Builder<'_> {
                 })
                 .collect(),
         };
+        self.push(t, wait_step(m, g.id, seq, &waiting_for));
         let (group, generation, seq) = (GroupId(g.id), Generation(0), SeqNo(seq));
-        self.push(
-            t,
-            Event::Step {
-                rank: m,
-                group,
-                generation,
-                seq,
-                step: 0,
-                steps: 1,
-                waiting_for: waiting_for.as_slice().into(),
-            },
-        );
         match stuck {
             Some(s) if s.failed => {
                 let timeout = rec.timeout_ms.get().unwrap_or(0).saturating_mul(1_000_000);
@@ -298,18 +301,7 @@ impl Builder<'_> {
                 };
                 let t = self.rel(c.time_ns);
                 self.push(t, call);
-                self.push(
-                    t,
-                    Event::Step {
-                        rank: m,
-                        group: GroupId(g.id),
-                        generation: Generation(0),
-                        seq: SeqNo(d.seq),
-                        step: 0,
-                        steps: 1,
-                        waiting_for: d.culprits.as_slice().into(),
-                    },
-                );
+                self.push(t, wait_step(m, g.id, d.seq, &d.culprits));
             }
         }
         (a.divergences.iter())
