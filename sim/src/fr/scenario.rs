@@ -19,7 +19,7 @@
 use super::analyze::lanes::{self, Call};
 use super::analyze::{Analysis, DivergenceKind};
 use super::groups::Group;
-use super::model::{dtype, dtype_bytes, numel, Dump};
+use super::model::{dtype, dtype_bytes, numel, Dump, RecordKind};
 use crate::proto::vocab::Peer;
 use crate::scenario::{
     Dtype, Expect, Fault, FlightRecorder, GroupConfig, GroupRanks, NamedGroup, OpKind, OpSpec,
@@ -210,6 +210,12 @@ fn windows(a: &Analysis) -> Vec<u64> {
         .collect()
 }
 
+/// Whether `c` is a call of its own: not the record alone that closes a batch of sends and
+/// recvs (`nccl:coalesced`, not marked point-to-point), whose member records are the calls.
+fn is_call(dumps: &[Dump], c: &Call) -> bool {
+    c.first != c.last || lanes::head(dumps, c).kind != RecordKind::Coalesced
+}
+
 /// The calls of dumped rank `d`, in the order it issued them.
 fn own_list(
     dumps: &[Dump],
@@ -225,7 +231,7 @@ fn own_list(
         calls.extend(
             lane.calls
                 .iter()
-                .filter(|c| c.seq >= window[g.id as usize])
+                .filter(|c| c.seq >= window[g.id as usize] && is_call(dumps, c))
                 .map(|c| (g.id, *c, false)),
         );
         calls.extend(lane.p2p.iter().map(|c| (g.id, *c, true)));
@@ -269,7 +275,11 @@ fn missing_list(
             .filter_map(|&o| a.lane(o, g.id))
             .max_by_key(|l| l.calls.len());
         if let Some(lane) = reference {
-            for c in lane.calls.iter().filter(|c| c.seq >= window[g.id as usize]) {
+            for c in lane
+                .calls
+                .iter()
+                .filter(|c| c.seq >= window[g.id as usize] && is_call(dumps, c))
+            {
                 items.push(Item {
                     op: op_of(dumps, g, &names[g.id as usize], c, false)?,
                     t: c.time_ns,
