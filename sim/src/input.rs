@@ -20,7 +20,7 @@ pub fn open(path: &Path) -> std::io::Result<File> {
     // file the flag changes nothing
     let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
     let kind = f.metadata()?.file_type();
     if kind.is_file() {

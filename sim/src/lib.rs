@@ -23,6 +23,14 @@
 //! - [`text`]: text from inputs made safe to show on a terminal; [`input`]: the files a user
 //!   names, opened only when they are regular files and read within a size.
 
+//!
+//! Cargo features, both on by default: `tcp` builds [`driver`]'s drivers of OS processes
+//! (`driver::tcp` for `ringside launch`, `driver::torch` for `ringside torchrun`) and their
+//! dependencies (tokio, nix, hmac, sha2, getrandom); `zstd` reads and writes zstd-compressed
+//! traces. Without them (`default-features = false`) the engine, scenarios, traces, replay,
+//! the diagnosis and the checker build alone; a compressed trace is then refused with an
+//! error naming the file.
+
 pub mod budget;
 pub mod cause;
 pub mod check;

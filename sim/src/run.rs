@@ -182,24 +182,8 @@ pub struct RunOutput {
 /// Runs `scenario` and builds its report; writes the trace when asked.
 pub fn run(scenario: &Scenario, opts: &RunOptions) -> io::Result<RunOutput> {
     match opts.trace {
-        Some(path) => {
-            let f = File::create(path).map_err(|e| {
-                io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
-            })?;
-            if !is_zstd_path(path) {
-                return run_into(scenario, opts, f).map(|(out, _)| out);
-            }
-            let mut z = zstd::Encoder::new(f, ZSTD_LEVEL)?;
-            if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
-                // compressing beside the run, on a thread of zstd's own, rather than after
-                // every block of lines the run writes
-                z.multithread(1)?;
-            }
-            let (out, z) = run_into(scenario, opts, z)?;
-            // an interrupted run's trace is a whole zstd stream too, without the footer
-            z.finish()?;
-            Ok(out)
-        }
+        Some(path) if is_zstd_path(path) => run_compressed(scenario, opts, path),
+        Some(path) => run_into(scenario, opts, create(path)?).map(|(out, _)| out),
         None => {
             // no trace: the digest is taken from the events themselves, and no line is formatted
             let mut rec = DigestRecorder::default();
@@ -244,8 +228,36 @@ fn output(
     }
 }
 
-/// The zstd level of compressed traces: fast, and about 10x smaller than the text.
-const ZSTD_LEVEL: i32 = 3;
+fn create(path: &Path) -> io::Result<File> {
+    File::create(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display())))
+}
+
+/// [`run`], writing a zstd-compressed trace to `path`.
+#[cfg(feature = "zstd")]
+fn run_compressed(scenario: &Scenario, opts: &RunOptions, path: &Path) -> io::Result<RunOutput> {
+    /// The zstd level of compressed traces: fast, and about 10x smaller than the text.
+    const ZSTD_LEVEL: i32 = 3;
+    let mut z = zstd::Encoder::new(create(path)?, ZSTD_LEVEL)?;
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+        // compressing beside the run, on a thread of zstd's own, rather than after every
+        // block of lines the run writes
+        z.multithread(1)?;
+    }
+    let (out, z) = run_into(scenario, opts, z)?;
+    // an interrupted run's trace is a whole zstd stream too, without the footer
+    z.finish()?;
+    Ok(out)
+}
+
+/// Without the `zstd` feature, a compressed trace is refused before its file is created.
+#[cfg(not(feature = "zstd"))]
+fn run_compressed(_: &Scenario, _: &RunOptions, path: &Path) -> io::Result<RunOutput> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("cannot write {}: {}", path.display(), crate::trace::NO_ZSTD),
+    ))
+}
 
 /// Like [`run`], writing the trace into `out` (the checker keeps it in memory).
 #[doc(hidden)]

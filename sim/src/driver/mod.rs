@@ -6,7 +6,9 @@
 //! scenario's process faults with signals and merges their traces. Every driver makes the same
 //! of its ranks' protocol events through one [`Observer`](crate::observe::Observer).
 
+#[cfg(feature = "tcp")]
 pub mod tcp;
+#[cfg(feature = "tcp")]
 pub mod torch;
 
 #[cfg(madsim)]

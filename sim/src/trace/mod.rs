@@ -68,6 +68,11 @@ impl Level {
     }
 }
 
+/// Why a build of ringside-sim without its `zstd` feature refuses a compressed trace.
+#[cfg(not(feature = "zstd"))]
+pub(crate) const NO_ZSTD: &str =
+    "a zstd-compressed trace, and this build of ringside-sim has no `zstd` feature to read or write one";
+
 /// Whether `path` names a zstd-compressed trace (its name ends in `.zst`).
 pub fn is_zstd_path(path: &std::path::Path) -> bool {
     path.extension().is_some_and(|e| e == "zst")
