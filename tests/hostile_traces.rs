@@ -1,4 +1,4 @@
-//! Hostile traces: every file of tests/data/hostile-traces/ through `explain`, `replay` and
+//! Hostile traces: every file of tests/data/hostile/traces/ through `explain`, `replay` and
 //! `export --perfetto`, each with the exit code and the message it must give; none panics and
 //! none writes or holds more than its input warrants. The files are written by
 //! `write_the_corpus` below (`cargo test --test hostile_traces -- --ignored`), from a run of
@@ -13,7 +13,7 @@ use ringside_sim::trace::{parse_event_line, Digest, TraceWriter};
 use std::path::PathBuf;
 
 fn corpus() -> PathBuf {
-    root().join("tests/data/hostile-traces")
+    root().join("tests/data/hostile/traces")
 }
 
 /// What one command must do with one file: its exit code and a fragment of its output.
@@ -260,7 +260,7 @@ fn flight_recorder_export_is_bounded_and_says_when_incomplete() {
 
 /// Writes the corpus from a fresh run: `cargo test --test hostile_traces -- --ignored`.
 #[test]
-#[ignore = "writes tests/data/hostile-traces/"]
+#[ignore = "writes tests/data/hostile/traces/"]
 fn write_the_corpus() {
     let scenario = load(&root().join("scenarios/preempt-mid-allreduce.toml")).expect("scenario");
     let mut bytes = Vec::new();

@@ -60,7 +60,7 @@ fn escape(s: &str, keep_newlines: bool) -> Cow<'_, str> {
 }
 
 /// Whether a terminal acts on `c` rather than only showing it.
-fn acts_on_terminal(c: char) -> bool {
+pub fn acts_on_terminal(c: char) -> bool {
     c.is_control()
         || matches!(
             c,

@@ -436,7 +436,7 @@ fn mutated_traces_are_never_a_panic_in_the_trace_reader() {
     fuzz(
         "trace, mutated traces",
         mutated(seeds(&[
-            "../tests/data/hostile-traces",
+            "../tests/data/hostile/traces",
             "../tests/data/traces",
         ])),
         |bytes| clean(trace_outcome(&bytes)),
@@ -716,7 +716,7 @@ fn documents_shaped_like_dumps_are_never_a_panic_in_the_dump_reader() {
 fn trace_header() -> Vec<u8> {
     let t = std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/data/hostile-traces/footer-count-mismatch.jsonl"),
+            .join("../tests/data/hostile/traces/footer-count-mismatch.jsonl"),
     )
     .expect("a corpus trace");
     t[..=t.iter().position(|&b| b == b'\n').expect("a header")].to_vec()
@@ -724,7 +724,7 @@ fn trace_header() -> Vec<u8> {
 
 #[test]
 fn hostile_traces_read_within_their_budget() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/hostile-traces");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/hostile/traces");
     let mut n = 0;
     for e in std::fs::read_dir(dir).expect("the corpus") {
         let _ = trace_outcome(&std::fs::read(e.expect("an entry").path()).expect("a trace"));

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use clap::Args;
 use ringside_sim::diagnose::{diagnose, to_dot, Diagnosis, Fold};
-use ringside_sim::report::{explain, explain_stragglers, text, BlockedReport};
+use ringside_sim::report::{explain, explain_stragglers, text, BlockedReport, OpReport};
 use ringside_sim::scenario::Outcome;
 use ringside_sim::text::safe;
 use ringside_sim::trace::TraceReader;
@@ -54,6 +54,13 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
         fold.t = at;
     }
     let d = diagnose(&fold);
+    // calls that completed with a wrong result: a run can finish and still be wrong
+    let wrong: Vec<OpReport> = fold
+        .ops
+        .values()
+        .map(OpReport::from_view)
+        .filter(|o| !o.correct)
+        .collect();
     // a trace without its footer says nothing of what came after its last line
     let incomplete = reader.incomplete().map(|note| match at {
         Some(_) if !to_the_end => format!(
@@ -78,6 +85,7 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
             "in_progress": d.in_progress,
             "edges": d.edges().collect::<Vec<_>>(),
             "waits": d.waits,
+            "wrong_results": wrong,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else if a.dot {
@@ -88,8 +96,26 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
     } else {
         println!(
             "{}",
-            safe(&verdict(&d, fold.outcome.filter(|_| at.is_none()), fold.t))
+            safe(&verdict(
+                &d,
+                fold.outcome.filter(|_| at.is_none()),
+                fold.t,
+                wrong.len()
+            ))
         );
+        if !wrong.is_empty() {
+            println!("wrong results:");
+            let rebuilt = fold.ops.values().any(|o| o.generation.0 > 0);
+            for o in wrong.iter().take(MAX_WRONG_LINES) {
+                println!("  {}", o.line(rebuilt));
+            }
+            if wrong.len() > MAX_WRONG_LINES {
+                println!(
+                    "  ... and {} more (all in --json)",
+                    wrong.len() - MAX_WRONG_LINES
+                );
+            }
+        }
         let lines = explain(&d);
         if lines.is_empty() {
             print!("at {}: no rank is blocked in a collective", fmt_ms(fold.t));
@@ -133,10 +159,17 @@ pub fn main(a: ExplainArgs) -> anyhow::Result<()> {
     Ok(a.exit.check(outcome)?)
 }
 
+/// At most this many calls with a wrong result are listed, one per line; `--json` has all.
+const MAX_WRONG_LINES: usize = 20;
+
 /// The first line, the answer: how the run ended (or, at an earlier time, what holds it up
-/// then) and the root causes.
-fn verdict(d: &Diagnosis, outcome: Option<Outcome>, t: Nanos) -> String {
+/// then) and the root causes; `wrong` calls completed with a wrong result.
+fn verdict(d: &Diagnosis, outcome: Option<Outcome>, t: Nanos, wrong: usize) -> String {
     let stuck = !d.causes.is_empty() || !d.blocked.is_empty();
+    let results = match wrong {
+        0 => String::new(),
+        n => format!(", WRONG results in {}", text::count(n, "call")),
+    };
     let culprit = || text::culprit(d, &text::Simulated);
     match outcome {
         Some(Outcome::Stalled) if stuck => format!("STALLED: {}", culprit()),
@@ -148,9 +181,12 @@ fn verdict(d: &Diagnosis, outcome: Option<Outcome>, t: Nanos) -> String {
             format!("REBUILT: completed; left behind: {}", culprit())
         }
         Some(Outcome::Completed | Outcome::Rebuilt) => {
-            format!("COMPLETED: no rank is blocked at {}", fmt_ms(t))
+            format!("COMPLETED: no rank is blocked at {}{results}", fmt_ms(t))
         }
         _ if stuck => format!("BLOCKED at {}: {}", fmt_ms(t), culprit()),
-        _ => format!("NOT BLOCKED at {}: no rank waits in a call", fmt_ms(t)),
+        _ => format!(
+            "NOT BLOCKED at {}: no rank waits in a call{results}",
+            fmt_ms(t)
+        ),
     }
 }

@@ -70,9 +70,7 @@ impl MemoryLimit {
         if estimate.total <= self.max_memory {
             return Ok(());
         }
-        let line = std::fs::read_to_string(file).map_or(1, |text| {
-            ringside_sim::scenario::key_line(&text, estimate.key)
-        });
+        let line = ringside_sim::scenario::key_line_in(file, estimate.key);
         self.refuse_past(
             &estimate,
             &format_args!("{}:{line}: {}", file.display(), estimate.key),

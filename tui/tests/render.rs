@@ -1050,3 +1050,45 @@ bytes = "1KiB"
     let screen = text(t.backend().buffer());
     assert!(screen.contains("recv #1 from 0 in pp"), "{screen}");
 }
+
+/// A trace's own text is shown as it is stored, never obeyed: a bidirectional override and
+/// an escape sequence in a scenario name and a fault's detail are written as escapes in the
+/// header, the log and the detail pane, and no drawn cell holds a character a terminal acts on.
+#[test]
+fn a_traces_text_is_escaped_everywhere_it_is_drawn() {
+    let s = scenario::parse(PREEMPT, "test").expect("valid scenario");
+    let mut trace = record(&s, s.seed).expect("recorded");
+    let hostile = "x\u{202e}lmth.exe\u{1b}]0;pwned\u{7}";
+    trace.header.scenario.name = hostile.to_string();
+    let fault = trace
+        .events
+        .iter_mut()
+        .position(|(_, ev)| matches!(ev, Event::Fault { .. }))
+        .expect("a fault event");
+    if let Event::Fault { detail, .. } = &mut trace.events[fault].1 {
+        *detail = hostile.to_string();
+    }
+    let mut a = App::new(Loaded::new(trace));
+    a.update(Action::SeekTo(fault + 1));
+    for detail in [false, true] {
+        if detail {
+            a.update(Action::Detail);
+        }
+        for (w, h) in SIZES {
+            let t = draw(&a, w, h);
+            let b = t.backend().buffer();
+            for cell in &b.content {
+                assert!(
+                    !cell
+                        .symbol()
+                        .chars()
+                        .any(ringside_sim::text::acts_on_terminal),
+                    "a cell holds {:?}",
+                    cell.symbol()
+                );
+            }
+            let screen = text(b);
+            assert!(screen.contains("x\\u{202e}lmth"), "{screen}");
+        }
+    }
+}

@@ -12,7 +12,9 @@
 //! [`register`] registers it as `bidi_ring`; [`register_wrong_peer`] registers a copy with a
 //! planted bug, `bidi_ring_wrong_peer`: on four ranks or more, rank 0 sends its last
 //! counter-clockwise reduce-scatter chunk two ranks to the right instead of to its left
-//! neighbour, so that tests can show the bug caught.
+//! neighbour, so that tests can show the bug caught. [`register_wrong_sum`] registers
+//! another, `bidi_ring_wrong_sum`: rank 0 copies the first clockwise chunk it receives instead
+//! of adding it, so the call completes and its result is wrong.
 
 use ringside_sim::cost::{Cost, Net};
 use ringside_sim::proto::collective::custom::{self, GroupCtx, ScheduleFactory};
@@ -26,6 +28,9 @@ pub struct BidiRing {
     p: u32,
     /// Where the planted bug strikes: the step whose counter-clockwise send goes the wrong way.
     wrong_peer_at: Option<u32>,
+    /// Where the other planted bug strikes: the step whose clockwise chunk is copied over the
+    /// rank's own instead of added to it.
+    copy_at: Option<u32>,
 }
 
 impl BidiRing {
@@ -34,6 +39,7 @@ impl BidiRing {
             me: ctx.me,
             p: ctx.p,
             wrong_peer_at: None,
+            copy_at: None,
         }
     }
 
@@ -84,7 +90,12 @@ impl Schedule for BidiRing {
         };
         plan.send(right, &[block(cw_send)]);
         plan.send(ccw_to, &[block(ccw_send)]);
-        plan.recv(left, &[block(cw_recv)], action);
+        let cw_action = if self.copy_at == Some(step) {
+            Action::Copy // the other planted bug
+        } else {
+            action
+        };
+        plan.recv(left, &[block(cw_recv)], cw_action);
         plan.recv(right, &[block(ccw_recv)], action);
     }
 }
@@ -139,6 +150,26 @@ pub fn register_wrong_peer() -> Algorithm {
             },
         );
         custom::register(factory).expect("bidi_ring_wrong_peer is a new algorithm name")
+    })
+}
+
+/// `bidi_ring_wrong_sum`: `bidi_ring` with the other planted bug of the module doc (on three
+/// ranks or more).
+pub fn register_wrong_sum() -> Algorithm {
+    static ALGORITHM: OnceLock<Algorithm> = OnceLock::new();
+    *ALGORITHM.get_or_init(|| {
+        let factory = ScheduleFactory::new(
+            "bidi_ring_wrong_sum",
+            &[OpKind::Allreduce],
+            |g: &GroupCtx| {
+                let mut s = BidiRing::new(g.ctx);
+                if g.ctx.me == 0 && g.ctx.p >= 3 {
+                    s.copy_at = Some(0); // the first reduce-scatter step
+                }
+                Box::new(s)
+            },
+        );
+        custom::register(factory).expect("bidi_ring_wrong_sum is a new algorithm name")
     })
 }
 

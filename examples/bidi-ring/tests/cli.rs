@@ -43,7 +43,7 @@ fn its_run_knows_the_registered_algorithm() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let report = text(&o);
     assert!(
-        report.starts_with("COMPLETED: 1 collectives on 5 ranks")
+        report.starts_with("COMPLETED: 1 collective on 5 ranks")
             && report
                 .lines()
                 .next()
@@ -110,4 +110,43 @@ fn its_check_replay_explain_and_tui_know_the_planted_bug() {
     let o = bidi_ring(&[&"tui", trace]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("needs a terminal"), "{}", text(&o));
+}
+
+/// A schedule that completes with a wrong result: `run` says so first, and `explain` of its
+/// trace does not say all is well — its first line counts the wrong call, the next lines name
+/// it, and `--json` lists it.
+#[test]
+fn a_wrong_result_is_the_answer_of_run_and_explain() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let s = write_scenario(dir.path(), "bidi_ring_wrong_sum", 5);
+    let trace = dir.path().join("wrong.jsonl");
+    let o = bidi_ring(&[&"run", &s, &"--trace", &trace]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let first = text(&o).lines().next().unwrap_or_default().to_string();
+    assert!(
+        first.starts_with("COMPLETED: 1 collective on 5 ranks")
+            && first.ends_with("WRONG results in 1 call"),
+        "{}",
+        text(&o)
+    );
+    let o = bidi_ring(&[&"explain", &trace]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report = text(&o);
+    assert!(
+        report
+            .lines()
+            .next()
+            .is_some_and(|l| l.starts_with("COMPLETED:") && l.ends_with("WRONG results in 1 call")),
+        "{report}"
+    );
+    assert!(
+        report.contains("wrong results:\n  iter 0 op 0: allreduce #1"),
+        "{report}"
+    );
+    assert!(report.contains("WRONG RESULT"), "{report}");
+    let o = bidi_ring(&[&"explain", &trace, &"--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["wrong_results"].as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(v["wrong_results"][0]["op"], "allreduce", "{v}");
+    assert_eq!(v["wrong_results"][0]["correct"], false, "{v}");
 }

@@ -311,9 +311,9 @@ impl ImportReport {
         match self.outcome {
             Outcome::Completed => {
                 s.push_str(&format!(
-                    "completed: every call of the {} collectives recorded was issued alike by \
-                     every member and left by every rank\n",
-                    self.ops.len()
+                    "completed: {} recorded, each issued alike by every member and left by \
+                     every rank\n",
+                    crate::report::text::count(self.ops.len(), "call")
                 ));
             }
             _ => {

@@ -137,6 +137,44 @@ pub struct RunReport {
 }
 
 impl OpReport {
+    /// The call in one line: `iter 0 op 1: allreduce #2 in group 1 (ring, 1024 bytes) 3.2ms —
+    /// 4/4 ranks, WRONG RESULT`; `rebuilt` names its generation (sequence numbers start again
+    /// in every generation).
+    pub fn line(&self, rebuilt: bool) -> String {
+        let o = self;
+        let dur = match o.end_ns {
+            Some(e) => fmt_time(e - o.start_ns),
+            None => "unfinished".into(),
+        };
+        let group = if o.group == 0 {
+            String::new()
+        } else {
+            format!(" in group {}", o.group)
+        };
+        let pair = match (o.from, o.to) {
+            (Some(a), Some(b)) => format!(" {a}->{b}"),
+            _ => String::new(),
+        };
+        let generation = if rebuilt {
+            format!(" in generation {}", o.generation)
+        } else {
+            String::new()
+        };
+        format!(
+            "iter {} op {}: {} #{}{pair}{group}{generation} ({}, {} bytes) {} — {}/{} ranks{}",
+            o.iteration,
+            o.index,
+            o.op,
+            o.seq,
+            o.algorithm,
+            o.bytes,
+            dur,
+            o.ranks_completed,
+            o.ranks_called,
+            if o.correct { "" } else { ", WRONG RESULT" }
+        )
+    }
+
     pub fn from_view(o: &OpView) -> OpReport {
         OpReport {
             iteration: o.iteration,
@@ -294,8 +332,12 @@ impl RunReport {
             .filter(|o| o.end_ns.is_some() && o.from.is_some())
             .count();
         match sent {
-            0 => format!("{done} collectives"),
-            n => format!("{} collectives and {n} sends", done - n),
+            0 => text::count(done, "collective"),
+            n => format!(
+                "{} and {}",
+                text::count(done - n, "collective"),
+                text::count(n, "send")
+            ),
         }
     }
 
@@ -308,7 +350,7 @@ impl RunReport {
         let wrong = self.ops.iter().filter(|o| !o.correct).count();
         let results = match wrong {
             0 => "all results correct".to_string(),
-            n => format!("WRONG results in {n} calls"),
+            n => format!("WRONG results in {}", text::count(n, "call")),
         };
         let done = self.done();
         match self.outcome {
@@ -400,38 +442,7 @@ impl RunReport {
     fn op_each<'a>(&self, s: &mut String, ops: impl Iterator<Item = &'a OpReport>) {
         let rebuilt = self.generations.len() > 1;
         for o in ops {
-            let dur = match o.end_ns {
-                Some(e) => fmt_time(e - o.start_ns),
-                None => "unfinished".into(),
-            };
-            let group = if o.group == 0 {
-                String::new()
-            } else {
-                format!(" in group {}", o.group)
-            };
-            let pair = match (o.from, o.to) {
-                (Some(a), Some(b)) => format!(" {a}->{b}"),
-                _ => String::new(),
-            };
-            // sequence numbers start again in every generation
-            let generation = if rebuilt {
-                format!(" in generation {}", o.generation)
-            } else {
-                String::new()
-            };
-            s.push_str(&format!(
-            "  iter {} op {}: {} #{}{pair}{group}{generation} ({}, {} bytes) {} — {}/{} ranks{}\n",
-            o.iteration,
-            o.index,
-            o.op,
-            o.seq,
-            o.algorithm,
-            o.bytes,
-            dur,
-            o.ranks_completed,
-            o.ranks_called,
-            if o.correct { "" } else { ", WRONG RESULT" }
-        ));
+            s.push_str(&format!("  {}\n", o.line(rebuilt)));
         }
     }
 

@@ -8,6 +8,15 @@ use crate::diagnose::{fmt_ranks, ranks_phrase, Blocked, Diagnosis};
 use crate::proto::vocab::OpKind;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// `1 call`, `2 calls`, `0 calls`: a count and its noun, plural by an `s`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// How a source names what the sentences mention.
 pub trait Wording {
     /// The call as a sentence names it (`allreduce`, `nccl:all_reduce`).

@@ -16,7 +16,9 @@ mod validate;
 pub use crate::cause::{RootCause, RootCauseError};
 pub use crate::fault::{FaultKind, Trigger};
 pub use model::*;
-pub use parse::{key_line, load, load_with, parse, parse_json, parse_with, ScenarioError};
+pub use parse::{
+    key_line, key_line_in, load, load_with, parse, parse_json, parse_with, ScenarioError,
+};
 pub mod program;
 pub mod resolve;
 pub use validate::{

@@ -88,6 +88,12 @@ fn read(path: &Path, file: &str) -> Result<String, ScenarioError> {
     })
 }
 
+/// The line of scenario file `path` where the dotted key `key` is written (see [`key_line`]),
+/// read under the same size cap as a scenario; 1 when the file cannot be read.
+pub fn key_line_in(path: &Path, key: &str) -> usize {
+    read(path, &path.display().to_string()).map_or(1, |text| key_line(&text, key))
+}
+
 /// The line of scenario text `text` where the dotted key `key` (e.g. `world.size`) is written,
 /// or of its nearest written ancestor; 1 when nothing of it is, or the text is not TOML.
 pub fn key_line(text: &str, key: &str) -> usize {

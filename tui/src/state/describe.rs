@@ -23,13 +23,18 @@ pub fn fmt_bytes(b: u64) -> String {
     }
 }
 
-/// One event in words (without its time and kind).
+/// One event in words (without its time and kind), its text from the trace escaped for a
+/// terminal.
 pub fn describe(ev: &Event) -> String {
-    processes_and_messages(ev)
+    let words = processes_and_messages(ev)
         .or_else(|| calls(ev))
         .or_else(|| membership(ev))
         .or_else(|| registry(ev))
-        .unwrap_or_else(|| ev.kind().to_string())
+        .unwrap_or_else(|| ev.kind().to_string());
+    match ringside_sim::text::safe(&words) {
+        std::borrow::Cow::Borrowed(_) => words,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
 }
 
 /// Faults, processes and messages.

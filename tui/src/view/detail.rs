@@ -36,7 +36,7 @@ pub fn lines(app: &App, i: usize) -> Vec<Line<'static>> {
                 };
                 let mut rows = text.lines();
                 out.push(field(&k, rows.next().unwrap_or("").to_string()));
-                out.extend(rows.map(|r| Line::raw(format!("    {r}"))));
+                out.extend(rows.map(|r| Line::raw(format!("    {}", style::printable(r)))));
             }
         }
         Ok(other) => out.push(Line::raw(other.to_string())),
@@ -47,8 +47,8 @@ pub fn lines(app: &App, i: usize) -> Vec<Line<'static>> {
 
 fn field(k: &str, v: String) -> Line<'static> {
     Line::from(vec![
-        Span::styled(format!("{k}: "), style::title()),
-        Span::raw(v),
+        Span::styled(format!("{}: ", style::printable(k)), style::title()),
+        Span::raw(style::printable(&v).into_owned()),
     ])
 }
 

@@ -44,7 +44,7 @@ fn chain_lines(app: &App, c: &CauseChain) -> Vec<Line<'static>> {
     let cause = &app.diagnosis.causes[c.cause];
     out.push(Line::from(vec![
         Span::styled(format!("{} ", cause.cause), style::bad()),
-        Span::raw(cause.text.clone()),
+        Span::raw(style::printable(&cause.text).into_owned()),
     ]));
     if !c.cycle.is_empty() {
         let mut s: Vec<String> = c.cycle.iter().map(|r| r.to_string()).collect();

@@ -141,6 +141,7 @@ pub fn render(app: &App, f: &mut Frame) {
     if app.help {
         help(app, f, area);
     }
+    style::neutralize(f.buffer_mut());
     if !app.color {
         strip_colors(f.buffer_mut());
     } else if app.light {

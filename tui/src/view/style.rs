@@ -138,19 +138,22 @@ pub fn pad(s: &str, w: usize) -> String {
 }
 
 /// Text from a trace (names, details, reasons: a trace may come from anywhere) as it can be
-/// shown: a control character, which a terminal would obey, is written as its escape (`\u{1b}`).
-pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return s.into();
+/// shown: a character a terminal would act on is written as its escape (`\u{1b}`, `\u{202e}`).
+pub use ringside_sim::text::safe as printable;
+
+/// The last guard between a trace's text and the terminal: a drawn cell that still holds a
+/// character a terminal acts on (a bidirectional override rides along a zero-width cell, which
+/// the widgets keep) loses it. Text is escaped where it is laid out; this catches what was not.
+pub fn neutralize(buf: &mut ratatui::buffer::Buffer) {
+    use ringside_sim::text::acts_on_terminal;
+    for cell in &mut buf.content {
+        if cell.symbol().chars().any(acts_on_terminal) {
+            let kept: String = cell
+                .symbol()
+                .chars()
+                .filter(|&c| !acts_on_terminal(c))
+                .collect();
+            cell.set_symbol(if kept.is_empty() { " " } else { &kept });
+        }
     }
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
 }
