@@ -138,18 +138,11 @@ pub fn register() -> Algorithm {
 pub fn register_wrong_peer() -> Algorithm {
     static ALGORITHM: OnceLock<Algorithm> = OnceLock::new();
     *ALGORITHM.get_or_init(|| {
-        let factory = ScheduleFactory::new(
-            "bidi_ring_wrong_peer",
-            &[OpKind::Allreduce],
-            |g: &GroupCtx| {
-                let mut s = BidiRing::new(g.ctx);
-                if g.ctx.me == 0 && g.ctx.p >= 4 {
-                    s.wrong_peer_at = Some(g.ctx.p - 2); // the last reduce-scatter step
-                }
-                Box::new(s)
-            },
-        );
-        custom::register(factory).expect("bidi_ring_wrong_peer is a new algorithm name")
+        planted("bidi_ring_wrong_peer", |s, ctx| {
+            if ctx.me == 0 && ctx.p >= 4 {
+                s.wrong_peer_at = Some(ctx.p - 2); // the last reduce-scatter step
+            }
+        })
     })
 }
 
@@ -158,19 +151,22 @@ pub fn register_wrong_peer() -> Algorithm {
 pub fn register_wrong_sum() -> Algorithm {
     static ALGORITHM: OnceLock<Algorithm> = OnceLock::new();
     *ALGORITHM.get_or_init(|| {
-        let factory = ScheduleFactory::new(
-            "bidi_ring_wrong_sum",
-            &[OpKind::Allreduce],
-            |g: &GroupCtx| {
-                let mut s = BidiRing::new(g.ctx);
-                if g.ctx.me == 0 && g.ctx.p >= 3 {
-                    s.copy_at = Some(0); // the first reduce-scatter step
-                }
-                Box::new(s)
-            },
-        );
-        custom::register(factory).expect("bidi_ring_wrong_sum is a new algorithm name")
+        planted("bidi_ring_wrong_sum", |s, ctx| {
+            if ctx.me == 0 && ctx.p >= 3 {
+                s.copy_at = Some(0); // the first reduce-scatter step
+            }
+        })
     })
+}
+
+/// Registers `name`: `bidi_ring` with a bug that `plant` puts into a rank's schedule.
+fn planted(name: &'static str, plant: fn(&mut BidiRing, Ctx)) -> Algorithm {
+    let factory = ScheduleFactory::new(name, &[OpKind::Allreduce], move |g: &GroupCtx| {
+        let mut s = BidiRing::new(g.ctx);
+        plant(&mut s, g.ctx);
+        Box::new(s)
+    });
+    custom::register(factory).unwrap_or_else(|e| panic!("{name} is a new algorithm name: {e}"))
 }
 
 #[cfg(test)]
