@@ -5,7 +5,8 @@
 //!   that keep a run bounded;
 //! - [`observe`]: what every driver makes of its ranks' protocol events (trace events, result
 //!   checks, stop hints); [`verify`]: the reference result of a collective;
-//! - [`scenario`]: the scenario format;
+//! - [`scenario`]: the scenario format; [`builder`]: a scenario described in code, run and
+//!   judged;
 //! - [`trace`]: JSON Lines traces and their digests; [`run`]: a scenario run on the engine,
 //!   writing a trace; [`replay`]: a trace re-run and compared line by line. Dependencies point
 //!   one way: `replay` -> `run` -> `engine` -> `trace`;
@@ -32,6 +33,7 @@
 //! error naming the file.
 
 pub mod budget;
+pub mod builder;
 pub mod cause;
 pub mod check;
 pub mod cost;

@@ -401,3 +401,59 @@ fn a_schedule_that_always_hangs_fails_fault_free_completion() {
         "{message}"
     );
 }
+
+/// The run described in code (`ringside_sim::builder`) rather than in a file: the ring under a
+/// preemption, diagnosed and held to every property, its trace written; the planted wrong peer
+/// on four ranks, caught by the contract and by the fault-free completion the ring owes, and
+/// named as rank 0's mismatch.
+#[test]
+fn described_in_code_it_runs_is_judged_and_its_wrong_peer_is_named() {
+    use ringside_sim::builder::{fault, op, Builder};
+    use ringside_sim::scenario::Dtype;
+    let ring = |algorithm: Algorithm, p: u32| {
+        Builder::new("bidi")
+            .ranks(p)
+            .ports(2)
+            .latency("5us")
+            .bandwidth("1GB/s")
+            .timeout("50ms")
+            .dtype(Dtype::I64)
+            .elements(29)
+            .op(op::allreduce("1MiB").algorithm(algorithm))
+            .seed(1)
+    };
+    let (case, run) = ring(bidi_ring::register(), 5)
+        .fault(fault::preempt(3).at("0s"))
+        .run()
+        .expect("a valid scenario");
+    assert_eq!(run.report.outcome, Outcome::Stalled);
+    assert_eq!(run.diagnosis.root_causes()[0].to_string(), "preempted:3");
+    for p in Property::all() {
+        assert_eq!(p.check(&case, &run), Ok(()), "{p}");
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("bidi.jsonl");
+    run.write_trace(&path).expect("written");
+    assert!(matches!(
+        replay(&path, Default::default()),
+        Ok(ReplayOutcome::Identical { .. })
+    ));
+
+    let (case, run) = ring(bidi_ring::register_wrong_peer(), 4)
+        .run()
+        .expect("valid");
+    assert_eq!(run.report.outcome, Outcome::Stalled);
+    let causes: Vec<String> = run
+        .diagnosis
+        .root_causes()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(causes, ["mismatch:0"]);
+    for p in [Property::ScheduleContract, Property::FaultFreeCompletes] {
+        let v = p.check(&case, &run).expect_err("the wrong peer breaks it");
+        assert_eq!(v.property, p);
+    }
+    let e = ring(bidi_ring::register(), 4).ports(0).build().unwrap_err();
+    assert!(e.to_string().starts_with("ports(): network.ports: "), "{e}");
+}

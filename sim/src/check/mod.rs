@@ -262,6 +262,28 @@ impl Run {
         Ok((case, run))
     }
 
+    /// Writes the run's trace to `path`, as `ringside run --trace` would: `replay`, `explain`,
+    /// `tui` and [`Run::from_trace`] read it (zstd-compressed when the name ends in `.zst`).
+    pub fn write_trace(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let named = |e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+        };
+        if !crate::trace::is_zstd_path(path) {
+            return std::fs::write(path, &self.trace).map_err(named);
+        }
+        #[cfg(feature = "zstd")]
+        {
+            let f = std::fs::File::create(path).map_err(named)?;
+            zstd::stream::copy_encode(self.trace.as_slice(), f, crate::run::ZSTD_LEVEL)
+                .map_err(named)
+        }
+        #[cfg(not(feature = "zstd"))]
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!("cannot write {}: {}", path.display(), crate::trace::NO_ZSTD),
+        ))
+    }
+
     /// Every event of the run, in order (the final diagnosis included, as in a trace).
     pub fn events(&self) -> &[(Nanos, Event)] {
         self.events.get_or_init(|| {
