@@ -2,7 +2,8 @@
 //! faults (SIGKILL, SIGSTOP), merged traces the other commands read, and a cross-check of real
 //! runs against the engine.
 
-use ringside_sim::scenario::Fault;
+use ringside_sim::check::{Case, Property, Run as JudgedRun, UserProperty};
+use ringside_sim::scenario::{Fault, Outcome};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -107,6 +108,7 @@ fn a_healthy_four_rank_run_is_correct_and_its_trace_readable() {
     assert_eq!(rp.status.code(), Some(2));
     let err = String::from_utf8_lossy(&rp.stderr);
     assert!(err.contains(t) && err.contains("real run"), "{err}");
+    judged_from_its_trace(&path, &trace, Outcome::Completed);
 }
 
 fn with_fault(fault: &str) -> String {
@@ -141,6 +143,62 @@ fn a_sigkilled_rank_is_diagnosed_preempted() {
     assert!(root_causes(&r).contains(&"preempted:3".into()), "{r:#}");
     let e = ringside(&["explain", trace.to_str().expect("utf-8"), "--json"]);
     assert!(root_causes(&json(&e)).contains(&"preempted:3".into()));
+    judged_from_its_trace(&path, &trace, Outcome::Stalled);
+}
+
+/// The properties that judge a run by what it recorded judge the merged trace of real
+/// processes as they judge the engine's (`Run::from_trace`): the case is the launched scenario,
+/// the outcome and the diagnosis are the trace's, and every such property holds. A property of
+/// the test's own that demands completion tells the stalled run from the healthy one.
+fn judged_from_its_trace(scenario: &Path, trace: &Path, outcome: Outcome) {
+    struct Completes;
+    impl UserProperty for Completes {
+        fn name(&self) -> &'static str {
+            "completes"
+        }
+        fn statement(&self) -> &'static str {
+            "the run completes"
+        }
+        fn check(&self, _: &Case, run: &JudgedRun) -> Result<(), String> {
+            match run.report.outcome {
+                Outcome::Completed => Ok(()),
+                o => Err(format!(
+                    "the run {o}, blocked: {:?}",
+                    run.diagnosis.blocked_ranks()
+                )),
+            }
+        }
+    }
+    let bytes = std::fs::read(trace).expect("the trace");
+    let (case, run) = JudgedRun::from_trace(bytes, "merged.jsonl").expect("a whole trace");
+    let launched = ringside_sim::scenario::load(scenario).expect("the scenario");
+    assert_eq!(case.scenario, launched);
+    assert_eq!(run.report.outcome, outcome);
+    let recorded = [
+        Property::ScheduleContract,
+        Property::Agreement,
+        Property::Validity,
+        Property::DiagnosisSound,
+        Property::DiagnosisComplete,
+        Property::OneWorldPerGeneration,
+        Property::FaultFreeCompletes,
+    ];
+    for p in recorded {
+        assert_eq!(p.check(&case, &run), Ok(()), "{p}");
+    }
+    let completes = Completes.check(&case, &run);
+    match outcome {
+        Outcome::Completed => assert_eq!(completes, Ok(())),
+        _ => {
+            let why = completes.expect_err("a stalled run does not complete");
+            assert!(why.contains("stalled"), "{why}");
+            assert!(run
+                .diagnosis
+                .root_causes()
+                .iter()
+                .any(|c| c.to_string() == "preempted:3"));
+        }
+    }
 }
 
 #[test]
