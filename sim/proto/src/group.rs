@@ -218,7 +218,10 @@ impl ProcessGroup {
 
     /// Issues a call. Only one call per group runs at a time.
     pub fn call(&mut self, now: Nanos, req: CallRequest, out: &mut Outbox) -> CallOutcome {
-        debug_assert!(!self.is_busy(), "one call at a time per group");
+        debug_assert!(
+            self.active.is_none() && (req.op.point_to_point() || !self.p2p_busy()),
+            "one collective at a time per group, or sends and recvs"
+        );
         if req.op.point_to_point() {
             let peer = req.peer.unwrap_or(u32::MAX);
             let seed = self.seed;

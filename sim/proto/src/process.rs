@@ -525,9 +525,8 @@ impl RankProcess {
                 peer: call.peer,
             };
             let o = g.call(now, req, out);
-            if !self.app_settle(id, o) {
-                break;
-            }
+            // a call that runs on leaves the lane to the next, if it can start beside it
+            self.app_settle(id, o);
         }
         self.app_status();
     }
@@ -539,8 +538,8 @@ impl RankProcess {
         };
         match o {
             CallOutcome::Pending => false,
-            CallOutcome::Completed { result, .. } => {
-                app.completed(id, result);
+            CallOutcome::Completed { index, result, .. } => {
+                app.completed(id, index, result);
                 true
             }
             CallOutcome::Aborted => {

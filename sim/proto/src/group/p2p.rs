@@ -15,6 +15,10 @@
 //! message's data, which the sender made with [`Buffer::message`] so that anyone can check it.
 //! Each call has one step, waiting for its peer (a recv, a rendezvous send) or for nobody (an
 //! eager send waits only for its own bytes to leave).
+//!
+//! Several sends and recvs may run at once (an application's `isend`/`irecv` outstanding
+//! together, `batch_isend_irecv`): each is matched by its own peer and order, and a watchdog
+//! that fires aborts them all, as a real backend aborts a communicator that timed out.
 
 use super::{CallOutcome, CallRequest, ProcessGroup};
 use crate::data::Buffer;
@@ -33,7 +37,8 @@ pub(super) struct P2p {
     recvs: Vec<u64>,
     /// Messages that arrived before the recv that takes them: (sender's group rank, message).
     early: Vec<(u32, Box<P2pMsg>)>,
-    active: Option<Active>,
+    /// The running sends and recvs, in the order they were issued.
+    active: Vec<Active>,
 }
 
 /// The running send or recv.
@@ -92,7 +97,7 @@ impl P2p {
             sends: vec![0; p as usize],
             recvs: vec![0; p as usize],
             early: Vec::new(),
-            active: None,
+            active: Vec::new(),
         }
     }
 }
@@ -100,11 +105,17 @@ impl P2p {
 impl ProcessGroup {
     /// Whether a send or recv is running.
     pub(super) fn p2p_busy(&self) -> bool {
-        self.p2p.as_ref().is_some_and(|p| p.active.is_some())
+        self.p2p.as_ref().is_some_and(|p| !p.active.is_empty())
     }
 
+    /// What the rank waits for: the first running call that waits for its peer, else the first.
     pub(super) fn p2p_wait_state(&self) -> Option<WaitState> {
-        self.p2p.as_ref()?.active.as_ref().map(Active::wait_state)
+        let active = &self.p2p.as_ref()?.active;
+        active
+            .iter()
+            .find(|a| a.waits_for_peer())
+            .or_else(|| active.first())
+            .map(Active::wait_state)
     }
 
     fn p2p_state(&mut self) -> &mut P2p {
@@ -184,17 +195,19 @@ impl ProcessGroup {
             self.send_data(&active, me_rank, seed, req.input, req.bytes, out);
         }
         let ws = active.wait_state();
-        self.p2p_state().active = Some(active);
+        let state = self.p2p_state();
+        state.active.push(active);
+        let at = state.active.len() - 1;
         if req.op == OpKind::Send
             && !rendezvous
             && self.mutations.contains(Mutation::EagerSendDoneEarly)
         {
-            return self.finish(None, out);
+            return self.finish(at, None, out);
         }
         if req.op == OpKind::Recv {
-            if let Some(k) = self.p2p_match(peer, order) {
+            if let Some(k) = self.p2p_match(at) {
                 let (_, msg) = self.p2p_state().early.remove(k);
-                return self.take(*msg, out);
+                return self.take(at, *msg, out);
             }
         }
         if self.step_events {
@@ -265,12 +278,13 @@ impl ProcessGroup {
         }
     }
 
-    /// The kept message the running recv from `peer` (its `order`-th) takes, if it arrived:
-    /// the one of its order with the recv's parameters.
-    fn p2p_match(&mut self, peer: u32, order: u64) -> Option<usize> {
+    /// The kept message the running recv `at` takes, if it arrived: the one of its order from
+    /// its peer, with the recv's parameters.
+    fn p2p_match(&mut self, at: usize) -> Option<usize> {
         let latest = self.mutations.contains(Mutation::P2pTakeLatest);
         let state = self.p2p.as_ref()?;
-        let sig = state.active.as_ref()?.sig();
+        let recv = state.active.get(at)?;
+        let (peer, order, sig) = (recv.peer, recv.order(), recv.sig());
         let fits = |m: &P2pMsg| matches!(&m.body, P2pBody::Data { sig: s, .. } if *s == sig);
         if latest {
             // the planted bug: whatever the peer sent last, of any order
@@ -294,31 +308,31 @@ impl ProcessGroup {
             return CallOutcome::Pending;
         }
         let state = self.p2p_state();
-        let Some(active) = state.active.as_ref() else {
-            if matches!(msg.body, P2pBody::Data { .. }) {
-                state.early.push((from, msg));
-            }
-            return CallOutcome::Pending;
-        };
         match msg.body {
             P2pBody::Ack => {
-                let mine = active.fp.op == OpKind::Send
-                    && active.rendezvous
-                    && active.peer == from
-                    && active.order() == msg.order;
-                if mine {
-                    return self.finish(None, out);
+                let mine = state.active.iter().position(|a| {
+                    a.fp.op == OpKind::Send
+                        && a.rendezvous
+                        && a.peer == from
+                        && a.order() == msg.order
+                });
+                match mine {
+                    Some(at) => self.finish(at, None, out),
+                    None => CallOutcome::Pending,
                 }
-                CallOutcome::Pending
             }
             P2pBody::Data { .. } => {
-                let (peer, order) = (active.peer, active.order());
-                let waiting = active.fp.op == OpKind::Recv && peer == from;
                 state.early.push((from, msg));
-                if waiting {
-                    if let Some(k) = self.p2p_match(peer, order) {
+                // the running recvs from that peer, oldest first: the one whose message it is
+                let recvs: Vec<usize> = (0..state.active.len())
+                    .filter(|&i| {
+                        state.active[i].fp.op == OpKind::Recv && state.active[i].peer == from
+                    })
+                    .collect();
+                for at in recvs {
+                    if let Some(k) = self.p2p_match(at) {
                         let (_, msg) = self.p2p_state().early.remove(k);
-                        return self.take(*msg, out);
+                        return self.take(at, *msg, out);
                     }
                 }
                 CallOutcome::Pending
@@ -326,9 +340,9 @@ impl ProcessGroup {
         }
     }
 
-    /// The running recv takes `msg`: its data is the result; a rendezvous sender is told.
-    fn take(&mut self, msg: P2pMsg, out: &mut Outbox) -> CallOutcome {
-        let Some(active) = self.p2p.as_ref().and_then(|p| p.active.as_ref()) else {
+    /// The running recv `at` takes `msg`: its data is the result; a rendezvous sender is told.
+    fn take(&mut self, at: usize, msg: P2pMsg, out: &mut Outbox) -> CallOutcome {
+        let Some(active) = self.p2p.as_ref().and_then(|p| p.active.get(at)) else {
             return CallOutcome::Pending;
         };
         let peer_rank = active.peer_rank;
@@ -353,30 +367,33 @@ impl ProcessGroup {
             };
             out.send(peer_rank, Msg::P2p(Box::new(ack)), 0);
         }
-        self.finish(Some(data), out)
+        self.finish(at, Some(data), out)
     }
 
     /// The driver reports that the bytes of send `token` have left.
     pub fn on_sent(&mut self, token: SendToken, out: &mut Outbox) -> CallOutcome {
-        let mine = self
-            .p2p
-            .as_ref()
-            .and_then(|p| p.active.as_ref())
-            .is_some_and(|a| {
+        let mine = self.p2p.as_ref().and_then(|p| {
+            p.active.iter().position(|a| {
                 a.fp.op == OpKind::Send
                     && !a.rendezvous
                     && a.peer_rank == token.peer
                     && a.order() == token.order
-            });
-        if !mine {
-            return CallOutcome::Pending;
+            })
+        });
+        match mine {
+            Some(at) => self.finish(at, None, out),
+            None => CallOutcome::Pending,
         }
-        self.finish(None, out)
     }
 
-    /// The running send or recv completed (a recv with the data it took).
-    fn finish(&mut self, data: Option<Buffer>, out: &mut Outbox) -> CallOutcome {
-        let Some(active) = self.p2p.as_mut().and_then(|p| p.active.take()) else {
+    /// The running send or recv `at` completed (a recv with the data it took).
+    fn finish(&mut self, at: usize, data: Option<Buffer>, out: &mut Outbox) -> CallOutcome {
+        let Some(active) = self
+            .p2p
+            .as_mut()
+            .filter(|p| at < p.active.len())
+            .map(|p| p.active.remove(at))
+        else {
             return CallOutcome::Pending;
         };
         out.cancel_timer(TimerKey::PeerWatchdog {
@@ -407,15 +424,12 @@ impl ProcessGroup {
         order: u64,
         out: &mut Outbox,
     ) -> CallOutcome {
-        let running = self
-            .p2p
-            .as_ref()
-            .and_then(|p| p.active.as_ref())
-            .is_some_and(|a| a.peer_rank == peer && a.order() == order);
-        if !running {
-            return CallOutcome::Pending;
-        }
-        let Some(ws) = self.p2p_wait_state() else {
+        let Some(ws) = self.p2p.as_ref().and_then(|p| {
+            p.active
+                .iter()
+                .find(|a| a.peer_rank == peer && a.order() == order)
+                .map(Active::wait_state)
+        }) else {
             return CallOutcome::Pending;
         };
         let reason = AbortReason::Watchdog {
@@ -433,25 +447,27 @@ impl ProcessGroup {
         CallOutcome::Aborted
     }
 
-    /// Aborts the running send or recv.
+    /// Aborts the running sends and recvs.
     pub(super) fn abort_p2p(&mut self, reason: AbortReason, out: &mut Outbox) {
-        let Some(active) = self.p2p.as_mut().and_then(|p| p.active.take()) else {
+        let Some(p) = self.p2p.as_mut() else {
             return;
         };
-        let ws = active.wait_state();
-        out.cancel_timer(TimerKey::PeerWatchdog {
-            group: self.id,
-            peer: active.peer_rank,
-            order: active.order(),
-        });
-        out.event(ProtoEvent::Abort {
-            group: self.id,
-            generation: self.generation,
-            seq: ws.seq,
-            step: ws.step,
-            steps: ws.steps,
-            waiting_for: ws.waiting_for,
-            reason,
-        });
+        for active in std::mem::take(&mut p.active) {
+            let ws = active.wait_state();
+            out.cancel_timer(TimerKey::PeerWatchdog {
+                group: self.id,
+                peer: active.peer_rank,
+                order: active.order(),
+            });
+            out.event(ProtoEvent::Abort {
+                group: self.id,
+                generation: self.generation,
+                seq: ws.seq,
+                step: ws.step,
+                steps: ws.steps,
+                waiting_for: ws.waiting_for,
+                reason: reason.clone(),
+            });
+        }
     }
 }

@@ -3,10 +3,12 @@
 //! [`Input::Exit`](super::Input::Exit)), each with its real data, and their ends are polled
 //! ([`RankProcess::poll_app`](super::RankProcess::poll_app)), as quinn-proto's `poll_*`.
 //!
-//! Within one group the calls run one at a time, in the order the application issued them, as
-//! on a stream; calls on different groups run side by side. A call whose watchdog fires fails,
-//! and so does every later call on that group (as a real backend aborts a communicator that
-//! timed out).
+//! Within one group the calls start in the order the application issued them, as on a stream:
+//! a collective once every earlier call of the group ended, a send or recv once no collective
+//! runs, beside the other sends and recvs (several `isend`/`irecv` outstanding at once,
+//! `batch_isend_irecv`); calls on different groups run side by side. A call whose watchdog
+//! fires fails, and so does every call running or issued later on that group (as a real backend
+//! aborts a communicator that timed out).
 
 use crate::collective::Members;
 use crate::data::Buffer;
@@ -62,10 +64,12 @@ pub struct AppGroup {
     pub timeout: Nanos,
 }
 
-/// One group's calls: the running one and those queued behind it.
+/// One group's calls: those running (one collective, or any number of sends and recvs) and
+/// those queued behind them.
 struct Lane {
     id: GroupId,
-    running: Option<u32>,
+    /// (call index, whether it is a send or recv).
+    running: Vec<(u32, bool)>,
     queued: VecDeque<AppCall>,
     /// The watchdog fired: every later call fails with this.
     failed: Option<AbortReason>,
@@ -107,7 +111,7 @@ impl App {
             None => {
                 self.lanes.push(Lane {
                     id,
-                    running: None,
+                    running: Vec::new(),
                     queued: VecDeque::new(),
                     failed: None,
                 });
@@ -122,12 +126,12 @@ impl App {
         self.lane(call.group).queued.push_back(call);
     }
 
-    /// The next call of group `id` to start, if its lane is free; a call on a group that
-    /// failed, or that this rank is not a member of, ends at once.
+    /// The next call of group `id` to start, if it can start now (see the module doc); a call
+    /// on a group that failed, or that this rank is not a member of, ends at once.
     pub fn next(&mut self, id: GroupId, member: bool) -> Option<AppCall> {
         loop {
             let lane = self.lane(id);
-            if lane.running.is_some() {
+            if !lane.can_start() {
                 return None;
             }
             let call = lane.queued.pop_front()?;
@@ -141,7 +145,7 @@ impl App {
                     outcome: AppOutcome::Failed(reason),
                 }),
                 None => {
-                    lane.running = Some(call.index);
+                    lane.running.push((call.index, call.op.point_to_point()));
                     return Some(call);
                 }
             }
@@ -152,29 +156,33 @@ impl App {
     pub fn ready(&self) -> Vec<GroupId> {
         self.lanes
             .iter()
-            .filter(|l| l.running.is_none() && !l.queued.is_empty())
+            .filter(|l| l.can_start())
             .map(|l| l.id)
             .collect()
     }
 
-    /// The running call of group `id` completed with `result`.
-    pub fn completed(&mut self, id: GroupId, result: Option<Buffer>) {
-        if let Some(index) = self.lane(id).running.take() {
-            self.done.push_back(AppDone {
-                index,
-                outcome: AppOutcome::Completed(result),
-            });
-        }
+    /// The running call `index` of group `id` completed with `result`.
+    pub fn completed(&mut self, id: GroupId, index: u32, result: Option<Buffer>) {
+        let lane = self.lane(id);
+        let Some(at) = lane.running.iter().position(|(i, _)| *i == index) else {
+            return;
+        };
+        lane.running.remove(at);
+        self.done.push_back(AppDone {
+            index,
+            outcome: AppOutcome::Completed(result),
+        });
     }
 
-    /// The running call of group `id` was aborted: it fails, and so does every later call.
+    /// A running call of group `id` was aborted: it fails, and so does every other call running
+    /// or issued later on the group.
     pub fn aborted(&mut self, id: GroupId, reason: AbortReason) {
         let lane = self.lane(id);
         lane.failed = Some(reason.clone());
-        if let Some(index) = lane.running.take() {
+        for (index, _) in std::mem::take(&mut lane.running) {
             self.done.push_back(AppDone {
                 index,
-                outcome: AppOutcome::Failed(reason),
+                outcome: AppOutcome::Failed(reason.clone()),
             });
         }
     }
@@ -187,6 +195,99 @@ impl App {
     pub fn busy(&self) -> bool {
         self.lanes
             .iter()
-            .any(|l| l.running.is_some() || !l.queued.is_empty())
+            .any(|l| !l.running.is_empty() || !l.queued.is_empty())
+    }
+}
+
+impl Lane {
+    /// Whether the first queued call can start: a collective when nothing runs, a send or recv
+    /// when no collective does.
+    fn can_start(&self) -> bool {
+        match self.queued.front() {
+            None => false,
+            Some(c) if c.op.point_to_point() => self.running.iter().all(|(_, p2p)| *p2p),
+            Some(_) => self.running.is_empty(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(index: u32, op: OpKind) -> AppCall {
+        AppCall {
+            index,
+            group: GroupId(0),
+            op,
+            algorithm: op.default_algorithm(),
+            bytes: 4,
+            dtype: Dtype::F32,
+            reduce: ReduceOp::Sum,
+            root: 0,
+            elements: 1,
+            peer: op.point_to_point().then_some(1),
+            input: Buffer::empty(Dtype::F32),
+        }
+    }
+
+    /// The calls `app` starts now, by index.
+    fn started(app: &mut App) -> Vec<u32> {
+        std::iter::from_fn(|| app.next(GroupId(0), true))
+            .map(|c| c.index)
+            .collect()
+    }
+
+    #[test]
+    fn sends_and_recvs_run_beside_each_other_and_a_collective_alone() {
+        let mut app = App::default();
+        for (i, op) in [
+            OpKind::Recv,
+            OpKind::Recv,
+            OpKind::Send,
+            OpKind::Allreduce,
+            OpKind::Send,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            app.enqueue(call(i as u32 + 1, op));
+        }
+        // the recvs and the send start together; the allreduce waits for them, and the send
+        // issued after it waits for it
+        assert_eq!(started(&mut app), [1, 2, 3]);
+        app.completed(GroupId(0), 3, None);
+        app.completed(GroupId(0), 1, None);
+        assert_eq!(started(&mut app), Vec::<u32>::new());
+        app.completed(GroupId(0), 2, None);
+        assert_eq!(started(&mut app), [4]);
+        app.completed(GroupId(0), 4, None);
+        assert_eq!(started(&mut app), [5]);
+        let done: Vec<u32> = std::iter::from_fn(|| app.poll()).map(|d| d.index).collect();
+        assert_eq!(done, [3, 1, 2, 4]);
+    }
+
+    #[test]
+    fn an_abort_fails_every_running_call_of_the_group_and_the_later_ones() {
+        let mut app = App::default();
+        for i in 1..=3 {
+            app.enqueue(call(
+                i,
+                if i == 3 {
+                    OpKind::Barrier
+                } else {
+                    OpKind::Recv
+                },
+            ));
+        }
+        assert_eq!(started(&mut app), [1, 2]);
+        app.aborted(GroupId(0), AbortReason::NoGroup(0));
+        assert_eq!(started(&mut app), Vec::<u32>::new());
+        let failed: Vec<u32> = std::iter::from_fn(|| app.poll())
+            .filter(|d| matches!(d.outcome, AppOutcome::Failed(_)))
+            .map(|d| d.index)
+            .collect();
+        assert_eq!(failed, [1, 2, 3]);
+        assert!(!app.busy());
     }
 }
