@@ -380,6 +380,23 @@ impl CauseBook {
         key
     }
 
+    /// Rank `a` waits in a recv from `b`, which never sends to it, while the message `c` sent
+    /// it is never taken: `a`'s recv names the wrong peer.
+    pub fn wrong_peer(&mut self, a: u32, b: u32, c: u32) -> RootCause {
+        let key = RootCause::Mismatch(Rank(a));
+        self.note(&key, || {
+            (
+                format!(
+                    "rank {a} posted a recv from rank {b}, which never sends to it, while the \
+                     message rank {c} sent it is never received: rank {a}'s recv names the \
+                     wrong peer"
+                ),
+                vec![a],
+            )
+        });
+        key
+    }
+
     /// The culprits of `slot` among `pair` (all of the slot's culprits if neither is one).
     pub fn mismatch(&mut self, fold: &Fold, slot: Slot, pair: &[u32]) -> Vec<RootCause> {
         if !self.slots.contains_key(&slot) {

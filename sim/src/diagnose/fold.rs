@@ -1231,6 +1231,33 @@ impl Fold {
         })
     }
 
+    /// The ranks whose point-to-point message to `to` in `group` (of `generation`) `to` never
+    /// took: it posted no recv of that order from them.
+    pub fn unreceived(&self, to: u32, group: GroupId, generation: Generation) -> Vec<u32> {
+        let Some(list) = self.sent.get(to as usize) else {
+            return Vec::new();
+        };
+        let mut from: Vec<u32> = list
+            .iter()
+            .filter(|e| e.p2p == Some(P2pKind::Data) && e.key as u32 == group.0)
+            .filter(|e| (e.at >> 96) as u32 == generation.0)
+            .map(|e| ((e.key >> 32) as u32, (e.at >> 32) as u64))
+            .filter(|&(sender, order)| {
+                let slot = Slot {
+                    group,
+                    generation,
+                    seq: SeqNo(order),
+                    pair: Some((sender, to)),
+                };
+                self.ranks[to as usize].call_at(slot).is_none()
+            })
+            .map(|(sender, _)| sender)
+            .collect();
+        from.sort_unstable();
+        from.dedup();
+        from
+    }
+
     /// Whether ranks `a` and `b` run the same program, so that their call sites compare
     /// (true when the fold does not know the workload).
     pub fn same_program(&self, a: u32, b: u32) -> bool {

@@ -191,7 +191,10 @@ fn missing_message(
     b: u32,
     slot: Slot,
 ) -> Option<RootCause> {
-    fold.workload.as_ref()?;
+    if fold.workload.as_ref()?.app_driven {
+        // a real program declares no calls: only the messages tell who deviated
+        return wrong_peer(fold, book, a, b, slot);
+    }
     let vb = &fold.ranks[b as usize];
     match fold.message_site(b, &slot) {
         None if !fold.declared(a) && fold.declared(b) => Some(book.extra(fold, a, slot, b)),
@@ -203,6 +206,17 @@ fn missing_message(
             past.then(|| book.skipped(fold, b, slot, a))
         }
     }
+}
+
+/// Rank `a` waits in a recv from `b`, which never sent it the message: when a message another
+/// rank sent `a` in the same group is never taken, `a`'s recv names the wrong peer.
+fn wrong_peer(fold: &Fold, book: &mut CauseBook, a: u32, b: u32, slot: Slot) -> Option<RootCause> {
+    if slot.pair != Some((b, a)) {
+        return None;
+    }
+    let others = fold.unreceived(a, slot.group, slot.generation);
+    let c = others.into_iter().find(|&c| c != b)?;
+    Some(book.wrong_peer(a, b, c))
 }
 
 /// Why live rank `r` issues no call in a run that stalled with nobody waiting in a collective:
