@@ -40,17 +40,24 @@ fn torchrun(bin: &Path, args: &[&str], program: &[&str]) -> Output {
     with_python(bin, "torchrun", args, program)
 }
 
-/// `ringside COMMAND ARGS -- python PROGRAM PARGS`, as [`torchrun`].
-fn with_python(bin: &Path, command: &str, args: &[&str], program: &[&str]) -> Output {
+/// `ringside` with the venv's `python` first on the path, the checkout's backend module first
+/// on Python's.
+fn in_venv(bin: &Path) -> assert_cmd::Command {
     let path = format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    common::cmd()
-        .env("PATH", path)
+    let mut c = common::cmd();
+    c.env("PATH", path)
         .env("PYTHONPATH", common::root().join("python"))
-        .env("PYTHONWARNINGS", "ignore")
+        .env("PYTHONWARNINGS", "ignore");
+    c
+}
+
+/// `ringside COMMAND ARGS -- python PROGRAM PARGS`, as [`torchrun`].
+fn with_python(bin: &Path, command: &str, args: &[&str], program: &[&str]) -> Output {
+    in_venv(bin)
         .arg(command)
         .args(args)
         .arg("--")
@@ -202,22 +209,26 @@ fn a_pipeline_stage_receiving_from_the_wrong_stage_is_named_with_its_line() {
     let Some(bin) = venv() else { return };
     let o = torchrun(
         &bin,
-        &["scenarios/torch/four-ranks.toml", "--json"],
+        &["scenarios/torch/four-ranks.toml"],
         &["examples/torch/pipeline.py", "--wrong-stage"],
     );
-    let v = common::json(&o);
-    assert_eq!(v["outcome"], "stalled", "{}", common::text(&o));
-    let blocked = v["blocked"].as_array().expect("blocked");
-    let stage2 = blocked
-        .iter()
-        .find(|b| b["rank"] == 2)
-        .unwrap_or_else(|| panic!("stage 2 is blocked: {v}"));
-    assert_eq!(stage2["op"], "recv", "{stage2}");
-    assert_eq!(stage2["waiting_for"], serde_json::json!([0]), "{stage2}");
-    let site = stage2["call_site"].as_str().expect("call_site");
+    // what the user reads first: the stage that receives from the wrong one, and where
+    let out = common::stdout(&o);
+    let verdict = out.lines().next().unwrap_or_default();
     assert!(
-        site.ends_with("examples/torch/pipeline.py:32 (forward)"),
-        "{site}"
+        verdict.starts_with(
+            "STALLED: mismatch:2 — rank 2 posted a recv from rank 0, which never sends to it, \
+             while the message rank 1 sent it is never received: rank 2's recv names the wrong \
+             peer"
+        ) && verdict.contains("; rank 2 at ")
+            && verdict.ends_with("examples/torch/pipeline.py:32 (forward)"),
+        "{}",
+        common::text(&o)
+    );
+    assert!(
+        out.contains("rank 2 was blocked in the call at ")
+            && out.contains("examples/torch/pipeline.py:32 (forward)"),
+        "{out}"
     );
     // without the bug the same pipeline completes
     let o = torchrun(
@@ -388,13 +399,12 @@ fn a_torchrun_trace_is_explained_exported_to_perfetto_and_dumped_for_flight_reco
         .collect();
     let mut dumps = dumps;
     dumps.sort();
-    assert_eq!(
-        dumps,
-        ["comm_lib_trace_rank_0.json", "comm_lib_trace_rank_2.json"]
-    );
+    assert_eq!(dumps, ["comm_lib_trace_rank_0", "comm_lib_trace_rank_2"]);
+    // their frames are the program's call sites: the import names the line of the blocked call
     let import = common::ringside(&["import", fr.to_str().expect("utf-8")]);
+    let text = common::stdout(&import);
     assert!(
-        common::stdout(&import).contains("allreduce"),
+        text.contains("allreduce") && text.contains("examples/torch/resilient.py:15"),
         "{}",
         common::text(&import)
     );
@@ -411,4 +421,156 @@ fn a_torchrun_trace_is_explained_exported_to_perfetto_and_dumped_for_flight_reco
         v["traceEvents"].as_array().is_some_and(|e| !e.is_empty()),
         "{v}"
     );
+}
+
+/// A program that runs `body` after one all_reduce of every rank, by `python -c`.
+fn after_one_all_reduce(body: &str) -> String {
+    format!(
+        "import sys, torch, torch.distributed as dist\n\
+         dist.init_process_group(backend='ringside')\n\
+         t = torch.ones(4)\n\
+         dist.all_reduce(t)\n\
+         {body}\n"
+    )
+}
+
+#[test]
+fn a_program_whose_processes_fail_is_not_reported_completed() {
+    let Some(bin) = venv() else { return };
+    let scenario = "scenarios/torch/two-ranks.toml";
+    // every process exits 1 after its calls all completed
+    let program = after_one_all_reduce("sys.exit(1)");
+    let o = torchrun(&bin, &[scenario, "--json"], &["-c", &program]);
+    let v = common::json(&o);
+    assert_eq!(v["outcome"], "stalled", "{}", common::text(&o));
+    let exits = v["ranks_exit"].as_array().expect("ranks_exit");
+    assert!(exits.iter().all(|e| e["code"] == 1), "{v}");
+    let o = torchrun(&bin, &[scenario], &["-c", &program]);
+    let out = common::stdout(&o);
+    assert!(
+        out.starts_with("STALLED: the program failed: ranks 0-1 exited with status 1"),
+        "{out}"
+    );
+    // one process raises; the other exits 0
+    let program = after_one_all_reduce("if dist.get_rank() == 1: raise ValueError('boom')");
+    let o = torchrun(&bin, &[scenario], &["-c", &program]);
+    let out = common::stdout(&o);
+    assert!(
+        out.starts_with("STALLED: the program failed: rank 1 exited with status 1"),
+        "{}",
+        common::text(&o)
+    );
+    assert!(out.contains("ranks exited: 0 with 0; 1 with 1"), "{out}");
+    // the same program, each process exiting 0, completes
+    let o = torchrun(
+        &bin,
+        &[scenario, "--json"],
+        &["-c", &after_one_all_reduce("dist.destroy_process_group()")],
+    );
+    assert_eq!(
+        common::json(&o)["outcome"],
+        "completed",
+        "{}",
+        common::text(&o)
+    );
+}
+
+#[test]
+fn a_torchrun_trace_replays_by_running_its_program_again() {
+    let Some(bin) = venv() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("run.jsonl");
+    let trace = trace.to_str().expect("utf-8");
+    let o = torchrun(
+        &bin,
+        &[
+            "scenarios/torch/preempt-rank1.toml",
+            "--trace",
+            trace,
+            "--json",
+        ],
+        &["examples/torch/resilient.py"],
+    );
+    let digest = common::json(&o)["digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    // the header says what ran
+    let text = std::fs::read_to_string(trace).expect("trace written");
+    let header: serde_json::Value =
+        serde_json::from_str(text.lines().next().expect("header")).expect("JSON header");
+    assert_eq!(
+        header["program"],
+        serde_json::json!(["python", "examples/torch/resilient.py"])
+    );
+    assert!(header["cwd"].is_string(), "{header}");
+    let replay = |trace: &str| {
+        in_venv(&bin)
+            .args(["replay", trace])
+            .output()
+            .expect("ringside runs")
+    };
+    let o = replay(trace);
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let out = common::stdout(&o);
+    assert!(
+        out.contains("identical") && out.contains(&digest),
+        "{}",
+        common::text(&o)
+    );
+    // it is the program that runs again: another program diverges
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(
+        &other,
+        text.replacen(
+            "examples/torch/resilient.py",
+            "examples/torch/allreduce.py",
+            1,
+        ),
+    )
+    .expect("written");
+    let o = replay(other.to_str().expect("utf-8"));
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    assert!(
+        common::stdout(&o).contains("diverged"),
+        "{}",
+        common::text(&o)
+    );
+}
+
+#[test]
+fn the_tui_opens_a_torchrun_trace_at_its_end_with_the_preempted_rank_and_the_blocked_ones() {
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use ringside_tui::app::App;
+    use ringside_tui::input::Action;
+    use ringside_tui::state::Loaded;
+    let Some(bin) = venv() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("run.jsonl");
+    let o = torchrun(
+        &bin,
+        &[
+            "scenarios/torch/preempt-rank1.toml",
+            "--trace",
+            trace.to_str().expect("utf-8"),
+        ],
+        &["examples/torch/resilient.py"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
+    let mut app = App::new(Loaded::open(&trace).expect("the TUI reads the trace"));
+    app.update(Action::End);
+    let mut t = Terminal::new(TestBackend::new(120, 40)).expect("test terminal");
+    t.draw(|f| ringside_tui::view::render(&app, f))
+        .expect("drawn");
+    let b = t.backend().buffer();
+    let screen: String = (0..b.area.height)
+        .map(|y| {
+            let row: String = (0..b.area.width).map(|x| b[(x, y)].symbol()).collect();
+            row + "\n"
+        })
+        .collect();
+    assert!(screen.contains("torch-preempt-rank1"), "{screen}");
+    assert!(screen.contains("preempted"), "{screen}");
+    assert_eq!(app.ranks(), 3, "{screen}");
 }

@@ -101,9 +101,13 @@ def _bytes(tensors, wire):
     dt = _WIRE[wire]
     parts = []
     for t in tensors:
-        t = t.detach().reshape(-1).to(dt).contiguous()
+        t = t.detach()
+        if t.dtype != dt:
+            t = t.to(dt)
+        if not t.is_contiguous():
+            t = t.contiguous()
         parts.append(ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()))
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class _Work(dist.Work):
@@ -158,7 +162,7 @@ def _tensor_of(got, like_dtype, numel):
     t = torch.frombuffer(bytearray(data), dtype=_WIRE[wire]) if data else torch.empty(0, dtype=_WIRE[wire])
     if t.numel() != numel:
         raise RuntimeError(f"ringside returned {t.numel()} elements, {numel} expected")
-    return t.to(like_dtype)
+    return t if t.dtype == like_dtype else t.to(like_dtype)
 
 
 class RingsideBackend(_CBackend):
@@ -211,6 +215,9 @@ class RingsideBackend(_CBackend):
                 return
             if avg_over:
                 t = t / avg_over
+            if len(outs) == 1:
+                outs[0].copy_(t.view(outs[0].shape))
+                return
             at = 0
             for o in outs:
                 n = o.numel()

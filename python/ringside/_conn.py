@@ -59,7 +59,12 @@ class Connection:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.connect(path)
         self._prove(key, job)
+        # replies are read through a buffer: a frame's length and body in one system call
+        self._replies = self._sock.makefile("rb", buffering=1 << 16)
         self._lock = threading.Lock()
+        # frames not sent yet: a call gets no reply, so its frame waits for the next frame that
+        # blocks (a wait) or ends (the exit), and goes out with it in one write
+        self._out = []
         self.works = 0
 
     def _prove(self, key, job):
@@ -76,7 +81,22 @@ class Connection:
             raise ProtocolError("the ringside socket does not know this job's key")
 
     def _send(self, body):
-        self._sock.sendall(struct.pack(">I", len(body)) + body)
+        """Sends every frame held back, then `body`."""
+        self._out.append(struct.pack(">I", len(body)))
+        self._out.append(body)
+        out, self._out = self._out, []
+        self._sock.sendall(b"".join(out))
+
+    def _hold(self, body):
+        """Holds `body` back until the next frame sent (see `_out`)."""
+        self._out.append(struct.pack(">I", len(body)))
+        self._out.append(body)
+
+    def _read(self, n):
+        data = self._replies.read(n)
+        if len(data) != n:
+            raise ProtocolError("ringside torchrun closed the connection")
+        return data
 
     def group(self, name, ranks, timeout_ms):
         body = bytes([GROUP]) + _text(name) + struct.pack(">I", len(ranks))
@@ -93,15 +113,15 @@ class Connection:
             head = struct.pack(">BI", CALL, work) + _text(group)
             head += struct.pack(">BBIBIQ", op, reduce, root, dtype, elements, nbytes)
             head += _text(site) + struct.pack(">Q", len(data))
-            self._send(head + data)
+            self._hold(head + data)
         return work
 
     def wait(self, work):
         """Blocks until `work` ends: (dtype, data) of its result, or None; raises if it failed."""
         with self._lock:
             self._send(struct.pack(">BI", WAIT, work))
-            (n,) = struct.unpack(">I", _recv_exact(self._sock, 4))
-            body = _recv_exact(self._sock, n)
+            (n,) = struct.unpack(">I", self._read(4))
+            body = self._read(n)
         kind, got = struct.unpack(">BI", body[:5])
         if got != work:
             raise ProtocolError(f"waited for call {work}, got the end of call {got}")

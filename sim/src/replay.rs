@@ -133,13 +133,38 @@ pub fn replay(path: &Path, mutations: Mutations) -> Result<ReplayOutcome, TraceE
 /// [`replay`] of a trace read from any reader (e.g. one held in memory): the trace's scenario
 /// is checked, re-run against the recorded lines, and what the comparison left is judged.
 pub fn replay_reader<R: BufRead>(
-    mut reader: TraceReader<R>,
+    reader: TraceReader<R>,
     mutations: Mutations,
 ) -> Result<ReplayOutcome, TraceError> {
+    let stop = AtomicBool::new(false);
+    replay_app(reader, mutations, None, &stop)
+}
+
+/// [`replay_reader`] of a run whose ranks a real application drove (`ringside torchrun`):
+/// `app` runs the recorded program again; `stop`, false, is raised once the outcome is known
+/// (the re-run stops there).
+pub fn replay_app<'a, R: BufRead>(
+    mut reader: TraceReader<R>,
+    mutations: Mutations,
+    app: App<'a>,
+    stop: &'a AtomicBool,
+) -> Result<ReplayOutcome, TraceError> {
     let scenario = replayable(&reader)?;
-    let compared = rerun(&mut reader, &scenario, mutations);
+    if reader.header.program.is_some() && app.is_none() {
+        return Err(at_line(
+            &reader,
+            1,
+            "this trace is of a real program (`ringside torchrun`): it replays by running the \
+             header's `program` again"
+                .into(),
+        ));
+    }
+    let compared = rerun(&mut reader, &scenario, mutations, app, stop);
     judge(&mut reader, compared)
 }
+
+/// The application that drives the ranks of a re-run, when one does.
+pub type App<'a> = Option<&'a std::cell::RefCell<dyn crate::engine::Application + 'a>>;
 
 /// A [`TraceError`] at `line` of the trace `reader` reads.
 fn at_line<R: BufRead>(reader: &TraceReader<R>, line: usize, message: String) -> TraceError {
@@ -186,14 +211,15 @@ struct Compared {
 
 /// Re-runs `scenario` with the trace's seed and event budget, comparing each event with the
 /// next recorded line; it stops at the first divergence or where the trace ends.
-fn rerun<R: BufRead>(
+fn rerun<'a, R: BufRead>(
     reader: &mut TraceReader<R>,
     scenario: &Scenario,
     mutations: Mutations,
+    app: App<'a>,
+    stop: &'a AtomicBool,
 ) -> Compared {
     let seed = reader.header.seed;
     let level = reader.header.level;
-    let stop = AtomicBool::new(false);
     let limits = Limits {
         events: reader.header.max_events,
         wall_clock: None,
@@ -208,13 +234,14 @@ fn rerun<R: BufRead>(
         compared: 0,
         level,
         full: Digest::new(),
-        stop: &stop,
+        stop,
         at_diagnosis: false,
     };
     let opts = RunOptions {
         mutations,
         limits,
-        interrupt: Some(&stop),
+        interrupt: Some(stop),
+        app,
         ..RunOptions::seeded(seed)
     };
     let (result, _, _) = run_events(scenario, &opts, &mut cmp);

@@ -101,6 +101,8 @@ pub struct RunOptions<'a> {
     pub limits: Limits<'a>,
     /// A real application drives the ranks (`ringside torchrun`; the scenario has `[torch]`).
     pub app: Option<&'a std::cell::RefCell<dyn crate::engine::Application + 'a>>,
+    /// More fields of the trace's header (`ringside torchrun`'s `program` and `cwd`).
+    pub header: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
 impl RunOptions<'_> {
@@ -286,6 +288,9 @@ fn run_into<W: io::Write>(
     if let Some(n) = max_memory_field(&opts.limits) {
         // and where its memory budget did
         header.insert("max_memory".into(), n.into());
+    }
+    if let Some(extra) = opts.header {
+        header.extend(extra.clone());
     }
     let mut writer = TraceWriter::with_header(out, scenario, seed, opts.trace_level, header)?;
     let (result, fold, diagnosis) = run_events(scenario, opts, &mut writer);

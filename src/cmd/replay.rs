@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ReplayArgs {
-    /// A trace written by `ringside run --trace` (or `ringside check`).
+    /// A trace written by `ringside run --trace` (or `ringside check`, or `ringside torchrun`,
+    /// whose program runs again).
     pub trace: PathBuf,
     /// Re-run the code with this bug planted, as `ringside check --mutation` ran it (any
     /// number of them).
@@ -34,7 +35,22 @@ pub fn main(a: ReplayArgs) -> anyhow::Result<()> {
             a.trace.display()
         ),
     )?;
-    match replay_reader(reader, mutations)? {
+    // the trace of a real program replays by running the program again
+    let program = reader.header.program.clone();
+    let out = match &program {
+        Some(_) => {
+            let flag = super::interrupt_flag();
+            ringside_sim::driver::torch::replay(reader, mutations, Some(&flag))?
+        }
+        None => replay_reader(reader, mutations)?,
+    };
+    if let Some(p) = &program {
+        eprintln!(
+            "ran `{}` again",
+            ringside_sim::text::safe(&p.argv.join(" "))
+        );
+    }
+    match out {
         ReplayOutcome::Identical { events, digest } => {
             println!(
                 "{}: identical: {events} events replayed, digest {digest}",

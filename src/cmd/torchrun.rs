@@ -20,9 +20,10 @@ pub struct TorchrunArgs {
     /// Writes the trace (JSON Lines; zstd-compressed when the name ends in `.zst`).
     #[arg(long)]
     pub trace: Option<PathBuf>,
-    /// Writes one PyTorch Flight Recorder dump per rank into this directory (JSON, as
-    /// `ringside export TRACE --fr DIR` writes them): what the program's ranks would have
-    /// dumped, for torch's own `fr_trace` or `ringside import`.
+    /// Writes one PyTorch Flight Recorder dump per rank into this directory (pickle, named
+    /// `comm_lib_trace_rank_<R>` as torch names them, each record's stack frame the program's
+    /// call site): what the program's ranks would have dumped, for torch's own `fr_trace` or
+    /// `ringside import`.
     #[arg(long, value_name = "DIR")]
     pub fr: Option<PathBuf>,
     /// Prints one JSON object instead of sentences (the program's standard output then goes
@@ -112,7 +113,10 @@ pub fn main(a: TorchrunArgs) -> anyhow::Result<()> {
         }
     }
     if let (Some(dir), Some(trace)) = (&a.fr, &trace) {
-        let dumps = ringside_sim::fr::export::export(trace, dir, false)
+        // pickle, as torch writes them (the only form with stack frames, and the one torch's
+        // fr_trace reads), each record's frame the program's call site
+        let sites = out.sites.iter().cloned().collect();
+        let dumps = ringside_sim::fr::export::export_with_sites(trace, dir, true, sites)
             .map_err(|e| anyhow::anyhow!("--fr {}: {e}", dir.display()))?;
         let silent = match dumps.silent.is_empty() {
             true => String::new(),

@@ -1,12 +1,12 @@
 //! Ranks driven by a real application (`ringside torchrun`): its calls reach the engine one by
 //! one, and virtual time advances only while the application holds still.
 //!
-//! The engine asks its [`Application`] to sync before it moves on whenever a call of the
-//! application ended since the last sync, or when nothing is left in the queue. The
-//! application hands back the calls its ranks made since (each stamped with a time no earlier
-//! than the engine's), and returns only once none of its ranks runs its own code: so the engine
-//! never runs past a time a rank could still issue a call at, and what the engine is handed
-//! depends on no wall clock.
+//! The engine asks its [`Application`] to sync before it moves on to a later time whenever a
+//! call of the application ended since the last sync, or when nothing is left in the queue.
+//! The application hands back the calls its ranks made since (each stamped with a time no
+//! earlier than the engine's, and queued after every event of the engine's current time), and
+//! returns only once none of its ranks runs its own code: so the engine never runs past a time
+//! a rank could still issue a call at, and what the engine is handed depends on no wall clock.
 
 use super::{Engine, Ev};
 use crate::proto::{AppDone, Input};
@@ -22,6 +22,12 @@ pub trait Application {
 
     /// `rank`'s process died at `now` (a fault): the application's must too.
     fn killed(&mut self, rank: u32, now: Nanos);
+
+    /// Whether the application failed by itself: a process of it ended with an error (asked
+    /// once the run is over; such a run did not complete).
+    fn failed(&self) -> bool {
+        false
+    }
 }
 
 /// The engine's side of an application.
@@ -43,12 +49,15 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         });
     }
 
-    /// Syncs with the application when it is due (see the module doc).
+    /// Syncs with the application when it is due (see the module doc): not before every event
+    /// of the current time is processed, so that the calls ending at one time release their
+    /// ranks together, which then run side by side.
     pub(super) fn sync_app(&mut self) {
+        let more_now = self.queue.len() > 0 && self.queue.peek_time() == Some(self.now);
         let Some(link) = self.app.as_mut() else {
             return;
         };
-        if !link.due && self.queue.len() > 0 {
+        if self.queue.len() > 0 && (!link.due || more_now) {
             return;
         }
         link.due = false;

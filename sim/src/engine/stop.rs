@@ -182,7 +182,12 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
                 Outcome::TimedOut
             }
             _ if all_done && self.latest_generation().0 > 0 => Outcome::Rebuilt,
-            _ if all_done && !self.app_failed => Outcome::Completed,
+            _ if all_done
+                && !self.app_failed
+                && !self.app.as_ref().is_some_and(|l| l.app.failed()) =>
+            {
+                Outcome::Completed
+            }
             _ => Outcome::Stalled,
         };
         RunResult {

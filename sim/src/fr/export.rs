@@ -243,6 +243,9 @@ struct Job {
     /// The wall-clock (Unix epoch ns) time of the run's time 0.
     t0: u64,
     pickle: bool,
+    /// The call site of each call, by (rank, call index), where the run knows it (a real
+    /// program's, `ringside torchrun`): `file:line (function)`.
+    sites: BTreeMap<(u32, u32), String>,
 }
 
 impl Job {
@@ -275,6 +278,7 @@ impl Job {
             t0: wall_clock_start(header, trace, calls.end),
             pickle,
             scenario,
+            sites: BTreeMap::new(),
         }
     }
 
@@ -356,6 +360,14 @@ impl Job {
     /// The stack of a call: its call site when the scenario names one (an imported job's),
     /// else the op's place in the scenario.
     fn frames(&self, rank: u32, r: &Rec) -> V {
+        let known = self.sites.get(&(rank, r.index)).map(String::as_str);
+        if let Some((file, line, name)) = known.and_then(site_parts) {
+            return V::List(vec![V::Dict(vec![
+                ("name".into(), s(name)),
+                ("filename".into(), s(file)),
+                ("line".into(), V::Int(line)),
+            ])]);
+        }
         let call = crate::scenario::program::call_at(&self.scenario, rank, r.index as usize).1;
         let site = call.as_ref().and_then(|(op, _)| op.site.as_deref());
         let (name, file, line) = match site.and_then(|x| x.rsplit_once(':')) {
@@ -503,12 +515,34 @@ fn wall_clock_start(header: &Header, trace: &Path, end: u64) -> u64 {
     ns.saturating_sub(end)
 }
 
+/// `file:line (function)` as (file, line, function).
+fn site_parts(text: &str) -> Option<(&str, i64, &str)> {
+    let (at, name) = match text.rsplit_once(" (") {
+        Some((at, name)) => (at, name.strip_suffix(')').unwrap_or(name)),
+        None => (text, ""),
+    };
+    let (file, line) = at.rsplit_once(':')?;
+    Some((file, line.parse().ok()?, name))
+}
+
 /// Writes one dump per rank of the trace at `trace` into `dir` (created if needed).
 pub fn export(trace: &Path, dir: &Path, pickle: bool) -> Result<Exported, String> {
+    export_with_sites(trace, dir, pickle, BTreeMap::new())
+}
+
+/// [`export`], the pickle dumps' frames taken from `sites`, the call site of each call by
+/// (rank, call index) as `file:line (function)`, where they name one (a real program's calls).
+pub fn export_with_sites(
+    trace: &Path,
+    dir: &Path,
+    pickle: bool,
+    sites: BTreeMap<(u32, u32), String>,
+) -> Result<Exported, String> {
     let mut reader = TraceReader::open(trace).map_err(|e| e.to_string())?;
     let world = reader.header.scenario.world.size;
     let calls = read_calls(&mut reader, world)?;
-    let job = Job::new(&reader.header, trace, &calls, pickle);
+    let mut job = Job::new(&reader.header, trace, &calls, pickle);
+    job.sites = sites;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut out = Exported {
         files: Vec::new(),

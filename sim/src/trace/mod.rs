@@ -21,8 +21,8 @@ pub use digest::Digest;
 pub use encode::encode_line;
 pub use event::{timer_fields, Event, FaultPhase, RankList, Sent};
 pub use reader::{
-    parse_event_line, read_trace, Footer, Header, Trace, TraceError, TraceInput, TraceReader,
-    UnparsedEvent,
+    parse_event_line, read_trace, Footer, Header, Program, Trace, TraceError, TraceInput,
+    TraceReader, UnparsedEvent,
 };
 pub use writer::{DigestRecorder, NullRecorder, Recorder, TraceWriter, VecRecorder, TICK_EVERY};
 

@@ -47,7 +47,23 @@ pub struct Header {
     pub missing: Vec<u32>,
     /// The memory limit the run was given, when it was not the default.
     pub max_memory: Option<u64>,
+    /// The command `ringside torchrun` ran, in the trace of a real program on the simulated
+    /// cluster: `replay` runs it again.
+    pub program: Option<Program>,
 }
+
+/// The header's `program` and `cwd`: the command of a `ringside torchrun` and the directory it
+/// ran in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Program {
+    /// The program and its arguments (`python train.py --steps 20`).
+    pub argv: Vec<String>,
+    /// The directory it ran in, when recorded.
+    pub cwd: Option<String>,
+}
+
+/// The most arguments a header's `program` may hold.
+const MAX_ARGS: usize = 4096;
 
 /// The footer, when the trace has one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -325,8 +341,50 @@ impl Header {
             scenario_json,
             real: v.get("real").and_then(|r| r.as_bool()).unwrap_or(false),
             start_unix_ns: v.get("start_unix_ns").and_then(|t| t.as_u64()),
+            program: program(&v, file)?,
         })
     }
+}
+
+/// The header's `program` (with its `cwd`), in the trace of a `ringside torchrun`.
+fn program(v: &serde_json::Value, file: &str) -> Result<Option<Program>, TraceError> {
+    let Some(p) = v.get("program") else {
+        return Ok(None);
+    };
+    let bad = |what: &str| err(file, 1, format!("the header's `program` {what}"));
+    let list = p
+        .as_array()
+        .ok_or_else(|| bad("must be a list of strings (the program and its arguments)"))?;
+    if list.is_empty() {
+        return Err(bad("is empty: it names no program"));
+    }
+    if list.len() > MAX_ARGS {
+        return Err(bad(&format!(
+            "has {} arguments (at most {MAX_ARGS})",
+            list.len()
+        )));
+    }
+    let argv = list
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            a.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| bad(&format!("[{i}] is {a}, not a string")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let cwd = match v.get("cwd") {
+        None => None,
+        Some(serde_json::Value::String(c)) => Some(c.clone()),
+        Some(other) => {
+            return Err(err(
+                file,
+                1,
+                format!("the header's `cwd` is {other}, not a string"),
+            ))
+        }
+    };
+    Ok(Some(Program { argv, cwd }))
 }
 
 /// The header's `version`: 1 or 2.

@@ -6,7 +6,7 @@
 //! by (the rank's clock, rank, arrival on that rank's connection): the order frames arrived in
 //! across connections plays no part.
 
-use super::procs::{Event, Jobs};
+use super::procs::{Event, Exit, Jobs};
 use super::wire::{Call, Reply, Request};
 use crate::engine::Application;
 use crate::proto::collective::Members;
@@ -77,6 +77,12 @@ pub struct Lockstep<'a, 's> {
     /// Each rank's completed calls, in the order they were waited for: (call, hash of the
     /// result's bits; 0 for none).
     pub results: Vec<Vec<(u32, u64)>>,
+    /// Ranks whose process ringside killed (a fault, or a broken protocol).
+    pub killed: Vec<bool>,
+    /// How each process ended, once every rank is gone (see [`Lockstep::failed`]).
+    exits: Option<Vec<Option<Exit>>>,
+    /// How long the processes have to end once every rank left the job.
+    grace: WallDuration,
 }
 
 impl<'a, 's> Lockstep<'a, 's> {
@@ -87,6 +93,7 @@ impl<'a, 's> Lockstep<'a, 's> {
         algorithm: Option<Algorithm>,
         interrupt: Option<&'a AtomicBool>,
         wall: Option<&'a AtomicBool>,
+        grace: WallDuration,
     ) -> Lockstep<'a, 's> {
         let n = jobs.ranks();
         Lockstep {
@@ -113,6 +120,9 @@ impl<'a, 's> Lockstep<'a, 's> {
             errors: Vec::new(),
             first_failed: BTreeMap::new(),
             results: vec![Vec::new(); n],
+            killed: vec![false; n],
+            exits: None,
+            grace,
         }
     }
 
@@ -256,6 +266,7 @@ impl<'a, 's> Lockstep<'a, 's> {
     /// `rank` spoke nonsense: it is no member of the job any more.
     fn broke(&mut self, rank: u32, what: String) {
         self.errors.push((rank, what));
+        self.killed[rank as usize] = true;
         self.jobs.kill(rank);
         self.gone(rank);
     }
@@ -343,6 +354,17 @@ impl<'a, 's> Lockstep<'a, 's> {
     }
 }
 
+/// Whether a process that ended `exit` (ringside having killed it or not) failed by itself.
+pub fn exit_failed(exit: Option<Exit>, killed: bool) -> bool {
+    match exit {
+        Some(Exit::Code(0)) => false,
+        // a kill of ringside's (a fault) is the fault's story, not the program's
+        Some(Exit::Signal(_)) if killed => false,
+        Some(_) => true,
+        None => false,
+    }
+}
+
 impl Application for Lockstep<'_, '_> {
     fn sync(&mut self, _now: Nanos, done: Vec<(u32, Nanos, AppDone)>) -> Vec<(u32, Nanos, Input)> {
         for (rank, at, d) in done {
@@ -363,10 +385,28 @@ impl Application for Lockstep<'_, '_> {
                 self.on_event(rank, ev);
             }
         }
-        self.inputs()
+        let inputs = self.inputs();
+        let over = self.ranks.iter().all(|r| r.mode == Mode::Gone);
+        if inputs.is_empty() && over && self.exits.is_none() {
+            // nothing more can come: the run ends here, and how the processes ended is part
+            // of its outcome
+            self.exits = Some(self.jobs.finish(self.grace));
+        }
+        inputs
+    }
+
+    fn failed(&self) -> bool {
+        let exited_badly = self.exits.as_ref().is_some_and(|exits| {
+            exits
+                .iter()
+                .zip(&self.killed)
+                .any(|(e, k)| exit_failed(*e, *k))
+        });
+        exited_badly || !self.errors.is_empty()
     }
 
     fn killed(&mut self, rank: u32, _now: Nanos) {
+        self.killed[rank as usize] = true;
         self.jobs.kill(rank);
         let st = &mut self.ranks[rank as usize];
         st.mode = Mode::Gone;

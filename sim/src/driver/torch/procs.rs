@@ -98,6 +98,8 @@ pub struct Spawn<'a> {
     pub stdout_to_stderr: bool,
     /// The children's standard output and error go nowhere (property testing's cases).
     pub silent: bool,
+    /// The directory they run in (default: ours); not for forked processes.
+    pub cwd: Option<&'a Path>,
 }
 
 /// torchrun's environment for `rank` of `n`, and ringside's own variables.
@@ -182,6 +184,9 @@ impl<'s> Jobs<'s> {
             }
             let mut cmd = Command::new(exe);
             cmd.args(args).envs(env).stdin(Stdio::null());
+            if let Some(dir) = spawn.cwd {
+                cmd.current_dir(dir);
+            }
             if spawn.silent {
                 cmd.stdout(Stdio::null()).stderr(Stdio::null());
             } else if spawn.stdout_to_stderr {
@@ -387,7 +392,9 @@ fn accept(
 }
 
 /// Reads `rank`'s frames until its connection ends or breaks.
-fn read_frames(rank: u32, mut s: UnixStream, tx: mpsc::Sender<(u32, Incoming)>) {
+fn read_frames(rank: u32, s: UnixStream, tx: mpsc::Sender<(u32, Incoming)>) {
+    // a call and the wait after it come in one write: read in one system call
+    let mut s = io::BufReader::with_capacity(1 << 16, s);
     let mut len = [0u8; 4];
     loop {
         let ev = match s.read_exact(&mut len) {
