@@ -53,7 +53,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
     /// of the current time is processed, so that the calls ending at one time release their
     /// ranks together, which then run side by side.
     pub(super) fn sync_app(&mut self) {
-        let more_now = self.queue.len() > 0 && self.queue.peek_time() == Some(self.now);
+        let more_now = self.queue.due_at(self.now);
         let Some(link) = self.app.as_mut() else {
             return;
         };

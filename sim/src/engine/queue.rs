@@ -206,6 +206,14 @@ impl<E> Queue<E> {
         self.pop_peeked()
     }
 
+    /// Whether an event due at `t`, the time of the last one popped, is still queued: told
+    /// without moving the queue on, so that events may still be pushed at `t` afterwards (a
+    /// peek may move the radix heap past `t`, below which nothing can be pushed).
+    pub fn due_at(&self, t: Nanos) -> bool {
+        let heap = self.heap.peek().is_some_and(|Reverse((h, _, _))| *h == t);
+        heap || (self.radix.last == t && !self.radix.now.is_empty())
+    }
+
     /// The earliest time of an event that `ignore` does not pass over, by a scan of the whole
     /// queue (for rare decisions only).
     pub fn earliest_but(&self, ignore: impl Fn(&E) -> bool) -> Option<Nanos> {
@@ -281,6 +289,22 @@ mod tests {
         assert_eq!(q.pop(), Some((5, "c")));
         assert_eq!(q.pop(), Some((5, "d")));
         assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn due_at_tells_without_moving_on_so_the_same_time_can_still_be_pushed() {
+        let mut q = Queue::default();
+        for (i, t) in [4u64, 4, 9].into_iter().enumerate() {
+            q.push(t, i, None);
+        }
+        assert_eq!(q.pop(), Some((4, 0)));
+        assert!(q.due_at(4));
+        assert_eq!(q.pop(), Some((4, 1)));
+        assert!(!q.due_at(4));
+        // nothing moved past 4: an event pushed at 4 still comes before the one at 9
+        q.push(4, 3, None);
+        assert_eq!(q.pop(), Some((4, 3)));
+        assert_eq!(q.pop(), Some((9, 2)));
     }
 
     #[test]
