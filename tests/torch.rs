@@ -375,7 +375,7 @@ fn check_torch_passes_a_program_whose_error_handling_ends_it() {
 }
 
 #[test]
-fn a_torchrun_trace_is_explained_exported_to_perfetto_and_dumped_for_flight_recorder() {
+fn a_torchrun_trace_is_explained_viewed_exported_to_perfetto_and_dumped_for_flight_recorder() {
     let Some(bin) = venv() else { return };
     let dir = tempfile::tempdir().expect("temp dir");
     let trace = dir.path().join("run.jsonl");
@@ -421,6 +421,32 @@ fn a_torchrun_trace_is_explained_exported_to_perfetto_and_dumped_for_flight_reco
         v["traceEvents"].as_array().is_some_and(|e| !e.is_empty()),
         "{v}"
     );
+    // the viewer opens it, and its end shows the scenario and the preemption
+    let screen = tui_end_screen(&trace);
+    assert!(screen.contains("torch-preempt-rank1"), "{screen}");
+    assert!(screen.contains("preempted"), "{screen}");
+}
+
+/// The viewer's screen (120x40) at the end of the trace at `trace`.
+fn tui_end_screen(trace: &Path) -> String {
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use ringside_tui::app::App;
+    use ringside_tui::input::Action;
+    use ringside_tui::state::Loaded;
+    let mut app = App::new(Loaded::open(trace).expect("the viewer reads the trace"));
+    app.update(Action::End);
+    assert_eq!(app.ranks(), 3);
+    let mut t = Terminal::new(TestBackend::new(120, 40)).expect("test terminal");
+    t.draw(|f| ringside_tui::view::render(&app, f))
+        .expect("drawn");
+    let b = t.backend().buffer();
+    (0..b.area.height)
+        .map(|y| {
+            let row: String = (0..b.area.width).map(|x| b[(x, y)].symbol()).collect();
+            row + "\n"
+        })
+        .collect()
 }
 
 /// A program that runs `body` after one all_reduce of every rank, by `python -c`.
@@ -536,41 +562,4 @@ fn a_torchrun_trace_replays_by_running_its_program_again() {
         "{}",
         common::text(&o)
     );
-}
-
-#[test]
-fn the_tui_opens_a_torchrun_trace_at_its_end_with_the_preempted_rank_and_the_blocked_ones() {
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
-    use ringside_tui::app::App;
-    use ringside_tui::input::Action;
-    use ringside_tui::state::Loaded;
-    let Some(bin) = venv() else { return };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let trace = dir.path().join("run.jsonl");
-    let o = torchrun(
-        &bin,
-        &[
-            "scenarios/torch/preempt-rank1.toml",
-            "--trace",
-            trace.to_str().expect("utf-8"),
-        ],
-        &["examples/torch/resilient.py"],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
-    let mut app = App::new(Loaded::open(&trace).expect("the TUI reads the trace"));
-    app.update(Action::End);
-    let mut t = Terminal::new(TestBackend::new(120, 40)).expect("test terminal");
-    t.draw(|f| ringside_tui::view::render(&app, f))
-        .expect("drawn");
-    let b = t.backend().buffer();
-    let screen: String = (0..b.area.height)
-        .map(|y| {
-            let row: String = (0..b.area.width).map(|x| b[(x, y)].symbol()).collect();
-            row + "\n"
-        })
-        .collect();
-    assert!(screen.contains("torch-preempt-rank1"), "{screen}");
-    assert!(screen.contains("preempted"), "{screen}");
-    assert_eq!(app.ranks(), 3, "{screen}");
 }
