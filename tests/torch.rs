@@ -218,7 +218,7 @@ fn a_pipeline_stage_receiving_from_the_wrong_stage_is_named_with_its_line() {
     assert!(
         verdict.starts_with(
             "STALLED: mismatch:2 — rank 2 posted a recv from rank 0, which never sends to it, \
-             while the message rank 1 sent it is never received: rank 2's recv names the wrong \
+             while the messages rank 1 sent it are never received: rank 2's recv names the wrong \
              peer"
         ) && verdict.contains("; rank 2 at ")
             && verdict.ends_with("examples/torch/pipeline.py:32 (forward)"),
@@ -306,7 +306,11 @@ fn isend_irecv_batch_isend_irecv_and_send_recv_carry_the_programs_tensors() {
     let v = common::json(&o);
     assert_eq!(v["outcome"], "completed", "{}", common::text(&o));
     let ops = v["ops"].as_array().expect("ops");
-    assert_eq!(ops.len(), 12, "{v}");
+    assert_eq!(ops.len(), 24, "{v}");
+    assert!(
+        ops.iter().all(|op| !op["end_ns"].is_null()),
+        "every call ended: {v}"
+    );
     assert!(ops.iter().all(|op| op["correct"] == true), "{v}");
     let exits = v["ranks_exit"].as_array().expect("ranks_exit");
     assert!(exits.iter().all(|e| e["code"] == 0), "{v}");
@@ -400,11 +404,32 @@ fn a_torchrun_trace_is_explained_viewed_exported_to_perfetto_and_dumped_for_flig
     let mut dumps = dumps;
     dumps.sort();
     assert_eq!(dumps, ["comm_lib_trace_rank_0", "comm_lib_trace_rank_2"]);
-    // their frames are the program's call sites: the import names the line of the blocked call
-    let import = common::ringside(&["import", fr.to_str().expect("utf-8")]);
-    let text = common::stdout(&import);
+    // each record's stack frame is the program's call site of that call, as torch reads it
+    let frames = std::process::Command::new(bin.join("python"))
+        .arg("-c")
+        .arg(
+            "import pickle, sys\n\
+             d = pickle.load(open(sys.argv[1], 'rb'))\n\
+             for e in d['entries']:\n\
+             \x20   f = e['frames'][0]\n\
+             \x20   print(e['profiling_name'], f['filename'], f['line'], f['name'])",
+        )
+        .arg(fr.join("comm_lib_trace_rank_0"))
+        .output()
+        .expect("python reads the dump");
+    let frames = common::stdout(&frames);
+    let lines: Vec<&str> = frames.lines().collect();
+    assert_eq!(lines.len(), 3, "{frames}");
     assert!(
-        text.contains("allreduce") && text.contains("examples/torch/resilient.py:15"),
+        lines
+            .iter()
+            .all(|l| l.contains("all_reduce")
+                && l.ends_with("examples/torch/resilient.py 15 <module>")),
+        "{frames}"
+    );
+    let import = common::ringside(&["import", fr.to_str().expect("utf-8")]);
+    assert!(
+        common::stdout(&import).contains("missing:1"),
         "{}",
         common::text(&import)
     );
@@ -558,7 +583,7 @@ fn a_torchrun_trace_replays_by_running_its_program_again() {
     let o = replay(other.to_str().expect("utf-8"));
     assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
     assert!(
-        common::stdout(&o).contains("diverged"),
+        common::text(&o).contains("diverged"),
         "{}",
         common::text(&o)
     );

@@ -388,7 +388,7 @@ impl CauseBook {
             (
                 format!(
                     "rank {a} posted a recv from rank {b}, which never sends to it, while the \
-                     message rank {c} sent it is never received: rank {a}'s recv names the \
+                     messages rank {c} sent it are never received: rank {a}'s recv names the \
                      wrong peer"
                 ),
                 vec![a],

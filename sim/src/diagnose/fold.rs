@@ -1231,31 +1231,34 @@ impl Fold {
         })
     }
 
-    /// The ranks whose point-to-point message to `to` in `group` (of `generation`) `to` never
-    /// took: it posted no recv of that order from them.
-    pub fn unreceived(&self, to: u32, group: GroupId, generation: Generation) -> Vec<u32> {
-        let Some(list) = self.sent.get(to as usize) else {
+    /// The ranks that sent `to` a point-to-point message in `group` (of `generation`), each with
+    /// whether `to` ever posted a recv from it there (its first recv from a rank is its order
+    /// 1, done or running).
+    pub fn p2p_senders(&self, to: u32, group: GroupId, generation: Generation) -> Vec<(u32, bool)> {
+        let (Some(list), Some(v)) = (self.sent.get(to as usize), self.ranks.get(to as usize))
+        else {
             return Vec::new();
         };
         let mut from: Vec<u32> = list
             .iter()
             .filter(|e| e.p2p == Some(P2pKind::Data) && e.key as u32 == group.0)
             .filter(|e| (e.at >> 96) as u32 == generation.0)
-            .map(|e| ((e.key >> 32) as u32, (e.at >> 32) as u64))
-            .filter(|&(sender, order)| {
-                let slot = Slot {
-                    group,
-                    generation,
-                    seq: SeqNo(order),
-                    pair: Some((sender, to)),
-                };
-                self.ranks[to as usize].call_at(slot).is_none()
-            })
-            .map(|(sender, _)| sender)
+            .map(|e| (e.key >> 32) as u32)
             .collect();
         from.sort_unstable();
         from.dedup();
-        from
+        from.into_iter()
+            .map(|sender| {
+                let first = Slot {
+                    group,
+                    generation,
+                    seq: SeqNo(1),
+                    pair: Some((sender, to)),
+                };
+                let running = v.call.as_ref().is_some_and(|c| c.slot(to) == first);
+                (sender, running || v.call_at(first).is_some())
+            })
+            .collect()
     }
 
     /// Whether ranks `a` and `b` run the same program, so that their call sites compare

@@ -208,14 +208,18 @@ fn missing_message(
     }
 }
 
-/// Rank `a` waits in a recv from `b`, which never sent it the message: when a message another
-/// rank sent `a` in the same group is never taken, `a`'s recv names the wrong peer.
+/// Rank `a` waits in a recv from `b`, which never sent it anything in the group: when another
+/// rank sent `a` messages there and `a` never posted a recv from it, `a`'s recv names the wrong
+/// peer. (A receiver that took earlier messages of a sender is only behind it.)
 fn wrong_peer(fold: &Fold, book: &mut CauseBook, a: u32, b: u32, slot: Slot) -> Option<RootCause> {
     if slot.pair != Some((b, a)) {
         return None;
     }
-    let others = fold.unreceived(a, slot.group, slot.generation);
-    let c = others.into_iter().find(|&c| c != b)?;
+    let senders = fold.p2p_senders(a, slot.group, slot.generation);
+    if senders.iter().any(|&(s, _)| s == b) {
+        return None;
+    }
+    let (c, _) = senders.into_iter().find(|&(_, took)| !took)?;
     Some(book.wrong_peer(a, b, c))
 }
 

@@ -387,9 +387,9 @@ impl Application for Lockstep<'_, '_> {
         }
         let inputs = self.inputs();
         let over = self.ranks.iter().all(|r| r.mode == Mode::Gone);
-        if inputs.is_empty() && over && self.exits.is_none() {
-            // nothing more can come: the run ends here, and how the processes ended is part
-            // of its outcome
+        if over && self.exits.is_none() {
+            // nothing more can come (the engine may stop as soon as it has taken these last
+            // inputs in): how the processes ended is part of the run's outcome
             self.exits = Some(self.jobs.finish(self.grace));
         }
         inputs
