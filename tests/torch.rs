@@ -499,7 +499,7 @@ fn a_program_whose_processes_fail_is_not_reported_completed() {
     let o = torchrun(&bin, &[scenario], &["-c", &program]);
     let out = common::stdout(&o);
     assert!(
-        out.starts_with("STALLED: the program failed: ranks 0-1 exited with status 1"),
+        out.starts_with("STALLED: the program failed: ranks 0,1 exited with status 1"),
         "{out}"
     );
     // one process raises; the other exits 0

@@ -90,8 +90,9 @@ pub struct GenerationRecord {
 /// What the observer follows of one rank.
 #[derive(Clone, Debug, Default)]
 struct Follow {
-    /// The call the rank is in: (fingerprint, iteration, index, peer of a send or recv).
-    call: Option<(Fingerprint, u32, u32, Option<Rank>)>,
+    /// The calls the rank is in (one, but for a program's calls running at once): (fingerprint,
+    /// iteration, index, peer of a send or recv).
+    calls: Vec<(Fingerprint, u32, u32, Option<Rank>)>,
     /// The members of the generation the rank installed last (None: the world).
     members: Option<Arc<Members>>,
 }
@@ -172,7 +173,7 @@ impl Observer {
                 peer,
                 ..
             } => {
-                follow.call = Some((*fp, *iteration, *index, *peer));
+                follow.calls.push((*fp, *iteration, *index, *peer));
                 if let Some(real) = self.real.as_mut() {
                     real.called(rank, *index, fp, *peer);
                 }
@@ -184,7 +185,9 @@ impl Observer {
                 result,
                 ..
             } => {
-                let call = follow.call.take();
+                let at = (follow.calls.iter())
+                    .position(|&(_, it, ix, _)| (it, ix) == (*iteration, *index));
+                let call = at.map(|k| follow.calls.swap_remove(k));
                 if record {
                     correct = call.map(|(fp, it, ix, peer)| match peer {
                         Some(peer) => self.check_message(rank, fp, peer, result),
@@ -196,8 +199,14 @@ impl Observer {
                     index: *index,
                 }
             }
-            ProtoEvent::Abort { reason, .. } => {
-                follow.call = None;
+            ProtoEvent::Abort {
+                group, seq, reason, ..
+            } => {
+                let at =
+                    (follow.calls.iter()).position(|(fp, ..)| fp.group == *group && fp.seq == *seq);
+                if let Some(k) = at {
+                    follow.calls.swap_remove(k);
+                }
                 Hint::Aborted {
                     watchdog: reason.is_watchdog(),
                 }

@@ -36,6 +36,8 @@ enum Call {
     Unknown,
     /// The rank has no call in the fold.
     None,
+    /// The rank runs several calls at once: its steps and sends are folded as they come.
+    Several,
     Known {
         seq: u64,
         group: GroupId,
@@ -97,6 +99,7 @@ impl Deferred {
         let r = self.records.get_mut(rank as usize)?;
         if r.call == Call::Unknown {
             r.call = match fold.ranks.get(rank as usize).and_then(|v| v.call.as_ref()) {
+                Some(_) if fold.has_beside(rank) => Call::Several,
                 Some(c) => Call::Known {
                     seq: c.seq.0,
                     group: c.group,
@@ -120,6 +123,9 @@ impl Deferred {
         let Some(r) = self.record(fold, s.from) else {
             return;
         };
+        if r.call == Call::Several {
+            return fold.mark_sent_beside(s);
+        }
         // a chunk belongs to the sender's running call (an acknowledgement, to the recv
         // that took the message), as `Fold::mark_sent` finds it
         let (group, generation) = match r.call {
@@ -161,6 +167,12 @@ impl Deferred {
             if let Some(r) = self.records.get_mut(rank as usize) {
                 write_step(fold, rank, r);
             }
+            return fold.stepped(t, rank, s);
+        }
+        let several = self
+            .record(fold, rank)
+            .is_some_and(|r| r.call == Call::Several);
+        if several {
             return fold.stepped(t, rank, s);
         }
         fold.count_step(t);

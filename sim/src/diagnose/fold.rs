@@ -216,6 +216,20 @@ pub(super) fn marked_by(s: &Sent) -> Option<(u64, Option<P2pKind>, u32)> {
     }
 }
 
+/// The group and generation of the running call of `v` that a chunk (`p2p` None) of `seq`, or
+/// a point-to-point message of order `seq` to `to`, belongs to ((0, 0) when none does).
+#[inline(always)]
+fn sender_call(v: &RankView, to: u32, seq: u64, p2p: Option<P2pKind>) -> (GroupId, Generation) {
+    let mine = |c: &&CallView| c.seq.0 == seq && (p2p.is_none() || c.peer == Some(to));
+    match v.call.as_ref().filter(mine) {
+        Some(c) => (c.group, c.generation),
+        None => match v.beside.iter().find(mine) {
+            Some(c) => (c.group, c.generation),
+            None => (GroupId(0), Generation(0)),
+        },
+    }
+}
+
 /// What a point-to-point message carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum P2pKind {
@@ -263,7 +277,14 @@ pub struct RankView {
     pub paused_since: Option<Nanos>,
     pub dead_since: Option<Nanos>,
     pub iteration: u32,
+    /// The call the rank waits in: of its running calls, the first it issued that waits for a
+    /// peer, else the first.
     pub call: Option<CallView>,
+    /// Its other running calls, in the order issued: a program's sends and recvs outstanding
+    /// at once (`isend`/`irecv`, `batch_isend_irecv`), or its calls on other groups. Only a
+    /// run a real program drove has any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<CallView>,
     /// Calls issued so far, as (iteration, index).
     pub calls: u32,
     /// The last (iteration, index) this rank issued.
@@ -288,9 +309,66 @@ impl RankView {
     pub fn is_live(&self) -> bool {
         !matches!(self.state, RankState::Dead | RankState::Refused) && !self.paused
     }
+
+    /// Every running call of the rank: the one it waits in, then those beside it.
+    pub fn running(&self) -> impl Iterator<Item = &CallView> {
+        self.call.iter().chain(&self.beside)
+    }
+
+    /// The running call `pick` chooses, the newest when several fit (a step or an abort comes
+    /// right after its call's own events).
+    fn running_mut(&mut self, pick: impl Fn(&CallView) -> bool) -> Option<&mut CallView> {
+        self.call
+            .iter_mut()
+            .chain(self.beside.iter_mut())
+            .filter(|c| pick(c))
+            .max_by_key(|c| c.issued())
+    }
+
+    /// Takes the running call `pick` chooses out of the rank's calls.
+    fn take_running(&mut self, pick: impl Fn(&CallView) -> bool) -> Option<CallView> {
+        if self.call.as_ref().is_some_and(&pick) {
+            return self.call.take();
+        }
+        let k = self.beside.iter().position(pick)?;
+        Some(self.beside.remove(k))
+    }
+
+    /// Puts the call the rank waits in first (see `call`) after its calls changed.
+    fn settle_calls(&mut self) {
+        if self.beside.is_empty() {
+            return;
+        }
+        let mut all: Vec<CallView> = self.call.take().into_iter().collect();
+        all.append(&mut self.beside);
+        all.sort_by_key(CallView::issued);
+        let first = all
+            .iter()
+            .position(|c| !c.waiting_for.is_empty())
+            .unwrap_or(0);
+        self.call = Some(all.remove(first));
+        self.beside = all;
+    }
 }
 
 impl CallView {
+    /// The order the rank issued its calls in.
+    fn issued(&self) -> (Nanos, u32, u32) {
+        (self.called_ns, self.iteration, self.index)
+    }
+
+    /// Whether this is the call a step of `seq` in `group`, waiting for `waiting_for`, is of:
+    /// a send or recv waits for its peer or nobody.
+    fn steps_in(&self, group: GroupId, seq: SeqNo, waiting_for: &[u32]) -> bool {
+        self.group == group
+            && self.seq == seq
+            && match (self.peer, waiting_for) {
+                (Some(p), [w]) => p == *w,
+                (Some(_), []) | (None, _) => true,
+                (Some(_), _) => false,
+            }
+    }
+
     /// Ends the current wait interval at `t`: how long it waited, when waiting for someone
     /// (the fold charges it to a straggler fault, if one touches them).
     #[inline(always)]
@@ -577,6 +655,7 @@ impl Fold {
                     dead_since: None,
                     iteration: 0,
                     call: None,
+                    beside: Vec::new(),
                     calls: 0,
                     last_call: None,
                     since_ns: 0,
@@ -630,6 +709,7 @@ impl Fold {
             }
             Event::Step {
                 rank,
+                group,
                 step,
                 steps,
                 waiting_for,
@@ -638,7 +718,7 @@ impl Fold {
             } => {
                 self.t = t;
                 self.events += 1;
-                self.step(t, *rank, *seq, *step, *steps, waiting_for, |&r| r);
+                self.step(t, *rank, (*group, *seq), *step, *steps, waiting_for, |&r| r);
             }
             _ => {
                 self.t = t;
@@ -676,7 +756,15 @@ impl Fold {
     #[inline(always)]
     pub fn stepped(&mut self, t: Nanos, rank: u32, s: &StepEvent) {
         self.count_step(t);
-        self.step(t, rank, s.seq, s.step, s.steps, &s.waiting_for, |r| r.0);
+        self.step(
+            t,
+            rank,
+            (s.group, s.seq),
+            s.step,
+            s.steps,
+            &s.waiting_for,
+            |r| r.0,
+        );
     }
 
     /// Counts a `step` event at `t`, without applying it.
@@ -698,12 +786,9 @@ impl Fold {
     fn mark_sent(&mut self, from: u32, to: u32, seq: u64, p2p: Option<P2pKind>, step: u32) {
         // a chunk belongs to the sender's running call: its group and generation (an
         // acknowledgement, to the recv that took the message)
-        let (group, generation) = match self.ranks.get(from as usize).and_then(|v| v.call.as_ref())
-        {
-            Some(c) if c.seq.0 == seq && (p2p.is_none() || c.peer == Some(to)) => {
-                (c.group, c.generation)
-            }
-            _ => (GroupId(0), Generation(0)),
+        let (group, generation) = match self.ranks.get(from as usize) {
+            Some(v) => sender_call(v, to, seq, p2p),
+            None => (GroupId(0), Generation(0)),
         };
         let sent = Marked {
             to,
@@ -714,6 +799,15 @@ impl Fold {
             step,
         };
         self.mark(from, &sent);
+    }
+
+    /// A chunk (`p2p` None) or a point-to-point message `from` sent `to`, as the latest it
+    /// sent there: folded at once, when the sender runs several calls.
+    #[cold]
+    pub(super) fn mark_sent_beside(&mut self, s: &Sent) {
+        if let Some((seq, p2p, step)) = marked_by(s) {
+            self.mark_sent(s.from, s.to, seq, p2p, step);
+        }
     }
 
     /// Marks that `from` sent `m`.
@@ -739,13 +833,17 @@ impl Fold {
         &mut self,
         t: Nanos,
         rank: u32,
-        seq: SeqNo,
+        (group, seq): (GroupId, SeqNo),
         step: u32,
         steps: u32,
         waiting_for: &[W],
         id: impl Fn(&W) -> u32,
     ) {
         let faults = !self.faults.is_empty();
+        if self.has_beside(rank) {
+            let waits: Vec<u32> = waiting_for.iter().map(id).collect();
+            return self.step_beside(t, rank, (group, seq), (step, steps), &waits);
+        }
         let Some(mut c) = self.call_mut(rank) else {
             return;
         };
@@ -760,6 +858,35 @@ impl Fold {
             };
         }
         c.enter_step(t, seq, step, steps, waiting_for, id);
+    }
+
+    /// Whether `rank` runs several calls at once (see [`RankView::beside`]).
+    #[inline(always)]
+    pub(super) fn has_beside(&self, rank: u32) -> bool {
+        self.ranks
+            .get(rank as usize)
+            .is_some_and(|v| !v.beside.is_empty())
+    }
+
+    /// A step of one of the several calls `rank` runs: the call it is of enters it, and the
+    /// rank waits in the call [`RankView::call`] names.
+    #[cold]
+    fn step_beside(
+        &mut self,
+        t: Nanos,
+        rank: u32,
+        (group, seq): (GroupId, SeqNo),
+        (step, steps): (u32, u32),
+        waiting_for: &[u32],
+    ) {
+        self.close_wait(rank, t);
+        let Some(v) = self.rank(rank) else {
+            return;
+        };
+        if let Some(c) = v.running_mut(|c| c.steps_in(group, seq, waiting_for)) {
+            c.enter_step(t, seq, step, steps, waiting_for, |&r| r);
+        }
+        v.settle_calls();
     }
 
     /// Every event but those of messages and steps: each kind changes the view of what it
@@ -795,23 +922,36 @@ impl Fold {
                 group,
                 generation,
                 seq,
+                iteration,
+                index,
                 result,
                 correct,
-                ..
             } => {
-                let slot =
-                    self.completed_call(t, *rank, Slot::collective(*group, *generation, *seq));
+                let slot = self.completed_call(
+                    t,
+                    *rank,
+                    Slot::collective(*group, *generation, *seq),
+                    (*iteration, *index),
+                );
                 self.completed_op(t, slot, result, *correct);
             }
             Event::Abort {
                 rank,
+                group,
                 seq,
                 step,
                 steps,
                 waiting_for,
                 reason,
                 ..
-            } => self.aborted(t, *rank, *seq, (*step, *steps), waiting_for, reason),
+            } => self.aborted(
+                t,
+                *rank,
+                (*group, *seq),
+                (*step, *steps),
+                waiting_for,
+                reason,
+            ),
             Event::FlightRecord { .. } => {}
             Event::Unexpected {
                 rank,
@@ -846,6 +986,7 @@ impl Fold {
                 // the rank leaves its aborted call behind and resumes in the new generation
                 if let Some(v) = self.rank(*rank) {
                     v.call = None;
+                    v.beside.clear();
                 }
                 self.set_state(*rank, t, RankState::Running);
             }
@@ -918,6 +1059,7 @@ impl Fold {
             v.dead_since = None;
             v.paused = false;
             v.call = None;
+            v.beside.clear();
         }
         self.set_state(rank, t, RankState::Running);
     }
@@ -994,11 +1136,16 @@ impl Fold {
     }
 
     /// `rank` entered the call `sig` of `slot` at `t`: its running call, and its history.
+    /// A call issued while others run goes beside them (calls that failed are left behind).
     fn entered_call(&mut self, t: Nanos, rank: u32, slot: Slot, sig: CallSig, peer: Option<u32>) {
         if let Some(v) = self.rank(rank) {
             v.calls += 1;
             v.last_call = Some((sig.iteration, sig.index));
             v.iteration = sig.iteration;
+            v.beside.retain(|c| c.aborted.is_none());
+            if let Some(c) = v.call.take().filter(|c| c.aborted.is_none()) {
+                v.beside.insert(0, c);
+            }
             v.call = Some(CallView {
                 iteration: sig.iteration,
                 index: sig.index,
@@ -1021,6 +1168,7 @@ impl Fold {
                 aborted: None,
                 charged_ns: t,
             });
+            v.settle_calls();
         }
         self.set_state(rank, t, RankState::Waiting);
         if let Some(v) = self.rank(rank) {
@@ -1078,22 +1226,45 @@ impl Fold {
         }
     }
 
-    /// `rank` completed its call at `t`: it leaves the call, which its history marks
-    /// completed. Returns the call's slot (the rank's running call's, when it is this one: a
-    /// message's slot names its pair; else `collective`).
-    fn completed_call(&mut self, t: Nanos, rank: u32, collective: Slot) -> Slot {
+    /// `rank` completed its call `(iteration, index)` at `t`: it leaves the call, which its
+    /// history marks completed, and waits in its other running calls if it has any. Returns
+    /// the call's slot (the running call's, when it is one: a message's slot names its pair;
+    /// else `collective`).
+    fn completed_call(
+        &mut self,
+        t: Nanos,
+        rank: u32,
+        collective: Slot,
+        (iteration, index): (u32, u32),
+    ) -> Slot {
         self.close_wait(rank, t);
         let mut slot = collective;
+        let mut still = None;
         if let Some(v) = self.rank(rank) {
-            if let Some(c) = v.call.as_ref().filter(|c| c.seq == collective.seq) {
+            if v.beside.is_empty() {
+                if let Some(c) = v.call.take().filter(|c| c.seq == collective.seq) {
+                    slot = c.slot(rank);
+                }
+            } else if let Some(c) = v.take_running(|c| {
+                (c.seq, c.iteration, c.index) == (collective.seq, iteration, index)
+            }) {
                 slot = c.slot(rank);
+                if v.call.is_none() {
+                    v.call = Some(v.beside.remove(0));
+                }
+                v.settle_calls();
+                still = v.call.as_ref().map(|c| c.aborted.is_some());
             }
-            v.call = None;
             if let Some(c) = v.history.iter_mut().rev().find(|c| c.slot == slot) {
                 c.completed = true;
             }
         }
-        self.set_state(rank, t, RankState::Running);
+        let state = match still {
+            None => RankState::Running,
+            Some(false) => RankState::Waiting,
+            Some(true) => RankState::Blocked,
+        };
+        self.set_state(rank, t, state);
         slot
     }
 
@@ -1122,7 +1293,7 @@ impl Fold {
         &mut self,
         t: Nanos,
         rank: u32,
-        seq: SeqNo,
+        (group, seq): (GroupId, SeqNo),
         (step, steps): (u32, u32),
         waiting_for: &[u32],
         reason: &str,
@@ -1132,13 +1303,19 @@ impl Fold {
         }
         self.close_wait(rank, t);
         if let Some(v) = self.rank(rank) {
-            if let Some(c) = v.call.as_mut().filter(|c| c.seq == seq) {
+            let c = if v.beside.is_empty() {
+                v.call.as_mut().filter(|c| c.seq == seq)
+            } else {
+                v.running_mut(|c| c.aborted.is_none() && c.steps_in(group, seq, waiting_for))
+            };
+            if let Some(c) = c {
                 c.step = step;
                 c.steps = steps;
                 c.waiting_for.clear();
                 c.waiting_for.extend_from_slice(waiting_for);
                 c.aborted = Some(reason.to_string());
             }
+            v.settle_calls();
         }
         self.set_state(rank, t, RankState::Blocked);
     }
@@ -1255,7 +1432,7 @@ impl Fold {
                     seq: SeqNo(1),
                     pair: Some((sender, to)),
                 };
-                let running = v.call.as_ref().is_some_and(|c| c.slot(to) == first);
+                let running = v.running().any(|c| c.slot(to) == first);
                 (sender, running || v.call_at(first).is_some())
             })
             .collect()

@@ -190,3 +190,140 @@ fn rank_lists_compress_runs() {
     assert_eq!(fmt_ranks(&[0, 1, 2, 3, 4, 5, 7]), "0-5,7");
     assert_eq!(ranks_phrase(&[3]), "rank 3");
 }
+
+/// Rank `rank`'s call `index`: a send to or recv from `peer`, its `seq`-th in that direction.
+fn p2p_call(rank: u32, index: u32, op: OpKind, peer: u32, seq: u64) -> Event {
+    Event::Call {
+        rank,
+        iteration: 0,
+        index,
+        group: GroupId(0),
+        generation: Generation(0),
+        seq: SeqNo(seq),
+        op,
+        algorithm: op.default_algorithm(),
+        bytes: 16,
+        dtype: Dtype::F32,
+        root: 0,
+        reduce: ReduceOp::Sum,
+        elements: 4,
+        members: 3,
+        peer: Some(peer),
+    }
+}
+
+fn p2p_step(rank: u32, seq: u64, waiting_for: Vec<u32>) -> Event {
+    Event::Step {
+        rank,
+        group: GroupId(0),
+        generation: Generation(0),
+        seq: SeqNo(seq),
+        step: 0,
+        steps: 1,
+        waiting_for: waiting_for.into(),
+    }
+}
+
+fn complete(rank: u32, index: u32, seq: u64) -> Event {
+    Event::Complete {
+        rank,
+        group: GroupId(0),
+        generation: Generation(0),
+        seq: SeqNo(seq),
+        iteration: 0,
+        index,
+        result: String::new(),
+        correct: Some(true),
+    }
+}
+
+#[test]
+fn a_rank_with_sends_and_recvs_outstanding_waits_in_the_one_not_finished() {
+    // rank 0 posts a send to 1, then a recv from 2 (both its first in their direction); rank 1
+    // receives the send; the send ends, the recv goes on
+    let mut events = vec![
+        p2p_call(0, 1, OpKind::Send, 1, 1),
+        p2p_step(0, 1, vec![]),
+        p2p_call(0, 2, OpKind::Recv, 2, 1),
+        p2p_step(0, 1, vec![2]),
+    ];
+    let f = fold(&events);
+    // the recv waits for its peer, the eager send for nobody: the rank waits in the recv
+    let v = &f.ranks[0];
+    assert_eq!(v.call.as_ref().map(|c| c.op), Some(OpKind::Recv));
+    assert_eq!(v.beside.len(), 1);
+    events.extend([
+        p2p_call(1, 1, OpKind::Recv, 0, 1),
+        complete(1, 1, 1),
+        complete(0, 1, 1),
+    ]);
+    let f = fold(&events);
+    let v = &f.ranks[0];
+    assert_eq!(v.state, RankState::Waiting);
+    let c = v.call.as_ref().expect("the recv runs on");
+    assert_eq!(
+        (c.op, c.peer, c.waiting_for.as_slice()),
+        (OpKind::Recv, Some(2), &[2][..])
+    );
+    assert!(v.beside.is_empty());
+    let sent = Slot {
+        group: GroupId(0),
+        generation: Generation(0),
+        seq: SeqNo(1),
+        pair: Some((0, 1)),
+    };
+    let op = &f.ops[&sent];
+    assert_eq!((op.ranks_completed, op.end_ns.is_some()), (2, true));
+    assert!(v.call_at(sent).is_some_and(|c| c.completed));
+    // the diagnosis holds the rank in its recv from 2 only
+    let d = diagnose(&f);
+    assert_eq!(d.waits.len(), 1, "{:?}", d.waits);
+    assert_eq!((d.waits[0].from, d.waits[0].to), (0, 2));
+    // the recv ends too: the rank is in no call
+    events.extend([
+        p2p_call(2, 1, OpKind::Send, 0, 1),
+        complete(2, 1, 1),
+        complete(0, 2, 1),
+    ]);
+    let f = fold(&events);
+    assert_eq!(f.ranks[0].state, RankState::Running);
+    assert!(f.ranks[0].call.is_none() && f.ranks[0].beside.is_empty());
+    assert!(f.ops.values().all(|op| op.end_ns.is_some()));
+}
+
+#[test]
+fn an_abort_fails_each_of_the_sends_and_recvs_a_rank_runs() {
+    let abort = |seq: u64, waiting_for: Vec<u32>| Event::Abort {
+        rank: 0,
+        group: GroupId(0),
+        generation: Generation(0),
+        seq: SeqNo(seq),
+        step: 0,
+        steps: 1,
+        waiting_for,
+        reason: "watchdog".into(),
+    };
+    let f = fold(&[
+        p2p_call(0, 1, OpKind::Recv, 1, 1),
+        p2p_step(0, 1, vec![1]),
+        p2p_call(0, 2, OpKind::Recv, 2, 1),
+        p2p_step(0, 1, vec![2]),
+        abort(1, vec![1]),
+        abort(1, vec![2]),
+    ]);
+    let v = &f.ranks[0];
+    assert_eq!(v.state, RankState::Blocked);
+    assert!(v.running().all(|c| c.aborted.is_some()));
+    // the rank goes on (its program caught the error): what failed is left behind
+    let f = fold(&[
+        p2p_call(0, 1, OpKind::Recv, 1, 1),
+        p2p_step(0, 1, vec![1]),
+        p2p_call(0, 2, OpKind::Recv, 2, 1),
+        abort(1, vec![1]),
+        abort(1, vec![2]),
+        call(0, 1, 64),
+    ]);
+    let v = &f.ranks[0];
+    assert_eq!(v.call.as_ref().map(|c| c.op), Some(OpKind::Allreduce));
+    assert!(v.beside.is_empty());
+}
