@@ -23,6 +23,7 @@ for _ in range(calls):
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 if dist.get_rank() == 0:
     n = dist.get_world_size()
-    print(f"{calls} all_reduce of 1 KiB on {n} ranks: {wall / calls * 1e6:.1f} us wall per call, "
+    print(f"{calls} all_reduce of 1 KiB on {n} ranks: {wall / calls * 1e6:.1f} us wall per call "
+          f"({wall / calls / n * 1e6:.1f} us per rank-call), "
           f"{cpu / calls * 1e6:.1f} us CPU per call on rank 0")
 dist.destroy_process_group()

@@ -77,8 +77,10 @@ fn main() {
     let per = |d: std::time::Duration| d.as_secs_f64() * 1e6 / f64::from(calls);
     println!(
         "torchrun, {calls} all_reduce of 1 KiB on {ranks} ranks: {:.1} s in all (with the \
-         processes' start and import torch); lockstep and engine {:.1} us CPU per call",
+         processes' start and import torch); lockstep and engine {:.1} us CPU per call, \
+         {:.1} us per rank-call",
         wall.as_secs_f64(),
         per(cpu),
+        per(cpu) / f64::from(ranks),
     );
 }
