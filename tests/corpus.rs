@@ -15,20 +15,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// Forms known to come out wrong, and why.
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[
-    (
-        "real/broadcast_wrong_src",
-        "json",
-        "without frames ranks 1 and 3 are not shown blocked in the broadcast",
-    ),
-    (
-        "real/subgroup_order",
-        "late/pickle",
-        "after the timeout every call reads retired: the order inversion reads as a skipped \
-         call and a tie",
-    ),
-    ("real/subgroup_order", "late/json", "as late/pickle"),
-];
+const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
 
 fn canonical(cause: &str) -> String {
     match cause.split_once(':') {

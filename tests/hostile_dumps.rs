@@ -81,6 +81,26 @@ fn a_file_name_does_not_size_the_world_beyond_the_evidence() {
     }
 }
 
+/// Two valid dumps whose tables do not bound the world (gloo's), named ranks 0 and 999999: the
+/// world the names give is believed, and its 999998 ranks without a dump are one cause written
+/// as a range, in the report's first line and in `--json`, never a million causes.
+#[test]
+fn a_world_far_larger_than_the_dumps_is_summarised() {
+    let dir = dumps("far-beyond-the-dumps");
+    let o = ringside_or_kill(&["import".as_ref(), dir.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("STALLED: missing:1-999998 — "), "{out}");
+    assert!(out.lines().count() < 20, "{out}");
+    let o = ringside_or_kill(&["import".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["root_causes"], serde_json::json!(["missing:1-999998"]));
+    assert_eq!(v["world_size"], 1_000_000);
+    // the full list is in `missing` (rank lists in --json are whole)
+    assert_eq!(v["missing"].as_array().map(Vec::len), Some(999_998));
+}
+
 /// Runs `ringside ARGS` and kills it if it has not ended within a minute (a blocked read
 /// would never end).
 fn ringside_or_kill(args: &[&std::ffi::OsStr]) -> Output {

@@ -158,6 +158,38 @@ fn the_rank_whose_call_order_differs_is_named_at_64_ranks() {
     assert_eq!(first_line(&explained), line);
 }
 
+/// Rank 1's loop makes world then pair like every rank's, then swaps them in the second pass:
+/// its program starts as the others' do, and its own earlier calls show the inversion.
+#[test]
+fn a_rank_that_swaps_two_groups_in_a_later_pass_is_named_by_its_own_history() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("later.toml");
+    let op = |group: &str| {
+        format!("[[workload.programs.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n{group}")
+    };
+    let (world, pair) = (op(""), op("group = \"pair\"\n"));
+    let mut s = pairs_scenario(&[]);
+    s = s.replace(
+        "[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\ngroup = \"pair\"\n",
+        "[[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\ngroup = \"pair\"\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\ngroup = \"pair\"\n",
+    );
+    s.push_str(&format!(
+        "[[workload.programs]]\nranks = [1]\n{world}{pair}{pair}{world}"
+    ));
+    std::fs::write(&file, s).unwrap();
+    let f = file.to_str().unwrap();
+    let v = common::json(&ringside(&["run", f, "--json"]));
+    assert_eq!(v["root_causes"], serde_json::json!(["mismatch:1"]), "{v}");
+    let (_, out) = code_and_stdout(&ringside(&["run", f]));
+    let line = first_line(&out);
+    assert!(
+        line.contains("rank 1 made these two calls the other way round earlier in its program"),
+        "{line}"
+    );
+}
+
 #[test]
 fn a_cycle_where_half_the_ranks_take_each_order_stays_a_deadlock() {
     // ranks 0 and 1 of the first pair each follow an order that half the world follows: nobody

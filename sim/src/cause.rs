@@ -5,8 +5,9 @@
 //! Each cause is written as a short string: `preempted:R`, `paused:R`, `partitioned:A,B|C,D`,
 //! `mismatch:R`, `skipped:R`, `hung:R`, `deadlock:R,S,...`, `quorum_lost`, `slow:R`,
 //! `watchdog_timeout` (the watchdog fires before a call can finish without any fault), and for
-//! Flight Recorder imports `missing:R` (a member rank left no dump) and `undecided` (the dumps
-//! cannot tell who is wrong). [`RootCause`] is the one type for them: `FromStr` parses exactly
+//! Flight Recorder imports `missing:R` (a member rank left no dump; `missing:1-4998,5000` for
+//! many ranks at once, as an import names more than a screen of them) and `undecided` (the
+//! dumps cannot tell who is wrong). [`RootCause`] is the one type for them: `FromStr` parses exactly
 //! these strings, `Display` prints a cause back as it was written, and serde reads and writes
 //! the same strings. Nothing else parses or prints the vocabulary.
 //!
@@ -63,8 +64,9 @@ pub enum RootCause {
     /// working or its chunk still on its way: the timeout is shorter than the call takes on
     /// this network and workload without any fault.
     WatchdogTimeout,
-    /// `missing:R`: member rank R of a recorded job left no dump.
-    Missing(Rank),
+    /// `missing:R`: member rank R of a recorded job left no dump; `missing:1-4998`: these
+    /// ranks did (a set, written as ranges).
+    Missing(Vec<Rank>),
     /// `undecided`: the evidence cannot tell which rank is wrong.
     Undecided,
 }
@@ -89,11 +91,17 @@ impl RootCause {
         RootCause::Deadlock(rank_set(&ranks).into_owned())
     }
 
+    /// Ranks without a dump, in canonical form.
+    pub fn missing(ranks: Vec<Rank>) -> RootCause {
+        RootCause::Missing(rank_set(&ranks).into_owned())
+    }
+
     /// The same cause in canonical form (see the module doc): how the diagnosis writes it.
     pub fn canonical(&self) -> RootCause {
         match self {
             RootCause::Partitioned(sides) => RootCause::partitioned(sides.clone()),
             RootCause::Deadlock(ranks) => RootCause::deadlock(ranks.clone()),
+            RootCause::Missing(ranks) => RootCause::missing(ranks.clone()),
             other => other.clone(),
         }
     }
@@ -120,7 +128,7 @@ impl RootCause {
     pub fn ranks(&self) -> Vec<Rank> {
         match self {
             RootCause::Partitioned(sides) => sides.iter().flatten().copied().collect(),
-            RootCause::Deadlock(ranks) => ranks.clone(),
+            RootCause::Deadlock(ranks) | RootCause::Missing(ranks) => ranks.clone(),
             other => other.rank().into_iter().collect(),
         }
     }
@@ -133,8 +141,11 @@ impl RootCause {
             | RootCause::Mismatch(r)
             | RootCause::Skipped(r)
             | RootCause::Hung(r)
-            | RootCause::Slow(r)
-            | RootCause::Missing(r) => Some(*r),
+            | RootCause::Slow(r) => Some(*r),
+            RootCause::Missing(ranks) => match ranks[..] {
+                [r] => Some(r),
+                _ => None,
+            },
             RootCause::Partitioned(_)
             | RootCause::Deadlock(_)
             | RootCause::QuorumLost
@@ -192,7 +203,12 @@ impl Ord for RootCause {
             (RootCause::Partitioned(a), RootCause::Partitioned(b)) => {
                 canonical_sides(a).cmp(&canonical_sides(b))
             }
-            (RootCause::Deadlock(a), RootCause::Deadlock(b)) => rank_set(a).cmp(&rank_set(b)),
+            // an import names each of many ranks without a dump: one rank each, compared at once
+            (RootCause::Missing(a), RootCause::Missing(b)) if a.len() == 1 && b.len() == 1 => {
+                a[0].cmp(&b[0])
+            }
+            (RootCause::Deadlock(a), RootCause::Deadlock(b))
+            | (RootCause::Missing(a), RootCause::Missing(b)) => rank_set(a).cmp(&rank_set(b)),
             _ => (self.kind_index(), self.rank()).cmp(&(other.kind_index(), other.rank())),
         }
     }
@@ -217,7 +233,7 @@ impl Hash for RootCause {
         self.kind_index().hash(state);
         match self {
             RootCause::Partitioned(sides) => canonical_sides(sides).hash(state),
-            RootCause::Deadlock(ranks) => rank_set(ranks).hash(state),
+            RootCause::Deadlock(ranks) | RootCause::Missing(ranks) => rank_set(ranks).hash(state),
             other => other.rank().hash(state),
         }
     }
@@ -234,11 +250,8 @@ fn parse_rank(s: &str, whole: &str) -> Result<Rank, RootCauseError> {
         .map_err(|_| RootCauseError(format!("`{whole}`: rank `{s}` is too large")))
 }
 
-fn parse_ranks(s: &str, whole: &str) -> Result<Vec<Rank>, RootCauseError> {
-    let ranks = s
-        .split(',')
-        .map(|r| parse_rank(r, whole))
-        .collect::<Result<Vec<_>, _>>()?;
+/// `ranks` when no rank is named twice.
+fn each_once(ranks: Vec<Rank>, whole: &str) -> Result<Vec<Rank>, RootCauseError> {
     let mut sorted = ranks.clone();
     sorted.sort();
     if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
@@ -248,6 +261,42 @@ fn parse_ranks(s: &str, whole: &str) -> Result<Vec<Rank>, RootCauseError> {
         )));
     }
     Ok(ranks)
+}
+
+fn parse_ranks(s: &str, whole: &str) -> Result<Vec<Rank>, RootCauseError> {
+    let ranks = s
+        .split(',')
+        .map(|r| parse_rank(r, whole))
+        .collect::<Result<Vec<_>, _>>()?;
+    each_once(ranks, whole)
+}
+
+/// `1-4998,5000`: ranks and ranges of them, each rank once, at most a world's worth.
+fn parse_range_list(s: &str, whole: &str) -> Result<Vec<Rank>, RootCauseError> {
+    let mut ranks = Vec::new();
+    for part in s.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (parse_rank(a, whole)?, parse_rank(b, whole)?),
+            None => {
+                let r = parse_rank(part, whole)?;
+                (r, r)
+            }
+        };
+        if b < a {
+            return Err(RootCauseError(format!(
+                "`{whole}`: the range `{part}` ends before it starts"
+            )));
+        }
+        let n = u64::from(b.0 - a.0) + 1;
+        if ranks.len() as u64 + n > u64::from(crate::scenario::MAX_WORLD_SIZE) {
+            return Err(RootCauseError(format!(
+                "`{whole}`: more ranks than the largest world ({})",
+                crate::scenario::MAX_WORLD_SIZE
+            )));
+        }
+        ranks.extend((a.0..=b.0).map(Rank));
+    }
+    each_once(ranks, whole)
 }
 
 impl FromStr for RootCause {
@@ -274,7 +323,7 @@ impl FromStr for RootCause {
             "skipped" => one(RootCause::Skipped),
             "hung" => one(RootCause::Hung),
             "slow" => one(RootCause::Slow),
-            "missing" => one(RootCause::Missing),
+            "missing" => parse_range_list(arg, s).map(RootCause::Missing),
             "deadlock" => parse_ranks(arg, s).map(RootCause::Deadlock),
             "partitioned" => {
                 let sides = arg
@@ -315,6 +364,10 @@ impl fmt::Display for RootCause {
             RootCause::Deadlock(ranks) => {
                 f.write_str(":")?;
                 write_ranks(f, ranks)
+            }
+            RootCause::Missing(ranks) => {
+                let r: Vec<u32> = ranks.iter().map(|r| r.0).collect();
+                write!(f, ":{}", crate::diagnose::fmt_ranks(&r))
             }
             RootCause::Partitioned(sides) => {
                 f.write_str(":")?;

@@ -81,7 +81,7 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
     )
     .map_err(|e| Failure::Input(e.to_string()))?;
     for s in &loaded.skipped {
-        eprintln!("{}", safe(s));
+        eprintln!("{}", safe(&s.to_string()));
     }
     let dumps = loaded.dumps;
     let analysis = fr::analyze(&dumps);
@@ -98,7 +98,8 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
         fr::trace::write(&scenario_name(&a.dumps[0]), &dumps, &analysis, out)
             .map_err(|e| Failure::Input(format!("--trace {}: {e}", out.display())))?;
     }
-    let report = fr::report::build(&job_name(&a.dumps[0]), &dumps, &analysis);
+    let mut report = fr::report::build(&job_name(&a.dumps[0]), &dumps, &analysis);
+    report.skipped = loaded.skipped;
     if a.json {
         println!(
             "{}",

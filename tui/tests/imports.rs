@@ -144,7 +144,7 @@ fn a_killed_rank_is_missing_on_the_first_screen() {
     a.color = true;
     assert_eq!(
         a.diagnosis.root_causes(),
-        [RootCause::Missing(ringside_sim::proto::Rank(2))]
+        [RootCause::missing(vec![ringside_sim::proto::Rank(2)])]
     );
     for (w, h) in [(80, 24), (160, 48)] {
         let t = draw(&a, w, h);

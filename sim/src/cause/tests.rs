@@ -64,7 +64,7 @@ fn each_string_names_its_variant() {
         ("slow:7", RootCause::Slow(r(7))),
         ("quorum_lost", RootCause::QuorumLost),
         ("watchdog_timeout", RootCause::WatchdogTimeout),
-        ("missing:5", RootCause::Missing(r(5))),
+        ("missing:5", RootCause::Missing(vec![r(5)])),
         ("undecided", RootCause::Undecided),
     ] {
         assert_eq!(cause(s), c);
@@ -74,6 +74,27 @@ fn each_string_names_its_variant() {
     assert_eq!(cause("deadlock:2,0,1").ranks(), ranks(&[2, 0, 1]));
     assert_eq!(cause("partitioned:3|0,2").ranks(), ranks(&[3, 0, 2]));
     assert!(cause("quorum_lost").ranks().is_empty());
+}
+
+#[test]
+fn many_ranks_without_a_dump_are_one_cause_written_as_ranges() {
+    let all: Vec<Rank> = (1..=4998).chain([5000]).map(Rank).collect();
+    let c = cause("missing:1-4998,5000");
+    assert_eq!(c, RootCause::missing(all.clone()));
+    assert_eq!(c.to_string(), "missing:1-4998,5000");
+    assert_eq!(c.ranks(), all);
+    assert_eq!(c.rank(), None);
+    assert_eq!(cause("missing:7").rank(), Some(Rank(7)));
+    assert_eq!(cause("missing:3,1,2"), cause("missing:1,2,3"));
+    // a range is bounded by the largest world, and read as the ranks it names
+    for bad in [
+        "missing:0-4000000000",
+        "missing:5-2",
+        "missing:1-3,2",
+        "missing:-3",
+    ] {
+        assert!(bad.parse::<RootCause>().is_err(), "{bad}");
+    }
 }
 
 #[test]

@@ -204,7 +204,7 @@ impl CauseBook {
     }
 
     pub fn missing(&mut self, fold: &Fold, r: u32) -> RootCause {
-        let key = RootCause::Missing(Rank(r));
+        let key = RootCause::missing(vec![Rank(r)]);
         self.note(&key, || {
             let v = &fold.ranks[r as usize];
             let text = format!(
@@ -498,8 +498,7 @@ impl CauseBook {
         &mut self,
         fold: &Fold,
         r: u32,
-        waiters: &[u32],
-        first: &[u32],
+        inv: &super::graph::Inversion,
         cycle: &[u32],
     ) -> RootCause {
         let key = RootCause::Mismatch(Rank(r));
@@ -521,15 +520,30 @@ impl CauseBook {
                     })
                     .unwrap_or_default()
             };
+            let waiters = &inv.waiters;
             let theirs = waiters.first().map(|&w| call(w)).unwrap_or_default();
+            let how =
+                if inv.own {
+                    format!(
+                    "rank {r} made these two calls the other way round earlier in its program, \
+                     as {} {} them",
+                    ranks_phrase(&inv.order),
+                    if inv.order.len() == 1 { "makes" } else { "make" }
+                )
+                } else {
+                    format!(
+                        "rank {r}'s program makes these two calls in the inverse order of the \
+                     programs of {}",
+                        ranks_phrase(&inv.order)
+                    )
+                };
             (
                 format!(
-                    "rank {r} is in {} while {} {} for it in {theirs}: rank {r}'s program makes these two calls in the inverse order of the programs \
-                     of {} (a call order inverted across groups)",
+                    "rank {r} is in {} while {} {} for it in {theirs}: {how} (a call order \
+                     inverted across groups)",
                     call(r),
                     ranks_phrase(waiters),
                     if waiters.len() == 1 { "waits" } else { "wait" },
-                    ranks_phrase(first)
                 ),
                 cycle.to_vec(),
             )

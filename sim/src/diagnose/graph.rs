@@ -255,7 +255,9 @@ pub(super) fn analyze(fold: &Fold) -> Diagnosis {
     late(fold, &mut book, &mut s);
     churn(fold, &mut book, &mut s);
     hold(fold, &mut book, &mut s);
-    report(fold, &mut book, s)
+    let mut d = report(fold, &mut book, s);
+    d.merge_missing();
+    d
 }
 
 /// Every wait of every rank inside a call, classified.
@@ -297,19 +299,30 @@ fn name_cycles(fold: &Fold, book: &mut CauseBook, s: &mut Solution) {
             seeds.extend(ranks.iter().map(|&r| (key.clone(), r)));
             continue;
         }
-        for (r, waiters, order) in deviants {
-            let key = book.inverted(fold, r, &waiters, &order, &ranks);
+        for (r, inv) in deviants {
+            let key = book.inverted(fold, r, &inv, &ranks);
             seeds.extend(ranks.iter().map(|&x| (key.clone(), x)));
         }
     }
     s.propagate(&seeds);
 }
 
-/// The ranks of cycle `ranks` whose programs make two calls of different groups in the other
-/// order than the programs of most ranks do (see [`order`]): each sits in one call while a
-/// peer of the cycle waits for it in a call of another group that it has not made. Each comes
-/// with the ranks that wait for it there and the ranks whose programs make that call first. Empty when no rank's order stands out: the cycle is a deadlock.
-fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Vec<u32>, Vec<u32>)> {
+/// A rank of a cycle whose call order deviates: the ranks of the cycle that wait for it, the
+/// ranks whose order it deviates from, and whether its own earlier calls show the deviation
+/// (else its program's order is the minority's).
+pub(super) struct Inversion {
+    pub(super) waiters: Vec<u32>,
+    pub(super) order: Vec<u32>,
+    pub(super) own: bool,
+}
+
+/// The ranks of cycle `ranks` whose calls of two different groups come in another order than
+/// the order they follow (see [`order`]): each sits in one call while a peer of the cycle
+/// waits for it in a call of another group that it has not made. A rank's verdict is
+/// [`order::verdict`] of its own history (its program's calls before the current one) and of
+/// how its program orders the two calls against every other rank's program. Empty when no
+/// rank's order stands out: the cycle is a deadlock.
+fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Inversion)> {
     let Some(w) = fold.workload.as_deref() else {
         return Vec::new();
     };
@@ -319,6 +332,29 @@ fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Vec<u32>, Vec
         let call = w.program(r).call(c.index)?;
         Some((call.along, call.op))
     };
+    let key = |(along, op): (Along, OpKind)| order::CallKey {
+        group: match along {
+            Along::World => u32::MAX,
+            Along::Layout(i) => i,
+        },
+        like: op as u64,
+    };
+    // a rank's calls before its current one: the program's, after a whole earlier iteration
+    let history = |r: u32| -> Vec<order::CallKey> {
+        let Some(c) = fold.ranks.get(r as usize).and_then(|v| v.call.as_ref()) else {
+            return Vec::new();
+        };
+        let calls = || {
+            w.program(r).steps.iter().filter_map(|st| match st {
+                Step::Call { index, call } => Some((*index, key((call.along, call.op)))),
+                _ => None,
+            })
+        };
+        let earlier = calls().filter(|_| c.iteration > 0).map(|(_, k)| k);
+        earlier
+            .chain(calls().filter(|(i, _)| *i < c.index).map(|(_, k)| k))
+            .collect()
+    };
     // where a program first makes a call of that kind
     let place = |p: &Program, along: Along, op: OpKind| -> Option<usize> {
         p.steps.iter().position(
@@ -326,10 +362,11 @@ fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Vec<u32>, Vec
         )
     };
     let mut votes: Vec<(u32, order::Votes)> = Vec::new();
-    let mut found: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
+    let mut found: BTreeMap<u32, Inversion> = BTreeMap::new();
     for &r in ranks {
         let mut v = order::Votes::default();
         if let Some((along, op)) = kind(r) {
+            let mine_before = history(r);
             for &p in ranks
                 .iter()
                 .filter(|&&p| p != r && s.waits_of(p).any(|x| x == r))
@@ -340,31 +377,41 @@ fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Vec<u32>, Vec
                 if a_along == along {
                     continue;
                 }
+                let own = order::deviates(&mine_before, key((along, op)), key((a_along, a_op)));
                 let order_of = |q: u32| -> Option<bool> {
                     let prog = w.program(q);
                     Some(place(prog, along, op)? < place(prog, a_along, a_op)?)
                 };
-                let Some(mine) = order_of(r) else {
-                    continue;
-                };
                 // every rank's program votes (ranks sharing a program vote alike)
                 let (mut same, mut other) = (Vec::new(), Vec::new());
-                for q in 0..w.world_size {
-                    match order_of(q) {
-                        Some(o) if o == mine => same.push(q),
-                        Some(_) => other.push(q),
-                        None => {}
+                if let Some(mine) = order_of(r) {
+                    for q in 0..w.world_size {
+                        match order_of(q) {
+                            Some(o) if o == mine => same.push(q),
+                            Some(_) => other.push(q),
+                            None => {}
+                        }
                     }
                 }
-                let verdict = match same.len().cmp(&other.len()) {
-                    std::cmp::Ordering::Less => Some(true),
-                    std::cmp::Ordering::Greater => Some(false),
-                    std::cmp::Ordering::Equal => None,
+                let programs = if same.is_empty() {
+                    None
+                } else {
+                    match same.len().cmp(&other.len()) {
+                        std::cmp::Ordering::Less => Some(true),
+                        std::cmp::Ordering::Greater => Some(false),
+                        std::cmp::Ordering::Equal => None,
+                    }
                 };
+                let verdict = order::verdict(own, programs);
                 v.add(verdict);
                 if verdict == Some(true) {
-                    let e = found.entry(r).or_insert((Vec::new(), other));
-                    e.0.push(p);
+                    let own = own == Some(true);
+                    let e = found.entry(r).or_insert_with(|| Inversion {
+                        waiters: Vec::new(),
+                        order: if own { Vec::new() } else { other },
+                        own,
+                    });
+                    e.waiters.push(p);
                 }
             }
         }
@@ -373,8 +420,11 @@ fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Vec<u32>, Vec
     order::deviants(&votes)
         .into_iter()
         .filter_map(|r| {
-            let (waiters, order) = found.remove(&r)?;
-            Some((r, waiters, order))
+            let mut inv = found.remove(&r)?;
+            if inv.own {
+                inv.order = inv.waiters.clone();
+            }
+            Some((r, inv))
         })
         .collect()
 }

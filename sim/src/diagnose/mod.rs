@@ -234,7 +234,78 @@ pub struct Diagnosis {
     pub stragglers: Vec<Straggler>,
 }
 
+/// At most this many ranks without a dump are root causes of their own (`missing:R` each);
+/// more are one cause naming them all (`missing:1-4998`): a job whose dumps show a world far
+/// larger than the dumps present is summarised, not enumerated.
+pub const MAX_MISSING_CAUSES: usize = 32;
+
 impl Diagnosis {
+    /// Folds the `missing:R` causes into one `missing:` cause naming every rank without a dump,
+    /// when there are more than [`MAX_MISSING_CAUSES`] of them, in the causes and in each
+    /// blocked rank's causes. Its text is theirs when they all tell one story.
+    pub fn merge_missing(&mut self) {
+        let is_missing = |c: &RootCause| matches!(c, RootCause::Missing(_));
+        let n = self.causes.iter().filter(|c| is_missing(&c.cause)).count();
+        if n <= MAX_MISSING_CAUSES {
+            return;
+        }
+        let (missing, mut causes): (Vec<Cause>, Vec<Cause>) = std::mem::take(&mut self.causes)
+            .into_iter()
+            .partition(|c| is_missing(&c.cause));
+        let sorted = |v: Vec<u32>| {
+            let mut v = v;
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let ranks = sorted(
+            missing
+                .iter()
+                .flat_map(|c| c.ranks.iter().copied())
+                .collect(),
+        );
+        let blocked = sorted(
+            missing
+                .iter()
+                .flat_map(|c| c.blocked.iter().copied())
+                .collect(),
+        );
+        let all: Vec<crate::proto::types::Rank> = sorted(
+            missing
+                .iter()
+                .flat_map(|c| c.cause.ranks())
+                .map(|r| r.0)
+                .collect(),
+        )
+        .into_iter()
+        .map(crate::proto::types::Rank)
+        .collect();
+        let one_story = missing.windows(2).all(|w| w[0].text == w[1].text);
+        let text = match missing.first() {
+            Some(c) if one_story => c.text.clone(),
+            _ => format!(
+                "{} left no dump",
+                ranks_phrase(&all.iter().map(|r| r.0).collect::<Vec<_>>())
+            ),
+        };
+        let merged = RootCause::missing(all);
+        for b in &mut self.blocked {
+            if b.causes.iter().any(is_missing) {
+                b.causes.retain(|c| !is_missing(c));
+                b.causes.push(merged.clone());
+                b.causes.sort();
+            }
+        }
+        causes.push(Cause {
+            cause: merged,
+            text,
+            ranks,
+            blocked,
+        });
+        causes.sort_by(|a, b| a.cause.cmp(&b.cause));
+        self.causes = causes;
+    }
+
     /// Every root cause, in the order they are listed.
     pub fn root_causes(&self) -> Vec<RootCause> {
         self.causes.iter().map(|c| c.cause.clone()).collect()

@@ -9,8 +9,13 @@
 //! to follow the common order, the deviating ranks are the cause (each with the call it made
 //! first); otherwise the cycle is a deadlock.
 //!
-//! The rule is the same for a simulated run (a rank's recent calls in the fold) and for the
-//! Flight Recorder dumps of a real job (a rank's records).
+//! Where the ranks run programs (a simulated run), the programs vote too: a rank whose program
+//! makes the two calls in the order fewer programs do deviates. A rank's own history decides
+//! when it shows the rank deviating from itself (a loop that swapped two calls in a later
+//! iteration, which the programs' first calls do not show); else the programs' vote, else its
+//! history ([`verdict`]). The rule is the same for a simulated run (a rank's program before its
+//! current call) and for the Flight Recorder dumps of a real job (a rank's records, which have
+//! no programs to vote).
 
 /// A call as orders compare them: its group and what it is (an op with its sizes, or its place
 /// in the program, whatever makes the same call of two iterations equal).
@@ -32,6 +37,18 @@ pub fn deviates(history: &[CallKey], head: CallKey, awaited: CallKey) -> Option<
     // last time, the call like `awaited` came after the one like `head`: `head` first is its
     // order
     Some(h > a)
+}
+
+/// Whether a rank deviates, from its own history (`own`, [`deviates`]) and from the programs'
+/// vote (`programs`: its program orders the two calls as fewer programs do), either None when
+/// it cannot tell: its own history when that shows it deviating, else the programs' vote, else
+/// its own history.
+pub fn verdict(own: Option<bool>, programs: Option<bool>) -> Option<bool> {
+    match (own, programs) {
+        (Some(true), _) => Some(true),
+        (_, Some(p)) => Some(p),
+        (own, None) => own,
+    }
 }
 
 /// One rank of a cycle: its verdicts against each peer of the cycle that waits for it.
@@ -90,6 +107,18 @@ mod tests {
         // without an earlier iteration nothing can be said
         assert_eq!(deviates(&[], k(P), k(W)), None);
         assert_eq!(deviates(&[k(W)], k(P), k(W)), None);
+    }
+
+    #[test]
+    fn a_rank_that_swapped_in_a_later_iteration_deviates_whatever_the_programs_say() {
+        // rank 1's program starts world, pair like everyone's: the programs say it follows
+        let history = [k(W), k(P)];
+        let own = deviates(&history, k(P), k(W));
+        assert_eq!(verdict(own, Some(false)), Some(true));
+        // a rank that keeps its own order is judged by the programs
+        assert_eq!(verdict(Some(false), Some(true)), Some(true));
+        assert_eq!(verdict(Some(false), None), Some(false));
+        assert_eq!(verdict(None, None), None);
     }
 
     #[test]

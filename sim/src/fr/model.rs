@@ -116,15 +116,21 @@ impl RecordKind {
             }
             "broadcast" | "_broadcast_oop" | "broadcast_coalesced" => OpKind::Broadcast,
             "reduce" | "_reduce_oop" => OpKind::Reduce,
+            // torch's `_all_gather_base` is ProcessGroupNCCL's `_allgather_base`: both are
+            // `all_gather_into_tensor` (one output tensor of every member's input)
             "all_gather"
             | "allgather"
             | "_all_gather_base"
+            | "_allgather_base"
+            | "allgather_base"
             | "all_gather_into_tensor"
+            | "allgather_into_tensor"
             | "all_gather_into_tensor_coalesced"
             | "allgather_coalesced"
             | "allgather_into_tensor_coalesced" => OpKind::Allgather,
             "reduce_scatter"
             | "_reduce_scatter_base"
+            | "reduce_scatter_base"
             | "reduce_scatter_tensor"
             | "reduce_scatter_tensor_coalesced" => OpKind::ReduceScatter,
             "all_to_all" | "all_to_all_single" | "alltoall" | "alltoall_base" => OpKind::AllToAll,
@@ -163,6 +169,20 @@ impl RecordKind {
             RecordKind::Op(k) => CallOp::Op(k),
             _ => CallOp::Recorded(recorded.into()),
         }
+    }
+}
+
+/// One name for the spellings of one op that torch and its backends write: torch's
+/// `_all_gather_base` and ProcessGroupNCCL's `_allgather_base` are both
+/// `all_gather_into_tensor`, and `_reduce_scatter_base` is `reduce_scatter_tensor`, so that
+/// ranks recorded by different versions agree and reports name the op as users call it.
+pub fn canonical_op(op: &str) -> &str {
+    match op {
+        "_all_gather_base" | "_allgather_base" | "allgather_base" | "allgather_into_tensor" => {
+            "all_gather_into_tensor"
+        }
+        "_reduce_scatter_base" | "reduce_scatter_base" => "reduce_scatter_tensor",
+        other => other,
     }
 }
 
@@ -408,6 +428,24 @@ mod tests {
         assert_eq!(fmt_shapes(&s), "[[4], [2, 3]]");
         assert_eq!(fmt_shapes(&[0]), "[]");
         assert_eq!(numel(&[5, 1]), 0, "a malformed encoding stops early");
+    }
+
+    #[test]
+    fn spellings_of_one_op_read_alike() {
+        for op in [
+            "_allgather_base",
+            "_all_gather_base",
+            "all_gather_into_tensor",
+        ] {
+            assert_eq!(canonical_op(op), "all_gather_into_tensor");
+            assert!(RecordKind::of(op).is(OpKind::Allgather), "{op}");
+        }
+        assert_eq!(
+            canonical_op("_reduce_scatter_base"),
+            "reduce_scatter_tensor"
+        );
+        assert!(RecordKind::of("_reduce_scatter_base").is(OpKind::ReduceScatter));
+        assert_eq!(canonical_op("all_gather"), "all_gather");
     }
 
     #[test]

@@ -73,6 +73,8 @@ pub struct ImportReport {
     pub divergence: Option<Divergence>,
     pub in_progress: Vec<u32>,
     pub notes: Vec<String>,
+    /// Files of the directories given that were not read, and why.
+    pub skipped: Vec<super::read::Skipped>,
 }
 
 /// Modeled bytes of a call: elements of its input times the dtype's size.
@@ -227,6 +229,7 @@ pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
         divergence: a.divergences.first().cloned(),
         in_progress: a.diagnosis.in_progress.clone(),
         notes: a.notes.clone(),
+        skipped: Vec::new(),
     }
 }
 

@@ -921,9 +921,9 @@ impl<'a> Planner<'a> {
         self.a
             .root_causes()
             .iter()
-            .filter_map(|c| match c {
-                RootCause::Missing(r) => Some(r.0),
-                _ => None,
+            .flat_map(|c| match c {
+                RootCause::Missing(rs) => rs.iter().map(|r| r.0).collect(),
+                _ => Vec::new(),
             })
             .filter(|r| !victims.contains(r))
             .collect()
@@ -1049,9 +1049,9 @@ impl<'a> Planner<'a> {
         }
         let mut want_causes: Vec<RootCause> = causes
             .iter()
-            .map(|c| match c {
-                RootCause::Missing(r) => RootCause::Preempted(*r),
-                other => other.clone(),
+            .flat_map(|c| match c {
+                RootCause::Missing(rs) => rs.iter().map(|&r| RootCause::Preempted(r)).collect(),
+                other => vec![other.clone()],
             })
             .collect();
         want_causes.sort();

@@ -134,7 +134,7 @@ fn the_rest<'a>(rest: impl Iterator<Item = &'a RootCause>) -> String {
     for c in rest {
         n += 1;
         match c {
-            RootCause::Missing(r) => missing.push(r.0),
+            RootCause::Missing(rs) => missing.extend(rs.iter().map(|r| r.0)),
             c => others.push(c.to_string()),
         }
     }

@@ -320,7 +320,7 @@ fn blame_missing(
         kind: DivergenceKind::MissingDump,
         causes: missing
             .iter()
-            .map(|&m| RootCause::Missing(crate::proto::types::Rank(m)))
+            .map(|&m| RootCause::missing(vec![crate::proto::types::Rank(m)]))
             .collect(),
         culprits: missing,
         agree,

@@ -84,9 +84,7 @@ impl<'a> Toward<'a> {
         let mut others = Vec::new();
         for c in causes {
             match c {
-                RootCause::Missing(m) => {
-                    missing.insert(m.0);
-                }
+                RootCause::Missing(ms) => missing.extend(ms.iter().map(|m| m.0)),
                 c => others.push(c.clone()),
             }
         }
@@ -101,7 +99,7 @@ impl<'a> Toward<'a> {
     fn causes(&self, m: u32, no_dump: bool) -> Vec<RootCause> {
         if no_dump && self.missing.len() > 1 && self.missing.contains(&m) {
             let mut v = self.others.clone();
-            v.push(RootCause::Missing(r(m)));
+            v.push(RootCause::missing(vec![r(m)]));
             v
         } else {
             self.all.to_vec()
@@ -118,7 +116,7 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
     let groups = groups::infer(dumps);
     let lanes = lanes::build(dumps, &groups);
     let times = Times::of(dumps, groups.world_size as usize);
-    let ctx = times.ctx(dumps, &lanes);
+    let ctx = times.ctx(dumps, &lanes, &groups.list);
     let mut scans: Vec<GroupScan> = groups.list.iter().map(|g| judge::scan(&ctx, g)).collect();
     verdict::settle_ties(&mut scans);
     let msgs = p2p::match_all(dumps, &groups, &lanes, &times.dump_of);
@@ -201,10 +199,16 @@ impl Times {
         }
     }
 
-    fn ctx<'a>(&'a self, dumps: &'a [Dump], lanes: &'a [Lanes]) -> seqs::Ctx<'a> {
+    fn ctx<'a>(
+        &'a self,
+        dumps: &'a [Dump],
+        lanes: &'a [Lanes],
+        groups: &'a [groups::Group],
+    ) -> seqs::Ctx<'a> {
         seqs::Ctx {
             dumps,
             lanes,
+            groups,
             dump_of: &self.dump_of,
             oldest_ns: &self.oldest,
             newest_ns: &self.newest,
@@ -325,7 +329,7 @@ fn edge_causes(
         format!("{name} #{} of {group}", s.call.seq)
     };
     match why {
-        Obstacle::NoDump => vec![RootCause::Missing(r(m))],
+        Obstacle::NoDump => vec![RootCause::missing(vec![r(m)])],
         Obstacle::NotStarted => {
             let c = RootCause::Hung(r(m));
             reasons.tell(&c, || held_text(ctx, groups, m));
@@ -477,7 +481,9 @@ fn inverted(
                 let Some((ppos, plane, _)) = head(e.from) else {
                     continue;
                 };
-                v.add(order::deviates(&history, lanes.key(pos), plane.key(ppos)));
+                // dumps have no programs to vote: a rank's records are its history
+                let own = order::deviates(&history, lanes.key(pos), plane.key(ppos));
+                v.add(order::verdict(own, None));
             }
         }
         votes.push((x, v));
@@ -559,16 +565,37 @@ fn diagnosis(
              calls were simply running)",
             ranks_phrase(&ranks)
         ));
-        for s in unexplained {
-            // it waits for every member of its call
-            let mut s = s.clone();
-            let g = &groups.list[s.group as usize];
-            s.waits = g
-                .members
+        // each waits for every member of its call
+        let mut held_up: Vec<Stuck> = unexplained
+            .into_iter()
+            .map(|s| {
+                let mut s = s.clone();
+                let g = &groups.list[s.group as usize];
+                s.waits = g
+                    .members
+                    .iter()
+                    .filter(|&&m| m != s.rank)
+                    .map(|&m| (m, Obstacle::Behind))
+                    .collect();
+                s
+            })
+            .collect();
+        // a rank that waits for them (in a later call they never reached) is held up as they
+        // are, and so is one that waits for it
+        let mut held: std::collections::BTreeSet<u32> = held_up.iter().map(|s| s.rank).collect();
+        loop {
+            let more: Vec<&Stuck> = stuck
                 .iter()
-                .filter(|&&m| m != s.rank)
-                .map(|&m| (m, Obstacle::Behind))
+                .filter(|s| in_progress.contains(&s.rank) && !held.contains(&s.rank))
+                .filter(|s| s.waits.iter().any(|(m, _)| held.contains(m)))
                 .collect();
+            if more.is_empty() {
+                break;
+            }
+            held.extend(more.iter().map(|s| s.rank));
+            held_up.extend(more.into_iter().cloned());
+        }
+        for s in &held_up {
             per_cause
                 .entry(RootCause::Undecided)
                 .or_default()
@@ -577,10 +604,14 @@ fn diagnosis(
                 dumps,
                 groups,
                 times.t0,
-                &s,
+                s,
                 &[RootCause::Undecided],
             ));
-            in_progress.retain(|&x| x != s.rank);
+        }
+        in_progress.retain(|x| !held.contains(x));
+        blocked.sort_by_key(|b| b.rank);
+        for v in per_cause.values_mut() {
+            v.sort_unstable();
         }
     }
     let divergences = earliest_first(scans);
@@ -617,7 +648,7 @@ fn diagnosis(
         Outcome::Stalled
     };
     let _ = world;
-    let diagnosis = Diagnosis {
+    let mut diagnosis = Diagnosis {
         t: times.span,
         blocked,
         causes,
@@ -625,6 +656,7 @@ fn diagnosis(
         in_progress,
         stragglers: Vec::new(),
     };
+    diagnosis.merge_missing();
     (diagnosis, outcome)
 }
 
@@ -812,7 +844,10 @@ fn describe(
                 .map(|t| t.to_string())
                 .or_else(|| reasons.told.get(c).cloned())
                 .unwrap_or_else(|| match c {
-                    RootCause::Missing(m) => format!("rank {} left no dump", m.0),
+                    RootCause::Missing(ms) => {
+                        let ms: Vec<u32> = ms.iter().map(|m| m.0).collect();
+                        format!("{} left no dump", ranks_phrase(&ms))
+                    }
                     other => other.to_string(),
                 });
             (text, ranks)

@@ -109,6 +109,8 @@ pub struct Ctx<'a> {
     pub dumps: &'a [Dump],
     /// The lanes of each dump.
     pub lanes: &'a [Lanes],
+    /// Every group of the job.
+    pub groups: &'a [crate::fr::groups::Group],
     /// Dump index of each rank of the world.
     pub dump_of: &'a [Option<u32>],
     /// Each dump's oldest record time (None: no records).
@@ -124,9 +126,38 @@ impl Ctx<'_> {
         Some(&self.lanes[d as usize].groups[g as usize])
     }
 
-    /// Whether dump `d` has a call it has not left (or one that failed), in any group.
+    /// Whether dump `d` has a call it has not left (or one that failed), in any group: a call
+    /// retired by a backend that does not tell success from failure (gloo) counts as failed
+    /// when it is the rank's last of its group and a member whose records cover that time
+    /// never issued it — a collective that not every member issued cannot have completed.
     pub(super) fn busy(&self, d: usize) -> bool {
-        self.lanes[d].busy()
+        let lanes = &self.lanes[d];
+        lanes.busy() || (!lanes.device && lanes.queue.iter().any(|q| self.failed_left(d, q)))
+    }
+
+    /// Queue entry `q` of dump `d` is a retired collective, its rank's last of its group, that
+    /// a member with a dump covering its time has not issued.
+    fn failed_left(&self, d: usize, q: &lanes::Queued) -> bool {
+        let lanes::QueuedCall::Collective(i) = q.what else {
+            return false;
+        };
+        let lane = &self.lanes[d].groups[q.group as usize];
+        if q.status != lanes::Status::Left || i as usize + 1 != lane.calls.len() {
+            return false;
+        }
+        let c = lane.calls[i as usize];
+        let Some(g) = self.groups.get(q.group as usize) else {
+            return false;
+        };
+        g.members.iter().any(|&m| {
+            let Some(dm) = self.dump(m) else {
+                return false;
+            };
+            let l = &self.lanes[dm].groups[q.group as usize];
+            let later = l.calls.partition_point(|x| x.seq < c.seq) < l.calls.len()
+                || l.enqueued.is_some_and(|e| e >= c.seq as i64);
+            !later && self.oldest_ns[dm].is_some_and(|t| t <= c.time_ns)
+        })
     }
 
     pub(super) fn dump(&self, rank: u32) -> Option<usize> {

@@ -82,6 +82,65 @@ fn call_phrase(ctx: &Ctx, g: &Group, s: u64, c: &Call) -> String {
     )
 }
 
+/// Which of the calls at #s that tie (`vs`: as many members made each) is right, and the
+/// evidence that says so: the group's own history (the only one of them the group also made
+/// at another seq: an earlier iteration in the ring buffer), else its sibling groups (the same
+/// description and size, other members: the other replicas of a data-parallel stage), the
+/// only one of them that siblings whose members agree made at the same seq.
+fn tie_break(ctx: &Ctx, g: &Group, s: u64, vs: &[(Call, Vec<u32>)]) -> Option<(usize, String)> {
+    let usual_ones: Vec<usize> = (0..vs.len())
+        .filter(|&i| usual(ctx, g, s, &vs[i].0))
+        .collect();
+    if let [i] = usual_ones[..] {
+        return Some((
+            i,
+            format!(
+                "the group's calls at other seqs were made as {} made this one",
+                ranks_phrase(&vs[i].1)
+            ),
+        ));
+    }
+    let mut votes = vec![0u32; vs.len()];
+    for h in ctx.groups.iter().filter(|h| {
+        h.id != g.id
+            && h.desc == g.desc
+            && h.members.len() == g.members.len()
+            && h.members != g.members
+    }) {
+        let mut calls = h.members.iter().filter_map(|&m| {
+            let l = ctx.lane(m, h.id)?;
+            let k = l.calls.partition_point(|c| c.seq < s);
+            l.calls.get(k).filter(|c| c.seq == s).copied()
+        });
+        let Some(first) = calls.next() else { continue };
+        if calls.any(|c| lanes::differs(ctx.dumps, &first, &c).is_some()) {
+            continue;
+        }
+        if let Some(i) = vs
+            .iter()
+            .position(|(v, _)| lanes::differs(ctx.dumps, v, &first).is_none())
+        {
+            votes[i] += 1;
+        }
+    }
+    let backed: Vec<usize> = (0..vs.len()).filter(|&i| votes[i] > 0).collect();
+    let [i] = backed[..] else { return None };
+    Some((
+        i,
+        format!(
+            "{} sibling group{} ({}, the same size, other members) made #{s} as {} did",
+            votes[i],
+            if votes[i] == 1 { "" } else { "s" },
+            if g.desc.is_empty() {
+                crate::text::safe("the same name")
+            } else {
+                crate::text::safe(&g.desc)
+            },
+            ranks_phrase(&vs[i].1)
+        ),
+    ))
+}
+
 /// Ranks issued #s with different parameters: the majority is right; on a tie, the call that
 /// also appears elsewhere in the group's history.
 pub(super) fn judge_params(
@@ -94,13 +153,13 @@ pub(super) fn judge_params(
     let start = rows.iter().find(|r| r.seq == s).map_or(0, |r| r.start_ns);
     let max = vs.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
     let top: Vec<usize> = (0..vs.len()).filter(|&i| vs[i].1.len() == max).collect();
-    let right = if top.len() == 1 {
-        Some(top[0])
+    let (right, evidence) = if top.len() == 1 {
+        (Some(top[0]), None)
     } else {
-        let usual_ones: Vec<usize> = (0..vs.len())
-            .filter(|&i| usual(ctx, g, s, &vs[i].0))
-            .collect();
-        (usual_ones.len() == 1).then(|| usual_ones[0])
+        match tie_break(ctx, g, s, vs) {
+            Some((i, why)) => (Some(i), Some(why)),
+            None => (None, None),
+        }
     };
     let describe_all = || {
         vs.iter()
@@ -116,8 +175,9 @@ pub(super) fn judge_params(
     };
     let Some(ri) = right else {
         let reason = format!(
-            "at {} #{s} of {} {}: no majority, and no call of the group's history tells which \
-             is right",
+            "at {} #{s} of {} {}: no majority, and neither the group's calls at other seqs \
+             nor its sibling groups (the same description and size, other members) at #{s} \
+             tell which is right",
             lanes::op_name(ctx.dumps, &vs[0].0),
             g.label(),
             describe_all()
@@ -168,6 +228,10 @@ pub(super) fn judge_params(
     culprits.sort_unstable();
     causes.sort();
     causes.dedup();
+    let mut text = texts.join("; ");
+    if let Some(why) = evidence {
+        text.push_str(&format!("; as many members called it each way, and {why}"));
+    }
     Divergence {
         group: g.id,
         seq: s,
@@ -176,7 +240,7 @@ pub(super) fn judge_params(
         culprits,
         agree: rr.clone(),
         causes,
-        text: texts.join("; "),
+        text,
         undecided: None,
         victims: Vec::new(),
     }

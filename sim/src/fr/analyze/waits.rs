@@ -200,7 +200,7 @@ fn obstacle(ctx: &Ctx, g: &Group, rank: u32, c: &Call, m: u32) -> Option<Obstacl
                 return None;
             }
             let _ = rank;
-            Some(absent(lanes))
+            Some(absent(ctx, dm))
         }
     }
 }
@@ -219,9 +219,9 @@ fn in_call(lanes: &Lanes, c: &Call, x: &Call) -> Option<Obstacle> {
     }
 }
 
-/// A participant that has not made the call: stuck in one of its own, or idle.
-fn absent(lanes: &Lanes) -> Obstacle {
-    if lanes.busy() {
+/// A participant (dump `dm`) that has not made the call: stuck in one of its own, or idle.
+fn absent(ctx: &Ctx, dm: usize) -> Obstacle {
+    if ctx.busy(dm) {
         Obstacle::Behind
     } else {
         Obstacle::Idle
@@ -278,7 +278,7 @@ fn end_obstacle(ctx: &Ctx, end: &End, c: &Call) -> Option<Obstacle> {
         Some(x) => in_call(lanes, c, x),
         None => {
             let covers = ctx.oldest_ns[dp].is_some_and(|t| t <= c.time_ns);
-            covers.then(|| absent(lanes))
+            covers.then(|| absent(ctx, dp))
         }
     }
 }

@@ -802,6 +802,7 @@ impl Conv<'_, '_> {
         }
         let (backend, rest) = s.split_once(':').unwrap_or(("", s));
         let (op, args) = rest.split_once(' ').unwrap_or((rest, ""));
+        let op = crate::fr::model::canonical_op(op);
         let kind = RecordKind::of(op);
         let peer = match kind {
             RecordKind::Op(OpKind::Send) => parse_peer(args, "->"),

@@ -49,8 +49,21 @@ pub struct ReadOptions {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub dumps: Vec<Dump>,
-    /// Files of directories that were skipped (no rank in their name), one sentence each.
-    pub skipped: Vec<String>,
+    /// Files of directories that were skipped (not regular files, no rank in their name).
+    pub skipped: Vec<Skipped>,
+}
+
+/// A file of a directory that was not read, and why (`skipped` in `import --json`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    pub file: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "skipped {}: {}", self.file, self.reason)
+    }
 }
 
 /// The rank a file name gives, if any: the trailing integer after `prefix` and an extension.
@@ -74,7 +87,7 @@ pub fn rank_of(name: &str, prefix: Option<&str>) -> Option<u32> {
 type RankedFiles = Vec<(u32, PathBuf)>;
 
 /// Expands files and directories into (rank, file), sorted by rank.
-fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<String>), ReadError> {
+fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Skipped>), ReadError> {
     let prefix = opts.prefix.as_deref();
     let mut out: Vec<(u32, PathBuf)> = Vec::new();
     let mut skipped = Vec::new();
@@ -93,20 +106,20 @@ fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Stri
                     continue;
                 }
                 if !f.is_file() {
-                    skipped.push(format!(
-                        "skipped {}: not a regular file (a FIFO, socket or device)",
-                        f.display()
-                    ));
+                    skipped.push(Skipped {
+                        file: f.display().to_string(),
+                        reason: "not a regular file (a FIFO, socket or device)".into(),
+                    });
                     continue;
                 }
                 match rank_of(name, prefix) {
                     Some(r) => out.push((r, f)),
                     None => {
                         skipped_names.push(name.to_string());
-                        skipped.push(format!(
-                            "skipped {}: no rank number at the end of its name",
-                            f.display()
-                        ))
+                        skipped.push(Skipped {
+                            file: f.display().to_string(),
+                            reason: "no rank number at the end of its name".into(),
+                        })
                     }
                 }
             }
@@ -157,14 +170,14 @@ fn files(paths: &[PathBuf], opts: &ReadOptions) -> Result<(RankedFiles, Vec<Stri
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", "),
-            message: if skipped.is_empty() {
+            message: if skipped_names.is_empty() {
                 "no dump files found".into()
             } else {
                 format!(
                     "no dump files found ({} file{} skipped for having no rank number at the end \
                      of the name: {})",
-                    skipped.len(),
-                    if skipped.len() == 1 { "" } else { "s" },
+                    skipped_names.len(),
+                    if skipped_names.len() == 1 { "" } else { "s" },
                     skipped_names.join(", ")
                 )
             },

@@ -45,6 +45,12 @@ other = json.loads(fixture("dumps/crash_py/rank_1.json"))
 del other["pg_config"]
 put("name-sizes-the-world/outside-another-dump/trace_rank_5.json", json.dumps(other).encode())
 
+# a real gloo dump (its pg_config unusable: a single entry with group-local ranks, so no table
+# bounds the world) as ranks 0 and 999999: a million-rank world, 999998 ranks without a dump
+gloo = fixture("../real/stopped_rank/pickle/rank_0")
+put("far-beyond-the-dumps/rank_0", gloo)
+put("far-beyond-the-dumps/rank_999999", gloo)
+
 # text a terminal acts on, in every string of a dump that reaches the report
 ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[31m"
 for r in (0, 1):
