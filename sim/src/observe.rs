@@ -230,6 +230,7 @@ impl Observer {
             ProtoEvent::Membership(_) => Hint::Membership,
             ProtoEvent::Registry(_) => Hint::Registry,
             ProtoEvent::Step { .. }
+            | ProtoEvent::NodeWait { .. }
             | ProtoEvent::FlightRecord { .. }
             | ProtoEvent::Unexpected { .. } => Hint::None,
         };

@@ -90,3 +90,37 @@ fn a_planted_bug_gives_wrong_results_there_too() {
     let (_, _, wrong) = run("pipeline-1f1b.toml", Mutation::P2pCorruptPayload.into());
     assert!(wrong > 0, "a send of the wrong data is caught");
 }
+
+/// ringside's own rank process is a node like any other (`proto::node::Node`): it says what it
+/// waits for. In a five-rank elastic group split two against three, a rank of the minority
+/// waits in the rendezvous for generation 1 for the members it cannot reach, while a member of
+/// the majority rebuilds, finishes its workload, and then waits for nobody.
+#[test]
+fn an_elastic_rank_cut_off_in_a_minority_says_it_waits_for_the_majority() {
+    use ringside_sim::proto::node::Node;
+    let s = ringside_sim::scenario::parse(
+        "name = \"split\"\n[world]\nsize = 5\n[group]\ntimeout = \"1s\"\n\
+         elastic = { min_size = 2, max_size = 5, heartbeat_interval = \"10ms\" }\n\
+         [workload]\niterations = 1000\ncompute = \"1ms\"\n\
+         [[workload.ops]]\nop = \"allreduce\"\nbytes = \"1KiB\"\n",
+        "split.toml",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cfg = Arc::new(resolve::workload(&s, s.seed, Mutations::NONE));
+    let ranks = (0..5)
+        .map(|r| RankProcess::new(cfg.clone(), Rank(r), 0))
+        .collect();
+    let mut x = Standalone::new(ranks, Network::latency(5_000));
+    x.run_until(20_000_000);
+    x.isolate(&[Rank(3), Rank(4)]);
+    x.run_until(2_000_000_000);
+    let minority = x.node(Rank(3)).expect("alive").wait_state().expect("waits");
+    assert_eq!(minority.on, "rendezvous for generation 1");
+    assert_eq!(minority.waiting_for, [Rank(0), Rank(1), Rank(2)]);
+    let majority = x.node(Rank(0)).expect("alive");
+    assert!(
+        majority.membership().is_some_and(|m| m.generation.0 >= 1),
+        "the majority rebuilt"
+    );
+    assert!(majority.finished() && majority.wait_state().is_none());
+}

@@ -321,8 +321,11 @@ pub enum ProtoEvent {
     },
     /// The flight recorder's contents, dumped when a watchdog fires.
     FlightRecord { entries: Vec<FlightEntry> },
-    /// The rank finished every iteration of its workload.
+    /// The rank finished every iteration of its workload (or the node it hosts finished).
     WorkloadDone,
+    /// The node of the program's own that the rank hosts waits `on` something for
+    /// `waiting_for` (world ranks), or, with both empty, no longer waits.
+    NodeWait { on: String, waiting_for: Vec<Rank> },
     /// A restarted process could not rejoin its group.
     RejoinRefused { reason: String },
     /// Elastic membership: generations, rendezvous, failure detection, the store.

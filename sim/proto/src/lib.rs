@@ -29,6 +29,7 @@ pub mod group;
 pub mod mesh;
 pub mod msg;
 pub mod mutation;
+pub mod node;
 pub mod process;
 pub mod registry;
 pub mod standalone;

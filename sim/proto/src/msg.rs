@@ -114,6 +114,10 @@ pub enum Msg {
     Elastic(Box<ElasticMsg>),
     /// The `:pg`-style registry.
     Registry(Box<RegistryMsg>),
+    /// A message between nodes of a program's own ([`crate::node`]): its bytes, as the
+    /// program encodes them. Boxed as every other kind, so that a message stays two words
+    /// (a boxed slice is two, and made every message of a run a word longer).
+    Node(Box<Vec<u8>>),
 }
 
 impl Msg {
@@ -127,6 +131,7 @@ impl Msg {
             },
             Msg::Elastic(m) => m.kind(),
             Msg::Registry(m) => m.kind(),
+            Msg::Node(_) => "node",
         }
     }
 }
@@ -134,6 +139,12 @@ impl Msg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every message of a run is moved through the event queue: it stays two words.
+    #[test]
+    fn a_message_is_two_words() {
+        assert_eq!(std::mem::size_of::<Msg>(), 16);
+    }
     use strum::VariantArray;
 
     /// Two fingerprints are equal exactly when every field is: a change to any one field, to

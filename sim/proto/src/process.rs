@@ -104,6 +104,9 @@ pub struct RankProcess {
     later: Vec<(Rank, Box<super::msg::CollMsg>)>,
     /// The application's calls, when a real application drives the rank.
     app: Option<Box<app::App>>,
+    /// The node of the program's own that runs instead of the workload
+    /// ([`crate::node`]), when the scenario names one.
+    node: Option<Box<crate::node::Hosted>>,
 }
 
 impl RankProcess {
@@ -134,6 +137,19 @@ impl RankProcess {
             .registry
             .as_ref()
             .map(|r| Box::new(Registry::new(r.clone(), me, incarnation, cfg.mutations)));
+        let node = cfg.node.map(|kind| {
+            let ctx = crate::node::NodeCtx {
+                me,
+                world: cfg.world_size,
+                incarnation,
+                seed: cfg.seed,
+            };
+            Box::new(crate::node::Hosted {
+                node: kind.factory().build(&ctx),
+                reported: None,
+                done: false,
+            })
+        });
         RankProcess {
             cfg,
             me,
@@ -147,6 +163,7 @@ impl RankProcess {
             registry,
             later: Vec::new(),
             app: None,
+            node,
         }
     }
 
@@ -191,8 +208,68 @@ impl RankProcess {
         self.world.flight_record()
     }
 
-    /// What the rank is blocked on, if it is inside a call.
-    pub fn wait_state(&self) -> Option<WaitState> {
+    /// Hands `input` to the node this process hosts, and reports what changed of its wait
+    /// and whether it finished.
+    #[cold]
+    fn on_node_input(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        let Some(h) = self.node.as_mut() else {
+            return;
+        };
+        if matches!(input, Input::Start) {
+            self.phase = Phase::Computing;
+        }
+        if h.done {
+            return;
+        }
+        h.node.handle(now, input, out);
+        let waiting = h.node.wait_state();
+        if waiting != h.reported {
+            let (on, waiting_for) = waiting
+                .clone()
+                .map_or((String::new(), Vec::new()), |w| (w.on, w.waiting_for));
+            out.event(ProtoEvent::NodeWait { on, waiting_for });
+            h.reported = waiting;
+        }
+        if h.node.finished() {
+            h.done = true;
+            self.phase = Phase::Done;
+            out.event(ProtoEvent::WorkloadDone);
+        }
+    }
+
+    /// What the rank waits for, as any node says it ([`crate::node::Node::wait_state`]): its
+    /// call's step, its elastic group's rendezvous, or the wait of the node it hosts.
+    pub(crate) fn waiting(&self) -> Option<crate::node::Waiting> {
+        if let Some(h) = &self.node {
+            return h.node.wait_state();
+        }
+        if let Some(w) = self.call_wait_state() {
+            let on = match w.peer {
+                Some(peer) => format!("{} #{} with {peer}", w.op, w.seq),
+                None => format!(
+                    "{} #{} ({}), step {}/{}",
+                    w.op,
+                    w.seq,
+                    w.algorithm,
+                    w.step + 1,
+                    w.steps
+                ),
+            };
+            return Some(crate::node::Waiting {
+                on,
+                waiting_for: w.waiting_for,
+            });
+        }
+        let (target, waiting_for) = self.elastic.as_ref()?.waiting()?;
+        Some(crate::node::Waiting {
+            on: format!("rendezvous for generation {}", target.0),
+            waiting_for,
+        })
+    }
+
+    /// What the rank is blocked on, if it is inside a call (its wait as a node,
+    /// [`crate::node::Node::wait_state`], also says what it waits for outside calls).
+    pub fn call_wait_state(&self) -> Option<WaitState> {
         let app = self.app.iter().flat_map(|a| a.groups.iter());
         self.world.wait_state().or_else(|| {
             self.layouts
@@ -263,6 +340,9 @@ impl RankProcess {
 
     #[inline(never)]
     fn handle_other(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
+        if self.node.is_some() {
+            return self.on_node_input(now, input, out);
+        }
         match input {
             Input::Start if self.cfg.app_driven => {
                 self.app = Some(Box::default());
@@ -332,6 +412,8 @@ impl RankProcess {
                         r.on_message(now, from, *m, out);
                     }
                 }
+                // a node's message reaching a rank that hosts none (a mixed-up sender)
+                Msg::Node(_) => {}
             },
             Input::Timer(key) => match key {
                 TimerKey::Watchdog { group, seq } if self.app.is_some() => {
@@ -372,6 +454,8 @@ impl RankProcess {
                         r.on_timer(now, key, out);
                     }
                 }
+                // set only by a hosted node, whose inputs go to it
+                TimerKey::Node { .. } => {}
             },
         }
     }

@@ -1,5 +1,5 @@
 //! A standalone executor of sans-IO ranks: a few state machines — this crate's
-//! [`RankProcess`], a [`Registry`](crate::registry::Registry) node, one
+//! [`RankProcess`](crate::process::RankProcess), a [`Registry`](crate::registry::Registry) node, one
 //! [`Collective`](crate::collective::Collective), or a protocol of one's own — run against
 //! each other on an in-memory network in exact virtual time, without the engine, its traces or
 //! its fault model. It is how the protocols' own tests run them, and how a library user tries
@@ -36,23 +36,13 @@
 
 use crate::event::{Outbox, Output, ProtoEvent};
 use crate::msg::Msg;
-use crate::process::{Input, RankProcess};
+use crate::process::Input;
 use crate::time::Nanos;
 use crate::types::{Rank, TimerKey};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A sans-IO state machine that [`Standalone`] can drive: it is handed one input at `now` and
-/// pushes what it wants done into `out`. Rank `r` of an executor is its `r`-th node.
-pub trait Node {
-    /// Handles `input` at virtual time `now`.
-    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox);
-}
-
-impl Node for RankProcess {
-    fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
-        RankProcess::handle(self, now, input, out);
-    }
-}
+/// What [`Standalone`] drives: rank `r` of an executor is its `r`-th node.
+pub use crate::node::Node;
 
 /// The network of a standalone run: one latency for every message, one bandwidth for every
 /// rank's send port and receive port.

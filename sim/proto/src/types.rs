@@ -68,6 +68,8 @@ pub enum TimerKey {
     Registry { step: u32 },
     /// Periodic heartbeat of a registry node's failure detector.
     RegistryHeartbeat,
+    /// A timer of a node of the program's own ([`crate::node`]), which names it by `id`.
+    Node { id: u64 },
 }
 
 /// Names one send, so that the driver can say when its bytes have left the sender: the

@@ -200,6 +200,9 @@ pub struct WorkloadConfig {
     pub registry: Option<Arc<RegistryConfig>>,
     /// A real application issues the calls one by one (`process/app.rs`), not `programs`.
     pub app_driven: bool,
+    /// A node of the program's own runs on every rank instead of the workload
+    /// ([`crate::node`]).
+    pub node: Option<crate::node::NodeKind>,
 }
 
 impl WorkloadConfig {

@@ -472,6 +472,14 @@ impl Builder {
         self
     }
 
+    /// A node of the program's own runs on every rank instead of ops (`[workload] node`;
+    /// see [`crate::proto::node`]).
+    pub fn node(mut self, kind: crate::proto::node::NodeKind) -> Self {
+        self.scenario.workload.node = Some(kind);
+        self.set("workload.node", "node()");
+        self
+    }
+
     /// One more op of every iteration (`[[workload.ops]]`).
     pub fn op(mut self, op: op::Op) -> Self {
         let i = self.scenario.workload.ops.len();

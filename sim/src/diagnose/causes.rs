@@ -319,6 +319,32 @@ impl CauseBook {
         key
     }
 
+    /// Rank `r`'s node of the program's own waits for nobody (it works, is idle, or
+    /// finished) while `waiter`'s node waits for it: it will not answer (`hung:r`).
+    pub fn unanswered(&mut self, fold: &Fold, r: u32, waiter: u32) -> RootCause {
+        let key = RootCause::Hung(Rank(r));
+        self.note(&key, || {
+            let v = &fold.ranks[r as usize];
+            let on = fold.ranks[waiter as usize]
+                .node_wait
+                .as_ref()
+                .map_or("", |w| w.on.as_str());
+            let state = match v.state {
+                RankState::Done => "finished",
+                _ => "waits for nobody",
+            };
+            (
+                format!(
+                    "rank {r}'s node {state} since {} while rank {waiter} waits for it in `{on}`: \
+                     it will not answer",
+                    fmt_ms(v.since_ns)
+                ),
+                vec![r],
+            )
+        });
+        key
+    }
+
     /// Rank `r` never issued `slot`, which `waiter` waits in, and went past it: it finished
     /// its workload, or is in a call further on in its program.
     pub fn skipped(&mut self, fold: &Fold, r: u32, slot: Slot, waiter: u32) -> RootCause {

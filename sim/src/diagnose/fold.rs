@@ -296,6 +296,17 @@ pub struct RankView {
     /// does not know what it called (see [`Fold::of_header`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub no_dump: bool,
+    /// What the node of the program's own that the rank runs waits for, if it waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_wait: Option<NodeWaitView>,
+}
+
+/// A node's wait ([`Event::NodeWait`]): in what, for whom, since when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NodeWaitView {
+    pub on: String,
+    pub waiting_for: Vec<u32>,
+    pub since_ns: Nanos,
 }
 
 impl RankView {
@@ -661,6 +672,7 @@ impl Fold {
                     since_ns: 0,
                     history: VecDeque::new(),
                     no_dump: false,
+                    node_wait: None,
                 })
                 .collect(),
             ops: BTreeMap::new(),
@@ -975,6 +987,19 @@ impl Fold {
                 }
             }
             Event::WorkloadDone { rank } => self.set_state(*rank, t, RankState::Done),
+            Event::NodeWait {
+                rank,
+                on,
+                waiting_for,
+            } => {
+                if let Some(v) = self.rank(*rank) {
+                    v.node_wait = (!waiting_for.is_empty()).then(|| NodeWaitView {
+                        on: on.clone(),
+                        waiting_for: waiting_for.clone(),
+                        since_ns: t,
+                    });
+                }
+            }
             Event::RejoinRefused { rank, .. } => self.set_state(*rank, t, RankState::Refused),
             Event::Diagnosis {
                 blocked,
@@ -1060,6 +1085,7 @@ impl Fold {
             v.paused = false;
             v.call = None;
             v.beside.clear();
+            v.node_wait = None;
         }
         self.set_state(rank, t, RankState::Running);
     }

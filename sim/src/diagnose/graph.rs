@@ -286,7 +286,50 @@ fn classify_waits(fold: &Fold, book: &mut CauseBook) -> WaitGraph {
             });
         }
     }
+    node_waits(fold, book, &mut g);
     g
+}
+
+/// Every wait of a live node of the program's own, classified as a call's: a fault holds it
+/// (the awaited node dead, frozen or cut off), or the awaited node was preempted and started
+/// afresh (what it knew or was sent died with its predecessor), or it waits itself, or it
+/// waits for nobody and so will never answer.
+fn node_waits(fold: &Fold, book: &mut CauseBook, g: &mut WaitGraph) {
+    for v in fold
+        .ranks
+        .iter()
+        .filter(|v| v.is_live() && v.call.is_none())
+    {
+        let Some(w) = &v.node_wait else { continue };
+        g.wait(v.rank);
+        for &b in &w.waiting_for {
+            let held = holding(fold, book, v.rank, b);
+            let awaited_waits = fold
+                .ranks
+                .get(b as usize)
+                .is_some_and(|vb| vb.node_wait.is_some() || vb.call.is_some());
+            let restarted = fold
+                .ranks
+                .get(b as usize)
+                .is_some_and(|vb| vb.incarnation > 0);
+            let (kind, causes) = if !held.is_empty() {
+                (EdgeKind::RootCause, held)
+            } else if restarted {
+                (EdgeKind::RootCause, vec![book.preempted(fold, b)])
+            } else if awaited_waits || b as usize >= fold.ranks.len() {
+                (EdgeKind::Waits, Vec::new())
+            } else {
+                (EdgeKind::RootCause, vec![book.unanswered(fold, b, v.rank)])
+            };
+            g.add(WaitEdge {
+                from: v.rank,
+                to: b,
+                kind,
+                causes,
+                message: None,
+            });
+        }
+    }
 }
 
 /// Cycles of waits with nothing on its way: deadlocks.
@@ -504,7 +547,6 @@ fn report(fold: &Fold, book: &mut CauseBook, s: Solution) -> Diagnosis {
         if !s.is_waiter(v.rank) {
             continue;
         }
-        let Some(c) = v.call.as_ref() else { continue };
         let mut keys = s.blocked_by[v.rank as usize].clone();
         if keys.is_empty() {
             in_progress.push(v.rank);
@@ -515,6 +557,12 @@ fn report(fold: &Fold, book: &mut CauseBook, s: Solution) -> Diagnosis {
         for k in &keys {
             per_cause.entry(k.clone()).or_default().push(v.rank);
         }
+        let Some(c) = v.call.as_ref() else {
+            if let Some(w) = &v.node_wait {
+                blocked.push(node_blocked(v.rank, w, keys));
+            }
+            continue;
+        };
         blocked.push(Blocked {
             rank: v.rank,
             op: CallOp::Op(c.op),
@@ -568,6 +616,27 @@ fn report(fold: &Fold, book: &mut CauseBook, s: Solution) -> Diagnosis {
         waits: s.into_edges(),
         in_progress,
         stragglers: Vec::new(),
+    }
+}
+
+/// A node blocked in its wait `w` on `causes`: its wait is its only "call", named by what it
+/// waits in, with no group, sequence number or steps.
+fn node_blocked(rank: u32, w: &super::fold::NodeWaitView, causes: Vec<RootCause>) -> Blocked {
+    Blocked {
+        rank,
+        op: CallOp::Recorded(w.on.as_str().into()),
+        algorithm: Via::Backend("node".into()),
+        group: 0,
+        generation: 0,
+        seq: 0,
+        iteration: 0,
+        index: 0,
+        step: 0,
+        steps: 0,
+        waiting_for: w.waiting_for.clone(),
+        since_ns: w.since_ns,
+        causes,
+        peer: None,
     }
 }
 

@@ -334,7 +334,7 @@ impl<'r, R: Recorder + ?Sized> Engine<'r, R> {
         self.slots[rank as usize]
             .proc
             .as_ref()
-            .and_then(|p| p.wait_state())
+            .and_then(|p| p.call_wait_state())
     }
 
     pub fn is_paused(&self, rank: u32) -> bool {

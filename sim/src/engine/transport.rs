@@ -137,7 +137,7 @@ impl<R: Recorder + ?Sized> Engine<'_, R> {
                 // constants here, so what records it takes no branch on them
                 Msg::Coll(m) => self.record_send(&sent("coll", Some(m.fp.seq.0), Some(m.step))),
                 Msg::P2p(m) => self.record_other_send(&sent(msg.kind(), Some(m.order), None)),
-                Msg::Elastic(_) | Msg::Registry(_) => {
+                Msg::Elastic(_) | Msg::Registry(_) | Msg::Node(_) => {
                     self.record_other_send(&sent(msg.kind(), None, None))
                 }
             }

@@ -872,6 +872,7 @@ impl<'a> Planner<'a> {
                 programs: Vec::new(),
                 pipeline: None,
                 registry: Vec::new(),
+                node: None,
             },
             torch: None,
             groups: self

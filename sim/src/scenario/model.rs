@@ -5,6 +5,7 @@
 use crate::cause::RootCause;
 use crate::fault::{FaultKind, Trigger};
 use crate::units::{Bandwidth, Duration, PerByte, Size};
+pub use ringside_proto::node::NodeKind;
 pub use ringside_proto::vocab::{
     Algorithm, Dtype, Mesh, OpKind, Peer, PeerStep, ReduceOp, RegistryAction, RendezvousKind,
 };
@@ -269,6 +270,10 @@ pub struct Workload {
     pub pipeline: Option<Pipeline>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub registry: Vec<RegistryStep>,
+    /// A node of the program's own, registered under this name, runs on every rank instead
+    /// of ops (`ringside_sim::proto::node`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<NodeKind>,
 }
 
 impl Default for Workload {
@@ -282,6 +287,7 @@ impl Default for Workload {
             programs: Vec::new(),
             pipeline: None,
             registry: Vec::new(),
+            node: None,
         }
     }
 }

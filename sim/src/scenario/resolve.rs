@@ -89,6 +89,7 @@ pub fn workload(s: &Scenario, seed: u64, mutations: Mutations) -> WorkloadConfig
         world_per_host,
         layouts,
         mutations,
+        node: s.workload.node,
         elastic: s.group.elastic.as_ref().map(|e| {
             Arc::new(ElasticConfig {
                 min_size: e.min_size,

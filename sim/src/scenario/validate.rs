@@ -346,6 +346,44 @@ fn workload(s: &Scenario) -> Result<(), Invalid> {
     for (i, step) in w.registry.iter().enumerate() {
         registry_step(s, &format!("workload.registry[{i}]"), step)?;
     }
+    if let Some(kind) = w.node {
+        node(s, kind)?;
+    }
+    Ok(())
+}
+
+/// A node of the program's own runs instead of everything else a rank could run.
+fn node(s: &Scenario, kind: NodeKind) -> Result<(), Invalid> {
+    let w = &s.workload;
+    let other = [
+        (!w.ops.is_empty(), "ops"),
+        (!w.programs.is_empty(), "programs"),
+        (w.pipeline.is_some(), "pipeline"),
+        (!w.registry.is_empty(), "registry"),
+        (s.group.elastic.is_some(), "elastic"),
+        (s.torch.is_some(), "torch"),
+    ];
+    if let Some((_, what)) = other.iter().find(|(set, _)| *set) {
+        return fail(
+            "workload.node",
+            format!(
+                "the node `{kind}` runs on every rank instead of the workload: it cannot go with \
+                 `{what}`"
+            ),
+        );
+    }
+    let bugs = s.faults.iter().position(|f| {
+        matches!(
+            f.kind(),
+            FaultKind::Mismatch | FaultKind::Skip | FaultKind::Hang
+        )
+    });
+    if let Some(i) = bugs {
+        return fail(
+            format!("faults[{i}].kind"),
+            format!("the node `{kind}` runs no workload calls for this fault to change"),
+        );
+    }
     Ok(())
 }
 

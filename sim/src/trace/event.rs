@@ -32,6 +32,7 @@ pub fn timer_fields(key: &TimerKey) -> (&'static str, Option<GroupId>, Option<Se
         TimerKey::Rendezvous { .. } => ("rendezvous", None, None),
         TimerKey::Registry { .. } => ("registry", None, None),
         TimerKey::RegistryHeartbeat => ("registry_heartbeat", None, None),
+        TimerKey::Node { .. } => ("node", None, None),
     }
 }
 
@@ -259,6 +260,15 @@ pub enum Event {
     WorkloadDone {
         rank: u32,
     },
+    /// The node of the program's own that `rank` runs waits `on` something for
+    /// `waiting_for`; with both empty, it no longer waits (docs/custom-algorithms.md).
+    NodeWait {
+        rank: u32,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        on: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        waiting_for: Vec<u32>,
+    },
     RejoinRefused {
         rank: u32,
         reason: String,
@@ -434,6 +444,7 @@ impl Event {
             Event::Unexpected { .. } => "unexpected",
             Event::FlightRecord { .. } => "flight_record",
             Event::WorkloadDone { .. } => "workload_done",
+            Event::NodeWait { .. } => "node_wait",
             Event::RejoinRefused { .. } => "rejoin_refused",
             Event::Diagnosis { .. } => "diagnosis",
             Event::End { .. } => "end",
@@ -475,6 +486,7 @@ impl Event {
             | Event::Unexpected { rank, .. }
             | Event::FlightRecord { rank, .. }
             | Event::WorkloadDone { rank }
+            | Event::NodeWait { rank, .. }
             | Event::RejoinRefused { rank, .. }
             | Event::GenerationFormed { rank, .. }
             | Event::RendezvousStart { rank, .. }

@@ -304,6 +304,11 @@ pub fn proto_event(
         },
         ProtoEvent::FlightRecord { entries } => Event::FlightRecord { rank, entries },
         ProtoEvent::WorkloadDone => Event::WorkloadDone { rank },
+        ProtoEvent::NodeWait { on, waiting_for } => Event::NodeWait {
+            rank,
+            on,
+            waiting_for: waiting_for.into_iter().map(|r| r.0).collect(),
+        },
         ProtoEvent::RejoinRefused { reason } => Event::RejoinRefused { rank, reason },
         ProtoEvent::Membership(ev) => member_event(rank, ev),
         ProtoEvent::Registry(ev) => registry_event(rank, ev),

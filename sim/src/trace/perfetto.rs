@@ -496,6 +496,17 @@ impl<W: Write> Exporter<W> {
             Event::WorkloadDone { rank } => {
                 self.instant(t, Some(*rank), WORK, "workload done".into(), json!({}))
             }
+            Event::NodeWait {
+                rank,
+                on,
+                waiting_for,
+            } => self.instant(
+                t,
+                Some(*rank),
+                WORK,
+                "node wait".into(),
+                json!({"on": on, "waiting_for": waiting_for}),
+            ),
             Event::RejoinRefused { rank, reason } => self.instant(
                 t,
                 Some(*rank),

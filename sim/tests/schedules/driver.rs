@@ -138,6 +138,12 @@ struct Member {
 }
 
 impl Node for Member {
+    fn wait_state(&self) -> Option<ringside_sim::proto::node::Waiting> {
+        None
+    }
+    fn finished(&self) -> bool {
+        false
+    }
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         match input {
             Input::Start => {

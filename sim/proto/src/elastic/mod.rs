@@ -205,6 +205,28 @@ impl Elastic {
         &self.cfg
     }
 
+    /// Whom this member waits for in a rendezvous, and the generation it would form: the
+    /// members of its generation it cannot reach when the rendezvous has said it cannot form
+    /// one; else the store (store rendezvous), or those whose answers its round awaits.
+    pub fn waiting(&self) -> Option<(Generation, Vec<Rank>)> {
+        if self.phase != Phase::Rendezvous {
+            return None;
+        }
+        if let Some((target, reachable, _)) = &self.waited {
+            let missing = self
+                .current
+                .ranks()
+                .iter()
+                .filter(|r| !reachable.contains(r));
+            return Some((*target, missing.copied().collect()));
+        }
+        let next = Generation(self.generation.0 + 1);
+        match self.cfg.rendezvous {
+            RendezvousKind::Store => Some((next, vec![self.cfg.store])),
+            RendezvousKind::Quorum => self.quorum.awaited(),
+        }
+    }
+
     pub fn start(&mut self, now: Nanos, out: &mut Outbox) -> Decision {
         out.set_timer(
             TimerKey::Heartbeat,

@@ -64,6 +64,13 @@ pub(super) struct Quorum {
 }
 
 impl Quorum {
+    /// The round this rank proposes, if one is under way: its target generation, and whose
+    /// answers it still awaits.
+    pub(super) fn awaited(&self) -> Option<(Generation, Vec<Rank>)> {
+        let r = self.round.as_ref()?;
+        Some((r.target, r.awaited.iter().copied().collect()))
+    }
+
     fn accepted_for(&self, target: Generation) -> Option<(Ballot, Arc<Proposal>)> {
         self.accepted
             .as_ref()

@@ -17,6 +17,12 @@ struct Member {
 }
 
 impl Node for Member {
+    fn wait_state(&self) -> Option<crate::node::Waiting> {
+        None
+    }
+    fn finished(&self) -> bool {
+        false
+    }
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         // every member reports the same progress
         let progress = Progress {

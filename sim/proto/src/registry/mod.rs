@@ -501,4 +501,14 @@ impl crate::standalone::Node for Registry {
             _ => {}
         }
     }
+
+    /// A registry node waits for no peer in particular: its views converge by gossip, and a
+    /// silent node is suspected and left out rather than waited for.
+    fn wait_state(&self) -> Option<crate::node::Waiting> {
+        None
+    }
+
+    fn finished(&self) -> bool {
+        Registry::finished(self)
+    }
 }

@@ -12,6 +12,12 @@ struct Scripted {
 }
 
 impl Node for Scripted {
+    fn wait_state(&self) -> Option<crate::node::Waiting> {
+        None
+    }
+    fn finished(&self) -> bool {
+        false
+    }
     fn handle(&mut self, now: Nanos, input: Input, out: &mut Outbox) {
         (self.script)(self.me, now, &input, out);
         let what = match &input {

@@ -316,6 +316,7 @@ impl WorkloadDraw {
             programs: Vec::new(),
             pipeline: None,
             registry: Vec::new(),
+            node: None,
         };
         let mut groups = Vec::new();
         self.shape.apply(p, &mut w, &mut groups);

@@ -194,7 +194,7 @@ fn check_envelope(
     let group = match &m.msg {
         Msg::Coll(c) => Some((c.fp.group, "collective")),
         Msg::P2p(p) => Some((p.group, "point-to-point")),
-        Msg::Elastic(_) | Msg::Registry(_) => None,
+        Msg::Elastic(_) | Msg::Registry(_) | Msg::Node(_) => None,
     };
     if let Some((group, what)) = group {
         let member = cfg

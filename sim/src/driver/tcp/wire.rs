@@ -86,7 +86,7 @@ pub fn generation_of(msg: &Msg) -> u32 {
     match msg {
         Msg::Coll(m) => m.fp.generation.0,
         Msg::P2p(m) => m.generation.0,
-        Msg::Elastic(_) | Msg::Registry(_) => 0,
+        Msg::Elastic(_) | Msg::Registry(_) | Msg::Node(_) => 0,
     }
 }
 
@@ -295,6 +295,10 @@ impl Enc {
                     }
                     P2pBody::Ack => self.u8(1),
                 }
+            }
+            Msg::Node(b) => {
+                self.u8(4);
+                self.bytes(b);
             }
             Msg::Registry(r) => {
                 self.u8(2);

@@ -403,7 +403,7 @@ impl Worker {
                 let (seq, step) = match &msg {
                     Msg::Coll(m) => (Some(m.fp.seq.0), Some(m.step)),
                     Msg::P2p(m) => (Some(m.order), None),
-                    Msg::Elastic(_) | Msg::Registry(_) => (None, None),
+                    Msg::Elastic(_) | Msg::Registry(_) | Msg::Node(_) => (None, None),
                 };
                 self.record(
                     now,

@@ -157,6 +157,7 @@ impl<'a> Dec<'a> {
                 Msg::Coll(Box::new(CollMsg { fp, step, data }))
             }
             1 => Msg::Elastic(Box::new(self.elastic()?)),
+            4 => Msg::Node(Box::new(self.bytes()?.to_vec())),
             3 => {
                 let group = GroupId(self.u32()?);
                 let generation = Generation(self.u32()?);
