@@ -29,12 +29,7 @@ fn a_run_described_in_code_is_run_judged_diagnosed_and_traced() {
         .run()
         .expect("a valid job");
     assert_eq!(run.report.outcome, Outcome::Stalled);
-    let causes: Vec<String> = run
-        .diagnosis
-        .root_causes()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
+    let causes = run.diagnosis.root_cause_names();
     assert_eq!(
         causes,
         ["partitioned:0,1|2,3"],

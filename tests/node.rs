@@ -216,12 +216,7 @@ fn a_node_of_ones_own_runs_under_faults_and_its_waits_are_diagnosed() {
         .run()
         .expect("valid");
     assert_eq!(run.report.outcome, Outcome::Stalled);
-    let causes: Vec<String> = run
-        .diagnosis
-        .root_causes()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
+    let causes = run.diagnosis.root_cause_names();
     assert_eq!(causes, ["preempted:0"], "{:#?}", run.report.explanation);
     assert_eq!(run.diagnosis.blocked_ranks(), [1, 2, 3]);
     for b in &run.diagnosis.blocked {
@@ -243,12 +238,7 @@ fn a_node_of_ones_own_runs_under_faults_and_its_waits_are_diagnosed() {
         .run()
         .unwrap();
     assert_eq!(cut.report.outcome, Outcome::Stalled);
-    let causes: Vec<String> = cut
-        .diagnosis
-        .root_causes()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
+    let causes = cut.diagnosis.root_cause_names();
     assert_eq!(
         causes,
         ["partitioned:0,1,2|3"],
@@ -333,12 +323,7 @@ fn a_planted_bug_in_a_node_is_caught_and_the_stuck_rank_named_with_whom_it_waits
     assert_eq!(stuck.len(), 1, "{:#?}", run.diagnosis.blocked);
     assert_eq!(stuck[0].waiting_for, [0]);
     assert_eq!(stuck[0].op.to_string(), "barrier round 1");
-    let causes: Vec<String> = run
-        .diagnosis
-        .root_causes()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
+    let causes = run.diagnosis.root_cause_names();
     assert_eq!(causes, ["hung:0"], "{:#?}", run.report.explanation);
     let story = run.report.explanation.join("\n");
     assert!(

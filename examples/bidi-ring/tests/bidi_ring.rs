@@ -118,12 +118,7 @@ fn when_a_rank_dies_its_stall_is_diagnosed() {
     ));
     let out = run(&s, &RunOptions::default()).expect("runs");
     assert_eq!(out.report.outcome, Outcome::Stalled);
-    let causes: Vec<String> = out
-        .diagnosis
-        .root_causes()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
+    let causes = out.diagnosis.root_cause_names();
     assert_eq!(causes, ["preempted:3"], "{:#?}", out.report.explanation);
     // rank 3's neighbours wait for it: clockwise and counter-clockwise
     let blocked: Vec<u32> = out.report.blocked.iter().map(|b| b.rank).collect();
@@ -216,12 +211,7 @@ fn a_wrong_peer_is_caught_shrunk_and_named_with_its_step_and_peer() {
         "{:#?}",
         out.report.blocked
     );
-    let causes: Vec<String> = out
-        .diagnosis
-        .root_causes()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
+    let causes = out.diagnosis.root_cause_names();
     assert_eq!(causes, ["mismatch:0"], "{:#?}", out.report.explanation);
     let story = out.report.explanation.join("\n");
     assert!(
@@ -443,12 +433,7 @@ fn described_in_code_it_runs_is_judged_and_its_wrong_peer_is_named() {
         .run()
         .expect("valid");
     assert_eq!(run.report.outcome, Outcome::Stalled);
-    let causes: Vec<String> = run
-        .diagnosis
-        .root_causes()
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
+    let causes = run.diagnosis.root_cause_names();
     assert_eq!(causes, ["mismatch:0"]);
     for p in [Property::ScheduleContract, Property::FaultFreeCompletes] {
         let v = p.check(&case, &run).expect_err("the wrong peer breaks it");

@@ -311,6 +311,11 @@ impl Diagnosis {
         self.causes.iter().map(|c| c.cause.clone()).collect()
     }
 
+    /// The root causes as written in `--json`'s `root_causes` (`preempted:2`, `hung:0`).
+    pub fn root_cause_names(&self) -> Vec<String> {
+        self.causes.iter().map(|c| c.cause.to_string()).collect()
+    }
+
     /// Every wait-for edge as (waiter, awaited).
     pub fn edges(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         self.waits.iter().map(|e| (e.from, e.to))
