@@ -168,6 +168,7 @@ corpus! {
     wire_valid_hello: wire_outcome "wire/valid_hello.bin" => Ok("");
     wire_truncated_chunk: wire_outcome "wire/truncated_chunk.bin" => Err("truncated frame");
     wire_oversized_frame: wire_outcome "wire/oversized_frame.bin" => Err("exceeds the maximum");
+    wire_proposal_rank_at_u32_max: wire_outcome "wire/proposal_rank_at_u32_max.bin" => Ok("");
     wire_just_over_the_limit: wire_outcome "wire/just_over_the_limit.bin"
         => Err("frame of 1048577 bytes exceeds the maximum of 1048576");
     wire_wrong_version: wire_outcome "wire/wrong_version.bin" => Err("unsupported wire version 9");

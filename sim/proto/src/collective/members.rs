@@ -33,8 +33,14 @@ impl Members {
             });
         }
         let first = ranks.iter().map(|r| r.0).min().unwrap_or(0);
-        let span = ranks.iter().map(|r| r.0 - first + 1).max().unwrap_or(0) as usize;
-        let lookup = if span <= 2 * ranks.len() + 64 {
+        // in u64: a rank at u32::MAX must not wrap the span to nothing
+        let span = ranks
+            .iter()
+            .map(|r| u64::from(r.0 - first) + 1)
+            .max()
+            .unwrap_or(0);
+        let lookup = if span <= 2 * ranks.len() as u64 + 64 {
+            let span = span as usize;
             let mut index_of = vec![u32::MAX; span];
             for (i, r) in ranks.iter().enumerate() {
                 index_of[(r.0 - first) as usize] = i as u32;
@@ -87,6 +93,8 @@ mod tests {
             vec![3, 1, 2],
             vec![0, 1000, 2000, 3000],
             vec![4000, 7, 2500],
+            vec![0, u32::MAX],
+            vec![u32::MAX],
             vec![],
         ] {
             let m = Members::new(ranks.iter().map(|&r| Rank(r)).collect());
