@@ -81,24 +81,93 @@ fn a_file_name_does_not_size_the_world_beyond_the_evidence() {
     }
 }
 
-/// Two valid dumps whose tables do not bound the world (gloo's), named ranks 0 and 999999: the
-/// world the names give is believed, and its 999998 ranks without a dump are one cause written
-/// as a range, in the report's first line and in `--json`, never a million causes.
+/// Two valid dumps whose tables (gloo's) list a group of 4 ranks, named ranks 0 and 999999: a
+/// name is believed up to twice the world the dumps show, so rank 999999 is refused, naming the
+/// evidence and `--world-size`. Stated with `--world-size`, the world is a million ranks, and its
+/// 999998 ranks without a dump are one cause written as a range, in the report's first line and
+/// in `--json`, never a million causes.
 #[test]
-fn a_world_far_larger_than_the_dumps_is_summarised() {
+fn a_world_far_larger_than_the_dumps_is_stated_and_summarised() {
     let dir = dumps("far-beyond-the-dumps");
     let o = ringside_or_kill(&["import".as_ref(), dir.as_os_str()]);
+    refused(
+        &o,
+        "rank_999999",
+        "gives rank 999999, but the dumps show a world of 4 ranks at most (2 dumps; the largest \
+         pg_config group, in",
+    );
+    assert!(text(&o).contains("give --world-size if the job had 1000000 ranks or more"));
+    let stated = [
+        "import".as_ref(),
+        dir.as_os_str(),
+        "--world-size".as_ref(),
+        "1000000".as_ref(),
+    ];
+    let o = ringside_or_kill(&stated);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.starts_with("STALLED: missing:1-999998 — "), "{out}");
     assert!(out.lines().count() < 20, "{out}");
-    let o = ringside_or_kill(&["import".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    let o = ringside_or_kill(&[&stated[..], &["--json".as_ref()]].concat());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(v["root_causes"], serde_json::json!(["missing:1-999998"]));
     assert_eq!(v["world_size"], 1_000_000);
     // the full list is in `missing` (rank lists in --json are whole)
     assert_eq!(v["missing"].as_array().map(Vec::len), Some(999_998));
+}
+
+/// `--world-size` is checked against the dumps: a file's rank beyond it, or a `pg_config`
+/// group larger than it, is refused; a stated world larger than the names is the world.
+#[test]
+fn a_stated_world_size_is_checked_against_the_dumps() {
+    let dir = dumps("far-beyond-the-dumps");
+    let o = ringside_or_kill(&[
+        "import".as_ref(),
+        dir.as_os_str(),
+        "--world-size".as_ref(),
+        "5".as_ref(),
+    ]);
+    refused(
+        &o,
+        "rank_999999",
+        "gives rank 999999, but --world-size is 5",
+    );
+    let tmp = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(dir.join("rank_0"), tmp.path().join("rank_0")).unwrap();
+    let o = ringside_or_kill(&[
+        "import".as_ref(),
+        tmp.path().as_os_str(),
+        "--world-size".as_ref(),
+        "3".as_ref(),
+    ]);
+    refused(
+        &o,
+        "rank_0",
+        "its pg_config lists a group of 4 ranks, more than --world-size 3",
+    );
+    let o = ringside_or_kill(&[
+        "import".as_ref(),
+        tmp.path().as_os_str(),
+        "--world-size".as_ref(),
+        "16".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["world_size"], 16);
+    let missing: Vec<String> = (1..16).map(|r| format!("missing:{r}")).collect();
+    assert_eq!(v["root_causes"], serde_json::json!(missing));
+    for bad in ["0", "1000001", "x"] {
+        let o = ringside_or_kill(&[
+            "import".as_ref(),
+            tmp.path().as_os_str(),
+            "--world-size".as_ref(),
+            bad.as_ref(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+        assert!(text(&o).contains("--world-size"), "{}", text(&o));
+    }
 }
 
 /// Runs `ringside ARGS` and kills it if it has not ended within a minute (a blocked read
@@ -180,7 +249,7 @@ fn a_hundred_thousand_groups_are_inferred_in_linear_time() {
         .output()
         .expect("runs");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("1 dumps of a 2-rank job"), "{}", text(&o));
+    assert!(text(&o).contains("1 dump of a 2-rank job"), "{}", text(&o));
 }
 
 /// Whether `s` holds a character a terminal would act on, other than a line break.

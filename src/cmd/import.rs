@@ -1,4 +1,4 @@
-//! `ringside import DUMPS... [--json] [--dot] [--prefix P] [--scenario OUT.toml] [--trace OUT.jsonl]`
+//! `ringside import DUMPS... [--json] [--dot] [--prefix P] [--world-size N] [--scenario OUT.toml] [--trace OUT.jsonl]`
 
 use crate::Failure;
 use clap::Args;
@@ -21,6 +21,10 @@ pub struct ImportArgs {
     /// Strips this prefix from file names before reading the rank.
     #[arg(long, value_name = "P")]
     pub prefix: Option<String>,
+    /// The job's world size, where the dumps cannot show it (a few dumps of a large job whose
+    /// tables name only a smaller group, as gloo's do).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(fr::groups::MAX_WORLD)))]
+    pub world_size: Option<u32>,
     /// Writes a scenario that reproduces the job in the simulator.
     #[arg(long, value_name = "OUT.toml")]
     pub scenario: Option<PathBuf>,
@@ -77,6 +81,7 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
         &a.dumps,
         &fr::ReadOptions {
             prefix: a.prefix.clone(),
+            world_size: a.world_size,
         },
     )
     .map_err(|e| Failure::Input(e.to_string()))?;
@@ -84,7 +89,7 @@ pub fn main(a: ImportArgs) -> Result<(), Failure> {
         eprintln!("{}", safe(&s.to_string()));
     }
     let dumps = loaded.dumps;
-    let analysis = fr::analyze(&dumps);
+    let analysis = fr::analyze_in(&dumps, a.world_size);
     // a job that cannot be replayed is refused after its diagnosis is printed
     let mut refused = None;
     if let Some(out) = &a.scenario {

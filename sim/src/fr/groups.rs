@@ -73,9 +73,12 @@ fn is_default(name: &str, desc: &str) -> bool {
 
 /// Works out the groups of `dumps` (sorted by rank), in time linear in the groups and
 /// members named (up to logarithms): a dump's `pg_config` may list a hundred thousand groups.
-pub fn infer(dumps: &[Dump]) -> Groups {
+/// The world is `world` ranks where the user states it, else the largest any dump shows.
+pub fn infer(dumps: &[Dump], world: Option<u32>) -> Groups {
     let mut notes = Vec::new();
-    let mut world = dumps.iter().map(|d| d.rank + 1).max().unwrap_or(0);
+    let mut world = world
+        .unwrap_or(0)
+        .max(dumps.iter().map(|d| d.rank + 1).max().unwrap_or(0));
     let usable = usable_configs(dumps, &mut world, &mut notes);
     let configs = Configs::new(&usable);
     let mut named_ranks = BTreeMap::new();

@@ -28,5 +28,5 @@ pub mod report;
 pub mod scenario;
 pub mod trace;
 
-pub use analyze::{analyze, Analysis};
+pub use analyze::{analyze, analyze_in, Analysis};
 pub use read::{read_paths, ReadError, ReadOptions};

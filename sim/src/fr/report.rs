@@ -287,8 +287,8 @@ impl ImportReport {
         versions.sort_unstable();
         versions.dedup();
         s.push_str(&format!(
-            "{} dumps of a {}-rank job ({}{}), {} records from {} over {}\n",
-            self.dumps.len(),
+            "{} of a {}-rank job ({}{}), {} from {} over {}\n",
+            crate::report::text::count(self.dumps.len(), "dump"),
             self.world_size,
             if b.is_empty() {
                 "no calls".to_string()
@@ -303,7 +303,7 @@ impl ImportReport {
                     crate::text::safe(&versions.join(", "))
                 )
             },
-            self.events,
+            crate::report::text::count(self.events as usize, "record"),
             if self.start_unix_ns > 0 {
                 fmt_utc(self.start_unix_ns)
             } else {

@@ -111,9 +111,17 @@ fn r(x: u32) -> crate::proto::types::Rank {
     crate::proto::types::Rank(x)
 }
 
-/// Analyzes the dumps of one job (sorted by rank, one per rank).
+/// Analyzes the dumps of one job (sorted by rank, one per rank), its world as large as the
+/// dumps show.
 pub fn analyze(dumps: &[Dump]) -> Analysis {
-    let groups = groups::infer(dumps);
+    analyze_in(dumps, None)
+}
+
+/// Analyzes the dumps of one job in a world of `world` ranks, where the user states it
+/// (`import --world-size`; the dumps checked against it by
+/// [`check_ranks`](crate::fr::read::check_ranks)).
+pub fn analyze_in(dumps: &[Dump], world: Option<u32>) -> Analysis {
+    let groups = groups::infer(dumps, world);
     let lanes = lanes::build(dumps, &groups);
     let times = Times::of(dumps, groups.world_size as usize);
     let ctx = times.ctx(dumps, &lanes, &groups.list);

@@ -43,6 +43,9 @@ fn err(file: &Path, message: impl Into<String>) -> ReadError {
 pub struct ReadOptions {
     /// Stripped from file names before the rank is read.
     pub prefix: Option<String>,
+    /// The job's world size, where the user states it; else the dumps bound it (see
+    /// [`check_ranks`]).
+    pub world_size: Option<u32>,
 }
 
 /// The dumps found, by rank, and what was skipped on the way.
@@ -286,50 +289,121 @@ pub fn read_paths(paths: &[PathBuf], opts: &ReadOptions) -> Result<Loaded, ReadE
             None => return Err(err(&files[i].1, "not read")),
         }
     }
-    check_ranks(&dumps)?;
+    check_ranks(&dumps, opts.world_size)?;
     Ok(Loaded { dumps, skipped })
 }
 
 /// A dump's rank is only what its file's name says, and a name is easily wrong (a rank from
-/// another job, a host number at its end) or forged: it would size the world. Where the
-/// dumps' own `pg_config` lists the default group (`default_pg`, whose ranks are the world),
-/// that list is the evidence: a dump whose rank is outside the world any dump lists is refused,
-/// naming the file and the dump whose list it contradicts.
-pub fn check_ranks(dumps: &[Dump]) -> Result<(), ReadError> {
-    let world_of = |d: &Dump| {
-        d.pg_config
-            .iter()
+/// another job, a host number at its end) or forged: it would size the world. So the world is
+/// bounded by what the dumps themselves show, and a dump whose rank lies beyond it is refused,
+/// naming the file and the evidence it contradicts:
+/// - `world`, when the user states it (`--world-size`): every rank lies below it, and no
+///   `pg_config` lists more ranks;
+/// - else the default group (`default_pg`) where a dump's `pg_config` lists it: its ranks are
+///   the world;
+/// - else (gloo's tables list one group, in group ranks) the names are believed only up to twice
+///   what the dumps show: the longest rank list of any `pg_config` (or its highest rank, where
+///   the list names the dumping rank), or the number of dumps if larger. A job of a thousand
+///   ranks whose dumps come from three of them, and whose tables name a smaller group, needs
+///   `--world-size`.
+pub fn check_ranks(dumps: &[Dump], world: Option<u32>) -> Result<(), ReadError> {
+    let Some(last) = dumps.iter().max_by_key(|d| d.rank) else {
+        return Ok(());
+    };
+    let refuse = |d: &Dump, why: String| {
+        Err(ReadError {
+            file: d.file.clone(),
+            message: format!(
+                "the file name gives rank {}, but {why}: this is not rank {}'s dump, or its name \
+                 ends in another number (use --prefix if the rank is elsewhere)",
+                d.rank, d.rank
+            ),
+        })
+    };
+    let this_or = |by: &Dump, d: &Dump| {
+        if std::ptr::eq(d, by) {
+            "this dump".to_string()
+        } else {
+            by.file.clone()
+        }
+    };
+    let shown = |d: &Dump| {
+        (d.pg_config.iter())
+            .filter_map(|c| c.ranks.as_ref())
+            .map(|r| {
+                let top = r.iter().max().map_or(0, |&m| m + 1);
+                (r.len() as u32).max(if r.contains(&d.rank) { top } else { 0 })
+            })
+            .max()
+    };
+    if let Some(n) = world {
+        if last.rank >= n {
+            return refuse(last, format!("--world-size is {n}"));
+        }
+        if let Some((w, by)) = (dumps.iter())
+            .filter_map(|d| Some((shown(d)?, d)))
+            .find(|(w, _)| *w > n)
+        {
+            return Err(ReadError {
+                file: by.file.clone(),
+                message: format!(
+                    "its pg_config lists a group of {w} ranks, more than --world-size {n}"
+                ),
+            });
+        }
+        return Ok(());
+    }
+    let default_pg = |d: &Dump| {
+        (d.pg_config.iter())
             .filter(|c| c.desc == "default_pg")
             .filter_map(|c| c.ranks.as_ref())
             .filter_map(|r| r.iter().max().map(|&m| m + 1))
             .max()
     };
-    let Some((world, by)) = dumps
-        .iter()
-        .filter_map(|d| Some((world_of(d)?, d)))
+    if let Some((w, by)) = (dumps.iter())
+        .filter_map(|d| Some((default_pg(d)?, d)))
         .max_by_key(|(w, d)| (*w, std::cmp::Reverse(d.rank)))
-    else {
-        return Ok(());
-    };
-    match dumps.iter().find(|d| d.rank >= world) {
-        None => Ok(()),
-        Some(d) => Err(ReadError {
-            file: d.file.clone(),
-            message: format!(
-                "the file name gives rank {}, but the pg_config of {} lists the default \
-                 group (the world) as ranks 0-{}: this is not rank {}'s dump, or its name ends \
-                 in another number (use --prefix if the rank is elsewhere)",
-                d.rank,
-                if std::ptr::eq(d, by) {
-                    "this dump".to_string()
-                } else {
-                    by.file.clone()
-                },
-                world - 1,
-                d.rank
+    {
+        return match dumps.iter().find(|d| d.rank >= w) {
+            None => Ok(()),
+            Some(d) => refuse(
+                d,
+                format!(
+                    "the pg_config of {} lists the default group (the world) as ranks 0-{}",
+                    this_or(by, d),
+                    w - 1
+                ),
             ),
-        }),
+        };
     }
+    let (table, by) = (dumps.iter())
+        .filter_map(|d| Some((shown(d)?, d)))
+        .max_by_key(|(w, d)| (*w, std::cmp::Reverse(d.rank)))
+        .unwrap_or((0, last));
+    let evidence = table.max(dumps.len() as u32);
+    if u64::from(last.rank) < 2 * u64::from(evidence) {
+        return Ok(());
+    }
+    let tables = if table == 0 {
+        "no pg_config lists ranks".to_string()
+    } else {
+        format!(
+            "the largest pg_config group, in {}, has {table}",
+            this_or(by, last)
+        )
+    };
+    Err(ReadError {
+        file: last.file.clone(),
+        message: format!(
+            "the file name gives rank {}, but the dumps show a world of {evidence} ranks at most \
+             ({} dump{}; {tables}) and a name is believed up to twice that: give --world-size if \
+             the job had {} ranks or more, or --prefix if the rank is elsewhere in the name",
+            last.rank,
+            dumps.len(),
+            if dumps.len() == 1 { "" } else { "s" },
+            u64::from(last.rank) + 1
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -347,5 +421,47 @@ mod tests {
         assert_eq!(rank_of("x_1", Some("y_")), None);
         assert_eq!(rank_of("y_17", Some("y_")), Some(17));
         assert_eq!(rank_of("r99999999999", None), None);
+    }
+
+    /// Dumps of `ranks`, each whose `pg_config` lists `table` (desc `desc`).
+    fn dumps(ranks: &[u32], desc: &str, table: &str) -> Vec<Dump> {
+        (ranks.iter())
+            .map(|&r| {
+                let json = format!(
+                    r#"{{"version": "2.10", "pg_config": {{"0": {{"name": "0", "desc": "{desc}",
+                    "ranks": "{table}"}}}}, "entries": []}}"#
+                );
+                read_bytes(json.as_bytes(), &format!("rank_{r}"), r).expect("a dump")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_are_believed_only_as_far_as_the_dumps_show_the_world() {
+        let ok = |d: &[Dump], w| check_ranks(d, w).map_err(|e| e.to_string());
+        // gloo's table lists a group of 2 in group ranks: four dumps show a world of 4, and
+        // names are believed up to rank 7
+        assert!(ok(&dumps(&[0, 1, 2, 3], "", "[0, 1]"), None).is_ok());
+        assert!(ok(&dumps(&[0, 1, 2, 7], "", "[0, 1]"), None).is_ok());
+        let e = ok(&dumps(&[0, 1, 2, 8], "", "[0, 1]"), None).unwrap_err();
+        assert!(e.starts_with("rank_8: the file name gives rank 8, but the dumps show a world of 4 ranks at most (4 dumps; the largest pg_config group, in rank_0, has 2)"), "{e}");
+        // a group listed in world ranks that names the dumping rank shows its highest rank
+        assert!(ok(&dumps(&[5, 40], "tp", "[5, 40]"), None).is_ok());
+        // the default group is the world
+        assert!(ok(&dumps(&[0, 3], "default_pg", "[0, 1, 2, 3]"), None).is_ok());
+        let e = ok(&dumps(&[0, 4], "default_pg", "[0, 1, 2, 3]"), None).unwrap_err();
+        assert!(
+            e.contains("lists the default group (the world) as ranks 0-3"),
+            "{e}"
+        );
+        // a stated world bounds the names and the tables
+        assert!(ok(&dumps(&[0, 999], "", "[0, 1]"), Some(1000)).is_ok());
+        let e = ok(&dumps(&[0, 1000], "", "[0, 1]"), Some(1000)).unwrap_err();
+        assert!(e.contains("but --world-size is 1000"), "{e}");
+        let e = ok(&dumps(&[0], "", "[0, 1, 2]"), Some(2)).unwrap_err();
+        assert!(
+            e.contains("a group of 3 ranks, more than --world-size 2"),
+            "{e}"
+        );
     }
 }
