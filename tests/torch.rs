@@ -86,6 +86,21 @@ fn two_ranks_all_reduce_and_broadcast_complete_with_correct_results() {
 }
 
 #[test]
+fn results_land_in_views_strided_tensors_and_converted_dtypes_leaving_their_neighbours() {
+    let Some(bin) = venv() else { return };
+    let o = torchrun(
+        &bin,
+        &["scenarios/torch/two-ranks.toml", "--json", "--nproc", "3"],
+        &["tests/data/torch/layouts.py"],
+    );
+    let v = common::json(&o);
+    // the program asserts every result and what lies around it
+    assert_eq!(v["outcome"], "completed", "{}", common::text(&o));
+    let exits = v["ranks_exit"].as_array().expect("ranks_exit");
+    assert!(exits.iter().all(|e| e["code"] == 0), "{v}");
+}
+
+#[test]
 fn two_runs_of_one_program_have_one_digest() {
     let Some(bin) = venv() else { return };
     let run = || {

@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend as _CBackend
 
-from ._conn import Connection
+from ._conn import Connection, text
 
 __all__ = ["register", "RingsideBackend"]
 
@@ -55,15 +55,23 @@ def _connection():
         return _conn
 
 
+_WIRE_OF = {}
+
+
 def _wire_dtype(dtype):
     """How a tensor of `dtype` travels: float32, float64 or int64 (docs/torchrun.md, "Data")."""
-    if dtype == torch.float64:
-        return F64
-    if dtype.is_floating_point:
-        return F32
-    if dtype.is_complex:
-        raise TypeError(f"the ringside backend does not carry {dtype} tensors")
-    return I64
+    wire = _WIRE_OF.get(dtype)
+    if wire is None:
+        if dtype == torch.float64:
+            wire = F64
+        elif dtype.is_floating_point:
+            wire = F32
+        elif dtype.is_complex:
+            raise TypeError(f"the ringside backend does not carry {dtype} tensors")
+        else:
+            wire = I64
+        _WIRE_OF[dtype] = wire
+    return wire
 
 
 def _reduce_code(op):
@@ -85,20 +93,42 @@ _SKIP = (
 )
 
 
+# whether a code object is torch's or this package's (skipped), and the sites met so far, by
+# (code, line), encoded for the wire: a call pays a few dictionary look-ups, not a formatting
+_SKIPPED = {}
+_SITES = {}
+_NO_SITE = text("")
+
+
 def _call_site():
-    """`file:line (function)` of the innermost frame outside torch and this package."""
+    """`file:line (function)` of the innermost frame outside torch and this package, encoded."""
     f = sys._getframe(2)
     while f is not None:
-        name = f.f_code.co_filename
-        if not name.startswith(_SKIP) and not name.startswith("<"):
-            return f"{name}:{f.f_lineno} ({f.f_code.co_name})"
+        code = f.f_code
+        skip = _SKIPPED.get(code)
+        if skip is None:
+            if len(_SKIPPED) > 4096:  # code made on the fly: keep the caches bounded
+                _SKIPPED.clear()
+                _SITES.clear()
+            name = code.co_filename
+            skip = _SKIPPED[code] = name.startswith(_SKIP) or name.startswith("<")
+        if not skip:
+            key = (code, f.f_lineno)
+            site = _SITES.get(key)
+            if site is None:
+                site = _SITES[key] = text(f"{code.co_filename}:{key[1]} ({code.co_name})")
+            return site
         f = f.f_back
-    return ""
+    return _NO_SITE
 
 
 def _bytes(tensors, wire):
     """The tensors' elements as `wire` values, little endian, one after the other."""
     dt = _WIRE[wire]
+    if len(tensors) == 1:
+        t = tensors[0]
+        if t.dtype == dt and t.is_contiguous():
+            return ctypes.string_at(t.data_ptr(), t.nbytes)
     parts = []
     for t in tensors:
         t = t.detach()
@@ -111,13 +141,16 @@ def _bytes(tensors, wire):
 
 
 class _Work(dist.Work):
-    """A call in progress: `wait()` blocks until ringside ends it, then writes the outputs."""
+    """A call in progress: `wait()` blocks until ringside ends it, then writes the outputs
+    (straight into the output's memory when the finish allows it, see `_Fill`)."""
 
-    def __init__(self, work, outputs, finish):
+    def __init__(self, conn, work, outputs, finish):
         super().__init__()
+        self._conn = conn
         self._work = work
         self._outputs = outputs
         self._finish = finish
+        self._into = finish.into if finish is not None else None
         self._done = False
         self._error = None
 
@@ -125,11 +158,11 @@ class _Work(dist.Work):
         if not self._done:
             self._done = True
             try:
-                got = _connection().wait(self._work)
+                got = self._conn.wait(self._work, self._into)
             except Exception as e:
                 self._error = e
                 raise
-            if self._finish is not None:
+            if got is not True and self._finish is not None:
                 with torch.no_grad():
                     self._finish(got)
         elif self._error is not None:
@@ -165,6 +198,43 @@ def _tensor_of(got, like_dtype, numel):
     return t if t.dtype == like_dtype else t.to(like_dtype)
 
 
+class _Fill:
+    """A call's finish: copies the result into `outs`, in order (dividing for AVG).
+
+    `into` is (wire dtype, address, size) of the one output when the result can be read
+    straight into its memory instead: contiguous, of a dtype that travels as it is, no AVG.
+    """
+
+    __slots__ = ("outs", "avg_over", "into")
+
+    def __init__(self, outs, avg_over=None):
+        self.outs = outs
+        self.avg_over = avg_over
+        self.into = None
+        if len(outs) == 1 and not avg_over:
+            o = outs[0]
+            wire = _wire_dtype(o.dtype)
+            if _WIRE[wire] == o.dtype and o.is_contiguous():
+                self.into = (wire, o.data_ptr(), o.nbytes)
+
+    def __call__(self, got):
+        outs = self.outs
+        total = sum(o.numel() for o in outs)
+        t = _tensor_of(got, outs[0].dtype, total)
+        if t is None:
+            return
+        if self.avg_over:
+            t = t / self.avg_over
+        if len(outs) == 1:
+            outs[0].copy_(t.view(outs[0].shape))
+            return
+        at = 0
+        for o in outs:
+            n = o.numel()
+            o.copy_(t[at : at + n].reshape(o.shape))
+            at += n
+
+
 class RingsideBackend(_CBackend):
     """One process group of the program, on the simulated cluster."""
 
@@ -173,6 +243,7 @@ class RingsideBackend(_CBackend):
         self._rank = rank
         self._size = size
         self._name = name
+        self._group = text(name)
         self._conn = _connection()
         ms = 0 if timeout is None or timeout == _DEFAULT_TIMEOUT else int(timeout.total_seconds() * 1000)
         self._conn.group(name, list(ranks), ms)
@@ -198,33 +269,15 @@ class RingsideBackend(_CBackend):
         wire = _wire_dtype(tensors[0].dtype) if tensors else F32
         data = _bytes(tensors, wire) if tensors else b""
         if elements is None:
-            elements = sum(t.numel() for t in tensors)
+            elements = tensors[0].numel() if len(tensors) == 1 else sum(t.numel() for t in tensors)
         if nbytes is None:
-            nbytes = sum(t.numel() * t.element_size() for t in tensors)
-        work = self._conn.call(self._name, OPS[op], reduce, root, wire, elements, nbytes, _call_site(), data)
-        return _Work(work, outputs, finish)
+            nbytes = tensors[0].nbytes if len(tensors) == 1 else sum(t.nbytes for t in tensors)
+        work = self._conn.call(self._group, OPS[op], reduce, root, wire, elements, nbytes, _call_site(), data)
+        return _Work(self._conn, work, outputs, finish)
 
     @staticmethod
     def _fill(outs, avg_over=None):
-        """A finish that copies the result into `outs`, in order (dividing for AVG)."""
-
-        def finish(got):
-            total = sum(o.numel() for o in outs)
-            t = _tensor_of(got, outs[0].dtype, total)
-            if t is None:
-                return
-            if avg_over:
-                t = t / avg_over
-            if len(outs) == 1:
-                outs[0].copy_(t.view(outs[0].shape))
-                return
-            at = 0
-            for o in outs:
-                n = o.numel()
-                o.copy_(t[at : at + n].reshape(o.shape))
-                at += n
-
-        return finish
+        return _Fill(outs, avg_over)
 
     # -- collectives
 
@@ -298,9 +351,9 @@ class RingsideBackend(_CBackend):
         data = _bytes(ins, wire) if ins else b""
         n = out.numel()
         work = self._conn.call(
-            self._name, OPS["scatter"], 0, root, wire, n, n * out.element_size() * self._size, _call_site(), data
+            self._group, OPS["scatter"], 0, root, wire, n, n * out.element_size() * self._size, _call_site(), data
         )
-        return _Work(work, output_tensors, self._fill(out))
+        return _Work(self._conn, work, output_tensors, self._fill([out]))
 
     # -- point to point
 
@@ -311,9 +364,9 @@ class RingsideBackend(_CBackend):
         t = tensors[0]
         wire = _wire_dtype(t.dtype)
         work = self._conn.call(
-            self._name, OPS["recv"], 0, src, wire, t.numel(), t.numel() * t.element_size(), _call_site(), b""
+            self._group, OPS["recv"], 0, src, wire, t.numel(), t.nbytes, _call_site(), b""
         )
-        return _Work(work, tensors, self._fill(tensors))
+        return _Work(self._conn, work, tensors, self._fill(tensors))
 
 
 def _create(opts, backend_options=None):

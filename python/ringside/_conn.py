@@ -8,6 +8,7 @@ and in no environment. Frames: `length:u32` (big endian) then a body whose first
 type (docs/torchrun.md, "The socket protocol").
 """
 
+import ctypes
 import hashlib
 import hmac
 import os
@@ -20,6 +21,16 @@ CONTROL = 2
 GROUP, CALL, WAIT, EXIT = 1, 2, 3, 4
 DONE, FAILED = 1, 2
 NO_RESULT = 0xFF
+
+_U32 = struct.Struct(">I")
+# length, type, work: the start of every request but a group's
+_FRAME = struct.Struct(">IBI")
+# a call after its group: op, reduce, root, dtype, elements, bytes
+_CALL = struct.Struct(">BBIBIQ")
+_U64 = struct.Struct(">Q")
+# a reply: type, work, then (done) dtype and data length
+_REPLY = struct.Struct(">BI")
+_DATA = struct.Struct(">BQ")
 
 
 class ProtocolError(RuntimeError):
@@ -36,7 +47,8 @@ def _recv_exact(sock, n):
     return bytes(buf)
 
 
-def _text(s):
+def text(s):
+    """`s` as the wire carries a text: its UTF-8 length (u16) then its bytes."""
     b = s.encode("utf-8")[:65535]
     return struct.pack(">H", len(b)) + b
 
@@ -82,15 +94,13 @@ class Connection:
 
     def _send(self, body):
         """Sends every frame held back, then `body`."""
-        self._out.append(struct.pack(">I", len(body)))
+        self._out.append(_U32.pack(len(body)))
         self._out.append(body)
+        self._flush()
+
+    def _flush(self):
         out, self._out = self._out, []
         self._sock.sendall(b"".join(out))
-
-    def _hold(self, body):
-        """Holds `body` back until the next frame sent (see `_out`)."""
-        self._out.append(struct.pack(">I", len(body)))
-        self._out.append(body)
 
     def _read(self, n):
         data = self._replies.read(n)
@@ -98,43 +108,76 @@ class Connection:
             raise ProtocolError("ringside torchrun closed the connection")
         return data
 
+    def _read_into(self, address, n):
+        """Reads `n` bytes into the memory at `address`."""
+        if n == 0:
+            return
+        view = memoryview((ctypes.c_char * n).from_address(address)).cast("B")
+        at = 0
+        while at < n:
+            got = self._replies.readinto(view[at:])
+            if not got:
+                raise ProtocolError("ringside torchrun closed the connection")
+            at += got
+
     def group(self, name, ranks, timeout_ms):
-        body = bytes([GROUP]) + _text(name) + struct.pack(">I", len(ranks))
+        body = bytes([GROUP]) + text(name) + struct.pack(">I", len(ranks))
         body += b"".join(struct.pack(">I", r) for r in ranks)
         body += struct.pack(">Q", timeout_ms)
         with self._lock:
             self._send(body)
 
     def call(self, group, op, reduce, root, dtype, elements, nbytes, site, data):
-        """Issues a call; returns its work number."""
+        """Issues a call; returns its work number. `group` and `site` come encoded by `text`."""
         with self._lock:
             self.works += 1
             work = self.works
-            head = struct.pack(">BI", CALL, work) + _text(group)
-            head += struct.pack(">BBIBIQ", op, reduce, root, dtype, elements, nbytes)
-            head += _text(site) + struct.pack(">Q", len(data))
-            self._hold(head + data)
+            n = 5 + len(group) + _CALL.size + len(site) + 8 + len(data)
+            self._out += (
+                _FRAME.pack(n, CALL, work),
+                group,
+                _CALL.pack(op, reduce, root, dtype, elements, nbytes),
+                site,
+                _U64.pack(len(data)),
+                data,
+            )
         return work
 
-    def wait(self, work):
-        """Blocks until `work` ends: (dtype, data) of its result, or None; raises if it failed."""
+    def wait(self, work, into=None):
+        """Blocks until `work` ends: (dtype, data) of its result, or None; raises if it failed.
+
+        `into` is (dtype, address, size) of memory the result may go to as it is: a result of
+        that dtype and size is read straight into it, and True is returned.
+        """
         with self._lock:
-            self._send(struct.pack(">BI", WAIT, work))
-            (n,) = struct.unpack(">I", self._read(4))
-            body = self._read(n)
-        kind, got = struct.unpack(">BI", body[:5])
-        if got != work:
-            raise ProtocolError(f"waited for call {work}, got the end of call {got}")
+            self._out.append(_FRAME.pack(5, WAIT, work))
+            self._flush()
+            (n,) = _U32.unpack(self._read(4))
+            if n < 6:
+                raise ProtocolError(f"a reply of {n} bytes")
+            head = self._read(min(n, 14))
+            kind, got = _REPLY.unpack_from(head)
+            if got != work:
+                raise ProtocolError(f"waited for call {work}, got the end of call {got}")
+            if kind == DONE:
+                if head[5] == NO_RESULT:
+                    if n != 6:
+                        raise ProtocolError("a reply without a result that carries one")
+                    return None
+                if n < 14:
+                    raise ProtocolError("a truncated reply")
+                dtype, size = _DATA.unpack_from(head, 5)
+                if size != n - 14:
+                    raise ProtocolError(f"a reply of {n} bytes says {size} bytes of data")
+                if into is not None and into[0] == dtype and into[2] == size:
+                    self._read_into(into[1], size)
+                    return True
+                return dtype, self._read(size)
+            body = head + self._read(n - len(head))
         if kind == FAILED:
             (m,) = struct.unpack(">H", body[5:7])
             raise _timeout_error(body[7 : 7 + m].decode("utf-8", "replace"))
-        if kind != DONE:
-            raise ProtocolError(f"unknown reply {kind}")
-        dtype = body[5]
-        if dtype == NO_RESULT:
-            return None
-        (size,) = struct.unpack(">Q", body[6:14])
-        return dtype, body[14 : 14 + size]
+        raise ProtocolError(f"unknown reply {kind}")
 
     def exit(self, status):
         try:

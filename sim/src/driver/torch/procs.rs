@@ -1,14 +1,18 @@
 //! The program's processes: started with torchrun's environment, connected over a Unix socket
 //! in a directory only the user can enter, each connection proven with the job's key (the
-//! handshake of `ringside launch`, `driver::tcp::auth`), its frames read on a thread of its own
-//! and handed to the lockstep in the order each connection carried them.
+//! handshake of `ringside launch`, `driver::tcp::auth`) on a thread of its own, then read by the
+//! lockstep's thread, which polls every connection and hands their frames to the lockstep in the
+//! order each connection carried them (no thread between a frame and the engine).
 
 pub use super::forkserver::Exit;
 use super::forkserver::ForkServer;
 use super::wire::{self, Reply, Request, MAX_FRAME};
 use crate::driver::tcp::auth::{self, Channel, JobKey};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use std::collections::VecDeque;
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -77,8 +81,12 @@ impl Proc<'_> {
 pub struct Jobs<'s> {
     dir: PathBuf,
     children: Vec<Option<Proc<'s>>>,
-    writers: Vec<Option<UnixStream>>,
+    /// Each rank's connection while it is open.
+    conns: Vec<Option<Conn>>,
+    /// Connections proven (or refused) by the accepting thread.
     rx: mpsc::Receiver<(u32, Incoming)>,
+    /// Events read and not handed out yet.
+    ready: VecDeque<(u32, Event)>,
     exits: Vec<Option<Exit>>,
     /// Ranks whose connection was proven.
     connected: Vec<bool>,
@@ -86,8 +94,81 @@ pub struct Jobs<'s> {
 
 enum Incoming {
     Connected(UnixStream),
-    Event(Event),
     Refused(String),
+}
+
+/// How much of a connection is read at once (a frame larger than this grows its buffer).
+const READ: usize = 1 << 16;
+
+/// A rank's connection: the stream (blocking: it is read only when `poll` says it can be, and
+/// replies are written whole) and what was read of it but not decoded yet, `buf[start..end]`.
+struct Conn {
+    stream: UnixStream,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Conn {
+    fn new(stream: UnixStream) -> Conn {
+        Conn {
+            stream,
+            buf: vec![0; READ],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// The next whole frame read, decoded, if any: Err ends the connection.
+    fn frame(&mut self) -> Option<Result<Request, String>> {
+        let have = &self.buf[self.start..self.end];
+        let len: [u8; 4] = have.get(..4)?.try_into().expect("4 bytes");
+        let n = u32::from_be_bytes(len) as usize;
+        if n > MAX_FRAME {
+            return Some(Err(format!("a frame of {n} bytes (at most {MAX_FRAME})")));
+        }
+        let body = have.get(4..4 + n)?;
+        let req = wire::decode(body).map_err(|e| e.to_string());
+        self.start += 4 + n;
+        Some(req)
+    }
+
+    /// Reads what the stream has (one system call): false when it ended.
+    fn read(&mut self) -> bool {
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+            if self.buf.len() > READ {
+                // a large frame is gone: so is its room
+                self.buf.truncate(READ);
+                self.buf.shrink_to_fit();
+            }
+        }
+        // room from `start` for the frame begun (its length read) or a read's worth; what is
+        // there is less than that frame, else it would have been decoded
+        let frame = match self.buf[self.start..self.end].get(..4) {
+            Some(len) => 4 + u32::from_be_bytes(len.try_into().expect("4 bytes")) as usize,
+            None => 4,
+        };
+        let want = frame.clamp(READ, 4 + MAX_FRAME);
+        if self.start + want > self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+            if self.buf.len() < want {
+                self.buf.resize(want, 0);
+            }
+        }
+        loop {
+            match self.stream.read(&mut self.buf[self.end..]) {
+                Ok(0) => return false,
+                Ok(k) => {
+                    self.end += k;
+                    return true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return e.kind() == io::ErrorKind::WouldBlock,
+            }
+        }
+    }
 }
 
 /// What to start.
@@ -200,8 +281,9 @@ impl<'s> Jobs<'s> {
         Ok(Jobs {
             dir,
             children,
-            writers: (0..n).map(|_| None).collect(),
+            conns: (0..n).map(|_| None).collect(),
             rx,
+            ready: VecDeque::new(),
             exits: vec![None; n as usize],
             connected: vec![false; n as usize],
         })
@@ -215,16 +297,106 @@ impl<'s> Jobs<'s> {
     /// The next frame or end of any rank, waiting at most `wait`. A rank whose process ended
     /// without ever connecting ends here too.
     pub fn next_event(&mut self, wait: Duration) -> Option<(u32, Event)> {
+        // connections come from the accepting thread: while a rank may still connect, the
+        // connections are polled in short slices and the thread's news taken in between
+        const SLICE: Duration = Duration::from_millis(5);
         loop {
-            match self.rx.recv_timeout(wait) {
-                Ok((rank, Incoming::Connected(s))) => {
-                    self.connected[rank as usize] = true;
-                    self.writers[rank as usize] = Some(s);
+            self.take_connections();
+            if let Some(ev) = self.ready.pop_front() {
+                return Some(ev);
+            }
+            let expecting = self.connected.iter().any(|c| !c);
+            let slice = if expecting { wait.min(SLICE) } else { wait };
+            let mut fds = Vec::with_capacity(self.conns.len());
+            let mut ranks = Vec::with_capacity(self.conns.len());
+            for (rank, c) in self.conns.iter().enumerate() {
+                if let Some(c) = c {
+                    fds.push(PollFd::new(c.stream.as_fd(), PollFlags::POLLIN));
+                    ranks.push(rank);
                 }
-                Ok((rank, Incoming::Event(e))) => return Some((rank, e)),
-                Ok((_, Incoming::Refused(why))) => eprintln!("ringside torchrun: {why}"),
+            }
+            if fds.is_empty() {
+                match self.rx.recv_timeout(slice) {
+                    Ok(got) => {
+                        self.take(got);
+                        continue;
+                    }
+                    Err(_) => return self.ended_unconnected(),
+                }
+            }
+            let timeout = PollTimeout::try_from(slice).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, timeout) {
+                Ok(0) => {
+                    if expecting && self.rx_pending() {
+                        continue;
+                    }
+                    return self.ended_unconnected();
+                }
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
                 Err(_) => return self.ended_unconnected(),
             }
+            let readable: Vec<usize> = fds
+                .iter()
+                .zip(&ranks)
+                .filter(|(fd, _)| fd.any().unwrap_or(true))
+                .map(|(_, r)| *r)
+                .collect();
+            drop(fds);
+            for rank in readable {
+                self.read(rank);
+            }
+        }
+    }
+
+    /// Whether the accepting thread has news.
+    fn rx_pending(&mut self) -> bool {
+        match self.rx.try_recv() {
+            Ok(got) => {
+                self.take(got);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn take_connections(&mut self) {
+        while let Ok(got) = self.rx.try_recv() {
+            self.take(got);
+        }
+    }
+
+    fn take(&mut self, (rank, incoming): (u32, Incoming)) {
+        match incoming {
+            Incoming::Connected(s) => {
+                self.connected[rank as usize] = true;
+                self.conns[rank as usize] = Some(Conn::new(s));
+            }
+            Incoming::Refused(why) => eprintln!("ringside torchrun: {why}"),
+        }
+    }
+
+    /// Reads `rank`'s connection once and queues the whole frames it brought, or its end.
+    fn read(&mut self, rank: usize) {
+        let Some(c) = self.conns[rank].as_mut() else {
+            return;
+        };
+        let open = c.read();
+        let mut end = None;
+        while let Some(frame) = c.frame() {
+            match frame {
+                Ok(req) => self.ready.push_back((rank as u32, Event::Frame(req))),
+                Err(why) => {
+                    end = Some(Event::Broken(why));
+                    break;
+                }
+            }
+        }
+        let end = end.or((!open).then_some(Event::Closed));
+        if let Some(ev) = end {
+            // nothing after the end of a connection, or after nonsense, is read
+            self.ready.push_back((rank as u32, ev));
+            self.conns[rank] = None;
         }
     }
 
@@ -248,10 +420,9 @@ impl<'s> Jobs<'s> {
 
     /// Sends `reply` to `rank` (a rank whose connection is gone gets nothing).
     pub fn reply(&mut self, rank: u32, reply: &Reply) {
-        if let Some(w) = self.writers[rank as usize].as_mut() {
-            if w.write_all(&wire::encode(reply)).is_err() {
-                self.writers[rank as usize] = None;
-            }
+        if let Some(c) = self.conns[rank as usize].as_mut() {
+            // a process that is gone cannot take it: its end is read as the connection's
+            let _ = c.stream.write_all(&wire::encode(reply));
         }
     }
 
@@ -262,7 +433,7 @@ impl<'s> Jobs<'s> {
                 self.exits[rank as usize] = c.kill();
             }
         }
-        self.writers[rank as usize] = None;
+        self.conns[rank as usize] = None;
     }
 
     /// The CPU time `rank`'s process has used so far (Linux: from /proc).
@@ -382,42 +553,86 @@ fn accept(
             continue;
         }
         seen[rank as usize] = true;
-        let Ok(reader) = s.try_clone() else { continue };
         if tx.send((rank, Incoming::Connected(s))).is_err() {
             return;
         }
-        let tx = tx.clone();
-        std::thread::spawn(move || read_frames(rank, reader, tx));
     }
 }
 
-/// Reads `rank`'s frames until its connection ends or breaks.
-fn read_frames(rank: u32, s: UnixStream, tx: mpsc::Sender<(u32, Incoming)>) {
-    // a call and the wait after it come in one write: read in one system call
-    let mut s = io::BufReader::with_capacity(1 << 16, s);
-    let mut len = [0u8; 4];
-    loop {
-        let ev = match s.read_exact(&mut len) {
-            Err(_) => Event::Closed,
-            Ok(()) => {
-                let n = u32::from_be_bytes(len) as usize;
-                if n > MAX_FRAME {
-                    Event::Broken(format!("a frame of {n} bytes (at most {MAX_FRAME})"))
-                } else {
-                    let mut body = vec![0u8; n];
-                    match s.read_exact(&mut body) {
-                        Err(_) => Event::Closed,
-                        Ok(()) => match wire::decode(&body) {
-                            Ok(req) => Event::Frame(req),
-                            Err(e) => Event::Broken(e.to_string()),
-                        },
-                    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(body: &[u8]) -> Vec<u8> {
+        let mut f = (body.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(body);
+        f
+    }
+
+    fn wait(work: u32) -> Vec<u8> {
+        let mut b = vec![3u8];
+        b.extend(work.to_be_bytes());
+        frame(&b)
+    }
+
+    /// Every frame `c` has, reading until the writer's end.
+    fn drain(c: &mut Conn) -> Vec<Result<Request, String>> {
+        let mut out = Vec::new();
+        loop {
+            let open = c.read();
+            while let Some(f) = c.frame() {
+                let end = f.is_err();
+                out.push(f);
+                if end {
+                    return out;
                 }
             }
-        };
-        let end = !matches!(ev, Event::Frame(_));
-        if tx.send((rank, Incoming::Event(ev))).is_err() || end {
-            return;
+            if !open {
+                return out;
+            }
         }
+    }
+
+    #[test]
+    fn frames_split_anyhow_and_larger_than_a_read_come_whole_and_in_order() {
+        let (mut w, r) = UnixStream::pair().expect("a socket pair");
+        let members = 40_000u32; // a frame of 160 KB, more than one read's room
+        let mut group = vec![1u8, 0, 1, b'g'];
+        group.extend(members.to_be_bytes());
+        (0..members).for_each(|m| group.extend(m.to_be_bytes()));
+        group.extend(0u64.to_be_bytes());
+        let mut bytes = wait(1);
+        bytes.extend(frame(&group));
+        bytes.extend(wait(2));
+        let writer = std::thread::spawn(move || {
+            // in pieces that cut through lengths and bodies
+            for piece in bytes.chunks(3_001) {
+                w.write_all(piece).expect("written");
+            }
+        });
+        let mut c = Conn::new(r);
+        let got = drain(&mut c);
+        writer.join().expect("the writer");
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0], Ok(Request::Wait { work: 1 }));
+        let Ok(Request::Group { ranks, .. }) = &got[1] else {
+            panic!("a group: {:?}", got[1])
+        };
+        assert_eq!(ranks.len(), members as usize);
+        assert_eq!(got[2], Ok(Request::Wait { work: 2 }));
+        assert_eq!(c.buf.len(), READ, "the large frame's room is given back");
+    }
+
+    #[test]
+    fn an_oversized_length_is_refused_before_its_body_is_read() {
+        let (mut w, r) = UnixStream::pair().expect("a socket pair");
+        let mut bytes = wait(1);
+        bytes.extend(((MAX_FRAME + 1) as u32).to_be_bytes());
+        w.write_all(&bytes).expect("written");
+        let mut c = Conn::new(r);
+        let got = drain(&mut c);
+        assert_eq!(got[0], Ok(Request::Wait { work: 1 }));
+        assert!(got[1].as_ref().unwrap_err().contains("at most"), "{got:?}");
+        assert!(c.buf.len() <= READ, "nothing was allocated for it");
     }
 }
