@@ -12,6 +12,7 @@ use crate::engine::Application;
 use crate::proto::collective::Members;
 use crate::proto::{AppCall, AppDone, AppGroup, AppOutcome, GroupId, Input, Rank};
 use crate::scenario::{Algorithm, ComputeModel, OpKind};
+use crate::trace::from_proto::ResultHashes;
 use crate::units::{later, Nanos};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,6 +78,8 @@ pub struct Lockstep<'a, 's> {
     /// Each rank's completed calls, in the order they were waited for: (call, hash of the
     /// result's bits; 0 for none).
     pub results: Vec<Vec<(u32, u64)>>,
+    /// The results' hashes: the members of a collective mostly get the very same bits.
+    hashes: ResultHashes,
     /// Ranks whose process ringside killed (a fault, or a broken protocol).
     pub killed: Vec<bool>,
     /// How each process ended, once every rank is gone (see [`Lockstep::failed`]).
@@ -120,6 +123,7 @@ impl<'a, 's> Lockstep<'a, 's> {
             errors: Vec::new(),
             first_failed: BTreeMap::new(),
             results: vec![Vec::new(); n],
+            hashes: ResultHashes::default(),
             killed: vec![false; n],
             exits: None,
             grace,
@@ -170,7 +174,7 @@ impl<'a, 's> Lockstep<'a, 's> {
         }
         let reply = match outcome {
             AppOutcome::Completed(result) => {
-                let hash = result.as_ref().map_or(0, |b| b.hash());
+                let hash = result.as_ref().map_or(0, |b| self.hashes.hash(b));
                 self.results[rank as usize].push((work, hash));
                 Reply::Done { work, result }
             }
