@@ -416,8 +416,8 @@ pub(super) fn judge_absent(
 }
 
 /// A majority issued a call (`what`, begun at `start`) that the `idle` minority did not: an
-/// idle rank whose dump is newer than the call went on without it (`skipped:R`), one whose dump
-/// is not stopped (`hung:R`).
+/// idle rank that went on past the call went on without it (`skipped:R`), one that did not
+/// stopped (`hung:R`); see [`went_on`].
 fn stopped(
     ctx: &Ctx,
     issued: &[u32],
@@ -430,8 +430,7 @@ fn stopped(
     let mut kind = DivergenceKind::Stopped;
     let mut moved = Vec::new();
     for &m in idle {
-        let d = ctx.dump(m).unwrap_or(0);
-        if ctx.newest_ns[d] > start {
+        if went_on(ctx, base.group, base.seq, m, issued, start) {
             kind = DivergenceKind::SkippedCall;
             moved.push(m);
             causes.push(RootCause::Skipped(rank(m)));
@@ -464,6 +463,46 @@ fn stopped(
         text,
         ..base
     }
+}
+
+/// Whether idle rank `m`, which never issued #`s` of group `g` that the `issued` ranks issued
+/// (the first of them at `start`), went on past the point where they issued it.
+///
+/// Each host has its own clock, and clocks of a job's hosts are apart by as much as the time
+/// between two calls: `m`'s newest record is compared with its own calls, never with another
+/// rank's clock. From the last call of the group `m` and the others both issued, `m` went on
+/// when it issued more calls after it (in any group) than any of the others issued between it
+/// and #`s`: it got past where they issued #`s`. Only when no such common call is in the dumps
+/// (a ring buffer holds none) are the records' times compared across hosts.
+fn went_on(ctx: &Ctx, g: u32, s: u64, m: u32, issued: &[u32], start: u64) -> bool {
+    let Some(dm) = ctx.dump(m) else {
+        return false;
+    };
+    let last = ctx.lane(m, g).and_then(|l| {
+        l.calls[..l.calls.partition_point(|c| c.seq < s)]
+            .last()
+            .copied()
+    });
+    let counted = last.and_then(|last| {
+        let after = ctx.lanes[dm]
+            .queue
+            .len()
+            .checked_sub(last.pos as usize + 1)?;
+        let between = issued
+            .iter()
+            .filter_map(|&k| {
+                let l = ctx.lane(k, g)?;
+                let at = |q: u64| {
+                    let i = l.calls.binary_search_by_key(&q, |c| c.seq).ok()?;
+                    Some(l.calls[i].pos)
+                };
+                let (from, to) = (at(last.seq)?, at(s)?);
+                to.checked_sub(from + 1)
+            })
+            .max()?;
+        Some(after > between as usize)
+    });
+    counted.unwrap_or_else(|| ctx.newest_ns[dm] > start)
 }
 
 /// A tie between ranks that issued a call and as many that stopped (two-member groups, for
