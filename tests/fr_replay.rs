@@ -198,7 +198,7 @@ fn records(dir: &Path) -> (Vec<Kept>, u64) {
     let mut v = Vec::new();
     let mut first = u64::MAX;
     for d in &loaded.dumps {
-        for r in &d.records {
+        for r in d.records.iter() {
             first = first.min(r.time_ns);
             v.push((
                 d.rank,

@@ -244,7 +244,7 @@ pub enum State {
 }
 
 /// The peer of a point-to-point record, in group ranks (`send 0->1`, `recv 1<-?`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Peer {
     pub me: u32,
     /// None: any source.
@@ -254,7 +254,7 @@ pub struct Peer {
 /// An optional count or id of a record (a seq, a timeout) in 8 bytes where `Option<u64>`
 /// takes 16: a job's dumps hold millions of records. Values read from dumps are at most
 /// `i64::MAX`, so `u64::MAX` is free to mean none.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct OptU64(u64);
 
 impl OptU64 {
@@ -322,6 +322,192 @@ impl Record {
     }
 }
 
+/// What records of one call share (everything but their seqs, times and state), kept once per
+/// dump: a dump of 2,000 records holds a few dozen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Proto {
+    pg_id: Option<i64>,
+    group_name: u32,
+    group_desc: u32,
+    group: u32,
+    backend: u32,
+    op: u32,
+    kind: RecordKind,
+    peer: Option<Peer>,
+    input: u32,
+    output: u32,
+    in_dtypes: u32,
+    out_dtypes: u32,
+    timeout_ms: OptU64,
+    is_p2p: bool,
+    site: u32,
+    sig: u64,
+}
+
+/// A record as a dump keeps it: its own values, and its [`Proto`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Entry {
+    seq: OptU64,
+    p2p_seq: OptU64,
+    time_ns: u64,
+    completed_ns: u64,
+    proto: u32,
+    state: State,
+    retired: Option<bool>,
+}
+
+/// The records of one dump, oldest first, in about 40 bytes each (a job of 4,096 ranks holds
+/// 8 million): each is read back whole as a [`Record`].
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    entries: Vec<Entry>,
+    protos: Vec<Proto>,
+    /// While the dump is read: each proto's index, and the protos used last by their
+    /// signatures, tried first.
+    index: BTreeMap<Proto, u32>,
+    recent: [u32; 32],
+}
+
+impl Records {
+    pub fn with_capacity(n: usize) -> Records {
+        Records {
+            entries: Vec::with_capacity(n),
+            ..Records::default()
+        }
+    }
+
+    /// Adds `r` (its `index` is its position).
+    pub fn push(&mut self, r: &Record) {
+        let p = Proto {
+            pg_id: r.pg_id,
+            group_name: r.group_name,
+            group_desc: r.group_desc,
+            group: r.group,
+            backend: r.backend,
+            op: r.op,
+            kind: r.kind,
+            peer: r.peer,
+            input: r.input,
+            output: r.output,
+            in_dtypes: r.in_dtypes,
+            out_dtypes: r.out_dtypes,
+            timeout_ms: r.timeout_ms,
+            is_p2p: r.is_p2p,
+            site: r.site,
+            sig: r.sig,
+        };
+        let slot = (p.sig ^ u64::from(p.group) ^ u64::from(p.site) << 7) as usize % 32;
+        let cached = self.recent[slot];
+        let proto = match self.protos.get(cached.wrapping_sub(1) as usize) {
+            Some(q) if *q == p => cached - 1,
+            _ => {
+                let protos = &mut self.protos;
+                let i = *self.index.entry(p).or_insert_with(|| {
+                    protos.push(p);
+                    protos.len() as u32 - 1
+                });
+                self.recent[slot] = i + 1;
+                i
+            }
+        };
+        self.entries.push(Entry {
+            seq: r.seq,
+            p2p_seq: r.p2p_seq,
+            time_ns: r.time_ns,
+            completed_ns: r.completed_ns,
+            proto,
+            state: r.state,
+            retired: r.retired,
+        });
+    }
+
+    /// Done adding: the index is dropped.
+    pub fn finish(&mut self) {
+        self.index = Default::default();
+        self.entries.shrink_to_fit();
+    }
+
+    /// Record `i`; panics when there is none, as indexing does.
+    pub fn get(&self, i: usize) -> Record {
+        let e = self.entries[i];
+        let p = self.protos[e.proto as usize];
+        Record {
+            index: i as u32,
+            pg_id: p.pg_id,
+            group_name: p.group_name,
+            group_desc: p.group_desc,
+            group: p.group,
+            seq: e.seq,
+            p2p_seq: e.p2p_seq,
+            backend: p.backend,
+            op: p.op,
+            kind: p.kind,
+            peer: p.peer,
+            time_ns: e.time_ns,
+            completed_ns: e.completed_ns,
+            input: p.input,
+            output: p.output,
+            in_dtypes: p.in_dtypes,
+            out_dtypes: p.out_dtypes,
+            state: e.state,
+            retired: e.retired,
+            timeout_ms: p.timeout_ms,
+            is_p2p: p.is_p2p,
+            site: p.site,
+            sig: p.sig,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn first(&self) -> Option<Record> {
+        (!self.is_empty()).then(|| self.get(0))
+    }
+
+    pub fn last(&self) -> Option<Record> {
+        self.len().checked_sub(1).map(|i| self.get(i))
+    }
+
+    /// Every record, oldest first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Record> + DoubleEndedIterator + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Record `i`'s hash of op, sizes and dtypes ([`Record::sig`]).
+    pub fn sig(&self, i: usize) -> u64 {
+        self.protos[self.entries[i].proto as usize].sig
+    }
+
+    /// The records' call sites only.
+    pub fn sites(&self) -> impl Iterator<Item = u32> + '_ {
+        self.entries
+            .iter()
+            .map(|e| self.protos[e.proto as usize].site)
+    }
+
+    /// The records' times only (what scanning every record most often needs).
+    pub fn times(&self) -> impl Iterator<Item = u64> + '_ {
+        self.entries.iter().map(|e| e.time_ns)
+    }
+}
+
+impl FromIterator<Record> for Records {
+    fn from_iter<I: IntoIterator<Item = Record>>(it: I) -> Records {
+        let mut out = Records::default();
+        for r in it {
+            out.push(&r);
+        }
+        out.finish();
+        out
+    }
+}
+
 /// A `pg_config` entry: a group as the dumping rank registered it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PgConfig {
@@ -366,7 +552,7 @@ pub struct Dump {
     pub lib_version: Option<String>,
     pub pg_config: Vec<PgConfig>,
     pub pg_status: Vec<PgStatus>,
-    pub records: Vec<Record>,
+    pub records: Records,
     pub strings: Table<Box<str>>,
     pub shapes: Table<Shapes>,
     /// The dump's records carry stack frames (pickle dumps of torch do, JSON never).
@@ -458,6 +644,7 @@ mod tests {
         );
         // a job's dumps hold millions of records: each is kept small
         assert!(std::mem::size_of::<Record>() <= 128);
+        assert!(std::mem::size_of::<Entry>() <= 40);
     }
 
     #[test]

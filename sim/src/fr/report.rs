@@ -401,7 +401,7 @@ pub fn to_dot(dumps: &[Dump], a: &Analysis) -> String {
             (None, _) => lines.push("no dump".into()),
             (Some(_), Some(s)) => {
                 let d = &dumps[s.call.dump as usize];
-                let rec = &d.records[s.call.first as usize];
+                let rec = &d.records.get(s.call.first as usize);
                 lines.push(format!("{} #{}", d.profiling_name(rec), s.call.seq));
                 lines.push(a.groups.list[s.group as usize].label());
                 if s.failed {
@@ -413,7 +413,7 @@ pub fn to_dot(dumps: &[Dump], a: &Analysis) -> String {
                 lines.push(match last {
                     Some(rec) => format!(
                         "idle after {} #{}",
-                        dumps[d as usize].profiling_name(rec),
+                        dumps[d as usize].profiling_name(&rec),
                         rec.seq.get().unwrap_or(0)
                     ),
                     None => "no records".into(),

@@ -143,7 +143,7 @@ fn op_of(
         format!(
             "rank {}'s call {} in {} has no op in the scenario language",
             d.rank,
-            d.profiling_name(rec),
+            d.profiling_name(&rec),
             g.label()
         )
     };
@@ -160,7 +160,7 @@ fn op_of(
                 "rank {}'s call {} in {} receives from any source: the scenario language names \
                  the peer of every recv",
                 d.rank,
-                d.profiling_name(rec),
+                d.profiling_name(&rec),
                 g.label()
             ));
         };
@@ -242,7 +242,7 @@ fn own_list(
         .map(|(g, c, p2p)| {
             let group = &a.groups.list[g as usize];
             let rec = lanes::head(dumps, &c);
-            let last = &d.records[c.last as usize];
+            let last = &d.records.get(c.last as usize);
             Ok(Item {
                 op: op_of(dumps, group, &names[g as usize], &c, false)?,
                 t: c.time_ns,

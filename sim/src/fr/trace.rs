@@ -142,7 +142,7 @@ impl Builder<'_> {
                 let d = &self.dumps[p.dump as usize];
                 return Err(format!(
                     "point-to-point calls ({} on rank {m}) cannot be written in a trace yet",
-                    d.profiling_name(&d.records[p.first as usize])
+                    d.profiling_name(&d.records.get(p.first as usize))
                 ));
             }
             for c in &l.calls {
@@ -168,7 +168,7 @@ impl Builder<'_> {
         let call = self.call_event(g, seq, m, c, index).ok_or_else(|| {
             format!(
                 "{} (#{seq} of {}) has no ringside op yet: it cannot be written in a trace",
-                self.dumps[c.dump as usize].profiling_name(rec),
+                self.dumps[c.dump as usize].profiling_name(&rec),
                 g.label()
             )
         })?;

@@ -64,8 +64,6 @@ pub struct Call {
     pub status: Status,
     /// Its kernel started (`started` or `completed`, retired or not).
     pub began: bool,
-    /// The first record's hash of op, sizes and dtypes.
-    pub sig: u64,
     /// The call site, numbered across all dumps (equal numbers, equal sites); 0 without one.
     pub site: u32,
     /// Its place in its rank's queue (see [`Lanes::queue`]).
@@ -102,7 +100,6 @@ pub struct Queued {
     pub group: u32,
     pub what: QueuedCall,
     pub status: Status,
-    pub time_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,9 +114,73 @@ pub enum QueuedCall {
 /// (each group's calls run on one stream, and a rank blocked in one call issues nothing it
 /// needs to get past it): the first call it has not left is where it is, and the calls
 /// behind it wait for it.
+/// A rank's lanes, by group id: a job of thousands of groups, each rank in a few, keeps only
+/// the lanes of the groups the rank's records name; any other group's lane reads empty.
+#[derive(Clone, Debug, Default)]
+pub struct ByGroup {
+    /// Sorted by group.
+    lanes: Vec<(u32, Lane)>,
+    /// Groups of the job.
+    n: usize,
+}
+
+static EMPTY: Lane = Lane {
+    calls: Vec::new(),
+    p2p: Vec::new(),
+    enqueued: None,
+    completed: None,
+};
+
+impl ByGroup {
+    fn new(n: usize) -> ByGroup {
+        ByGroup {
+            lanes: Vec::new(),
+            n,
+        }
+    }
+
+    /// The lane of group `g`, if the job has that group.
+    pub fn get(&self, g: usize) -> Option<&Lane> {
+        (g < self.n).then(|| &self[g])
+    }
+
+    /// The groups the rank has calls or progress in, with their lanes.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Lane)> {
+        self.lanes.iter().map(|(g, l)| (*g, l))
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Lane> {
+        self.lanes.iter_mut().map(|(_, l)| l)
+    }
+}
+
+impl std::ops::Index<usize> for ByGroup {
+    type Output = Lane;
+
+    fn index(&self, g: usize) -> &Lane {
+        match self.lanes.binary_search_by_key(&g, |(x, _)| *x as usize) {
+            Ok(i) => &self.lanes[i].1,
+            Err(_) => &EMPTY,
+        }
+    }
+}
+
+impl std::ops::IndexMut<usize> for ByGroup {
+    fn index_mut(&mut self, g: usize) -> &mut Lane {
+        let i = match self.lanes.binary_search_by_key(&g, |(x, _)| *x as usize) {
+            Ok(i) => i,
+            Err(i) => {
+                self.lanes.insert(i, (g as u32, Lane::default()));
+                i
+            }
+        };
+        &mut self.lanes[i].1
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Lanes {
-    pub groups: Vec<Lane>,
+    pub groups: ByGroup,
     pub queue: Vec<Queued>,
     /// The dump reports device states (see [`Status`]).
     pub device: bool,
@@ -157,10 +218,10 @@ impl Lanes {
 
     /// Queue entry `i` as call orders compare it: its group, op, sizes and dtypes (not its
     /// call site: a call made out of order often comes from another line).
-    pub fn key(&self, i: usize) -> CallKey {
+    pub fn key(&self, dumps: &[Dump], i: usize) -> CallKey {
         CallKey {
             group: self.queue[i].group,
-            like: self.call(i).sig,
+            like: sig(dumps, &self.call(i)),
         }
     }
 
@@ -191,12 +252,35 @@ fn reports_device_states(d: &Dump) -> bool {
 
 /// Lanes of every dump, `lanes[d].groups[g]`.
 pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Lanes> {
-    let mut sites: BTreeMap<&str, u32> = BTreeMap::new();
-    let mut lanes: Vec<Lanes> = dumps
-        .iter()
-        .enumerate()
-        .map(|(di, d)| build_one(di as u32, d, groups, &mut sites))
+    // each dump's lanes on every core (every `workers`-th dump each), their calls' sites in the
+    // dump's own strings; then numbered across dumps, in the order of dumps and records
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |p| p.get())
+        .clamp(1, dumps.len().max(1));
+    let parts: Vec<Vec<Lanes>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                s.spawn(move || {
+                    (w..dumps.len())
+                        .step_by(workers)
+                        .map(|di| build_one(di as u32, &dumps[di], groups))
+                        .collect::<Vec<Lanes>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut parts: Vec<std::vec::IntoIter<Lanes>> = parts.into_iter().map(Vec::into_iter).collect();
+    let mut lanes: Vec<Lanes> = (0..dumps.len())
+        .filter_map(|di| parts[di % workers].next())
         .collect();
+    let mut sites: BTreeMap<&str, u32> = BTreeMap::new();
+    for (d, l) in dumps.iter().zip(&mut lanes) {
+        number_sites(d, l, &mut sites);
+    }
     // timing is a setting of the job (TORCH_NCCL_ENABLE_TIMING), the same on every rank: a dump
     // whose calls all completed, or never started, shows it only through the others
     if lanes.iter().any(|l| l.timing) {
@@ -207,45 +291,49 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Lanes> {
     lanes
 }
 
-/// The lanes of dump `d` (index `di`); `sites` numbers call sites across dumps.
-fn build_one<'d>(
-    di: u32,
-    d: &'d Dump,
-    groups: &Groups,
-    sites: &mut BTreeMap<&'d str, u32>,
-) -> Lanes {
+/// Numbers the call sites of dump `d`'s lanes `l` (its own strings until then) across dumps:
+/// each new site, in the order of the dump's records, the next number of `sites`.
+fn number_sites<'d>(d: &'d Dump, l: &mut Lanes, sites: &mut BTreeMap<&'d str, u32>) {
+    let mut site_of: Vec<u32> = vec![u32::MAX; d.strings.len()];
+    for local in d.records.sites() {
+        let slot = &mut site_of[local as usize];
+        if local != 0 && *slot == u32::MAX {
+            let next = sites.len() as u32 + 1;
+            *slot = *sites.entry(d.str(local)).or_insert(next);
+        }
+    }
+    for lane in l.groups.iter_mut() {
+        for c in lane.calls.iter_mut().chain(lane.p2p.iter_mut()) {
+            if c.site != 0 {
+                c.site = site_of[c.site as usize];
+            }
+        }
+    }
+}
+
+/// The lanes of dump `d` (index `di`), the calls' sites in the dump's own strings.
+fn build_one(di: u32, d: &Dump, groups: &Groups) -> Lanes {
     let ng = groups.list.len();
     let device = reports_device_states(d);
     let timing = d.records.iter().any(|r| r.state == State::Started)
         || d.pg_status
             .iter()
             .any(|s| s.started.is_some_and(|x| x >= 0));
-    // each dump numbers its own strings: its call sites get the numbers of all dumps
-    let mut site_of: Vec<u32> = vec![u32::MAX; d.strings.len()];
     let mut out = Lanes {
-        groups: vec![Lane::default(); ng],
-        queue: Vec::new(),
+        groups: ByGroup::new(ng),
+        queue: Vec::with_capacity(d.records.len()),
         device,
         timing,
     };
     let of = &groups.of_dump_group[di as usize];
-    let mut pg_of_group: Vec<Option<i64>> = vec![None; ng];
+    let mut pg_of_group: BTreeMap<usize, Option<i64>> = BTreeMap::new();
     for (i, r) in d.records.iter().enumerate() {
+        let r = &r;
         let g = of[r.group as usize] as usize;
-        if pg_of_group[g].is_none() {
-            pg_of_group[g] = r.pg_id;
+        let pg = pg_of_group.entry(g).or_default();
+        if pg.is_none() {
+            *pg = r.pg_id;
         }
-        let site = match r.site {
-            0 => 0,
-            local => {
-                let slot = &mut site_of[local as usize];
-                if *slot == u32::MAX {
-                    let next = sites.len() as u32 + 1;
-                    *slot = *sites.entry(d.str(local)).or_insert(next);
-                }
-                *slot
-            }
-        };
         let call = Call {
             dump: di,
             first: i as u32,
@@ -254,8 +342,7 @@ fn build_one<'d>(
             time_ns: r.time_ns,
             status: Status::of(r, device),
             began: matches!(r.state, State::Started | State::Completed),
-            sig: r.sig,
-            site,
+            site: r.site,
             pos: 0,
         };
         if r.is_p2p || r.kind.is_p2p() {
@@ -266,7 +353,7 @@ fn build_one<'d>(
             add_collective(&mut out, g, r, call);
         }
     }
-    for (g, pg) in pg_of_group.iter().enumerate() {
+    for (&g, pg) in &pg_of_group {
         if let Some(st) = pg.and_then(|p| d.status(p)) {
             out.groups[g].enqueued = st.enqueued.filter(|&x| x >= 0);
             out.groups[g].completed = st.completed.filter(|&x| x >= 0);
@@ -274,6 +361,12 @@ fn build_one<'d>(
     }
     number_positions(&mut out);
     apply_pg_status(&mut out);
+    // a job's lanes hold a call per record of every dump: no spare room is kept
+    out.queue.shrink_to_fit();
+    for l in out.groups.iter_mut() {
+        l.calls.shrink_to_fit();
+        l.p2p.shrink_to_fit();
+    }
     out
 }
 
@@ -303,7 +396,7 @@ fn add_p2p(out: &mut Lanes, d: &Dump, g: usize, r: &Record, mut call: Call) {
             && lane
                 .p2p
                 .last()
-                .is_some_and(|p| d.records[p.first as usize].p2p_seq.get() == batch)
+                .is_some_and(|p| d.records.get(p.first as usize).p2p_seq.get() == batch)
     });
     call.seq = batch.unwrap_or(0);
     let i = lane.p2p.len() as u32;
@@ -318,7 +411,6 @@ fn add_p2p(out: &mut Lanes, d: &Dump, g: usize, r: &Record, mut call: Call) {
             group: g as u32,
             what: QueuedCall::P2p(i, i),
             status: call.status,
-            time_ns: call.time_ns,
         });
     }
     lane.p2p.push(call);
@@ -396,14 +488,13 @@ fn push_collective(out: &mut Lanes, g: usize) {
         group: g as u32,
         what: QueuedCall::Collective(i as u32),
         status: c.status,
-        time_ns: c.time_ns,
     });
 }
 
 /// A call `pg_status` reports completed was left, whatever its record says (a record can lag
 /// behind the group's progress).
 fn apply_pg_status(out: &mut Lanes) {
-    for lane in &mut out.groups {
+    for lane in out.groups.iter_mut() {
         let Some(done) = lane.completed else { continue };
         for c in lane.calls.iter_mut().rev() {
             if c.seq as i64 > done {
@@ -421,19 +512,22 @@ fn apply_pg_status(out: &mut Lanes) {
 }
 
 /// The records of a call that describe its tensors (without a block's closing record).
-pub fn parts<'d>(dumps: &'d [Dump], c: &Call) -> impl Iterator<Item = &'d Record> {
+pub fn parts<'d>(dumps: &'d [Dump], c: &Call) -> impl Iterator<Item = Record> + 'd {
     let d = &dumps[c.dump as usize];
-    let recs = &d.records[c.first as usize..=c.last as usize];
-    let n = recs.len();
-    recs.iter()
-        .enumerate()
-        .filter(move |(i, r)| !(n > 1 && *i == n - 1 && r.kind == RecordKind::Coalesced))
-        .map(|(_, r)| r)
+    let (first, last) = (c.first as usize, c.last as usize);
+    (first..=last).map(|i| d.records.get(i)).filter(move |r| {
+        !(last > first && r.index as usize == last && r.kind == RecordKind::Coalesced)
+    })
+}
+
+/// The hash of op, sizes and dtypes of a call's first record.
+pub fn sig(dumps: &[Dump], c: &Call) -> u64 {
+    dumps[c.dump as usize].records.sig(c.first as usize)
 }
 
 /// The first record of a call.
-pub fn head<'d>(dumps: &'d [Dump], c: &Call) -> &'d Record {
-    &dumps[c.dump as usize].records[c.first as usize]
+pub fn head(dumps: &[Dump], c: &Call) -> Record {
+    dumps[c.dump as usize].records.get(c.first as usize)
 }
 
 /// The call site of a call (`file:line`), if its dump has stack frames.
@@ -453,7 +547,7 @@ pub fn op_name<'d>(dumps: &'d [Dump], c: &Call) -> &'d str {
 pub fn differs(dumps: &[Dump], a: &Call, b: &Call) -> Option<String> {
     let (da, db) = (&dumps[a.dump as usize], &dumps[b.dump as usize]);
     // the common case, one record each called alike, without reading the records
-    if a.first == a.last && b.first == b.last && a.sig == b.sig {
+    if a.first == a.last && b.first == b.last && sig(dumps, a) == sig(dumps, b) {
         return None;
     }
     let (na, nb) = (parts(dumps, a).count(), parts(dumps, b).count());

@@ -180,11 +180,11 @@ impl Times {
             .iter()
             .map(|d| {
                 let (mut old, mut new) = (u64::MAX, 0u64);
-                for r in &d.records {
-                    if r.time_ns > 0 {
-                        old = old.min(r.time_ns);
+                for t in d.records.times() {
+                    if t > 0 {
+                        old = old.min(t);
                     }
-                    new = new.max(r.time_ns);
+                    new = new.max(t);
                 }
                 let old = (!d.records.is_empty()).then_some(if old == u64::MAX { 0 } else { old });
                 (old, new)
@@ -329,7 +329,7 @@ fn edge_causes(
         return toward[s.group as usize].causes(m, *why == Obstacle::NoDump);
     }
     let d = &ctx.dumps[s.call.dump as usize];
-    let name = d.profiling_name(&d.records[s.call.first as usize]);
+    let name = d.profiling_name(&d.records.get(s.call.first as usize));
     let group = groups.list[s.group as usize].label();
     let call = if s.p2p {
         format!("{name} of {group}")
@@ -415,7 +415,7 @@ fn held_text(ctx: &seqs::Ctx, groups: &Groups, m: u32) -> String {
         lanes::QueuedCall::P2p(a, _) => lane.p2p[a as usize],
     };
     let d = &ctx.dumps[dm];
-    let rec = &d.records[c.first as usize];
+    let rec = &d.records.get(c.first as usize);
     let seq = if rec.kind.is_p2p() {
         String::new()
     } else {
@@ -481,7 +481,7 @@ fn inverted(
     for &x in ranks {
         let mut v = order::Votes::default();
         if let Some((pos, lanes, _)) = head(x) {
-            let history: Vec<order::CallKey> = (0..pos).map(|i| lanes.key(i)).collect();
+            let history: Vec<order::CallKey> = (0..pos).map(|i| lanes.key(ctx.dumps, i)).collect();
             for e in solved.graph().edges().iter().filter(|e| e.to == x) {
                 if !ranks.contains(&e.from) {
                     continue;
@@ -490,7 +490,11 @@ fn inverted(
                     continue;
                 };
                 // dumps have no programs to vote: a rank's records are its history
-                let own = order::deviates(&history, lanes.key(pos), plane.key(ppos));
+                let own = order::deviates(
+                    &history,
+                    lanes.key(ctx.dumps, pos),
+                    plane.key(ctx.dumps, ppos),
+                );
                 v.add(order::verdict(own, None));
             }
         }
@@ -503,7 +507,7 @@ fn inverted(
         };
         let c = lanes.call(pos);
         let d = &ctx.dumps[c.dump as usize];
-        let rec = &d.records[c.first as usize];
+        let rec = &d.records.get(c.first as usize);
         let waiting: Vec<u32> = solved
             .graph()
             .edges()
@@ -770,7 +774,7 @@ fn blocked_entry(
     causes: &[RootCause],
 ) -> Blocked {
     let d = &dumps[s.call.dump as usize];
-    let rec = &d.records[s.call.first as usize];
+    let rec = &d.records.get(s.call.first as usize);
     let waiting_for = s.waiting_for();
     Blocked {
         rank: s.rank,
@@ -831,7 +835,7 @@ fn describe(
                     Some(format!(
                         "rank {} waits in {} of {} for {}",
                         x.0,
-                        d.profiling_name(&d.records[s.call.first as usize]),
+                        d.profiling_name(&d.records.get(s.call.first as usize)),
                         groups.list[s.group as usize].label(),
                         crate::diagnose::fmt_ranks(&to)
                     ))

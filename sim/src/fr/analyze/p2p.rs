@@ -29,7 +29,10 @@ pub struct End {
     pub mismatch: Option<(RootCause, String)>,
 }
 
-/// Every send and recv of the job, by (dump, group, index in the lane's `p2p`).
+/// The sends and recvs of the job that may keep a call from completing, by (dump, group, index
+/// in the lane's `p2p`): every one but those matched, with the same size, to an other end that
+/// has left its call (nothing of a message both of whose ends are done holds anyone up, and a
+/// job's pipelines leave millions of them).
 #[derive(Clone, Debug, Default)]
 pub struct Messages {
     ends: BTreeMap<(u32, u32, u32), End>,
@@ -61,12 +64,30 @@ pub fn match_all(
     lanes: &[Lanes],
     dump_of: &[Option<u32>],
 ) -> Messages {
+    // groups are matched apart, on every core (every `workers`-th group each, as the groups of
+    // one kind come together): each part's ends are keyed by its own groups
+    let workers = std::thread::available_parallelism().map_or(1, |p| p.get());
+    let one = |first: usize| {
+        let mut out = Messages::default();
+        for g in groups.list.iter().skip(first).step_by(workers) {
+            let (mut sends, mut recvs) = collect(dumps, g, lanes, dump_of);
+            align_windows(dumps, &mut sends, &mut recvs);
+            match_group(dumps, g, &sends, &recvs, &mut out);
+            misdirected(&sends, &recvs, &mut out, g);
+        }
+        out
+    };
+    let one = &one;
+    let parts: Vec<Messages> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers).map(|w| s.spawn(move || one(w))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
     let mut out = Messages::default();
-    for g in &groups.list {
-        let (mut sends, mut recvs) = collect(dumps, g, lanes, dump_of);
-        align_windows(dumps, &mut sends, &mut recvs);
-        match_group(dumps, g, &sends, &recvs, &mut out);
-        misdirected(&sends, &recvs, &mut out, g);
+    for p in parts {
+        out.ends.extend(p.ends);
     }
     out
 }
@@ -128,7 +149,7 @@ fn collect(
             .iter()
             .enumerate()
         {
-            let rec = &dump.records[c.first as usize];
+            let rec = &dump.records.get(c.first as usize);
             let Some(p) = rec.peer else { continue };
             let peer = match p.peer {
                 Some(local) => match g.members.get(local as usize) {
@@ -155,7 +176,7 @@ fn collect(
 /// Bytes a send or recv moves.
 fn size(dumps: &[Dump], c: &Call) -> u64 {
     let d = &dumps[c.dump as usize];
-    let r = &d.records[c.first as usize];
+    let r = &d.records.get(c.first as usize);
     let t = dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
     numel(d.shapes(r.input)).saturating_mul(t)
 }
@@ -177,6 +198,9 @@ fn match_group(dumps: &[Dump], grp: &Group, sends: &ByPair, recvs: &ByPair, out:
         for (k, r) in rs.iter().enumerate() {
             let s = ss.get(k);
             let mismatch = s.and_then(|s| judge_sizes(dumps, grp, s, r, k, &sizes));
+            if mismatch.is_none() && s.is_some_and(|s| s.call.left()) && r.call.left() {
+                continue;
+            }
             out.ends.insert(
                 (r.call.dump, g, r.index),
                 End {
@@ -347,7 +371,7 @@ fn judge_sizes(
     let what = format!(
         "rank {}'s {} (message {} from rank {} in {}) takes {b} B where rank {} sends {a} B",
         r.rank,
-        d.profiling_name(&d.records[r.call.first as usize]),
+        d.profiling_name(&d.records.get(r.call.first as usize)),
         k + 1,
         s.rank,
         g.label(),

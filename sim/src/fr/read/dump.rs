@@ -93,7 +93,7 @@ pub fn to_dump(
         Some(v) => c.pg_status(v)?,
         None => Vec::new(),
     };
-    let mut records = Vec::new();
+    let mut records = crate::fr::model::Records::default();
     let mut groups: Vec<(u32, u32)> = Vec::new();
     // the records' groups: each record's is mostly the one before's
     let mut seen: std::collections::BTreeMap<(u32, u32), u32> = Default::default();
@@ -109,7 +109,7 @@ pub fn to_dump(
                 items.len()
             ));
         }
-        records.reserve(items.len());
+        records = crate::fr::model::Records::with_capacity(items.len());
         for (i, &e) in items.iter().enumerate() {
             let mut r = c
                 .record(e, i as u32)
@@ -126,9 +126,10 @@ pub fn to_dump(
                     x
                 }
             };
-            records.push(r);
+            records.push(&r);
         }
     }
+    records.finish();
     memo.sid = c.sid;
     memo.slot = c.slot;
     memo.frame = c.frame;
