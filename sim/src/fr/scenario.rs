@@ -1198,7 +1198,68 @@ pub fn write(name: &str, dumps: &[Dump], a: &Analysis) -> Result<String, String>
             }
         }
     }
-    told.ok_or_else(|| refused.unwrap_or_default())
+    told.ok_or_else(|| {
+        let e = refused.unwrap_or_default();
+        match left_and_idle(dumps, a) {
+            Some(why) if e.contains("would end") => format!("{e}: {why}"),
+            _ => e,
+        }
+    })
+}
+
+/// Why no run can end as the dumps do, when ranks that blocked ranks wait for left their last
+/// call and issued nothing after (gloo retires a failed call as it does a finished one): a
+/// scenario's rank either waits in a call, or goes on past it and, its program ended, has
+/// skipped what the others wait in.
+fn left_and_idle(dumps: &[Dump], a: &Analysis) -> Option<String> {
+    let blocked: Vec<u32> = a.diagnosis.blocked.iter().map(|b| b.rank).collect();
+    let mut waited: Vec<u32> = a
+        .diagnosis
+        .blocked
+        .iter()
+        .flat_map(|b| b.waiting_for.iter().copied())
+        .filter(|r| !blocked.contains(r))
+        .collect();
+    waited.sort_unstable();
+    waited.dedup();
+    let mut idle = Vec::new();
+    let mut first: Option<(Call, u32, bool)> = None;
+    for &r in &waited {
+        let Some(d) = a.dump_of.get(r as usize).copied().flatten() else {
+            continue;
+        };
+        let l = &a.lanes[d as usize];
+        let Some(i) = l.queue.len().checked_sub(1) else {
+            continue;
+        };
+        if !l.queue[i].status.closed() {
+            continue;
+        }
+        idle.push(r);
+        first.get_or_insert((l.call(i), l.queue[i].group, l.device));
+    }
+    let (c, g, device) = first?;
+    let mut waiting = blocked;
+    waiting.sort_unstable();
+    Some(format!(
+        "{} {} for {}, which left {} #{} of {} and issued nothing after{}: a rank of a scenario \
+         either waits in a call or goes past it, and one whose program ends there skipped the \
+         calls the others wait in, so no run ends as these dumps do",
+        crate::diagnose::ranks_phrase(&waiting),
+        if waiting.len() == 1 { "waits" } else { "wait" },
+        crate::diagnose::ranks_phrase(&idle),
+        lanes::op_name(dumps, &c),
+        c.seq,
+        a.groups
+            .list
+            .get(g as usize)
+            .map_or(String::new(), |g| g.label()),
+        if device {
+            ""
+        } else {
+            " (gloo retires a failed call as it does a finished one)"
+        }
+    ))
 }
 
 /// The TOML of a planned replay, once a run of it ends as its `[expect]` says, and where its
