@@ -348,4 +348,13 @@ fn a_scenario_names_a_registered_node_or_is_refused() {
     let e = ringside_sim::scenario::parse(&with_ops, "b.toml").unwrap_err();
     assert_eq!(e.key, "workload.node", "{e}");
     assert!(e.message.contains("cannot go with `ops`"), "{e}");
+    // a node's name is one a scenario can write, and taken once
+    for bad in ["", "Barrier", "2pc", "two-phase", "barrier "] {
+        let f = NodeFactory::new(bad, |ctx| Box::new(Barrier::new(ctx, false)));
+        let e = node::register(f).map(|_| ()).unwrap_err();
+        assert_eq!(e.to_string(), format!("`{bad}` is not a node name: use lowercase letters, digits and `_`, starting with a letter"));
+    }
+    let again = NodeFactory::new("barrier", |ctx| Box::new(Barrier::new(ctx, false)));
+    let e = node::register(again).map(|_| ()).unwrap_err();
+    assert_eq!(e.to_string(), "`barrier` is already a node");
 }

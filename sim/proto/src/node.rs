@@ -187,10 +187,7 @@ fn table() -> std::sync::RwLockReadGuard<'static, Vec<&'static NodeFactory>> {
 /// Registers `factory` under its name, for the rest of the program (see the module doc).
 pub fn register(factory: NodeFactory) -> Result<NodeKind, RegisterNodeError> {
     let name = factory.name;
-    let mut chars = name.chars();
-    let well_formed = chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !well_formed {
+    if !crate::collective::custom::registrable(name) {
         return Err(RegisterNodeError::BadName(name));
     }
     let mut table = TABLE.write().unwrap_or_else(PoisonError::into_inner);

@@ -143,6 +143,14 @@ pub enum RegisterError {
     Full,
 }
 
+/// Whether `name` can be registered, as an algorithm or a node: lowercase letters, digits and
+/// `_`, starting with a letter (a name a scenario writes as it is).
+pub(crate) fn registrable(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
 static TABLE: RwLock<Vec<&'static ScheduleFactory>> = RwLock::new(Vec::new());
 
 fn table() -> std::sync::RwLockReadGuard<'static, Vec<&'static ScheduleFactory>> {
@@ -152,10 +160,7 @@ fn table() -> std::sync::RwLockReadGuard<'static, Vec<&'static ScheduleFactory>>
 /// Registers `factory` under its name, for the rest of the program (see the module doc).
 pub fn register(factory: ScheduleFactory) -> Result<Algorithm, RegisterError> {
     let name = factory.name;
-    let mut chars = name.chars();
-    let well_formed = chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !well_formed {
+    if !registrable(name) {
         return Err(RegisterError::BadName(name));
     }
     if factory.ops.is_empty() || factory.ops.iter().any(|op| op.point_to_point()) {

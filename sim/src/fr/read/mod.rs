@@ -297,8 +297,8 @@ pub fn read_paths(paths: &[PathBuf], opts: &ReadOptions) -> Result<Loaded, ReadE
 /// another job, a host number at its end) or forged: it would size the world. So the world is
 /// bounded by what the dumps themselves show, and a dump whose rank lies beyond it is refused,
 /// naming the file and the evidence it contradicts:
-/// - `world`, when the user states it (`--world-size`): every rank lies below it, and no
-///   `pg_config` lists more ranks;
+/// - `world`, when the user states it (`--world-size`): every rank lies below it, a listed
+///   default group has exactly its ranks, and no `pg_config` lists more;
 /// - else the default group (`default_pg`) where a dump's `pg_config` lists it: its ranks are
 ///   the world;
 /// - else (gloo's tables list one group, in group ranks) the names are believed only up to twice
@@ -336,9 +336,29 @@ pub fn check_ranks(dumps: &[Dump], world: Option<u32>) -> Result<(), ReadError> 
             })
             .max()
     };
+    let default_pg = |d: &Dump| {
+        (d.pg_config.iter())
+            .filter(|c| c.desc == "default_pg")
+            .filter_map(|c| c.ranks.as_ref())
+            .filter_map(|r| r.iter().max().map(|&m| m + 1))
+            .max()
+    };
+    let listed_world = (dumps.iter())
+        .filter_map(|d| Some((default_pg(d)?, d)))
+        .max_by_key(|(w, d)| (*w, std::cmp::Reverse(d.rank)));
     if let Some(n) = world {
         if last.rank >= n {
             return refuse(last, format!("--world-size is {n}"));
+        }
+        if let Some((w, by)) = listed_world.filter(|(w, _)| *w != n) {
+            return Err(ReadError {
+                file: by.file.clone(),
+                message: format!(
+                    "its pg_config lists the default group (the world) as ranks 0-{}, but \
+                     --world-size is {n}",
+                    w - 1
+                ),
+            });
         }
         if let Some((w, by)) = (dumps.iter())
             .filter_map(|d| Some((shown(d)?, d)))
@@ -353,17 +373,7 @@ pub fn check_ranks(dumps: &[Dump], world: Option<u32>) -> Result<(), ReadError> 
         }
         return Ok(());
     }
-    let default_pg = |d: &Dump| {
-        (d.pg_config.iter())
-            .filter(|c| c.desc == "default_pg")
-            .filter_map(|c| c.ranks.as_ref())
-            .filter_map(|r| r.iter().max().map(|&m| m + 1))
-            .max()
-    };
-    if let Some((w, by)) = (dumps.iter())
-        .filter_map(|d| Some((default_pg(d)?, d)))
-        .max_by_key(|(w, d)| (*w, std::cmp::Reverse(d.rank)))
-    {
+    if let Some((w, by)) = listed_world {
         return match dumps.iter().find(|d| d.rank >= w) {
             None => Ok(()),
             Some(d) => refuse(
@@ -396,11 +406,10 @@ pub fn check_ranks(dumps: &[Dump], world: Option<u32>) -> Result<(), ReadError> 
         file: last.file.clone(),
         message: format!(
             "the file name gives rank {}, but the dumps show a world of {evidence} ranks at most \
-             ({} dump{}; {tables}) and a name is believed up to twice that: give --world-size if \
-             the job had {} ranks or more, or --prefix if the rank is elsewhere in the name",
+             ({}; {tables}) and a name is believed up to twice that: give --world-size if the job \
+             had {} ranks or more, or --prefix if the rank is elsewhere in the name",
             last.rank,
-            dumps.len(),
-            if dumps.len() == 1 { "" } else { "s" },
+            crate::report::text::count(dumps.len(), "dump"),
             u64::from(last.rank) + 1
         ),
     })
