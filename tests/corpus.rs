@@ -131,35 +131,48 @@ fn every_corpus_case_is_diagnosed_as_its_ground_truth_says() {
     assert_eq!(right + KNOWN_WRONG.len(), forms);
 }
 
-/// The 3-D parallel cases written at 256 ranks (32 TP groups, 8 pipelines, 32-member DP
-/// groups), where the dumps' host clocks, 800 us apart, are as far apart as two calls: a rank
-/// that stopped is not taken for one that went on because its host's clock runs ahead.
+/// The 3-D parallel cases written at 256 ranks (32 tensor-parallel groups of 8, 64 pipelines of
+/// 4 stages, 32 data-parallel groups of 8), where the dumps' host clocks, 800 us apart, are as far apart as two calls: a rank
+/// that stopped is not taken for one that went on because its host's clock runs ahead. The
+/// order inversion is written twice more, with ring buffers of 30 records: too short for any
+/// rank's records to reach back to the iteration before, so the order of the sibling groups
+/// (the other data-parallel replicas) names the rank that inverted its calls.
 #[test]
 fn three_d_cases_at_256_ranks_are_diagnosed_as_their_ground_truth_says() {
     let gen = root().join("tests/data/flight-recorder/nccl/gen.py");
     let out = tempfile::tempdir().unwrap();
     let mut wrong = Vec::new();
-    for case in [
-        "3d_hung",
-        "3d_dead",
-        "3d_wrong_stage_recv",
-        "3d_short_bucket",
-        "3d_order_inversion",
-        "3d_timeout_skew",
+    for (case, ranks, entries) in [
+        ("3d_hung", 256, 100),
+        ("3d_dead", 256, 100),
+        ("3d_wrong_stage_recv", 256, 100),
+        ("3d_short_bucket", 256, 100),
+        ("3d_order_inversion", 256, 100),
+        ("3d_timeout_skew", 256, 100),
+        ("3d_order_inversion", 256, 30),
+        ("3d_order_inversion", 8, 30),
     ] {
+        let dest = out.path().join(format!("{ranks}x{entries}"));
         let o = std::process::Command::new("python3")
             .arg(&gen)
-            .args(["--ranks", "256", "--entries", "100", "--formats", "pickle"])
-            .args(["--case", case, "--out"])
-            .arg(out.path())
+            .args([
+                "--ranks",
+                &ranks.to_string(),
+                "--entries",
+                &entries.to_string(),
+            ])
+            .args(["--formats", "pickle", "--case", case, "--out"])
+            .arg(&dest)
             .output()
             .expect("python3 runs the corpus generator");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let dir = out.path().join(case);
+        let dir = dest.join(case);
         let truth: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
         if let Some(why) = judge(&dir.join("pickle"), &truth["forms"]["pickle"]) {
-            wrong.push(format!("{case}: {why}"));
+            wrong.push(format!(
+                "{case} ({ranks} ranks, {entries} records each): {why}"
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

@@ -598,18 +598,12 @@ fn simulated_jobs_with_groups_and_messages_replay_from_their_dumps() {
                     })
                     .collect()
             };
-            // rank 1's inverted order shows in the programs of ranks 2,3, which the run
-            // compares it with; the dumps of its one iteration hold no earlier order of rank 1's
-            // own, and the exported groups carry numbers, not the names that would make ranks
-            // 2,3's groups siblings of 0,1's: the import names the cycle
-            let ran_causes = if name == "cross-group-deadlock" {
-                vec!["deadlock:0,1".to_string()]
-            } else {
-                strings(&ran["root_causes"])
-            };
+            // (rank 1's inverted order in cross-group-deadlock: the run compares it with the
+            // programs of ranks 2,3, the import with the order their sibling groups made the
+            // two calls in, and the replay's split groups with their programs again)
             assert_eq!(
                 loose(strings(&imported["root_causes"])),
-                loose(as_dumped(&ran_causes)),
+                loose(as_dumped(&strings(&ran["root_causes"]))),
                 "{what}"
             );
         }
@@ -1252,6 +1246,89 @@ fn a_tie_in_a_pair_is_decided_by_its_history_or_its_sibling_groups() {
     assert!(
         why.contains(
             "no majority, and neither the group's calls at other seqs nor its sibling groups"
+        ),
+        "{why}"
+    );
+}
+
+/// Two ranks of a data-parallel pair wait for each other: rank 1 entered the world all_reduce
+/// first, rank 0 the pair's reduce_scatter, and neither's records reach back to an earlier
+/// iteration. The other replicas (the sibling pairs: same description and size, other members)
+/// made the two calls in one order, which names the rank that deviates from it; when the
+/// siblings are split as many one way as the other, the cycle is a deadlock, the tie stated.
+#[test]
+fn a_call_order_the_pair_disputes_is_decided_by_its_sibling_groups() {
+    let rs = |state: &str| {
+        let mut r = nccl("1", 1, 0, "nccl:_reduce_scatter_base", state);
+        r["process_group"] = serde_json::json!(["1", "DATA_PARALLEL_GROUP"]);
+        r["input_sizes"] = serde_json::json!([[8]]);
+        r
+    };
+    let world = |state: &str| nccl("0", 1, 0, "nccl:all_reduce", state);
+    let rs_first = || vec![rs("completed"), world("started")];
+    let world_first = || vec![world("started"), rs("scheduled")];
+    let dumps = |entries: Vec<Vec<serde_json::Value>>| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let all: Vec<String> = (0..entries.len()).map(|r| r.to_string()).collect();
+        for (r, mut e) in entries.into_iter().enumerate() {
+            for (i, x) in e.iter_mut().enumerate() {
+                x["record_id"] = i.into();
+                x["time_created_ns"] = (1_000 + i).into();
+            }
+            let pair = format!("[{}, {}]", r / 2 * 2, r / 2 * 2 + 1);
+            let cfg = serde_json::json!({
+                "0": {"name": "0", "desc": "default_pg", "ranks": format!("[{}]", all.join(", "))},
+                "1": {"name": "1", "desc": "DATA_PARALLEL_GROUP", "ranks": pair},
+            });
+            let d = serde_json::json!({"version": "2.10", "pg_config": cfg, "entries": e});
+            std::fs::write(dir.path().join(format!("rank_{r}.json")), d.to_string())
+                .expect("write");
+        }
+        import_json(&[dir.path()])
+    };
+    let explained = |r: &serde_json::Value| strings(&r["explanation"]).join("\n");
+    let pair = || {
+        vec![
+            vec![rs("started"), world("scheduled")],
+            vec![world("started"), rs("scheduled")],
+        ]
+    };
+    // the pair alone: nothing says whose order is right
+    let r = dumps(pair());
+    assert_eq!(strings(&r["root_causes"]), ["deadlock:0,1"], "{r}");
+    // the sibling pair 2,3 made the reduce_scatter first: rank 1 deviates
+    let r = dumps([pair(), vec![rs_first(), rs_first()]].concat());
+    assert_eq!(strings(&r["root_causes"]), ["mismatch:1"], "{r}");
+    assert_eq!(blocked_ranks(&r), [0, 1, 2, 3]);
+    let why = explained(&r);
+    assert!(
+        why.contains(
+            "rank 1 called nccl:all_reduce #1 of group 0 (default_pg) first, where rank 0 waits \
+             for it in nccl:reduce_scatter_tensor #1 of group 1 (DATA_PARALLEL_GROUP), which the \
+             ranks of the sibling groups (the same descriptions and sizes, other members) made \
+             first (2 ranks did, 0 made the other first)"
+        ),
+        "{why}"
+    );
+    // the siblings made the world all_reduce first instead: rank 0 is named
+    let r = dumps([pair(), vec![world_first(), world_first()]].concat());
+    assert_eq!(strings(&r["root_causes"]), ["mismatch:0"], "{r}");
+    // two sibling pairs, one each way: a tie, stated
+    let r = dumps(
+        [
+            pair(),
+            vec![rs_first(), rs_first()],
+            vec![world_first(), world_first()],
+        ]
+        .concat(),
+    );
+    assert_eq!(strings(&r["root_causes"]), ["deadlock:0,1"], "{r}");
+    let why = explained(&r);
+    assert!(
+        why.contains(
+            "the ranks of the sibling groups tie on the order: 2 ranks made \
+             nccl:reduce_scatter_tensor #1 of group 1 (DATA_PARALLEL_GROUP) first, as many made \
+             nccl:all_reduce #1 of group 0 (default_pg) first"
         ),
         "{why}"
     );

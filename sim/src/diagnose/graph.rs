@@ -425,15 +425,21 @@ fn inverted(fold: &Fold, s: &Solution, ranks: &[u32]) -> Vec<(u32, Inversion)> {
                     let prog = w.program(q);
                     Some(place(prog, along, op)? < place(prog, a_along, a_op)?)
                 };
-                // every rank's program votes (ranks sharing a program vote alike)
+                // every rank's program votes (ranks sharing a program vote alike); a program
+                // without the awaited call (a replay's, cut where its rank stopped) orders the
+                // call its rank sits in first
                 let (mut same, mut other) = (Vec::new(), Vec::new());
-                if let Some(mine) = order_of(r) {
-                    for q in 0..w.world_size {
-                        match order_of(q) {
-                            Some(o) if o == mine => same.push(q),
-                            Some(_) => other.push(q),
-                            None => {}
-                        }
+                let mine = order_of(r);
+                for q in 0..w.world_size {
+                    let o = if q == r {
+                        Some(mine.unwrap_or(true))
+                    } else {
+                        order_of(q)
+                    };
+                    match o {
+                        Some(o) if o == mine.unwrap_or(true) => same.push(q),
+                        Some(_) => other.push(q),
+                        None => {}
                     }
                 }
                 let programs = if same.is_empty() {

@@ -14,8 +14,10 @@
 //! when it shows the rank deviating from itself (a loop that swapped two calls in a later
 //! iteration, which the programs' first calls do not show); else the programs' vote, else its
 //! history ([`verdict`]). The rule is the same for a simulated run (a rank's program before its
-//! current call) and for the Flight Recorder dumps of a real job (a rank's records, which have
-//! no programs to vote).
+//! current call) and for the Flight Recorder dumps of a real job (a rank's records), where the
+//! ranks of the sibling groups (the other replicas of a stage: the groups of the same
+//! description and size) vote in the programs' place, by the order in which they made the same
+//! two calls (`fr::analyze::cycles`).
 
 /// A call as orders compare them: its group and what it is (an op with its sizes, or its place
 /// in the program, whatever makes the same call of two iterations equal).
@@ -39,10 +41,10 @@ pub fn deviates(history: &[CallKey], head: CallKey, awaited: CallKey) -> Option<
     Some(h > a)
 }
 
-/// Whether a rank deviates, from its own history (`own`, [`deviates`]) and from the programs'
-/// vote (`programs`: its program orders the two calls as fewer programs do), either None when
-/// it cannot tell: its own history when that shows it deviating, else the programs' vote, else
-/// its own history.
+/// Whether a rank deviates, from its own history (`own`, [`deviates`]) and from the others'
+/// vote (`programs`: its program orders the two calls as fewer programs do; in dumps, fewer
+/// ranks of the sibling groups), either None when it cannot tell: its own history when that
+/// shows it deviating, else the others' vote, else its own history.
 pub fn verdict(own: Option<bool>, programs: Option<bool>) -> Option<bool> {
     match (own, programs) {
         (Some(true), _) => Some(true),

@@ -94,10 +94,15 @@ struct Item {
     batch: Option<(u32, u64)>,
 }
 
-/// The names of the groups in the scenario (None: the world).
+/// The names of the groups in the scenario (None: the world). Sibling groups (the same
+/// description and size, other members: the replicas of a stage) share one name, a group split
+/// into disjoint sub-groups as a scenario writes one (`ranks = [[0, 1], [2, 3]]`): a replay's
+/// programs then compare their calls of it as the import compares the siblings'.
 fn group_names(a: &Analysis) -> Vec<Option<String>> {
     let world = a.groups.world_size;
     let mut used: Vec<String> = Vec::new();
+    // per name given to a description: the group size and the ranks of its sub-groups so far
+    let mut split: BTreeMap<String, (usize, Vec<u32>)> = BTreeMap::new();
     a.groups
         .list
         .iter()
@@ -119,6 +124,13 @@ fn group_names(a: &Analysis) -> Vec<Option<String>> {
             let mut name = clean(&g.desc);
             if name.is_empty() || name == "default_pg" || name.chars().all(|c| c == '_') {
                 name = format!("pg{}", clean(&g.name));
+            } else if let Some((size, ranks)) = split.get_mut(&name) {
+                if *size == g.members.len() && g.members.iter().all(|m| !ranks.contains(m)) {
+                    ranks.extend(&g.members);
+                    return Some(name);
+                }
+            } else {
+                split.insert(name.clone(), (g.members.len(), g.members.clone()));
             }
             if used.contains(&name) {
                 name = format!("{name}_{}", g.id);
@@ -461,13 +473,12 @@ struct Planner<'a> {
 impl<'a> Planner<'a> {
     fn new(dumps: &'a [Dump], a: &'a Analysis) -> Planner<'a> {
         let names = group_names(a);
-        let members = a
-            .groups
-            .list
-            .iter()
-            .zip(&names)
-            .filter_map(|(g, n)| n.clone().map(|n| (n, g.members.clone())))
-            .collect();
+        let mut members: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for (g, n) in a.groups.list.iter().zip(&names) {
+            if let Some(n) = n {
+                members.entry(n.clone()).or_default().extend(&g.members);
+            }
+        }
         let blamed = a
             .root_causes()
             .iter()
@@ -875,19 +886,7 @@ impl<'a> Planner<'a> {
                 node: None,
             },
             torch: None,
-            groups: self
-                .a
-                .groups
-                .list
-                .iter()
-                .zip(&self.names)
-                .filter_map(|(g, n)| {
-                    n.clone().map(|name| NamedGroup {
-                        name,
-                        ranks: GroupRanks::One(g.members.clone()),
-                    })
-                })
-                .collect(),
+            groups: self.named_groups(),
             faults: programs
                 .skips
                 .iter()
@@ -905,6 +904,28 @@ impl<'a> Planner<'a> {
         };
         set_programs(&mut scenario, programs);
         scenario
+    }
+
+    /// The groups of the scenario: one per name, split into its sibling groups' members.
+    fn named_groups(&self) -> Vec<NamedGroup> {
+        let mut out: Vec<(String, Vec<Vec<u32>>)> = Vec::new();
+        for (g, n) in self.a.groups.list.iter().zip(&self.names) {
+            let Some(n) = n else { continue };
+            match out.iter_mut().find(|(x, _)| x == n) {
+                Some((_, lists)) => lists.push(g.members.clone()),
+                None => out.push((n.clone(), vec![g.members.clone()])),
+            }
+        }
+        out.into_iter()
+            .map(|(name, mut lists)| NamedGroup {
+                name,
+                ranks: if lists.len() == 1 {
+                    GroupRanks::One(lists.remove(0))
+                } else {
+                    GroupRanks::Many(lists)
+                },
+            })
+            .collect()
     }
 
     /// Members without a dump that a divergence explains (the backend aborted them).

@@ -7,6 +7,7 @@
 //! that cannot complete is put in a wait-for graph, solved by the diagnosis's one solver
 //! ([`crate::diagnose::solve`]), to find what it is blocked on.
 
+mod cycles;
 pub mod judge;
 pub mod lanes;
 pub mod p2p;
@@ -14,7 +15,6 @@ pub mod seqs;
 mod verdict;
 pub mod waits;
 
-use crate::diagnose::order;
 use crate::diagnose::solve::{Solution, WaitGraph};
 use crate::diagnose::{ranks_phrase, Blocked, Cause, Diagnosis, EdgeKind, Via, WaitEdge};
 use crate::fr::groups::{self, Groups};
@@ -446,7 +446,7 @@ fn solve(
     let mut solved = graph.solve();
     let mut seeds: Vec<(RootCause, u32)> = Vec::new();
     for ranks in solved.cycles() {
-        let culprits = inverted(ctx, groups, stuck, &solved, &ranks, reasons);
+        let culprits = cycles::inverted(ctx, groups, stuck, &solved, &ranks, reasons);
         let keys: Vec<RootCause> = if culprits.is_empty() {
             vec![RootCause::deadlock(ranks.iter().copied().map(r).collect())]
         } else {
@@ -461,79 +461,6 @@ fn solve(
     }
     solved.propagate(&seeds);
     solved
-}
-
-/// The ranks of cycle `ranks` whose call order deviates, told in `reasons`.
-fn inverted(
-    ctx: &seqs::Ctx,
-    groups: &Groups,
-    stuck: &[Stuck],
-    solved: &Solution,
-    ranks: &[u32],
-    reasons: &mut Reasons,
-) -> Vec<u32> {
-    let head = |x: u32| -> Option<(usize, &Lanes, &Stuck)> {
-        let s = waits::of_rank(stuck, x)?;
-        let lanes = &ctx.lanes[ctx.dump(x)?];
-        Some((s.call.pos as usize, lanes, s))
-    };
-    let mut votes: Vec<(u32, order::Votes)> = Vec::new();
-    for &x in ranks {
-        let mut v = order::Votes::default();
-        if let Some((pos, lanes, _)) = head(x) {
-            let history: Vec<order::CallKey> = (0..pos).map(|i| lanes.key(ctx.dumps, i)).collect();
-            for e in solved.graph().edges().iter().filter(|e| e.to == x) {
-                if !ranks.contains(&e.from) {
-                    continue;
-                }
-                let Some((ppos, plane, _)) = head(e.from) else {
-                    continue;
-                };
-                // dumps have no programs to vote: a rank's records are its history
-                let own = order::deviates(
-                    &history,
-                    lanes.key(ctx.dumps, pos),
-                    plane.key(ctx.dumps, ppos),
-                );
-                v.add(order::verdict(own, None));
-            }
-        }
-        votes.push((x, v));
-    }
-    let dev = order::deviants(&votes);
-    for &x in &dev {
-        let Some((pos, lanes, s)) = head(x) else {
-            continue;
-        };
-        let c = lanes.call(pos);
-        let d = &ctx.dumps[c.dump as usize];
-        let rec = &d.records.get(c.first as usize);
-        let waiting: Vec<u32> = solved
-            .graph()
-            .edges()
-            .iter()
-            .filter(|e| e.to == x && ranks.contains(&e.from))
-            .map(|e| e.from)
-            .collect();
-        let site = lanes::site(ctx.dumps, &c)
-            .map(|s| format!(" at {s}"))
-            .unwrap_or_default();
-        let text = format!(
-            "rank {x} called {}{} of {}{site} first, where {} wait for it in another group's \
-             call that it made first in its earlier iterations, as they do: a call order that \
-             differs from the others'",
-            d.profiling_name(rec),
-            if s.p2p {
-                String::new()
-            } else {
-                format!(" #{}", c.seq)
-            },
-            groups.list[s.group as usize].label(),
-            ranks_phrase(&waiting)
-        );
-        reasons.tell(&RootCause::Mismatch(r(x)), || text);
-    }
-    dev
 }
 
 /// The blocked ranks, the causes with their sentences, and the outcome.
@@ -841,9 +768,15 @@ fn describe(
                     ))
                 })
                 .collect();
+            let tie = reasons
+                .told
+                .get(c)
+                .map(|t| format!("; {t}"))
+                .unwrap_or_default();
             (
                 format!(
-                    "{} wait for one another in a cycle (calls issued in different orders): {}",
+                    "{} wait for one another in a cycle (calls issued in different orders): \
+                     {}{tie}",
                     ranks_phrase(&ranks),
                     parts.join(", ")
                 ),

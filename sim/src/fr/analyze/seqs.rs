@@ -160,6 +160,21 @@ impl Ctx<'_> {
         })
     }
 
+    /// The sibling groups of `g`: the same description and size, other members (the other
+    /// replicas of a stage). Where a group's members tie, its siblings vote: on a call's
+    /// parameters ([`super::verdict`]) and on the order of two calls ([`super::cycles`]).
+    pub(super) fn siblings<'g>(
+        &'g self,
+        g: &'g crate::fr::groups::Group,
+    ) -> impl Iterator<Item = &'g crate::fr::groups::Group> + 'g {
+        self.groups.iter().filter(move |h| {
+            h.id != g.id
+                && h.desc == g.desc
+                && h.members.len() == g.members.len()
+                && h.members != g.members
+        })
+    }
+
     pub(super) fn dump(&self, rank: u32) -> Option<usize> {
         self.dump_of
             .get(rank as usize)

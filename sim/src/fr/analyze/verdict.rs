@@ -101,12 +101,7 @@ fn tie_break(ctx: &Ctx, g: &Group, s: u64, vs: &[(Call, Vec<u32>)]) -> Option<(u
         ));
     }
     let mut votes = vec![0u32; vs.len()];
-    for h in ctx.groups.iter().filter(|h| {
-        h.id != g.id
-            && h.desc == g.desc
-            && h.members.len() == g.members.len()
-            && h.members != g.members
-    }) {
+    for h in ctx.siblings(g) {
         let mut calls = h.members.iter().filter_map(|&m| {
             let l = ctx.lane(m, h.id)?;
             let k = l.calls.partition_point(|c| c.seq < s);
