@@ -10,6 +10,7 @@
 
 use super::model::Dump;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Where a group's members were read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -115,12 +116,15 @@ pub fn infer(dumps: &[Dump], world: Option<u32>) -> Groups {
 }
 
 /// The usable `pg_config` entries of each dump (name -> (sorted members, description)),
+/// A dump's usable `pg_config` entries: name -> (sorted members, description).
+type Usable<'a> = BTreeMap<&'a str, (Arc<[u32]>, &'a str)>;
+
 /// raising `world` to what their rank lists show and noting the dumps whose table is unusable.
 fn usable_configs<'a>(
     dumps: &'a [Dump],
     world: &mut u32,
     notes: &mut Vec<String>,
-) -> Vec<BTreeMap<&'a str, (Vec<u32>, &'a str)>> {
+) -> Vec<Usable<'a>> {
     let mut usable = Vec::with_capacity(dumps.len());
     let mut unusable_ranks = Vec::new();
     for d in dumps {
@@ -141,9 +145,15 @@ fn usable_configs<'a>(
                 bad = true;
                 continue;
             }
-            let mut r = ranks.clone();
-            r.sort_unstable();
-            r.dedup();
+            // a list in order is shared as it is (the dumps of a job list the same groups)
+            let r = if ranks.windows(2).all(|w| w[0] < w[1]) {
+                Arc::clone(ranks)
+            } else {
+                let mut r = ranks.to_vec();
+                r.sort_unstable();
+                r.dedup();
+                r.into()
+            };
             if let Some(&mx) = r.last() {
                 *world = (*world).max(mx + 1);
             }
@@ -168,20 +178,20 @@ fn usable_configs<'a>(
 /// The groups every dump's `pg_config` names: their descriptions by (name, members), and the
 /// member sets of each name.
 struct Configs {
-    desc: BTreeMap<(String, Vec<u32>), String>,
-    by_name: BTreeMap<String, Vec<Vec<u32>>>,
+    desc: BTreeMap<(String, Arc<[u32]>), String>,
+    by_name: BTreeMap<String, Vec<Arc<[u32]>>>,
 }
 
 impl Configs {
-    fn new(usable: &[BTreeMap<&str, (Vec<u32>, &str)>]) -> Configs {
-        let mut desc: BTreeMap<(String, Vec<u32>), String> = BTreeMap::new();
+    fn new(usable: &[Usable]) -> Configs {
+        let mut desc: BTreeMap<(String, Arc<[u32]>), String> = BTreeMap::new();
         for m in usable {
             for (name, (members, d)) in m {
                 desc.entry((name.to_string(), members.clone()))
                     .or_insert_with(|| d.to_string());
             }
         }
-        let mut by_name: BTreeMap<String, Vec<Vec<u32>>> = BTreeMap::new();
+        let mut by_name: BTreeMap<String, Vec<Arc<[u32]>>> = BTreeMap::new();
         for (name, members) in desc.keys() {
             by_name
                 .entry(name.clone())
@@ -196,7 +206,7 @@ impl Configs {
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
     /// A `pg_config` entry: name, members.
-    Config(String, Vec<u32>),
+    Config(String, Arc<[u32]>),
     /// The default group: name, description.
     World(String, String),
     /// A group only records name: name, description (members: the ranks whose records do).
@@ -216,7 +226,7 @@ impl Key {
                 (configs.desc.get(&(name.clone(), members.clone())))
                     .cloned()
                     .unwrap_or_default(),
-                members.clone(),
+                members.to_vec(),
                 MembersFrom::PgConfig,
             ),
             Key::World(name, desc) => {
@@ -246,7 +256,7 @@ impl Key {
 /// `named_ranks`.
 fn record_keys(
     d: &Dump,
-    m: &BTreeMap<&str, (Vec<u32>, &str)>,
+    m: &Usable,
     configs: &Configs,
     named_ranks: &mut BTreeMap<(String, String), BTreeSet<u32>>,
 ) -> BTreeMap<(u32, u32), Key> {
@@ -258,7 +268,7 @@ fn record_keys(
             Key::Config(name.to_string(), members.clone())
         } else {
             // another dump's table names it with this rank as a member (members are sorted)
-            let cands: Vec<&Vec<u32>> = (configs.by_name.get(name).into_iter().flatten())
+            let cands: Vec<&Arc<[u32]>> = (configs.by_name.get(name).into_iter().flatten())
                 .filter(|mem| mem.binary_search(&d.rank).is_ok())
                 .collect();
             if let [members] = cands[..] {

@@ -513,8 +513,9 @@ impl FromIterator<Record> for Records {
 pub struct PgConfig {
     pub name: String,
     pub desc: String,
-    /// Global ranks; None when the string could not be read as a list of ranks.
-    pub ranks: Option<Vec<u32>>,
+    /// Global ranks; None when the string could not be read as a list of ranks. Shared: the
+    /// dumps of a job list the same groups, and a world of thousands of ranks is listed once.
+    pub ranks: Option<std::sync::Arc<[u32]>>,
 }
 
 /// A `pg_status` entry: progress per group, keyed by the rank's own `pg_id`.

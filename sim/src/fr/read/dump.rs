@@ -7,6 +7,7 @@ use crate::fr::model::{
     Dump, Format, OptU64, Peer, PgConfig, PgStatus, Record, RecordKind, State, Table,
 };
 use crate::proto::vocab::OpKind;
+use std::sync::Arc;
 
 /// At most this many records per dump (torch's default buffer holds 2,000).
 pub const MAX_ENTRIES: usize = 1_000_000;
@@ -24,9 +25,13 @@ pub struct Memo {
     sid: Vec<u32>,
     slot: Vec<u8>,
     frame: Vec<u32>,
-    /// The last rank list read from a string, and what it gave.
-    ranks: Option<(Box<str>, Vec<u32>)>,
+    /// The rank lists read last from strings, and what they gave, newest first.
+    ranks: Vec<(Box<str>, Arc<[u32]>)>,
 }
+
+/// How many rank lists a reader remembers: a dump lists the world and the few groups its rank
+/// is in, and the next dump of the job lists the same world.
+const REMEMBERED_LISTS: usize = 16;
 
 /// Reads one dump's tree. `file` and `rank` come from the file name.
 pub fn to_dump(
@@ -51,7 +56,7 @@ pub fn to_dump(
         sid: refill(&mut memo.sid, n, NONE),
         slot: refill(&mut memo.slot, n, UNSEEN),
         frame: refill(&mut memo.frame, n, NONE),
-        ranks: memo.ranks.take(),
+        ranks: std::mem::take(&mut memo.ranks),
         prof: Vec::new(),
         last_sig: None,
         recent_shapes: [0; 2],
@@ -178,7 +183,7 @@ struct Conv<'t, 'a> {
     frame: Vec<u32>,
     /// Per interned profiling name: what it parses to.
     prof: Vec<Option<Profiling>>,
-    ranks: Option<(Box<str>, Vec<u32>)>,
+    ranks: Vec<(Box<str>, Arc<[u32]>)>,
     /// The last record's (op, sizes, dtypes) and their hash.
     last_sig: Option<(CallKey, u64)>,
     /// The two shapes interned last.
@@ -333,28 +338,29 @@ impl Conv<'_, '_> {
     }
 
     /// `"[0, 1, 2]"` (or a list of ints); None when the string is not such a list.
-    fn rank_list(&mut self, id: NodeId, key: &str) -> Result<Option<Vec<u32>>, String> {
+    fn rank_list(&mut self, id: NodeId, key: &str) -> Result<Option<Arc<[u32]>>, String> {
         let t = self.t;
         match t.get(id) {
             Node::Str(s) => {
                 let inner = s.trim().trim_start_matches('[').trim_end_matches(']');
                 if inner.trim().is_empty() {
-                    return Ok(Some(Vec::new()));
+                    return Ok(Some(Arc::from([])));
                 }
-                // every dump of a job lists the same world: the last list read is kept
-                if let Some((text, v)) = &self.ranks {
-                    if **text == *inner {
-                        let v = v.clone();
-                        self.spend(v.len() as u64)?;
-                        return Ok(Some(v));
-                    }
+                // every dump of a job lists the same world and groups: a list read before is
+                // shared, not read again
+                if let Some(i) = self.ranks.iter().position(|(text, _)| **text == *inner) {
+                    let known = self.ranks.remove(i);
+                    self.spend(known.1.len() as u64)?;
+                    let v = Arc::clone(&known.1);
+                    self.ranks.insert(0, known);
+                    return Ok(Some(v));
                 }
                 let mut v = Vec::new();
                 if inner
                     .bytes()
                     .all(|b| b.is_ascii_digit() || b == b' ' || b == b',')
                 {
-                    // every dump repeats the world's list: read without the str machinery
+                    // read without the str machinery
                     for part in inner.as_bytes().split(|&b| b == b',') {
                         self.spend(1)?;
                         match decimal(part.trim_ascii()) {
@@ -362,16 +368,18 @@ impl Conv<'_, '_> {
                             None => return Ok(None),
                         }
                     }
-                    self.ranks = Some((inner.into(), v.clone()));
-                    return Ok(Some(v));
-                }
-                for part in inner.split(',') {
-                    self.spend(1)?;
-                    match part.trim().parse::<u32>() {
-                        Ok(r) => v.push(r),
-                        Err(_) => return Ok(None),
+                } else {
+                    for part in inner.split(',') {
+                        self.spend(1)?;
+                        match part.trim().parse::<u32>() {
+                            Ok(r) => v.push(r),
+                            Err(_) => return Ok(None),
+                        }
                     }
                 }
+                let v: Arc<[u32]> = v.into();
+                self.ranks.truncate(REMEMBERED_LISTS - 1);
+                self.ranks.insert(0, (inner.into(), Arc::clone(&v)));
                 Ok(Some(v))
             }
             Node::List(items) | Node::Tuple(items) => {
@@ -384,7 +392,7 @@ impl Conv<'_, '_> {
                         Err(_) => return Ok(None),
                     }
                 }
-                Ok(Some(v))
+                Ok(Some(v.into()))
             }
             n => Err(format!(
                 "`pg_config` `{key}` `ranks` should be a string like \"[0, 1]\", {}",
@@ -884,5 +892,42 @@ mod tests {
         ] {
             assert_eq!(decimal(d.as_bytes()), d.parse::<u32>().ok(), "{d:?}");
         }
+    }
+
+    #[test]
+    fn the_dumps_of_a_job_share_their_rank_lists() {
+        let doc = |tp: &str| {
+            format!(
+                r#"{{"version": "2.4", "entries": [], "pg_config": {{
+                    "0": {{"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}},
+                    "1": {{"name": "1", "desc": "tp", "ranks": "{tp}"}}}}}}"#
+            )
+        };
+        let mut memo = Memo::default();
+        let mut read = |text: &str| {
+            let t = super::super::json::decode_in(text.as_bytes(), Default::default()).unwrap();
+            to_dump(&t, "f", 0, Format::Json, &mut memo).unwrap()
+        };
+        let lists = |d: &Dump| -> Vec<Arc<[u32]>> {
+            d.pg_config
+                .iter()
+                .map(|c| c.ranks.clone().unwrap())
+                .collect()
+        };
+        let a = lists(&read(&doc("[0, 1]")));
+        let b = lists(&read(&doc("[2, 3]")));
+        let c = lists(&read(&doc("[0, 1]")));
+        assert_eq!(&*a[0], &[0, 1, 2, 3]);
+        assert_eq!((&*a[1], &*b[1]), (&[0, 1][..], &[2, 3][..]));
+        // the world's list and a group's are read once and shared by every dump that lists them
+        assert!(Arc::ptr_eq(&a[0], &b[0]) && Arc::ptr_eq(&a[0], &c[0]));
+        assert!(Arc::ptr_eq(&a[1], &c[1]) && !Arc::ptr_eq(&a[1], &b[1]));
+        // a reader remembers a bounded number of lists: the oldest is read anew
+        for i in 0..REMEMBERED_LISTS {
+            read(&doc(&format!("[{i}]")));
+        }
+        let d = lists(&read(&doc("[0, 1]")));
+        assert_eq!(&*d[1], &[0, 1]);
+        assert!(Arc::ptr_eq(&a[0], &d[0]) && !Arc::ptr_eq(&a[1], &d[1]));
     }
 }

@@ -254,21 +254,25 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
         }};
     }
     loop {
-        r.at = r.pos;
-        if r.pos >= buf.len() {
+        // a memo lookup is every other opcode of a dump (its keys are memoized strings, its
+        // stack frames memoized dicts): runs of them are read here, apart from the dispatch
+        let mut pos = r.pos;
+        while let [b'h', id, ..] = buf[pos..] {
+            match memo.get(usize::from(id)) {
+                Some(&n) if n != 0 => stack.push(n - 1),
+                _ => {
+                    r.at = pos;
+                    return r.err(format!("GET of memo index {id}, which was never set"));
+                }
+            }
+            pos += 2;
+        }
+        r.pos = pos;
+        r.at = pos;
+        if pos >= buf.len() {
             return r.err("the file ends before the pickle's STOP opcode: it is truncated");
         }
         let op = r.u8()?;
-        // a memo lookup is every other opcode of a dump (its keys are memoized strings): it
-        // is tested first rather than dispatched with the rest
-        if op == b'h' {
-            let id = r.u8()?;
-            match memo.get(usize::from(id)).copied().filter(|&n| n != 0) {
-                Some(n) => stack.push(n - 1),
-                None => return r.err(format!("GET of memo index {id}, which was never set")),
-            }
-            continue;
-        }
         let node = match op {
             0x80 => {
                 let v = r.u8()?;
@@ -350,8 +354,10 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 memo[id] = top + 1;
                 continue;
             }
-            b'g' | b'j' => {
+            b'g' | b'h' | b'j' => {
                 let id = match op {
+                    // a BINGET comes here only when the file ends in its argument
+                    b'h' => u64::from(r.u8()?),
                     b'g' => {
                         let l = r.line()?;
                         match r.utf8(l)?.trim().parse::<u64>() {
@@ -675,10 +681,21 @@ mod tests {
 
     #[test]
     fn truncated_and_malformed_input_is_an_error() {
-        let p = b"\x80\x02]q\x00(K\x01K\x02e.";
-        for n in 0..p.len() {
-            assert!(decode(&p[..n]).is_err(), "prefix of {n} bytes accepted");
+        // a list, and one holding a memoized list three times (runs of BINGET are read apart)
+        for p in [
+            &b"\x80\x02]q\x00(K\x01K\x02e."[..],
+            b"\x80\x02]q\x00(]q\x01h\x01h\x01e.",
+        ] {
+            assert!(decode(p).is_ok());
+            for n in 0..p.len() {
+                assert!(decode(&p[..n]).is_err(), "prefix of {n} bytes accepted");
+            }
         }
+        let e = decode(b"\x80\x02]q\x00(h\x00h\x07e.").unwrap_err();
+        assert_eq!(
+            (e.offset, &*e.message),
+            (8, "GET of memo index 7, which was never set")
+        );
         assert!(decode(b"\x80\x02X\xff\xff\xff\x7fabc").is_err());
         assert!(decode(b"\x80\x02h\x05.").is_err());
         assert!(decode(b"\x80\x02K\x01K\x02.").is_err());

@@ -106,21 +106,25 @@ impl<'a> Tree<'a> {
     }
 
     /// A new, empty dict node.
+    #[inline]
     pub fn dict(&mut self) -> NodeId {
         let d = self.spare.pop().unwrap_or_default();
         self.push(Node::Dict(d))
     }
 
+    #[inline]
     pub fn push(&mut self, n: Node<'a>) -> NodeId {
         self.nodes.push(n);
         (self.nodes.len() - 1) as NodeId
     }
 
+    #[inline]
     pub fn get(&self, id: NodeId) -> &Node<'a> {
         &self.nodes[id as usize]
     }
 
     /// The string at `id`, if it is one.
+    #[inline]
     pub fn str(&self, id: NodeId) -> Option<&str> {
         match self.get(id) {
             Node::Str(s) => Some(s),
