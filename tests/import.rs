@@ -1333,3 +1333,58 @@ fn a_call_order_the_pair_disputes_is_decided_by_its_sibling_groups() {
         "{why}"
     );
 }
+
+/// Ranks an equal step apart (every 8th rank of a 512-rank job left no dump: one replica of
+/// every tensor-parallel group) are one term, `7-511/8`, in the first line, in `--json`'s
+/// causes and in the trace written from the dumps, which `explain` reads back; the scenario
+/// written from them replays (each such rank preempted).
+#[test]
+fn ranks_an_equal_step_apart_are_written_as_one_stepped_range() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let world: Vec<String> = (0..512).map(|r: u32| r.to_string()).collect();
+    let cfg = serde_json::json!({
+        "0": {"name": "0", "desc": "default_pg", "ranks": format!("[{}]", world.join(", "))},
+    });
+    for r in (0..512u32).filter(|r| r % 8 != 7) {
+        let d = serde_json::json!({"version": "2.10", "pg_config": cfg,
+            "entries": [nccl("0", 1, 0, "nccl:all_reduce", "started")]});
+        std::fs::write(dir.path().join(format!("rank_{r}.json")), d.to_string()).expect("write");
+    }
+    let scenario = dir.path().join("replay.toml");
+    let trace = dir.path().join("import.jsonl");
+    let o = ringside(&[
+        "import",
+        dir.path().to_str().unwrap(),
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let first = out.lines().next().unwrap_or_default();
+    assert!(first.starts_with("STALLED: missing:7-511/8 — "), "{first}");
+    assert!(
+        first.contains("ranks 7-511/8 of group 0 (default_pg) left no dump"),
+        "{first}"
+    );
+    // the ranks with a dump: one term per offset
+    assert!(
+        first.contains("ranks 0-504/8,1-505/8,2-506/8,3-507/8,4-508/8,5-509/8,6-510/8 are blocked"),
+        "{first}"
+    );
+    let v = import_json(&[dir.path()]);
+    assert_eq!(strings(&v["root_causes"]), ["missing:7-511/8"], "{v}");
+    assert_eq!(v["missing"].as_array().map(Vec::len), Some(64));
+    // the replay preempts each of them: the scenario meets its `[expect]`
+    let run = ringside(&["run", scenario.to_str().unwrap()]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    // the trace holds the cause as written, and `explain` reads it back
+    let explained = ringside(&["explain", trace.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&explained.stdout);
+    assert!(text.starts_with("STALLED: missing:7-511/8 — "), "{text}");
+}

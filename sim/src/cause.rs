@@ -5,8 +5,9 @@
 //! Each cause is written as a short string: `preempted:R`, `paused:R`, `partitioned:A,B|C,D`,
 //! `mismatch:R`, `skipped:R`, `hung:R`, `deadlock:R,S,...`, `quorum_lost`, `slow:R`,
 //! `watchdog_timeout` (the watchdog fires before a call can finish without any fault), and for
-//! Flight Recorder imports `missing:R` (a member rank left no dump; `missing:1-4998,5000` for
-//! many ranks at once, as an import names more than a screen of them) and `undecided` (the
+//! Flight Recorder imports `missing:R` (a member rank left no dump; `missing:1-4998,5000` or
+//! `missing:7-4095/8` for many ranks at once, as an import names more than a screen of them, in
+//! the notation of [`crate::ranklist`]) and `undecided` (the
 //! dumps cannot tell who is wrong). [`RootCause`] is the one type for them: `FromStr` parses exactly
 //! these strings, `Display` prints a cause back as it was written, and serde reads and writes
 //! the same strings. Nothing else parses or prints the vocabulary.
@@ -271,32 +272,12 @@ fn parse_ranks(s: &str, whole: &str) -> Result<Vec<Rank>, RootCauseError> {
     each_once(ranks, whole)
 }
 
-/// `1-4998,5000`: ranks and ranges of them, each rank once, at most a world's worth.
+/// `1-4998,5000` or `7-4095/8`: ranks, ranges and stepped ranges of them
+/// ([`crate::ranklist`]), each rank once, at most a world's worth.
 fn parse_range_list(s: &str, whole: &str) -> Result<Vec<Rank>, RootCauseError> {
-    let mut ranks = Vec::new();
-    for part in s.split(',') {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (parse_rank(a, whole)?, parse_rank(b, whole)?),
-            None => {
-                let r = parse_rank(part, whole)?;
-                (r, r)
-            }
-        };
-        if b < a {
-            return Err(RootCauseError(format!(
-                "`{whole}`: the range `{part}` ends before it starts"
-            )));
-        }
-        let n = u64::from(b.0 - a.0) + 1;
-        if ranks.len() as u64 + n > u64::from(crate::scenario::MAX_WORLD_SIZE) {
-            return Err(RootCauseError(format!(
-                "`{whole}`: more ranks than the largest world ({})",
-                crate::scenario::MAX_WORLD_SIZE
-            )));
-        }
-        ranks.extend((a.0..=b.0).map(Rank));
-    }
-    each_once(ranks, whole)
+    crate::ranklist::parse(s, u64::from(crate::scenario::MAX_WORLD_SIZE))
+        .map(|v| v.into_iter().map(Rank).collect())
+        .map_err(|e| RootCauseError(format!("`{whole}`: {e}")))
 }
 
 impl FromStr for RootCause {

@@ -45,6 +45,7 @@ pub mod fr;
 mod hint;
 pub mod input;
 pub mod observe;
+pub mod ranklist;
 pub mod replay;
 pub mod report;
 pub mod run;

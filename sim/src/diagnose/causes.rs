@@ -22,27 +22,7 @@ fn join(r: &[u32]) -> String {
         .join(",")
 }
 
-/// A list of ranks for sentences: runs of four or more become `a-b`.
-pub fn fmt_ranks(r: &[u32]) -> String {
-    let mut v = r.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        if j - i >= 3 {
-            parts.push(format!("{}-{}", v[i], v[j]));
-        } else {
-            parts.extend(v[i..=j].iter().map(|x| x.to_string()));
-        }
-        i = j + 1;
-    }
-    parts.join(",")
-}
+pub use crate::ranklist::fmt_ranks;
 
 /// "member 3" or "members 1,2": ranks of a group that did not answer.
 fn members_phrase(r: &[u32]) -> String {
