@@ -105,7 +105,7 @@ pub fn to_dump(
     let mut last: Option<((u32, u32), u32)> = None;
     if let Some(e) = entries {
         let items = match t.get(e) {
-            Node::List(v) | Node::Tuple(v) => v,
+            Node::List(v) | Node::Tuple(v) => t.items(v),
             other => return Err(format!("`entries` is {}, expected a list", other.kind())),
         };
         if items.len() > MAX_ENTRIES {
@@ -383,6 +383,7 @@ impl Conv<'_, '_> {
                 Ok(Some(v))
             }
             Node::List(items) | Node::Tuple(items) => {
+                let items = t.items(items);
                 self.spend(items.len() as u64)?;
                 let mut v = Vec::with_capacity(items.len());
                 for &i in items {
@@ -451,7 +452,7 @@ impl Conv<'_, '_> {
         let t = self.t;
         let Some(id) = id else { return Ok(0) };
         let items = match t.get(id) {
-            Node::List(v) | Node::Tuple(v) => v,
+            Node::List(v) | Node::Tuple(v) => t.items(v),
             Node::None => return Ok(0),
             n => return Err(format!("`{what}` should be a list of sizes, {}", found(n))),
         };
@@ -465,6 +466,7 @@ impl Conv<'_, '_> {
         for &ti in items {
             match t.get(ti) {
                 Node::List(dims) | Node::Tuple(dims) => {
+                    let dims = t.items(dims);
                     if dims.len() > MAX_DIMS {
                         return Err(format!(
                             "`{what}` has a tensor of {} dimensions",
@@ -528,6 +530,7 @@ impl Conv<'_, '_> {
             Ok(())
         };
         if let Node::List(v) | Node::Tuple(v) = t.get(id) {
+            let v = t.items(v);
             if let [one] = v[..] {
                 if let Node::Str(_) = t.get(one) {
                     self.text = s;
@@ -537,6 +540,7 @@ impl Conv<'_, '_> {
         }
         match t.get(id) {
             Node::List(v) | Node::Tuple(v) => {
+                let v = t.items(v);
                 if v.len() > MAX_TENSORS {
                     return Err(format!("`{what}` lists {} dtypes", v.len()));
                 }
@@ -584,7 +588,7 @@ impl Conv<'_, '_> {
     fn site(&mut self, id: NodeId) -> Result<u32, String> {
         let t = self.t;
         let frames = match t.get(id) {
-            Node::List(v) | Node::Tuple(v) => v,
+            Node::List(v) | Node::Tuple(v) => t.items(v),
             Node::None => return Ok(0),
             n => return Err(format!("`frames` should be a list, {}", found(n))),
         };
@@ -661,6 +665,7 @@ impl Conv<'_, '_> {
         let (group_name, group_desc) = match f[2] {
             Some(pg) => match t.get(pg) {
                 Node::List(v) | Node::Tuple(v) if !v.is_empty() && v.len() <= 2 => {
+                    let v = t.items(v);
                     let name = self.group_part(v[0])?;
                     let desc = match v.get(1) {
                         Some(&x) => self.group_part(x)?,

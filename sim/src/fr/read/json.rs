@@ -1,7 +1,7 @@
 //! The JSON form of a dump (`_dump_fr_trace_json`), read into the same tree as a pickle.
 //! serde_json refuses nesting deeper than 128, so the recursion here is bounded.
 
-use super::tree::{Arena, Items, Node, NodeId, Tree};
+use super::tree::{Arena, Node, NodeId, Tree};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
@@ -60,12 +60,15 @@ impl<'de, 't> Visitor<'de> for Seed<'t, 'de> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodeId, A::Error> {
-        let mut items = Items::new();
+        let mut items: smallvec::SmallVec<[NodeId; 8]> = smallvec::SmallVec::new();
         while let Some(id) = seq.next_element_seed(Seed {
             tree: &mut *self.tree,
         })? {
             items.push(id);
         }
+        // a document is at most 1 GiB, far from 2^32 items
+        let items = (self.tree.new_items(&items))
+            .ok_or_else(|| de::Error::custom("more than 2^32 items in lists"))?;
         Ok(self.tree.push(Node::List(items)))
     }
 
@@ -112,6 +115,7 @@ mod tests {
         let Node::List(v) = t.get(t.field(d, "a").unwrap()) else {
             panic!()
         };
+        let v = t.items(v);
         assert_eq!(t.get(v[0]), &Node::Int(1));
         assert_eq!(t.get(v[1]), &Node::BigInt);
         assert_eq!(t.str(v[2]), Some("x\"y"));

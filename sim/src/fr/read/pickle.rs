@@ -17,7 +17,7 @@
 //! expand without bound) and decodes about 30 µs per record, 50 times too slow for the dumps of
 //! thousands of ranks; it writes the pickles of `export --fr` instead.
 
-use super::tree::{Arena, Items, Node, NodeId, Tree};
+use super::tree::{AppendError, Arena, Items, Node, NodeId, Tree};
 use std::borrow::Cow;
 
 /// How deeply marks (the start of a tuple, list or dict being built) may nest. A dump nests
@@ -145,6 +145,8 @@ fn refused(op: u8) -> Option<&'static str> {
     })
 }
 
+const TOO_MANY: &str = "more than 2^32 items in lists: not a dump";
+
 /// The nodes every tree starts with.
 const NONE: NodeId = 0;
 const TRUE: NodeId = 1;
@@ -244,14 +246,25 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             }
         };
     }
+    // the values above the last mark, taken off the stack (into the tree's item pool)
     macro_rules! mark_items {
         () => {{
             let m = match marks.pop() {
                 Some(m) => m,
                 None => return r.err("an opcode needs a mark but there is none"),
             };
-            stack.split_off(m)
+            let items = items!(&stack[m..]);
+            stack.truncate(m);
+            items
         }};
+    }
+    macro_rules! items {
+        ($ids:expr) => {
+            match t.new_items($ids) {
+                Some(items) => items,
+                None => return r.err(TOO_MANY),
+            }
+        };
     }
     loop {
         // a memo lookup is every other opcode of a dump (its keys are memoized strings, its
@@ -312,7 +325,10 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 continue;
             }
             b'1' => {
-                let _ = mark_items!();
+                match marks.pop() {
+                    Some(m) => stack.truncate(m),
+                    None => return r.err("an opcode needs a mark but there is none"),
+                }
                 continue;
             }
             b'2' => {
@@ -508,40 +524,50 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             // the nodes made in every record are pushed where they are made (built into the
             // arena directly rather than on the stack and copied)
             b']' => {
-                stack.push(t.push(Node::List(Items::new())));
+                stack.push(t.push(Node::List(Items::default())));
                 continue;
             }
-            b')' => Node::Tuple(Items::new()),
+            b')' => Node::Tuple(Items::default()),
             b'}' => {
                 stack.push(t.dict());
                 continue;
             }
-            0x8f => Node::Set(Items::new()),
-            b'l' => Node::List(Items::from_vec(mark_items!())),
-            b't' => Node::Tuple(Items::from_vec(mark_items!())),
-            0x91 => Node::Set(Items::from_vec(mark_items!())),
+            0x8f => Node::Set(Items::default()),
+            b'l' => Node::List(mark_items!()),
+            b't' => Node::Tuple(mark_items!()),
+            0x91 => Node::Set(mark_items!()),
             0x85 => {
                 let a = pop!();
-                Node::Tuple(Items::from_slice(&[a]))
+                Node::Tuple(items!(&[a]))
             }
             0x86 => {
                 let b = pop!();
                 let a = pop!();
-                stack.push(t.push(Node::Tuple(Items::from_slice(&[a, b]))));
+                let items = items!(&[a, b]);
+                stack.push(t.push(Node::Tuple(items)));
                 continue;
             }
             0x87 => {
                 let c = pop!();
                 let b = pop!();
                 let a = pop!();
-                Node::Tuple(Items::from_slice(&[a, b, c]))
+                Node::Tuple(items!(&[a, b, c]))
             }
             b'd' => {
-                let items = mark_items!();
-                if items.len() % 2 != 0 {
+                let m = match marks.pop() {
+                    Some(m) => m,
+                    None => return r.err("an opcode needs a mark but there is none"),
+                };
+                if !(stack.len() - m).is_multiple_of(2) {
                     return r.err("DICT with an odd number of items");
                 }
-                Node::Dict(items.chunks(2).map(|p| (p[0], p[1])).collect())
+                let d = t.dict();
+                if let Node::Dict(pairs) = &mut t.nodes[d as usize] {
+                    pairs.extend(stack[m..].chunks(2).map(|p| (p[0], p[1])));
+                }
+                stack.truncate(m);
+                stack.push(d);
+                continue;
             }
             b'a' | b'e' => {
                 // the items are taken off the stack in place, without a copy
@@ -560,12 +586,12 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                     return r.err("APPEND without a list to append to");
                 }
                 let target = stack[from - 1];
-                match &mut t.nodes[target as usize] {
-                    Node::List(v) => v.extend(stack.drain(from..)),
-                    other => {
-                        let k = other.kind();
-                        return r.err(format!("APPEND to {k}, not to a list"));
+                match t.append(target, &stack[from..], false) {
+                    Ok(()) => stack.truncate(from),
+                    Err(AppendError::NotA(k)) => {
+                        return r.err(format!("APPEND to {k}, not to a list"))
                     }
+                    Err(AppendError::Full) => return r.err(TOO_MANY),
                 }
                 continue;
             }
@@ -602,15 +628,25 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 continue;
             }
             0x90 => {
-                let items = mark_items!();
-                let target = pop!();
-                stack.push(target);
-                match &mut t.nodes[target as usize] {
-                    Node::Set(v) => v.extend(items),
-                    other => {
-                        let k = other.kind();
-                        return r.err(format!("ADDITEMS to {k}, not to a set"));
+                let m = match marks.pop() {
+                    Some(m) => m,
+                    None => return r.err("an opcode needs a mark but there is none"),
+                };
+                // the set is the value below the mark, above the mark before
+                if m == 0 {
+                    return r.err("an opcode needs a value but the stack is empty");
+                }
+                if m <= marks.last().copied().unwrap_or(0) {
+                    return r
+                        .err("an opcode takes a value from below the last MARK (stack underflow)");
+                }
+                let target = stack[m - 1];
+                match t.append(target, &stack[m..], true) {
+                    Ok(()) => stack.truncate(m),
+                    Err(AppendError::NotA(k)) => {
+                        return r.err(format!("ADDITEMS to {k}, not to a set"))
                     }
+                    Err(AppendError::Full) => return r.err(TOO_MANY),
                 }
                 continue;
             }
@@ -641,10 +677,12 @@ mod tests {
         assert_eq!(d.len(), 3);
         let a = t.field(d, "a").unwrap();
         let Node::List(v) = t.get(a) else { panic!() };
+        let v = t.items(v);
         let ints: Vec<&Node> = v.iter().map(|&i| t.get(i)).collect();
         assert_eq!(ints, [&Node::Int(1), &Node::Int(-2), &Node::Int(1 << 40)]);
         let b = t.field(d, "b").unwrap();
         let Node::Tuple(v) = t.get(b) else { panic!() };
+        let v = t.items(v);
         assert_eq!(s(&t, v[0]), "x");
         assert_eq!(t.get(v[1]), &Node::None);
         assert_eq!(t.get(v[2]), &Node::Bool(true));
@@ -659,8 +697,63 @@ mod tests {
         let Node::List(v) = t.get(t.root) else {
             panic!()
         };
+        let v = t.items(v);
         assert_eq!(v.len(), 3);
         assert!(v.iter().all(|&x| x == v[0]));
+    }
+
+    #[test]
+    fn lists_appended_to_in_turn_keep_their_own_items() {
+        // a = []; b = []; x = [a, b]; then a.append(i), b.append(-i) in turn, and sets
+        let mut p = b"\x80\x02]q\x00(]q\x01]q\x02e".to_vec();
+        for i in 1..=40u8 {
+            p.extend([
+                b'h',
+                1,
+                b'K',
+                i,
+                b'a',
+                b'0',
+                b'h',
+                2,
+                b'K',
+                100 + i,
+                b'a',
+                b'0',
+            ]);
+        }
+        p.extend(b"(\x8f(K\x01K\x02\x90(K\x03\x90\x85e.");
+        let t = decode(&p).unwrap();
+        let Node::List(x) = t.get(t.root) else {
+            panic!()
+        };
+        let x = t.items(x).to_vec();
+        let ints = |id: NodeId| -> Vec<i64> {
+            let (Node::List(v) | Node::Set(v) | Node::Tuple(v)) = t.get(id) else {
+                panic!()
+            };
+            (t.items(v).iter())
+                .map(|&i| match t.get(i) {
+                    Node::Int(v) => *v,
+                    _ => panic!(),
+                })
+                .collect()
+        };
+        assert_eq!(ints(x[0]), (1..=40).collect::<Vec<_>>());
+        assert_eq!(ints(x[1]), (101..=140).collect::<Vec<_>>());
+        let Node::Tuple(sets) = t.get(x[2]) else {
+            panic!()
+        };
+        assert_eq!(ints(t.items(sets)[0]), [1, 2, 3]);
+        // items go only where the opcode puts them
+        assert!(decode(b"\x80\x02)K\x01a.")
+            .unwrap_err()
+            .message
+            .contains("APPEND to a tuple"));
+        assert!(decode(b"\x80\x02](K\x01\x90.")
+            .unwrap_err()
+            .message
+            .contains("ADDITEMS to a list"));
     }
 
     #[test]

@@ -5,15 +5,39 @@
 //! times still decodes in memory proportional to its size. Readers of the tree walk only the
 //! shapes they expect, so cycles and deep nesting never make them recurse without bound.
 
-use smallvec::SmallVec;
 use std::borrow::Cow;
 
 /// Index of a node in the arena.
 pub type NodeId = u32;
 
-/// The items of a list, tuple or set: most lists of a dump hold a tensor's few sizes or one
-/// dtype, kept without an allocation of their own.
-pub type Items = SmallVec<[NodeId; 4]>;
+/// The items of a list, tuple or set: `len` of them from `start` of the tree's item pool, in
+/// room for `cap` there. Every record of a dump makes a few lists (its stack frames, its
+/// tensors' sizes), kept in one pool rather than in an allocation each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Items {
+    start: u32,
+    len: u32,
+    cap: u32,
+}
+
+impl Items {
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Why items could not be added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendError {
+    /// The target is not of the kind the opcode adds to; what it is.
+    NotA(&'static str),
+    /// The pool would pass 2^32 items.
+    Full,
+}
 
 /// One value of the dump.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,6 +80,8 @@ impl Node<'_> {
 pub struct Tree<'a> {
     pub nodes: Vec<Node<'a>>,
     pub root: NodeId,
+    /// The items of every list, tuple and set (see [`Items`]).
+    pool: Vec<NodeId>,
     /// Emptied dicts of an earlier tree, for new dicts to take (see [`Tree::dict`]).
     spare: Vec<Pairs>,
 }
@@ -70,6 +96,7 @@ pub type Pairs = Vec<(NodeId, NodeId)>;
 pub struct Arena {
     nodes: Vec<Node<'static>>,
     dicts: Vec<Pairs>,
+    pool: Vec<NodeId>,
 }
 
 /// Dicts larger than this are not kept for reuse.
@@ -78,9 +105,12 @@ const SPARE_DICT: usize = 64;
 impl<'a> Tree<'a> {
     /// An empty tree that builds in `arena`.
     pub fn with_arena(arena: Arena) -> Tree<'a> {
+        let mut pool = arena.pool;
+        pool.clear();
         Tree {
             nodes: recycle(arena.nodes),
             root: 0,
+            pool,
             spare: arena.dicts,
         }
     }
@@ -102,7 +132,55 @@ impl<'a> Tree<'a> {
         Arena {
             nodes: recycle(nodes),
             dicts,
+            pool: self.pool,
         }
+    }
+
+    /// The items of a list, tuple or set.
+    #[inline]
+    pub fn items(&self, it: &Items) -> &[NodeId] {
+        &self.pool[it.start as usize..][..it.len as usize]
+    }
+
+    /// New items holding `ids`; None when the pool would pass 2^32 items.
+    pub fn new_items(&mut self, ids: &[NodeId]) -> Option<Items> {
+        let start = u32::try_from(self.pool.len()).ok()?;
+        let len = u32::try_from(ids.len()).ok()?;
+        start.checked_add(len)?;
+        self.pool.extend_from_slice(ids);
+        Some(Items {
+            start,
+            len,
+            cap: len,
+        })
+    }
+
+    /// Adds `ids` to the items of node `id`, a list (`set` false) or a set. Items past their
+    /// room move to the pool's end with room for as many again, so that appending to lists
+    /// in turn costs no more than building them whole.
+    pub fn append(&mut self, id: NodeId, ids: &[NodeId], set: bool) -> Result<(), AppendError> {
+        let it = match &mut self.nodes[id as usize] {
+            Node::List(it) if !set => it,
+            Node::Set(it) if set => it,
+            other => return Err(AppendError::NotA(other.kind())),
+        };
+        let n = u32::try_from(ids.len()).map_err(|_| AppendError::Full)?;
+        let len = it.len.checked_add(n).ok_or(AppendError::Full)?;
+        if len <= it.cap {
+            let at = (it.start + it.len) as usize;
+            self.pool[at..at + ids.len()].copy_from_slice(ids);
+            it.len = len;
+            return Ok(());
+        }
+        let cap = len.checked_mul(2).ok_or(AppendError::Full)?.max(4);
+        let start = u32::try_from(self.pool.len()).map_err(|_| AppendError::Full)?;
+        start.checked_add(cap).ok_or(AppendError::Full)?;
+        let old = it.start as usize..(it.start + it.len) as usize;
+        *it = Items { start, len, cap };
+        self.pool.extend_from_within(old);
+        self.pool.extend_from_slice(ids);
+        self.pool.resize(start as usize + cap as usize, 0);
+        Ok(())
     }
 
     /// A new, empty dict node.
