@@ -7,13 +7,16 @@
 //!   one reached from the first by whole steps).
 //!
 //! Terms are written in the order of their first rank. A list is written with steps only when
-//! that takes fewer terms than runs alone do, so a list that is plain runs (`0-99,101-1023`) is
-//! written as it always was; the ranks of the data-parallel peers of a large job (every 8th
+//! runs alone take more than eight terms and steps take fewer, so a short list reads as it is
+//! (`1,3,5,7`) and a list that is plain runs (`0-99,101-1023`) is written as it always was; the ranks of the data-parallel peers of a large job (every 8th
 //! rank) are one term, and every rank but those, `0-4088/8,1-4089/8,...,6-4094/8`, one per
 //! offset instead of one per block.
 
 /// The fewest members a run or a step takes to be written as one term.
 const MIN_RUN: usize = 4;
+
+/// The most terms a list of runs and single ranks is left as it is: short enough to read whole.
+const PLAIN_TERMS: usize = 8;
 
 /// How many of the most frequent steps a list is tried with.
 const STEPS_TRIED: usize = 4;
@@ -165,8 +168,7 @@ pub fn terms(r: &[u32]) -> Vec<(String, usize)> {
     v.dedup();
     let mut best = Vec::new();
     runs(&v, &mut best);
-    // a list of at most two plain terms is as short as it gets
-    if best.len() > 2 {
+    if best.len() > PLAIN_TERMS {
         for s in steps(&v) {
             let t = with_step(&v, s);
             if t.len() < best.len() {
@@ -265,9 +267,19 @@ mod tests {
     fn ranks_an_equal_step_apart_are_one_term() {
         let every_8th: Vec<u32> = (7..4096).step_by(8).collect();
         assert_eq!(round_trip(&every_8th), "7-4095/8");
-        assert_eq!(round_trip(&[3, 7, 11, 15, 40]), "3-15/4,40");
-        // fewer than four an equal step apart are listed
-        assert_eq!(round_trip(&[0, 8, 16]), "0,8,16");
+        let every_4th: Vec<u32> = (3..64).step_by(4).chain([100]).collect();
+        assert_eq!(round_trip(&every_4th), "3-63/4,100");
+        // fewer than four an equal step apart are listed, and so is a short list
+        assert_eq!(
+            round_trip(&[0, 8, 16, 500, 1000, 1500, 2000, 2500, 3000]),
+            "0-3000/500,8,16"
+        );
+        assert_eq!(round_trip(&[1, 3, 5, 7]), "1,3,5,7");
+        assert_eq!(
+            round_trip(&[0, 2, 4, 6, 8, 10, 12, 14]),
+            "0,2,4,6,8,10,12,14"
+        );
+        assert_eq!(round_trip(&[0, 2, 4, 6, 8, 10, 12, 14, 16]), "0-16/2");
         // every rank but every 8th: one term per offset, the long run kept whole
         let but: Vec<u32> = (0..4096)
             .filter(|r| r % 8 != 7 || (256..3848).contains(r))
