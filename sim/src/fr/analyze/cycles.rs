@@ -12,12 +12,13 @@
 use super::lanes::{self, Lanes};
 use super::seqs::Ctx;
 use super::waits::{self, Stuck};
-use super::Reasons;
+use super::{call_words, Reasons};
 use crate::diagnose::order::{self, CallKey};
 use crate::diagnose::ranks_phrase;
 use crate::diagnose::solve::Solution;
 use crate::fr::groups::Groups;
 use crate::proto::types::Rank;
+use crate::report::text::count;
 use crate::scenario::RootCause;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -180,7 +181,7 @@ pub(super) fn inverted(
                 ranks_phrase(&waiting),
                 if waiting.len() == 1 { "s" } else { "" },
                 point_words(ctx, groups, stuck, ranks, *b),
-                count(t.second),
+                count(t.second as usize, "rank"),
                 t.first
             ),
             None => format!(
@@ -198,45 +199,13 @@ pub(super) fn inverted(
         let text = format!(
             "the ranks of the sibling groups tie on the order: {} made {} first, as many made \
              {} first",
-            count(t.first),
+            count(t.first as usize, "rank"),
             point_words(ctx, groups, stuck, ranks, *a),
             point_words(ctx, groups, stuck, ranks, *b)
         );
         reasons.tell(&deadlock, || text);
     }
     dev
-}
-
-/// "1 rank" or "3 ranks".
-fn count(n: u32) -> String {
-    format!("{n} rank{}", if n == 1 { "" } else { "s" })
-}
-
-/// `nccl:all_reduce #3 of group 0 (default_pg)`, and ` at train.py:12` with `site`.
-fn call_words(
-    ctx: &Ctx,
-    groups: &Groups,
-    g: u32,
-    c: &lanes::Call,
-    p2p: bool,
-    site: bool,
-) -> String {
-    let d = &ctx.dumps[c.dump as usize];
-    let rec = &d.records.get(c.first as usize);
-    let site = lanes::site(ctx.dumps, c)
-        .filter(|_| site)
-        .map(|s| format!(" at {s}"))
-        .unwrap_or_default();
-    format!(
-        "{}{} of {}{site}",
-        d.profiling_name(rec),
-        if p2p {
-            String::new()
-        } else {
-            format!(" #{}", c.seq)
-        },
-        groups.list[g as usize].label()
-    )
 }
 
 /// The call at `p`, as a rank of the cycle that sits in it made it.

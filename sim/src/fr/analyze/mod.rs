@@ -414,22 +414,40 @@ fn held_text(ctx: &seqs::Ctx, groups: &Groups, m: u32) -> String {
         lanes::QueuedCall::Collective(i) => lane.calls[i as usize],
         lanes::QueuedCall::P2p(a, _) => lane.p2p[a as usize],
     };
-    let d = &ctx.dumps[dm];
+    let p2p = ctx.dumps[dm].records.get(c.first as usize).kind.is_p2p();
+    format!(
+        "rank {m} issued {}, but its kernel never started (`scheduled`) though every call \
+         before it ended: its stream is held by work the dumps do not record (a compute kernel, \
+         a copy, a call of another library)",
+        call_words(ctx, groups, q.group, &c, p2p, true)
+    )
+}
+
+/// `nccl:all_reduce #3 of group 0 (default_pg)` (no seq for a point-to-point call), and
+/// ` at train.py:12` with `site`.
+fn call_words(
+    ctx: &seqs::Ctx,
+    groups: &Groups,
+    g: u32,
+    c: &lanes::Call,
+    p2p: bool,
+    site: bool,
+) -> String {
+    let d = &ctx.dumps[c.dump as usize];
     let rec = &d.records.get(c.first as usize);
-    let seq = if rec.kind.is_p2p() {
+    let site = lanes::site(ctx.dumps, c)
+        .filter(|_| site)
+        .map(|s| format!(" at {s}"))
+        .unwrap_or_default();
+    let seq = if p2p {
         String::new()
     } else {
         format!(" #{}", c.seq)
     };
     format!(
-        "rank {m} issued {}{seq} of {}{}, but its kernel never started (`scheduled`) though \
-         every call before it ended: its stream is held by work the dumps do not record (a \
-         compute kernel, a copy, a call of another library)",
+        "{}{seq} of {}{site}",
         d.profiling_name(rec),
-        groups.list[q.group as usize].label(),
-        lanes::site(ctx.dumps, &c)
-            .map(|s| format!(" at {s}"))
-            .unwrap_or_default()
+        groups.list[g as usize].label()
     )
 }
 

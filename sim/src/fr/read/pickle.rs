@@ -246,13 +246,18 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             }
         };
     }
+    macro_rules! pop_mark {
+        () => {
+            match marks.pop() {
+                Some(m) => m,
+                None => return r.err("an opcode needs a mark but there is none"),
+            }
+        };
+    }
     // the values above the last mark, taken off the stack (into the tree's item pool)
     macro_rules! mark_items {
         () => {{
-            let m = match marks.pop() {
-                Some(m) => m,
-                None => return r.err("an opcode needs a mark but there is none"),
-            };
+            let m = pop_mark!();
             let items = items!(&stack[m..]);
             stack.truncate(m);
             items
@@ -266,6 +271,11 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             }
         };
     }
+    // why an APPEND(S) or ADDITEMS could not add to its target
+    let not_added = |e: AppendError, op: &str, kind: &str| match e {
+        AppendError::NotA(k) => format!("{op} to {k}, not to {kind}"),
+        AppendError::Full => TOO_MANY.to_string(),
+    };
     loop {
         // a memo lookup is every other opcode of a dump (its keys are memoized strings, its
         // stack frames memoized dicts): runs of them are read here, apart from the dispatch
@@ -325,10 +335,8 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 continue;
             }
             b'1' => {
-                match marks.pop() {
-                    Some(m) => stack.truncate(m),
-                    None => return r.err("an opcode needs a mark but there is none"),
-                }
+                let m = pop_mark!();
+                stack.truncate(m);
                 continue;
             }
             b'2' => {
@@ -554,10 +562,7 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 Node::Tuple(items!(&[a, b, c]))
             }
             b'd' => {
-                let m = match marks.pop() {
-                    Some(m) => m,
-                    None => return r.err("an opcode needs a mark but there is none"),
-                };
+                let m = pop_mark!();
                 if !(stack.len() - m).is_multiple_of(2) {
                     return r.err("DICT with an odd number of items");
                 }
@@ -586,13 +591,10 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                     return r.err("APPEND without a list to append to");
                 }
                 let target = stack[from - 1];
-                match t.append(target, &stack[from..], false) {
-                    Ok(()) => stack.truncate(from),
-                    Err(AppendError::NotA(k)) => {
-                        return r.err(format!("APPEND to {k}, not to a list"))
-                    }
-                    Err(AppendError::Full) => return r.err(TOO_MANY),
+                if let Err(e) = t.append(target, &stack[from..], false) {
+                    return r.err(not_added(e, "APPEND", "a list"));
                 }
+                stack.truncate(from);
                 continue;
             }
             b's' | b'u' => {
@@ -628,10 +630,7 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 continue;
             }
             0x90 => {
-                let m = match marks.pop() {
-                    Some(m) => m,
-                    None => return r.err("an opcode needs a mark but there is none"),
-                };
+                let m = pop_mark!();
                 // the set is the value below the mark, above the mark before
                 if m == 0 {
                     return r.err("an opcode needs a value but the stack is empty");
@@ -641,13 +640,10 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                         .err("an opcode takes a value from below the last MARK (stack underflow)");
                 }
                 let target = stack[m - 1];
-                match t.append(target, &stack[m..], true) {
-                    Ok(()) => stack.truncate(m),
-                    Err(AppendError::NotA(k)) => {
-                        return r.err(format!("ADDITEMS to {k}, not to a set"))
-                    }
-                    Err(AppendError::Full) => return r.err(TOO_MANY),
+                if let Err(e) = t.append(target, &stack[m..], true) {
+                    return r.err(not_added(e, "ADDITEMS", "a set"));
                 }
+                stack.truncate(m);
                 continue;
             }
             // the opcodes that build Python objects come here too, and are refused
@@ -704,7 +700,8 @@ mod tests {
 
     #[test]
     fn lists_appended_to_in_turn_keep_their_own_items() {
-        // a = []; b = []; x = [a, b]; then a.append(i), b.append(-i) in turn, and sets
+        // a = []; b = []; x = [a, b]; then a.append(i), b.append(100 + i) in turn; then a set
+        // built by two ADDITEMS
         let mut p = b"\x80\x02]q\x00(]q\x01]q\x02e".to_vec();
         for i in 1..=40u8 {
             p.extend([
