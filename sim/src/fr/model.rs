@@ -361,6 +361,7 @@ struct Entry {
 #[derive(Clone, Debug, Default)]
 pub struct Records {
     entries: Vec<Entry>,
+    /// In the order of their first records (what [`Records::first_sites`] relies on).
     protos: Vec<Proto>,
     /// While the dump is read: each proto's index, and the protos used last by their
     /// signatures, tried first.
@@ -484,11 +485,11 @@ impl Records {
         self.protos[self.entries[i].proto as usize].sig
     }
 
-    /// The records' call sites only.
-    pub fn sites(&self) -> impl Iterator<Item = u32> + '_ {
-        self.entries
-            .iter()
-            .map(|e| self.protos[e.proto as usize].site)
+    /// The records' call sites in the order of the records that first show them, without
+    /// reading every record: each [`Proto`] comes in the order of its first record, so a site
+    /// comes first where its first record's proto does (a site may come again, later).
+    pub fn first_sites(&self) -> impl Iterator<Item = u32> + '_ {
+        self.protos.iter().map(|p| p.site)
     }
 
     /// The records' times only (what scanning every record most often needs).
@@ -646,6 +647,54 @@ mod tests {
         // a job's dumps hold millions of records: each is kept small
         assert!(std::mem::size_of::<Record>() <= 128);
         assert!(std::mem::size_of::<Entry>() <= 40);
+    }
+
+    #[test]
+    fn first_sites_keep_the_order_of_the_records() {
+        let record = |site: u32, sig: u64| Record {
+            index: 0,
+            pg_id: None,
+            group_name: 0,
+            group_desc: 0,
+            group: 0,
+            seq: OptU64::new(None),
+            p2p_seq: OptU64::new(None),
+            backend: 0,
+            op: 0,
+            kind: RecordKind::Other,
+            peer: None,
+            time_ns: 0,
+            completed_ns: 0,
+            input: 0,
+            output: 0,
+            in_dtypes: 0,
+            out_dtypes: 0,
+            state: State::Scheduled,
+            retired: None,
+            timeout_ms: OptU64::new(None),
+            is_p2p: false,
+            site,
+            sig,
+        };
+        let sites = [5, 0, 3, 5, 7, 3, 9, 7];
+        let records: Records = sites
+            .iter()
+            .enumerate()
+            .map(|(i, &site)| record(site, i as u64 % 3))
+            .collect();
+        let once = |it: &mut dyn Iterator<Item = u32>| {
+            let mut v: Vec<u32> = Vec::new();
+            for s in it {
+                if !v.contains(&s) {
+                    v.push(s);
+                }
+            }
+            v
+        };
+        assert_eq!(
+            once(&mut records.first_sites()),
+            once(&mut records.iter().map(|r| r.site))
+        );
     }
 
     #[test]

@@ -188,6 +188,10 @@ pub struct Lanes {
     /// `pg_status` reports a started seq): a call `scheduled` behind no stuck call of its rank
     /// then proves the rank's stream is held by something the dumps do not record.
     pub timing: bool,
+    /// The dump's oldest record time (None: no records; 0: none has a time) and its newest
+    /// (0: none).
+    pub oldest_ns: Option<u64>,
+    pub newest_ns: u64,
 }
 
 impl Lanes {
@@ -252,35 +256,10 @@ fn reports_device_states(d: &Dump) -> bool {
 
 /// Lanes of every dump, `lanes[d].groups[g]`.
 pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Lanes> {
-    // each dump's lanes on every core (every `workers`-th dump each), their calls' sites in the
-    // dump's own strings; then numbered across dumps, in the order of dumps and records
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |p| p.get())
-        .clamp(1, dumps.len().max(1));
-    let parts: Vec<Vec<Lanes>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
-                s.spawn(move || {
-                    (w..dumps.len())
-                        .step_by(workers)
-                        .map(|di| build_one(di as u32, &dumps[di], groups))
-                        .collect::<Vec<Lanes>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+    let sites = number_sites(dumps);
+    let mut lanes = super::par::map(dumps.len(), |di| {
+        build_one(di as u32, &dumps[di], groups, &sites[di])
     });
-    let mut parts: Vec<std::vec::IntoIter<Lanes>> = parts.into_iter().map(Vec::into_iter).collect();
-    let mut lanes: Vec<Lanes> = (0..dumps.len())
-        .filter_map(|di| parts[di % workers].next())
-        .collect();
-    let mut sites: BTreeMap<&str, u32> = BTreeMap::new();
-    for (d, l) in dumps.iter().zip(&mut lanes) {
-        number_sites(d, l, &mut sites);
-    }
     // timing is a setting of the job (TORCH_NCCL_ENABLE_TIMING), the same on every rank: a dump
     // whose calls all completed, or never started, shows it only through the others
     if lanes.iter().any(|l| l.timing) {
@@ -291,28 +270,30 @@ pub fn build(dumps: &[Dump], groups: &Groups) -> Vec<Lanes> {
     lanes
 }
 
-/// Numbers the call sites of dump `d`'s lanes `l` (its own strings until then) across dumps:
-/// each new site, in the order of the dump's records, the next number of `sites`.
-fn number_sites<'d>(d: &'d Dump, l: &mut Lanes, sites: &mut BTreeMap<&'d str, u32>) {
-    let mut site_of: Vec<u32> = vec![u32::MAX; d.strings.len()];
-    for local in d.records.sites() {
-        let slot = &mut site_of[local as usize];
-        if local != 0 && *slot == u32::MAX {
-            let next = sites.len() as u32 + 1;
-            *slot = *sites.entry(d.str(local)).or_insert(next);
-        }
-    }
-    for lane in l.groups.iter_mut() {
-        for c in lane.calls.iter_mut().chain(lane.p2p.iter_mut()) {
-            if c.site != 0 {
-                c.site = site_of[c.site as usize];
+/// The call sites of every dump numbered across dumps (by their text): each new site, in the
+/// order of dumps and of their records, the next number from 1. Per dump, the number of each
+/// of its strings that is a site (0 for the others).
+fn number_sites(dumps: &[Dump]) -> Vec<Vec<u32>> {
+    let mut sites: BTreeMap<&str, u32> = BTreeMap::new();
+    dumps
+        .iter()
+        .map(|d| {
+            let mut site_of: Vec<u32> = vec![0; d.strings.len()];
+            for local in d.records.first_sites() {
+                let slot = &mut site_of[local as usize];
+                if local != 0 && *slot == 0 {
+                    let next = sites.len() as u32 + 1;
+                    *slot = *sites.entry(d.str(local)).or_insert(next);
+                }
             }
-        }
-    }
+            site_of
+        })
+        .collect()
 }
 
-/// The lanes of dump `d` (index `di`), the calls' sites in the dump's own strings.
-fn build_one(di: u32, d: &Dump, groups: &Groups) -> Lanes {
+/// The lanes of dump `d` (index `di`), the number of each of its strings that is a call site
+/// in `site_of`.
+fn build_one(di: u32, d: &Dump, groups: &Groups, site_of: &[u32]) -> Lanes {
     let ng = groups.list.len();
     let device = reports_device_states(d);
     let timing = d.records.iter().any(|r| r.state == State::Started)
@@ -324,11 +305,18 @@ fn build_one(di: u32, d: &Dump, groups: &Groups) -> Lanes {
         queue: Vec::with_capacity(d.records.len()),
         device,
         timing,
+        oldest_ns: None,
+        newest_ns: 0,
     };
     let of = &groups.of_dump_group[di as usize];
     let mut pg_of_group: BTreeMap<usize, Option<i64>> = BTreeMap::new();
+    let (mut oldest, mut newest) = (u64::MAX, 0u64);
     for (i, r) in d.records.iter().enumerate() {
         let r = &r;
+        if r.time_ns > 0 {
+            oldest = oldest.min(r.time_ns);
+        }
+        newest = newest.max(r.time_ns);
         let g = of[r.group as usize] as usize;
         let pg = pg_of_group.entry(g).or_default();
         if pg.is_none() {
@@ -342,7 +330,7 @@ fn build_one(di: u32, d: &Dump, groups: &Groups) -> Lanes {
             time_ns: r.time_ns,
             status: Status::of(r, device),
             began: matches!(r.state, State::Started | State::Completed),
-            site: r.site,
+            site: site_of[r.site as usize],
             pos: 0,
         };
         if r.is_p2p || r.kind.is_p2p() {
@@ -353,6 +341,8 @@ fn build_one(di: u32, d: &Dump, groups: &Groups) -> Lanes {
             add_collective(&mut out, g, r, call);
         }
     }
+    out.oldest_ns = (!d.records.is_empty()).then_some(if oldest == u64::MAX { 0 } else { oldest });
+    out.newest_ns = newest;
     for (&g, pg) in &pg_of_group {
         if let Some(st) = pg.and_then(|p| d.status(p)) {
             out.groups[g].enqueued = st.enqueued.filter(|&x| x >= 0);

@@ -11,6 +11,7 @@ mod cycles;
 pub mod judge;
 pub mod lanes;
 pub mod p2p;
+mod par;
 pub mod seqs;
 mod verdict;
 pub mod waits;
@@ -123,9 +124,10 @@ pub fn analyze(dumps: &[Dump]) -> Analysis {
 pub fn analyze_in(dumps: &[Dump], world: Option<u32>) -> Analysis {
     let groups = groups::infer(dumps, world);
     let lanes = lanes::build(dumps, &groups);
-    let times = Times::of(dumps, groups.world_size as usize);
+    let times = Times::of(dumps, &lanes, groups.world_size as usize);
     let ctx = times.ctx(dumps, &lanes, &groups.list);
-    let mut scans: Vec<GroupScan> = groups.list.iter().map(|g| judge::scan(&ctx, g)).collect();
+    let mut scans: Vec<GroupScan> =
+        par::map(groups.list.len(), |g| judge::scan(&ctx, &groups.list[g]));
     verdict::settle_ties(&mut scans);
     let msgs = p2p::match_all(dumps, &groups, &lanes, &times.dump_of);
     let stuck = waits::stuck(&ctx, &groups, &scans, &msgs);
@@ -169,27 +171,15 @@ struct Times {
 }
 
 impl Times {
-    fn of(dumps: &[Dump], world: usize) -> Times {
+    fn of(dumps: &[Dump], lanes: &[Lanes], world: usize) -> Times {
         let mut dump_of: Vec<Option<u32>> = vec![None; world];
         for (i, d) in dumps.iter().enumerate() {
             if let Some(slot) = dump_of.get_mut(d.rank as usize) {
                 *slot = Some(i as u32);
             }
         }
-        let (oldest, newest): (Vec<Option<u64>>, Vec<u64>) = dumps
-            .iter()
-            .map(|d| {
-                let (mut old, mut new) = (u64::MAX, 0u64);
-                for t in d.records.times() {
-                    if t > 0 {
-                        old = old.min(t);
-                    }
-                    new = new.max(t);
-                }
-                let old = (!d.records.is_empty()).then_some(if old == u64::MAX { 0 } else { old });
-                (old, new)
-            })
-            .unzip();
+        let oldest: Vec<Option<u64>> = lanes.iter().map(|l| l.oldest_ns).collect();
+        let newest: Vec<u64> = lanes.iter().map(|l| l.newest_ns).collect();
         let t0 = oldest
             .iter()
             .flatten()

@@ -6,7 +6,7 @@
 
 use super::lanes::{Call, Lanes, Status};
 use crate::fr::groups::{Group, Groups};
-use crate::fr::model::{dtype_bytes, numel, Dump};
+use crate::fr::model::{dtype_bytes, numel, Dump, Record};
 use crate::proto::vocab::OpKind;
 use crate::proto::Rank;
 use crate::scenario::RootCause;
@@ -50,11 +50,12 @@ impl Messages {
     }
 }
 
-/// One end before matching: its rank, its call and its index in the lane.
+/// One end before matching: its rank, its call, its index in the lane and the bytes it moves.
 struct Raw {
     rank: u32,
     call: Call,
     index: u32,
+    bytes: u64,
 }
 
 /// Matches every send and recv of the job.
@@ -64,26 +65,18 @@ pub fn match_all(
     lanes: &[Lanes],
     dump_of: &[Option<u32>],
 ) -> Messages {
-    // groups are matched apart, on every core (every `workers`-th group each, as the groups of
-    // one kind come together): each part's ends are keyed by its own groups
-    let workers = std::thread::available_parallelism().map_or(1, |p| p.get());
-    let one = |first: usize| {
+    // groups are matched apart, on every core: each group's ends are keyed by the group
+    let parts = super::par::map(groups.list.len(), |g| {
+        let g = &groups.list[g];
         let mut out = Messages::default();
-        for g in groups.list.iter().skip(first).step_by(workers) {
-            let (mut sends, mut recvs) = collect(dumps, g, lanes, dump_of);
-            align_windows(dumps, &mut sends, &mut recvs);
-            match_group(dumps, g, &sends, &recvs, &mut out);
-            misdirected(&sends, &recvs, &mut out, g);
+        let (mut sends, mut recvs) = collect(dumps, g, lanes, dump_of);
+        if sends.is_empty() && recvs.is_empty() {
+            return out;
         }
+        align_windows(dumps, &mut sends, &mut recvs);
+        match_group(dumps, g, &sends, &recvs, &mut out);
+        misdirected(&sends, &recvs, &mut out, g);
         out
-    };
-    let one = &one;
-    let parts: Vec<Messages> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers).map(|w| s.spawn(move || one(w))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
     });
     let mut out = Messages::default();
     for p in parts {
@@ -139,11 +132,17 @@ fn collect(
 ) -> (ByPair, ByPair) {
     let mut sends: ByPair = BTreeMap::new();
     let mut recvs: ByPair = BTreeMap::new();
+    // a member's calls by (send, peer): a rank of a pipeline has a few peers and thousands of
+    // calls
+    let mut mine: Vec<((bool, Option<u32>), Vec<Raw>)> = Vec::new();
+    // the bytes of the last few (shapes, dtypes) seen: a rank's messages move a few sizes
+    let mut sizes: Vec<((u32, u32), u64)> = Vec::new();
     for &m in &g.members {
         let Some(d) = dump_of.get(m as usize).copied().flatten() else {
             continue;
         };
         let dump = &dumps[d as usize];
+        sizes.clear();
         for (i, c) in lanes[d as usize].groups[g.id as usize]
             .p2p
             .iter()
@@ -158,25 +157,45 @@ fn collect(
                 },
                 None => None,
             };
+            let send = match rec.kind.op() {
+                Some(OpKind::Send) => true,
+                Some(OpKind::Recv) => false,
+                _ => continue,
+            };
+            let what = (rec.input, rec.in_dtypes);
+            let bytes = match sizes.iter().find(|(w, _)| *w == what) {
+                Some(&(_, b)) => b,
+                None => {
+                    let b = size(dump, rec);
+                    if sizes.len() == 8 {
+                        sizes.remove(0);
+                    }
+                    sizes.push((what, b));
+                    b
+                }
+            };
             let raw = Raw {
                 rank: m,
                 call: *c,
                 index: i as u32,
+                bytes,
             };
-            match rec.kind.op() {
-                Some(OpKind::Send) => sends.entry((m, peer)).or_default().push(raw),
-                Some(OpKind::Recv) => recvs.entry((m, peer)).or_default().push(raw),
-                _ => {}
+            let key = (send, peer);
+            match mine.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(raw),
+                None => mine.push((key, vec![raw])),
             }
+        }
+        for ((send, peer), v) in mine.drain(..) {
+            let to = if send { &mut sends } else { &mut recvs };
+            to.entry((m, peer)).or_default().extend(v);
         }
     }
     (sends, recvs)
 }
 
-/// Bytes a send or recv moves.
-fn size(dumps: &[Dump], c: &Call) -> u64 {
-    let d = &dumps[c.dump as usize];
-    let r = &d.records.get(c.first as usize);
+/// Bytes a send or recv (record `r` of dump `d`) moves.
+fn size(d: &Dump, r: &Record) -> u64 {
     let t = dtype_bytes(d.str(r.in_dtypes).split(',').next().unwrap_or(""));
     numel(d.shapes(r.input)).saturating_mul(t)
 }
@@ -184,11 +203,8 @@ fn size(dumps: &[Dump], c: &Call) -> u64 {
 fn match_group(dumps: &[Dump], grp: &Group, sends: &ByPair, recvs: &ByPair, out: &mut Messages) {
     let g = grp.id;
     // how many of the group's messages move each size, to judge a send and a recv that
-    // disagree: the end whose size the others do not move is wrong
-    let mut sizes: BTreeMap<u64, usize> = BTreeMap::new();
-    for r in sends.values().chain(recvs.values()).flatten() {
-        *sizes.entry(size(dumps, &r.call)).or_default() += 1;
-    }
+    // disagree: the end whose size the others do not move is wrong (counted when two do)
+    let mut sizes: Option<BTreeMap<u64, usize>> = None;
     // sends taken by a recv, per (sender, receiver)
     let mut taken: BTreeMap<(u32, u32), usize> = BTreeMap::new();
     for (&(to, from), rs) in recvs {
@@ -197,7 +213,9 @@ fn match_group(dumps: &[Dump], grp: &Group, sends: &ByPair, recvs: &ByPair, out:
         taken.insert((from, to), rs.len().min(ss.len()));
         for (k, r) in rs.iter().enumerate() {
             let s = ss.get(k);
-            let mismatch = s.and_then(|s| judge_sizes(dumps, grp, s, r, k, &sizes));
+            let mismatch = s
+                .filter(|s| s.bytes != r.bytes)
+                .map(|s| judge_sizes(dumps, grp, s, r, k, counts(&mut sizes, sends, recvs)));
             if mismatch.is_none() && s.is_some_and(|s| s.call.left()) && r.call.left() {
                 continue;
             }
@@ -352,8 +370,24 @@ fn wrong_peer(
     }
 }
 
-/// A send and the recv it pairs with that move different sizes: the end whose size the
-/// group's other messages do not move is wrong.
+/// How many of the messages of `sends` and `recvs` move each size, counted once (in `cache`).
+fn counts<'a>(
+    cache: &'a mut Option<BTreeMap<u64, usize>>,
+    sends: &ByPair,
+    recvs: &ByPair,
+) -> &'a BTreeMap<u64, usize> {
+    cache.get_or_insert_with(|| {
+        let mut n: BTreeMap<u64, usize> = BTreeMap::new();
+        for r in sends.values().chain(recvs.values()).flatten() {
+            *n.entry(r.bytes).or_default() += 1;
+        }
+        n
+    })
+}
+
+/// A send and the recv it pairs with that move different sizes (`sizes`: how many of the
+/// group's messages move each): the end whose size the group's other messages do not move is
+/// wrong.
 fn judge_sizes(
     dumps: &[Dump],
     g: &Group,
@@ -361,11 +395,8 @@ fn judge_sizes(
     r: &Raw,
     k: usize,
     sizes: &BTreeMap<u64, usize>,
-) -> Option<(RootCause, String)> {
-    let (a, b) = (size(dumps, &s.call), size(dumps, &r.call));
-    if a == b {
-        return None;
-    }
+) -> (RootCause, String) {
+    let (a, b) = (s.bytes, r.bytes);
     let (na, nb) = (sizes[&a], sizes[&b]);
     let d = &dumps[r.call.dump as usize];
     let what = format!(
@@ -377,7 +408,7 @@ fn judge_sizes(
         g.label(),
         s.rank,
     );
-    Some(if na == nb {
+    if na == nb {
         (
             RootCause::Undecided,
             format!(
@@ -391,5 +422,5 @@ fn judge_sizes(
             RootCause::Mismatch(Rank(culprit)),
             format!("{what}: rank {culprit} is wrong, the group's other messages move {right} B"),
         )
-    })
+    }
 }

@@ -69,14 +69,11 @@ pub fn of_rank(stuck: &[Stuck], rank: u32) -> Option<&Stuck> {
 
 /// Every rank's head, when it has one: the ranks stuck in calls, by rank.
 pub fn stuck(ctx: &Ctx, groups: &Groups, scans: &[GroupScan], msgs: &Messages) -> Vec<Stuck> {
-    let mut out = Vec::new();
-    for (rank, d) in ctx.dump_of.iter().enumerate() {
-        let Some(d) = d else { continue };
-        if let Some(s) = head_of(ctx, groups, scans, msgs, rank as u32, *d) {
-            out.push(s);
-        }
-    }
-    out
+    let heads = super::par::map(ctx.dump_of.len(), |rank| {
+        let d = ctx.dump_of[rank]?;
+        head_of(ctx, groups, scans, msgs, rank as u32, d)
+    });
+    heads.into_iter().flatten().collect()
 }
 
 /// Where rank `rank` (dump `d`) is stuck.
