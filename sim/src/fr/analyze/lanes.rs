@@ -132,13 +132,6 @@ static EMPTY: Lane = Lane {
 };
 
 impl ByGroup {
-    fn new(n: usize) -> ByGroup {
-        ByGroup {
-            lanes: Vec::new(),
-            n,
-        }
-    }
-
     /// The lane of group `g`, if the job has that group.
     pub fn get(&self, g: usize) -> Option<&Lane> {
         (g < self.n).then(|| &self[g])
@@ -294,33 +287,45 @@ fn number_sites(dumps: &[Dump]) -> Vec<Vec<u32>> {
 /// The lanes of dump `d` (index `di`), the number of each of its strings that is a call site
 /// in `site_of`.
 fn build_one(di: u32, d: &Dump, groups: &Groups, site_of: &[u32]) -> Lanes {
-    let ng = groups.list.len();
     let device = reports_device_states(d);
-    let timing = d.records.iter().any(|r| r.state == State::Started)
-        || d.pg_status
-            .iter()
-            .any(|s| s.started.is_some_and(|x| x >= 0));
-    let mut out = Lanes {
-        groups: ByGroup::new(ng),
-        queue: Vec::with_capacity(d.records.len()),
-        device,
-        timing,
-        oldest_ns: None,
-        newest_ns: 0,
-    };
     let of = &groups.of_dump_group[di as usize];
-    let mut pg_of_group: BTreeMap<usize, Option<i64>> = BTreeMap::new();
-    let (mut oldest, mut newest) = (u64::MAX, 0u64);
+    // the lanes of the groups the records name, made up front: a record finds its own by its
+    // group's place in the dump's `groups`
+    let mut named: Vec<u32> = of.clone();
+    named.sort_unstable();
+    named.dedup();
+    let slot_of: Vec<usize> = of
+        .iter()
+        .map(|g| named.binary_search(g).unwrap_or(0))
+        .collect();
+    let mut b = Build {
+        out: Lanes {
+            groups: ByGroup {
+                lanes: named.iter().map(|&g| (g, Lane::default())).collect(),
+                n: groups.list.len(),
+            },
+            queue: Vec::with_capacity(d.records.len()),
+            device,
+            timing: false,
+            oldest_ns: None,
+            newest_ns: 0,
+        },
+        last_batch: None,
+        renumber: false,
+    };
+    // each group's `pg_id`: its first record's that has one
+    let mut pg_of: Vec<Option<i64>> = vec![None; named.len()];
+    let (mut oldest, mut newest, mut started) = (u64::MAX, 0u64, false);
     for (i, r) in d.records.iter().enumerate() {
-        let r = &r;
         if r.time_ns > 0 {
             oldest = oldest.min(r.time_ns);
         }
         newest = newest.max(r.time_ns);
-        let g = of[r.group as usize] as usize;
-        let pg = pg_of_group.entry(g).or_default();
-        if pg.is_none() {
-            *pg = r.pg_id;
+        started |= r.state == State::Started;
+        let slot = slot_of.get(r.group as usize).copied().unwrap_or(0);
+        let g = named.get(slot).copied().unwrap_or(0);
+        if pg_of[slot].is_none() {
+            pg_of[slot] = r.pg_id;
         }
         let call = Call {
             dump: di,
@@ -328,28 +333,35 @@ fn build_one(di: u32, d: &Dump, groups: &Groups, site_of: &[u32]) -> Lanes {
             last: i as u32,
             seq: r.seq.get().unwrap_or(0),
             time_ns: r.time_ns,
-            status: Status::of(r, device),
+            status: Status::of(&r, device),
             began: matches!(r.state, State::Started | State::Completed),
             site: site_of[r.site as usize],
             pos: 0,
         };
         if r.is_p2p || r.kind.is_p2p() {
-            add_p2p(&mut out, d, g, r, call);
-        } else if r.kind == RecordKind::Coalesced && p2p_batch_open(&out, d, g) {
-            close_p2p_batch(&mut out, g, &call);
+            b.add_p2p(slot, g, r.p2p_seq.get(), call);
+        } else if r.kind == RecordKind::Coalesced && b.batch_open(g) {
+            b.close_batch(slot, &call);
         } else if r.seq.get().is_some() {
-            add_collective(&mut out, g, r, call);
+            b.add_collective(slot, g, r.kind == RecordKind::Coalesced, call);
         }
     }
+    let mut out = b.out;
     out.oldest_ns = (!d.records.is_empty()).then_some(if oldest == u64::MAX { 0 } else { oldest });
     out.newest_ns = newest;
-    for (&g, pg) in &pg_of_group {
+    out.timing = started
+        || d.pg_status
+            .iter()
+            .any(|s| s.started.is_some_and(|x| x >= 0));
+    for ((_, lane), pg) in out.groups.lanes.iter_mut().zip(&pg_of) {
         if let Some(st) = pg.and_then(|p| d.status(p)) {
-            out.groups[g].enqueued = st.enqueued.filter(|&x| x >= 0);
-            out.groups[g].completed = st.completed.filter(|&x| x >= 0);
+            lane.enqueued = st.enqueued.filter(|&x| x >= 0);
+            lane.completed = st.completed.filter(|&x| x >= 0);
         }
     }
-    number_positions(&mut out);
+    if b.renumber {
+        number_positions(&mut out);
+    }
     apply_pg_status(&mut out);
     // a job's lanes hold a call per record of every dump: no spare room is kept
     out.queue.shrink_to_fit();
@@ -358,6 +370,123 @@ fn build_one(di: u32, d: &Dump, groups: &Groups, site_of: &[u32]) -> Lanes {
         l.p2p.shrink_to_fit();
     }
     out
+}
+
+/// A dump's lanes while they are built, record by record. A call's place in the queue is
+/// the length of the queue when the call is added.
+struct Build {
+    out: Lanes,
+    /// The batch (`p2p_seq_id`) of the last send or recv added: when the last entry of the
+    /// queue is a batch, the batch of its last call.
+    last_batch: Option<u64>,
+    /// Entries were dropped from the queue: places are counted again at the end.
+    renumber: bool,
+}
+
+impl Build {
+    /// The lane at `slot` of the lanes, and the queue.
+    fn lane(&mut self, slot: usize) -> (&mut Lane, &mut Vec<Queued>) {
+        (&mut self.out.groups.lanes[slot].1, &mut self.out.queue)
+    }
+
+    /// A send or recv of group `g` in batch `batch`: its own entry of the queue, or one more
+    /// of the batch the last entry is.
+    fn add_p2p(&mut self, slot: usize, g: u32, batch: Option<u64>, mut call: Call) {
+        let same_batch = batch.is_some() && self.batch_open(g) && self.last_batch == batch;
+        self.last_batch = batch;
+        let (lane, queue) = self.lane(slot);
+        call.seq = batch.unwrap_or(0);
+        let i = lane.p2p.len() as u32;
+        if same_batch {
+            let q = queue.last_mut().expect("a batch has an entry");
+            if let QueuedCall::P2p(_, last) = &mut q.what {
+                *last = i;
+            }
+            q.status = q.status.min(call.status);
+            call.pos = queue.len() as u32 - 1;
+        } else {
+            call.pos = queue.len() as u32;
+            queue.push(Queued {
+                group: g,
+                what: QueuedCall::P2p(i, i),
+                status: call.status,
+            });
+        }
+        lane.p2p.push(call);
+    }
+
+    /// The last entry of the queue is a batch of sends and recvs of group `g` (whose closing
+    /// record is not flagged p2p).
+    fn batch_open(&self, g: u32) -> bool {
+        self.out
+            .queue
+            .last()
+            .is_some_and(|q| q.group == g && matches!(q.what, QueuedCall::P2p(..)))
+    }
+
+    /// The record that closes a batch carries its state: the batch's own records stay
+    /// `scheduled`.
+    fn close_batch(&mut self, slot: usize, closing: &Call) {
+        let (lane, queue) = self.lane(slot);
+        let q = queue.last_mut().expect("an open batch");
+        let QueuedCall::P2p(first, last) = q.what else {
+            return;
+        };
+        q.status = closing.status;
+        for p in &mut lane.p2p[first as usize..=last as usize] {
+            p.status = closing.status;
+            p.began = closing.began;
+        }
+    }
+
+    /// A collective of group `g` (`closing`: the record that closes a coalesced block): its
+    /// own entry, or one more record of the coalesced block it continues.
+    fn add_collective(&mut self, slot: usize, g: u32, closing: bool, call: Call) {
+        let (lane, queue) = self.lane(slot);
+        let last = lane.calls.len().checked_sub(1);
+        match last.map(|i| lane.calls[i].seq) {
+            Some(seq) if seq == call.seq => {
+                // one coalesced block: the closing record's state is the block's
+                let c = lane.calls.last_mut().expect("a last call");
+                c.last = call.last;
+                if closing {
+                    c.status = call.status;
+                    c.began = call.began;
+                } else {
+                    c.status = c.status.min(call.status);
+                    c.began &= call.began;
+                }
+                let (status, block) = (c.status, last.unwrap_or(0) as u32);
+                if let Some(q) = queue
+                    .iter_mut()
+                    .rev()
+                    .find(|q| q.group == g && q.what == QueuedCall::Collective(block))
+                {
+                    q.status = status;
+                }
+            }
+            Some(seq) if seq > call.seq => {
+                // seq ids going back: a new recording epoch (the recorder was reset); the older
+                // records cannot be matched with the newer ones
+                lane.calls.clear();
+                queue.retain(|q| !(q.group == g && matches!(q.what, QueuedCall::Collective(_))));
+                self.renumber = true;
+                self.push_collective(slot, g, call);
+            }
+            _ => self.push_collective(slot, g, call),
+        }
+    }
+
+    fn push_collective(&mut self, slot: usize, g: u32, mut call: Call) {
+        let (lane, queue) = self.lane(slot);
+        call.pos = queue.len() as u32;
+        queue.push(Queued {
+            group: g,
+            what: QueuedCall::Collective(lane.calls.len() as u32),
+            status: call.status,
+        });
+        lane.calls.push(call);
+    }
 }
 
 /// Each call's place in the queue.
@@ -373,112 +502,6 @@ fn number_positions(out: &mut Lanes) {
             }
         }
     }
-}
-
-/// A send or recv: its own entry of the queue, or one more of the batch the last entry is.
-fn add_p2p(out: &mut Lanes, d: &Dump, g: usize, r: &Record, mut call: Call) {
-    let lane = &mut out.groups[g];
-    let batch = r.p2p_seq.get();
-    let same_batch = out.queue.last().is_some_and(|q| {
-        q.group == g as u32
-            && matches!(q.what, QueuedCall::P2p(..))
-            && batch.is_some()
-            && lane
-                .p2p
-                .last()
-                .is_some_and(|p| d.records.get(p.first as usize).p2p_seq.get() == batch)
-    });
-    call.seq = batch.unwrap_or(0);
-    let i = lane.p2p.len() as u32;
-    if same_batch {
-        let q = out.queue.last_mut().expect("a batch has an entry");
-        if let QueuedCall::P2p(_, last) = &mut q.what {
-            *last = i;
-        }
-        q.status = q.status.min(call.status);
-    } else {
-        out.queue.push(Queued {
-            group: g as u32,
-            what: QueuedCall::P2p(i, i),
-            status: call.status,
-        });
-    }
-    lane.p2p.push(call);
-}
-
-/// The last entry of the queue is a batch of sends and recvs of group `g` (whose closing
-/// record is not flagged p2p).
-fn p2p_batch_open(out: &Lanes, _d: &Dump, g: usize) -> bool {
-    out.queue
-        .last()
-        .is_some_and(|q| q.group == g as u32 && matches!(q.what, QueuedCall::P2p(..)))
-}
-
-/// The record that closes a batch carries its state: the batch's own records stay
-/// `scheduled`.
-fn close_p2p_batch(out: &mut Lanes, g: usize, closing: &Call) {
-    let q = out.queue.last_mut().expect("an open batch");
-    let QueuedCall::P2p(first, last) = q.what else {
-        return;
-    };
-    q.status = closing.status;
-    for p in &mut out.groups[g].p2p[first as usize..=last as usize] {
-        p.status = closing.status;
-        p.began = closing.began;
-    }
-}
-
-/// A collective: its own entry, or one more record of the coalesced block it continues.
-fn add_collective(out: &mut Lanes, g: usize, r: &Record, call: Call) {
-    let lane = &mut out.groups[g];
-    let last = lane.calls.len().checked_sub(1);
-    match last.map(|i| lane.calls[i].seq) {
-        Some(seq) if seq == call.seq => {
-            // one coalesced block: the closing record's state is the block's
-            let c = lane.calls.last_mut().expect("a last call");
-            c.last = call.last;
-            if r.kind == RecordKind::Coalesced {
-                c.status = call.status;
-                c.began = call.began;
-            } else {
-                c.status = c.status.min(call.status);
-                c.began &= call.began;
-            }
-            let (status, block) = (c.status, last.unwrap_or(0) as u32);
-            if let Some(q) = out
-                .queue
-                .iter_mut()
-                .rev()
-                .find(|q| q.group == g as u32 && q.what == QueuedCall::Collective(block))
-            {
-                q.status = status;
-            }
-        }
-        Some(seq) if seq > call.seq => {
-            // seq ids going back: a new recording epoch (the recorder was reset); the older
-            // records cannot be matched with the newer ones
-            lane.calls.clear();
-            lane.calls.push(call);
-            out.queue
-                .retain(|q| !(q.group == g as u32 && matches!(q.what, QueuedCall::Collective(_))));
-            push_collective(out, g);
-        }
-        _ => {
-            lane.calls.push(call);
-            push_collective(out, g);
-        }
-    }
-}
-
-fn push_collective(out: &mut Lanes, g: usize) {
-    let lane = &out.groups[g];
-    let i = lane.calls.len() - 1;
-    let c = lane.calls[i];
-    out.queue.push(Queued {
-        group: g as u32,
-        what: QueuedCall::Collective(i as u32),
-        status: c.status,
-    });
 }
 
 /// A call `pg_status` reports completed was left, whatever its record says (a record can lag
@@ -597,4 +620,83 @@ pub fn describe(dumps: &[Dump], c: &Call) -> String {
         })
         .collect();
     parts.join(" + ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fr::groups;
+
+    /// A JSON dump of rank `rank`: `(group, seq, op, state)` per record, a `p2p_seq_id` for
+    /// sends, recvs and the `coalesced` record after them.
+    fn dump(rank: u32, entries: &[(&str, u64, &str, &str)]) -> Dump {
+        let entries: Vec<String> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (g, seq, op, state))| {
+                let p2p = matches!(*op, "send 0->1" | "recv 0<-1" | "coalesced");
+                format!(
+                    r#"{{"record_id":{i},"pg_id":{g},"process_group":["{g}",""],
+                    "collective_seq_id":{},"p2p_seq_id":{},"profiling_name":"nccl:{op}",
+                    "time_created_ns":{},"input_sizes":[[4]],"input_dtypes":["Float"],
+                    "output_sizes":[[4]],"output_dtypes":["Float"],"state":"{state}",
+                    "retired":false,"is_p2p":{}}}"#,
+                    if p2p { 0 } else { *seq },
+                    if p2p { *seq } else { 0 },
+                    1000 + i,
+                    *op != "coalesced" && p2p,
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"{{"version":"2.10","pg_config":{{"0":{{"name":"0","desc":"default_pg","ranks":"[0, 1]"}},"1":{{"name":"1","desc":"","ranks":"[0, 1]"}}}},"entries":[{}]}}"#,
+            entries.join(",")
+        );
+        crate::fr::read::read_bytes(text.as_bytes(), "rank_0.json", rank).expect("a dump")
+    }
+
+    #[test]
+    fn places_in_the_queue_are_those_counted_afresh() {
+        let d = dump(
+            0,
+            &[
+                ("0", 1, "all_reduce", "completed"),
+                ("1", 1, "all_reduce", "completed"),
+                ("1", 3, "send 0->1", "scheduled"),
+                ("1", 3, "recv 0<-1", "scheduled"),
+                ("1", 3, "coalesced", "completed"),
+                ("0", 2, "all_reduce", "completed"),
+                ("0", 2, "all_reduce", "completed"),
+                ("1", 2, "all_reduce", "started"),
+                ("1", 4, "send 0->1", "scheduled"),
+                // the recorder starts again: group 0's earlier calls are dropped
+                ("0", 1, "broadcast", "scheduled"),
+                ("1", 5, "recv 0<-1", "scheduled"),
+                ("0", 2, "broadcast", "scheduled"),
+            ],
+        );
+        let dumps = [d];
+        let g = groups::infer(&dumps, None);
+        let lanes = build(&dumps, &g);
+        let l = &lanes[0];
+        let mut again = l.clone();
+        number_positions(&mut again);
+        assert_eq!(format!("{l:?}"), format!("{again:?}"));
+        let ops: Vec<(u32, QueuedCall)> = l.queue.iter().map(|q| (q.group, q.what)).collect();
+        let (g0, g1) = (g.list[0].id, g.list[1].id);
+        assert_eq!(
+            ops,
+            [
+                (g1, QueuedCall::Collective(0)),
+                (g1, QueuedCall::P2p(0, 1)),
+                (g1, QueuedCall::Collective(1)),
+                (g1, QueuedCall::P2p(2, 2)),
+                (g0, QueuedCall::Collective(0)),
+                (g1, QueuedCall::P2p(3, 3)),
+                (g0, QueuedCall::Collective(1)),
+            ]
+        );
+        assert_eq!(l.groups[g0 as usize].calls[0].pos, 4);
+        assert_eq!(l.groups[g1 as usize].p2p[3].pos, 5);
+    }
 }
