@@ -115,10 +115,40 @@ pub fn infer(dumps: &[Dump], world: Option<u32>) -> Groups {
     }
 }
 
-/// The usable `pg_config` entries of each dump (name -> (sorted members, description)),
-/// A dump's usable `pg_config` entries: name -> (sorted members, description).
-type Usable<'a> = BTreeMap<&'a str, (Arc<[u32]>, &'a str)>;
+/// A group's members as `pg_config` lists them, sorted. The dumps of a job list the same
+/// groups and share their lists, and [`usable_configs`] makes equal lists one: two lists
+/// compare without being read when they are one.
+#[derive(Clone, Debug)]
+struct Members(Arc<[u32]>);
 
+impl PartialEq for Members {
+    fn eq(&self, other: &Members) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for Members {}
+
+impl Ord for Members {
+    fn cmp(&self, other: &Members) -> std::cmp::Ordering {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            std::cmp::Ordering::Equal
+        } else {
+            self.0.cmp(&other.0)
+        }
+    }
+}
+
+impl PartialOrd for Members {
+    fn partial_cmp(&self, other: &Members) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A dump's usable `pg_config` entries: name -> (sorted members, description).
+type Usable<'a> = BTreeMap<&'a str, (Members, &'a str)>;
+
+/// The usable `pg_config` entries of each dump (name -> (sorted members, description)),
 /// raising `world` to what their rank lists show and noting the dumps whose table is unusable.
 fn usable_configs<'a>(
     dumps: &'a [Dump],
@@ -127,34 +157,32 @@ fn usable_configs<'a>(
 ) -> Vec<Usable<'a>> {
     let mut usable = Vec::with_capacity(dumps.len());
     let mut unusable_ranks = Vec::new();
+    // each list the dumps share is read once (by its address), its members sorted (None: a
+    // rank beyond any world), and equal lists made one
+    let mut read: BTreeMap<usize, Option<Members>> = BTreeMap::new();
+    let mut distinct: BTreeSet<Members> = BTreeSet::new();
     for d in dumps {
         let mut m = BTreeMap::new();
         let mut bad = false;
         for c in &d.pg_config {
-            let Some(ranks) = c
-                .ranks
-                .as_ref()
-                .filter(|r| r.iter().all(|&x| x < MAX_WORLD))
-            else {
+            let Some(ranks) = &c.ranks else {
+                bad = true;
+                continue;
+            };
+            let members = read
+                .entry(Arc::as_ptr(ranks) as *const u32 as usize)
+                .or_insert_with(|| sorted_members(ranks, &mut distinct));
+            let Some(r) = members.clone() else {
                 bad = true;
                 continue;
             };
             // the length of any rank list bounds the world from below, even gloo's
             *world = (*world).max(ranks.len() as u32);
-            if c.name.is_empty() || !ranks.contains(&d.rank) {
+            if c.name.is_empty() || r.0.binary_search(&d.rank).is_err() {
                 bad = true;
                 continue;
             }
-            // a list in order is shared as it is (the dumps of a job list the same groups)
-            let r = if ranks.windows(2).all(|w| w[0] < w[1]) {
-                Arc::clone(ranks)
-            } else {
-                let mut r = ranks.to_vec();
-                r.sort_unstable();
-                r.dedup();
-                r.into()
-            };
-            if let Some(&mx) = r.last() {
+            if let Some(&mx) = r.0.last() {
                 *world = (*world).max(mx + 1);
             }
             m.insert(c.name.as_str(), (r, c.desc.as_str()));
@@ -175,23 +203,44 @@ fn usable_configs<'a>(
     usable
 }
 
+/// A `pg_config` rank list sorted, or None when a rank lies beyond any world; the one of
+/// `distinct` equal to it, if any (a list in order is shared as it is).
+fn sorted_members(ranks: &Arc<[u32]>, distinct: &mut BTreeSet<Members>) -> Option<Members> {
+    if !ranks.iter().all(|&x| x < MAX_WORLD) {
+        return None;
+    }
+    let r = if ranks.windows(2).all(|w| w[0] < w[1]) {
+        Members(Arc::clone(ranks))
+    } else {
+        let mut r = ranks.to_vec();
+        r.sort_unstable();
+        r.dedup();
+        Members(r.into())
+    };
+    if let Some(same) = distinct.get(&r) {
+        return Some(same.clone());
+    }
+    distinct.insert(r.clone());
+    Some(r)
+}
+
 /// The groups every dump's `pg_config` names: their descriptions by (name, members), and the
 /// member sets of each name.
 struct Configs {
-    desc: BTreeMap<(String, Arc<[u32]>), String>,
-    by_name: BTreeMap<String, Vec<Arc<[u32]>>>,
+    desc: BTreeMap<(String, Members), String>,
+    by_name: BTreeMap<String, Vec<Members>>,
 }
 
 impl Configs {
     fn new(usable: &[Usable]) -> Configs {
-        let mut desc: BTreeMap<(String, Arc<[u32]>), String> = BTreeMap::new();
+        let mut desc: BTreeMap<(String, Members), String> = BTreeMap::new();
         for m in usable {
             for (name, (members, d)) in m {
                 desc.entry((name.to_string(), members.clone()))
                     .or_insert_with(|| d.to_string());
             }
         }
-        let mut by_name: BTreeMap<String, Vec<Arc<[u32]>>> = BTreeMap::new();
+        let mut by_name: BTreeMap<String, Vec<Members>> = BTreeMap::new();
         for (name, members) in desc.keys() {
             by_name
                 .entry(name.clone())
@@ -206,7 +255,7 @@ impl Configs {
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
     /// A `pg_config` entry: name, members.
-    Config(String, Arc<[u32]>),
+    Config(String, Members),
     /// The default group: name, description.
     World(String, String),
     /// A group only records name: name, description (members: the ranks whose records do).
@@ -226,7 +275,7 @@ impl Key {
                 (configs.desc.get(&(name.clone(), members.clone())))
                     .cloned()
                     .unwrap_or_default(),
-                members.to_vec(),
+                members.0.to_vec(),
                 MembersFrom::PgConfig,
             ),
             Key::World(name, desc) => {
@@ -268,8 +317,8 @@ fn record_keys(
             Key::Config(name.to_string(), members.clone())
         } else {
             // another dump's table names it with this rank as a member (members are sorted)
-            let cands: Vec<&Arc<[u32]>> = (configs.by_name.get(name).into_iter().flatten())
-                .filter(|mem| mem.binary_search(&d.rank).is_ok())
+            let cands: Vec<&Members> = (configs.by_name.get(name).into_iter().flatten())
+                .filter(|mem| mem.0.binary_search(&d.rank).is_ok())
                 .collect();
             if let [members] = cands[..] {
                 Key::Config(name.to_string(), members.clone())
