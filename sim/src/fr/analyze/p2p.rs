@@ -124,6 +124,9 @@ fn align_windows(dumps: &[Dump], sends: &mut ByPair, recvs: &mut ByPair) {
 /// The group's sends and recvs by (sender, receiver), in the order each rank issued them.
 type ByPair = BTreeMap<(u32, Option<u32>), Vec<Raw>>;
 
+/// A send (true) or recv toward (or from) a peer.
+type Direction = (bool, Option<u32>);
+
 fn collect(
     dumps: &[Dump],
     g: &Group,
@@ -134,7 +137,7 @@ fn collect(
     let mut recvs: ByPair = BTreeMap::new();
     // a member's calls by (send, peer): a rank of a pipeline has a few peers and thousands of
     // calls
-    let mut mine: Vec<((bool, Option<u32>), Vec<Raw>)> = Vec::new();
+    let mut mine: Vec<(Direction, Vec<Raw>)> = Vec::new();
     // the bytes of the last few (shapes, dtypes) seen: a rank's messages move a few sizes
     let mut sizes: Vec<((u32, u32), u64)> = Vec::new();
     for &m in &g.members {
