@@ -58,7 +58,7 @@ pub fn to_dump(
         frame: refill(&mut memo.frame, n, NONE),
         ranks: std::mem::take(&mut memo.ranks),
         prof: Vec::new(),
-        last_sig: None,
+        sigs: [None; SIGS],
         recent_shapes: [0; 2],
     };
     let (top, entries) = match t.get(t.root) {
@@ -184,11 +184,16 @@ struct Conv<'t, 'a> {
     /// Per interned profiling name: what it parses to.
     prof: Vec<Option<Profiling>>,
     ranks: Vec<(Box<str>, Arc<[u32]>)>,
-    /// The last record's (op, sizes, dtypes) and their hash.
-    last_sig: Option<(CallKey, u64)>,
+    /// The (op, sizes, dtypes) of recent records and their hashes, by a hash of the key: a
+    /// job repeats a few calls in turn (a pipeline's sends and receives between its
+    /// all_reduces).
+    sigs: [Option<(CallKey, u64)>; SIGS],
     /// The two shapes interned last.
     recent_shapes: [u32; 2],
 }
+
+/// How many signatures a reader remembers.
+const SIGS: usize = 16;
 
 /// What a record's signature hashes: op, input and output sizes, input and output dtypes.
 type CallKey = (u32, u32, u32, u32, u32);
@@ -745,8 +750,9 @@ impl Conv<'_, '_> {
         let in_dtypes = self.dtypes(f[12], "input_dtypes")?;
         let out_dtypes = self.dtypes(f[13], "output_dtypes")?;
         let key = (op, input, output, in_dtypes, out_dtypes);
-        let sig = match self.last_sig {
-            // consecutive records are mostly the same call
+        let at =
+            (key.0 ^ key.1.rotate_left(8) ^ key.2.rotate_left(16) ^ key.3 ^ key.4) as usize % SIGS;
+        let sig = match self.sigs[at] {
             Some((k, sig)) if k == key => sig,
             _ => {
                 let mut h = crate::proto::data::Fnv::new();
@@ -762,7 +768,7 @@ impl Conv<'_, '_> {
                     h.write(self.strings.get(t).as_bytes());
                 }
                 let sig = h.finish();
-                self.last_sig = Some((key, sig));
+                self.sigs[at] = Some((key, sig));
                 sig
             }
         };
