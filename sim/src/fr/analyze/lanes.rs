@@ -185,17 +185,24 @@ pub struct Lanes {
     /// (0: none).
     pub oldest_ns: Option<u64>,
     pub newest_ns: u64,
+    /// Where [`Lanes::head`] is, found once the queue is built (ranks are asked many times).
+    head: Option<u32>,
+    /// A call of the queue failed (see [`Lanes::failed`]).
+    failed: bool,
 }
 
 impl Lanes {
     /// The first entry of the queue the rank has not left: where it is stuck, if anywhere; a
     /// call that failed counts, as the rank was stuck in it until the watchdog retired it.
     pub fn head(&self) -> Option<(u32, &Queued)> {
-        self.queue
-            .iter()
-            .enumerate()
-            .find(|(_, q)| !q.status.closed() || q.status == Status::Failed)
-            .map(|(i, q)| (i as u32, q))
+        let i = self.head?;
+        Some((i, self.queue.get(i as usize)?))
+    }
+
+    /// Whether a call of the rank was retired by the watchdog without completing: its dump
+    /// was taken after that call timed out.
+    pub fn failed(&self) -> bool {
+        self.failed
     }
 
     /// Whether the rank has a call it has not left, or one that failed.
@@ -309,6 +316,8 @@ fn build_one(di: u32, d: &Dump, groups: &Groups, site_of: &[u32]) -> Lanes {
             timing: false,
             oldest_ns: None,
             newest_ns: 0,
+            head: None,
+            failed: false,
         },
         last_batch: None,
         renumber: false,
@@ -363,6 +372,10 @@ fn build_one(di: u32, d: &Dump, groups: &Groups, site_of: &[u32]) -> Lanes {
         number_positions(&mut out);
     }
     apply_pg_status(&mut out);
+    out.head = (out.queue.iter())
+        .position(|q| !q.status.closed() || q.status == Status::Failed)
+        .map(|i| i as u32);
+    out.failed = out.queue.iter().any(|q| q.status == Status::Failed);
     // a job's lanes hold a call per record of every dump: no spare room is kept
     out.queue.shrink_to_fit();
     for l in out.groups.iter_mut() {

@@ -11,7 +11,7 @@ mod cycles;
 pub mod judge;
 pub mod lanes;
 pub mod p2p;
-mod par;
+pub(crate) mod par;
 pub mod seqs;
 mod verdict;
 pub mod waits;
@@ -634,7 +634,7 @@ fn late_dumps(dumps: &[Dump], lanes: &[Lanes]) -> Vec<u32> {
     let mut v: Vec<u32> = dumps
         .iter()
         .zip(lanes)
-        .filter(|(_, l)| l.queue.iter().any(|q| q.status == lanes::Status::Failed))
+        .filter(|(_, l)| l.failed())
         .map(|(d, _)| d.rank)
         .collect();
     v.sort_unstable();

@@ -86,7 +86,9 @@ fn head_of(
     d: u32,
 ) -> Option<Stuck> {
     let lanes = &ctx.lanes[d as usize];
-    for q in &lanes.queue {
+    // with device states, every entry before the head is left and passed over below
+    let from = if lanes.device { lanes.head()?.0 } else { 0 };
+    for q in &lanes.queue[from as usize..] {
         match q.status {
             Status::Completed => continue,
             // a retired call is the rank's head only when it cannot have succeeded: checked
