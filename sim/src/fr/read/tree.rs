@@ -157,7 +157,8 @@ impl<'a> Tree<'a> {
 
     /// Adds `ids` to the items of node `id`, a list (`set` false) or a set. Items past their
     /// room move to the pool's end with room for as many again, so that appending to lists
-    /// in turn costs no more than building them whole.
+    /// in turn costs no more than building them whole; the first items added take no more room
+    /// than they need.
     pub fn append(&mut self, id: NodeId, ids: &[NodeId], set: bool) -> Result<(), AppendError> {
         let it = match &mut self.nodes[id as usize] {
             Node::List(it) if !set => it,
@@ -172,7 +173,12 @@ impl<'a> Tree<'a> {
             it.len = len;
             return Ok(());
         }
-        let cap = len.checked_mul(2).ok_or(AppendError::Full)?.max(4);
+        // the first items of a list get just their room (a pickler appends a list's items in
+        // one APPENDS up to a thousand); a list appended to again gets room for as many again
+        let cap = match it.len {
+            0 => len,
+            _ => len.checked_mul(2).ok_or(AppendError::Full)?.max(4),
+        };
         let start = u32::try_from(self.pool.len()).map_err(|_| AppendError::Full)?;
         start.checked_add(cap).ok_or(AppendError::Full)?;
         let old = it.start as usize..(it.start + it.len) as usize;
