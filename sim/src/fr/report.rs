@@ -134,29 +134,38 @@ pub fn explain(a: &Analysis) -> Vec<String> {
 
 /// Builds the report; `name` names the job (from the paths given).
 pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
-    // each group's rows in its order (a group's calls are close together in its dumps), then
-    // every group's by start, group and seq (then as the groups list them): keys are sorted,
-    // and the reports moved into place
-    let mut per_group: Vec<Vec<Option<OpReport>>> =
-        super::analyze::par::map(a.groups.list.len(), |gi| {
-            let (g, scan) = (&a.groups.list[gi], &a.scans[gi]);
-            (scan.rows.iter().enumerate())
-                .map(|(i, row)| Some(op_report(dumps, a, g.id, scan, i, row)))
-                .collect()
-        });
-    let mut order: Vec<(u64, u32, u64, usize, usize)> = Vec::new();
-    for (gi, ops) in per_group.iter().enumerate() {
-        for (i, o) in ops.iter().enumerate() {
-            if let Some(o) = o {
-                order.push((o.start_ns, o.group, o.seq, gi, i));
-            }
+    let mut ops = Vec::new();
+    for (g, scan) in a.groups.list.iter().zip(&a.scans) {
+        for (i, row) in scan.rows.iter().enumerate() {
+            let diverged = scan.divergence.as_ref().is_some_and(|d| {
+                d.seq == row.seq && d.kind == super::analyze::DivergenceKind::Parameters
+            });
+            ops.push(OpReport {
+                iteration: 0,
+                index: i as u32,
+                op: lanes::head(dumps, &row.call)
+                    .kind
+                    .call_op(lanes::op_name(dumps, &row.call)),
+                algorithm: Via::Backend(
+                    dumps[row.call.dump as usize]
+                        .str(lanes::head(dumps, &row.call).backend)
+                        .into(),
+                ),
+                group: g.id,
+                generation: 0,
+                seq: row.seq,
+                bytes: call_bytes(dumps, &row.call),
+                start_ns: row.start_ns.saturating_sub(a.t0_ns),
+                end_ns: None,
+                ranks_completed: row.left,
+                ranks_called: row.called,
+                correct: !diverged,
+                from: None,
+                to: None,
+            });
         }
     }
-    order.sort_unstable();
-    let ops: Vec<OpReport> = order
-        .into_iter()
-        .filter_map(|(_, _, _, gi, i)| per_group[gi][i].take())
-        .collect();
+    ops.sort_by_key(|o| (o.start_ns, o.group, o.seq));
     let groups = a
         .groups
         .list
@@ -221,42 +230,6 @@ pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
         in_progress: a.diagnosis.in_progress.clone(),
         notes: a.notes.clone(),
         skipped: Vec::new(),
-    }
-}
-
-/// The report of row `i` of group `g` (scanned as `scan`).
-fn op_report(
-    dumps: &[Dump],
-    a: &Analysis,
-    g: u32,
-    scan: &super::analyze::GroupScan,
-    i: usize,
-    row: &super::analyze::seqs::Row,
-) -> OpReport {
-    let diverged = scan
-        .divergence
-        .as_ref()
-        .is_some_and(|d| d.seq == row.seq && d.kind == super::analyze::DivergenceKind::Parameters);
-    let (d, rec) = (
-        &dumps[row.call.dump as usize],
-        lanes::head(dumps, &row.call),
-    );
-    OpReport {
-        iteration: 0,
-        index: i as u32,
-        op: rec.kind.call_op(d.str(rec.op)),
-        algorithm: Via::Backend(d.str(rec.backend).into()),
-        group: g,
-        generation: 0,
-        seq: row.seq,
-        bytes: call_bytes(dumps, &row.call),
-        start_ns: row.start_ns.saturating_sub(a.t0_ns),
-        end_ns: None,
-        ranks_completed: row.left,
-        ranks_called: row.called,
-        correct: !diverged,
-        from: None,
-        to: None,
     }
 }
 
