@@ -134,38 +134,7 @@ pub fn explain(a: &Analysis) -> Vec<String> {
 
 /// Builds the report; `name` names the job (from the paths given).
 pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
-    let mut ops = Vec::new();
-    for (g, scan) in a.groups.list.iter().zip(&a.scans) {
-        for (i, row) in scan.rows.iter().enumerate() {
-            let diverged = scan.divergence.as_ref().is_some_and(|d| {
-                d.seq == row.seq && d.kind == super::analyze::DivergenceKind::Parameters
-            });
-            ops.push(OpReport {
-                iteration: 0,
-                index: i as u32,
-                op: lanes::head(dumps, &row.call)
-                    .kind
-                    .call_op(lanes::op_name(dumps, &row.call)),
-                algorithm: Via::Backend(
-                    dumps[row.call.dump as usize]
-                        .str(lanes::head(dumps, &row.call).backend)
-                        .into(),
-                ),
-                group: g.id,
-                generation: 0,
-                seq: row.seq,
-                bytes: call_bytes(dumps, &row.call),
-                start_ns: row.start_ns.saturating_sub(a.t0_ns),
-                end_ns: None,
-                ranks_completed: row.left,
-                ranks_called: row.called,
-                correct: !diverged,
-                from: None,
-                to: None,
-            });
-        }
-    }
-    ops.sort_by_key(|o| (o.start_ns, o.group, o.seq));
+    let ops = ops(dumps, a);
     let groups = a
         .groups
         .list
@@ -233,6 +202,97 @@ pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
     }
 }
 
+/// Every collective of every group, by start, then group, then seq.
+///
+/// A 4,096-rank Megatron job has about 400,000 of them. Each is built where its group's rows
+/// are (in group and seq order, reading each group's records in turn), then moved once to its
+/// place: sorting the reports themselves (over 100 bytes each) took as long as building them.
+fn ops(dumps: &[Dump], a: &Analysis) -> Vec<OpReport> {
+    let n: usize = a.scans.iter().map(|s| s.rows.len()).sum();
+    let mut ops = Vec::with_capacity(n);
+    let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
+    for (g, scan) in a.groups.list.iter().zip(&a.scans) {
+        for (i, row) in scan.rows.iter().enumerate() {
+            let diverged = scan.divergence.as_ref().is_some_and(|d| {
+                d.seq == row.seq && d.kind == super::analyze::DivergenceKind::Parameters
+            });
+            let head = lanes::head(dumps, &row.call);
+            let d = &dumps[row.call.dump as usize];
+            let start_ns = row.start_ns.saturating_sub(a.t0_ns);
+            order.push((start_ns, ops.len() as u32));
+            ops.push(OpReport {
+                iteration: 0,
+                index: i as u32,
+                op: head.kind.call_op(d.str(head.op)),
+                algorithm: Via::Backend(d.str(head.backend).into()),
+                group: g.id,
+                generation: 0,
+                seq: row.seq,
+                bytes: call_bytes(dumps, &row.call),
+                start_ns,
+                end_ns: None,
+                ranks_completed: row.left,
+                ranks_called: row.called,
+                correct: !diverged,
+                from: None,
+                to: None,
+            });
+        }
+    }
+    // built by group (ids increasing with the list) and seq: a stable sort by start alone
+    // orders them by start, group and seq
+    radix_sort(&mut order);
+    let mut at: Vec<u32> = order.into_iter().map(|(_, i)| i).collect();
+    permute(&mut ops, &mut at);
+    ops
+}
+
+/// Sorts `v` by its keys, stably, in linear time: a byte of the key at a time from the lowest,
+/// skipping the bytes every key shares.
+fn radix_sort(v: &mut Vec<(u64, u32)>) {
+    let mut counts = vec![[0usize; 256]; 8];
+    for &(k, _) in v.iter() {
+        for (b, c) in counts.iter_mut().enumerate() {
+            c[(k >> (8 * b)) as u8 as usize] += 1;
+        }
+    }
+    let mut buf = v.clone();
+    for (b, c) in counts.iter().enumerate() {
+        if c.contains(&v.len()) {
+            continue;
+        }
+        let mut next = [0usize; 256];
+        let mut sum = 0;
+        for (x, &n) in next.iter_mut().zip(c) {
+            *x = sum;
+            sum += n;
+        }
+        for &(k, i) in v.iter() {
+            let slot = &mut next[(k >> (8 * b)) as u8 as usize];
+            buf[*slot] = (k, i);
+            *slot += 1;
+        }
+        std::mem::swap(v, &mut buf);
+    }
+}
+
+/// Puts `v[at[k]]` at `k` for every `k`, in place (`at` is a permutation; it is used up).
+fn permute<T>(v: &mut [T], at: &mut [u32]) {
+    const DONE: u32 = u32::MAX;
+    for start in 0..v.len() {
+        let mut k = start;
+        while at[k] != DONE {
+            let from = at[k] as usize;
+            at[k] = DONE;
+            if from == start {
+                break;
+            }
+            v.swap(k, from);
+            k = from;
+        }
+    }
+}
+
 /// Civil date and time (UTC) of Unix epoch ns, `2026-12-01 14:30:20 UTC`.
 pub fn fmt_utc(ns: u64) -> String {
     let secs = ns / 1_000_000_000;
@@ -275,10 +335,17 @@ impl ImportReport {
     pub fn human(&self) -> String {
         let mut s = self.verdict();
         s.push('\n');
-        let backends: Vec<&str> = self.ops.iter().map(|o| o.algorithm.name()).collect();
-        let mut b = backends.clone();
-        b.sort_unstable();
-        b.dedup();
+        // a job's calls name a backend or two: each run of ops with the same one is looked up once
+        let mut b: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let mut last = None;
+        for o in &self.ops {
+            let name = o.algorithm.name();
+            if last != Some(name) {
+                b.insert(name);
+                last = Some(name);
+            }
+        }
+        let b: Vec<&str> = b.into_iter().collect();
         let mut versions: Vec<&str> = self
             .dumps
             .iter()
@@ -427,6 +494,31 @@ pub fn to_dot(dumps: &[Dump], a: &Analysis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ops_are_put_in_order_of_start_stably() {
+        // keys spread over several bytes, with ties, and a byte every key shares
+        let keys: Vec<u64> = (0..5000u64)
+            .map(|i| (i * 7919 % 613) << 20 | (i % 3) << 8 | 0xab)
+            .collect();
+        let mut v: Vec<(u64, u32)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u32))
+            .collect();
+        let mut want = v.clone();
+        want.sort_by_key(|&(k, _)| k);
+        radix_sort(&mut v);
+        assert_eq!(v, want);
+        let mut items: Vec<String> = (0..v.len()).map(|i| format!("item {i}")).collect();
+        let mut at: Vec<u32> = v.iter().map(|&(_, i)| i).collect();
+        permute(&mut items, &mut at);
+        let expect: Vec<String> = v.iter().map(|&(_, i)| format!("item {i}")).collect();
+        assert_eq!(items, expect);
+        let mut none: Vec<(u64, u32)> = Vec::new();
+        radix_sort(&mut none);
+        assert!(none.is_empty());
+    }
 
     #[test]
     fn dates_are_civil() {
