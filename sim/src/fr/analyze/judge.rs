@@ -82,8 +82,32 @@ fn issued_seqs(member_lanes: &[Option<&Lane>]) -> (Vec<u64>, Vec<u64>, Option<u6
 /// records show they have not issued it yet.
 struct SeqView {
     row: Row,
+    /// The distinct calls with the ranks that made each, when the members' calls differ; empty
+    /// when every member that issued it issued it alike (most seqs of a job: nothing is
+    /// gathered for them).
     variants: Variants,
     not_yet: Vec<u32>,
+}
+
+impl SeqView {
+    /// The members that issued the call, variant by variant.
+    fn issued(&self, g: &Group, at: &[At]) -> Vec<u32> {
+        if self.variants.is_empty() {
+            has(g, at).collect()
+        } else {
+            self.variants
+                .iter()
+                .flat_map(|(_, r)| r.iter().copied())
+                .collect()
+        }
+    }
+}
+
+/// The members with a call at the seq `at` describes.
+fn has<'a>(g: &'a Group, at: &'a [At]) -> impl Iterator<Item = u32> + 'a {
+    (at.iter().zip(&g.members))
+        .filter(|(a, _)| matches!(a, At::Has(_)))
+        .map(|(_, &m)| m)
 }
 
 /// The members' calls at `s` (their statuses in `at`), or None when no member's record of it
@@ -98,11 +122,9 @@ fn view_seq(
     let mut rep: Option<Call> = None;
     let mut start = u64::MAX;
     let (mut called, mut left) = (0u32, 0u32);
-    let mut variants: Variants = Vec::new();
     let mut odd = false;
     let mut not_yet: Vec<u32> = Vec::new();
     for (i, a) in at.iter().enumerate() {
-        let m = g.members[i];
         match *a {
             At::Has(k) => {
                 let Some(lane) = member_lanes[i] else {
@@ -113,27 +135,12 @@ fn view_seq(
                 left += u32::from(c.left());
                 start = start.min(c.time_ns);
                 match rep {
-                    None => {
-                        rep = Some(c);
-                        variants.push((c, vec![m]));
-                    }
+                    None => rep = Some(c),
                     // the common case: every call alike, compared with the first only
-                    Some(r) if !odd && lanes::differs(ctx.dumps, &r, &c).is_none() => {
-                        variants[0].1.push(m);
-                    }
-                    Some(_) => {
-                        odd = true;
-                        match variants
-                            .iter_mut()
-                            .find(|(v, _)| lanes::differs(ctx.dumps, v, &c).is_none())
-                        {
-                            Some((_, rs)) => rs.push(m),
-                            None => variants.push((c, vec![m])),
-                        }
-                    }
+                    Some(r) => odd = odd || lanes::differs(ctx.dumps, &r, &c).is_some(),
                 }
             }
-            At::NotYet => not_yet.push(m),
+            At::NotYet => not_yet.push(g.members[i]),
             _ => {}
         }
     }
@@ -152,22 +159,51 @@ fn view_seq(
             left,
             members: g.members.len() as u32,
         },
-        variants,
+        variants: if odd {
+            variants(ctx, g, member_lanes, at)
+        } else {
+            Vec::new()
+        },
         not_yet,
     })
 }
 
-/// The call sites of the members' calls at one seq (calls without frames left out).
-fn site_variants(g: &Group, member_lanes: &[Option<&Lane>], at: &[At]) -> Variants {
-    let mut sites: Variants = Vec::new();
+/// The distinct calls of the members at one seq, each with the ranks that made it (in the
+/// order of the members).
+fn variants(ctx: &Ctx, g: &Group, member_lanes: &[Option<&Lane>], at: &[At]) -> Variants {
+    let mut variants: Variants = Vec::new();
     for (i, a) in at.iter().enumerate() {
         let At::Has(k) = *a else { continue };
         let Some(c) = member_lanes[i].map(|l| l.calls[k]) else {
             continue;
         };
-        if c.site == 0 {
-            continue;
+        let m = g.members[i];
+        match variants
+            .iter_mut()
+            .find(|(v, _)| lanes::differs(ctx.dumps, v, &c).is_none())
+        {
+            Some((_, rs)) => rs.push(m),
+            None => variants.push((c, vec![m])),
         }
+    }
+    variants
+}
+
+/// The call sites of the members' calls at one seq (calls without frames left out), when
+/// there is more than one (else none: most seqs come from one site, found without gathering).
+fn site_variants(g: &Group, member_lanes: &[Option<&Lane>], at: &[At]) -> Variants {
+    let site = |(i, a): (usize, &At)| match *a {
+        At::Has(k) => member_lanes[i].map(|l| l.calls[k]).filter(|c| c.site != 0),
+        _ => None,
+    };
+    let mut seen = at.iter().enumerate().filter_map(site).map(|c| c.site);
+    let first = seen.next();
+    if seen.all(|x| Some(x) == first) {
+        return Vec::new();
+    }
+    let mut sites: Variants = Vec::new();
+    for (i, a) in at.iter().enumerate() {
+        let Some(c) = site((i, a)) else { continue };
         match sites.iter_mut().find(|(v, _)| v.site == c.site) {
             Some((_, rs)) => rs.push(g.members[i]),
             None => sites.push((c, vec![g.members[i]])),
@@ -190,20 +226,24 @@ struct Firsts {
 }
 
 impl Firsts {
-    fn note(&mut self, v: &SeqView, sites: impl FnOnce() -> Variants) {
+    fn note(
+        &mut self,
+        v: &SeqView,
+        issued: impl FnOnce() -> Vec<u32>,
+        sites: impl FnOnce() -> Variants,
+    ) {
         let s = v.row.seq;
         if v.variants.len() > 1 && self.params.is_none() {
             self.params = Some((s, v.variants.clone()));
         }
-        if v.variants.len() == 1 && self.site.is_none() {
+        if v.variants.is_empty() && self.site.is_none() {
             let sites = sites();
             if sites.len() > 1 {
                 self.site = Some((s, sites));
             }
         }
         if !v.not_yet.is_empty() && self.absent.is_none() {
-            let issued = v.variants.iter().flat_map(|(_, r)| r.iter().copied());
-            self.absent = Some((s, v.row.start_ns, issued.collect(), v.not_yet.clone()));
+            self.absent = Some((s, v.row.start_ns, issued(), v.not_yet.clone()));
         }
         if self.frontier.is_none() && (v.row.left < v.row.called || !v.not_yet.is_empty()) {
             self.frontier = Some(s);
@@ -238,6 +278,7 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
         completed,
         ..GroupScan::default()
     };
+    out.rows.reserve_exact(seqs.len());
     let mut pos = vec![0usize; g.members.len()];
     let mut at: Vec<At> = Vec::with_capacity(g.members.len());
     let mut firsts = Firsts::default();
@@ -247,13 +288,17 @@ pub fn scan(ctx: &Ctx, g: &Group) -> GroupScan {
         let Some(v) = view_seq(ctx, g, &member_lanes, &at, s) else {
             continue;
         };
-        firsts.note(&v, || {
-            if has_frames {
-                site_variants(g, &member_lanes, &at)
-            } else {
-                Vec::new()
-            }
-        });
+        firsts.note(
+            &v,
+            || v.issued(g, &at),
+            || {
+                if has_frames {
+                    site_variants(g, &member_lanes, &at)
+                } else {
+                    Vec::new()
+                }
+            },
+        );
         out.rows.push(v.row);
     }
     let frontier = firsts.frontier;

@@ -1,6 +1,7 @@
 //! Each rank's calls per group ("lanes") and in the order it issued them (its queue), what its
 //! dump says of each, and how two calls compare.
 
+use super::p2p::Message;
 use crate::diagnose::order::CallKey;
 use crate::fr::groups::Groups;
 use crate::fr::model::{fmt_shapes, numel, Dump, Record, RecordKind, State};
@@ -68,7 +69,13 @@ pub struct Call {
     pub site: u32,
     /// Its place in its rank's queue (see [`Lanes::queue`]).
     pub pos: u32,
+    /// A send or recv: its message in its dump's [`Lanes::messages`] ([`NO_MESSAGE`] for a
+    /// collective, or where the dump has more kinds of messages than that table keeps).
+    pub message: u16,
 }
+
+/// A [`Call`] whose message is not in [`Lanes::messages`] (see [`Lanes::message`]).
+pub const NO_MESSAGE: u16 = u16::MAX;
 
 impl Call {
     /// The rank has left the call (completed, or retired by the watchdog).
@@ -189,6 +196,9 @@ pub struct Lanes {
     head: Option<u32>,
     /// A call of the queue failed (see [`Lanes::failed`]).
     failed: bool,
+    /// The kinds of messages its sends and recvs move, each once: the matching of a job's
+    /// millions of sends and recvs reads them here, not in records spread over the dumps.
+    pub messages: Vec<Option<Message>>,
 }
 
 impl Lanes {
@@ -208,6 +218,14 @@ impl Lanes {
     /// Whether the rank has a call it has not left, or one that failed.
     pub fn busy(&self) -> bool {
         self.head().is_some()
+    }
+
+    /// The message of send or recv `c` of dump `d` (these lanes'), if it names its peer.
+    pub fn message(&self, d: &Dump, c: &Call) -> Option<Message> {
+        match self.messages.get(c.message as usize) {
+            Some(m) => *m,
+            None => Message::of(d, &d.records.get(c.first as usize)),
+        }
     }
 
     /// The call queue entry `i` is.
@@ -332,9 +350,12 @@ fn build_one(di: u32, d: &Dump, groups: &Groups, site_of: &[u32]) -> Lanes {
             newest_ns: 0,
             head: None,
             failed: false,
+            messages: Vec::new(),
         },
         last_batch: None,
         renumber: false,
+        messages: BTreeMap::new(),
+        recent: Vec::new(),
     };
     // each group's `pg_id`: its first record's that has one
     let mut pg_of: Vec<Option<i64>> = vec![None; named.len()];
@@ -360,8 +381,13 @@ fn build_one(di: u32, d: &Dump, groups: &Groups, site_of: &[u32]) -> Lanes {
             began: matches!(r.state, State::Started | State::Completed),
             site: site_of[r.site as usize],
             pos: 0,
+            message: NO_MESSAGE,
         };
         if r.is_p2p || r.kind.is_p2p() {
+            let call = Call {
+                message: b.message(d, &r),
+                ..call
+            };
             b.add_p2p(slot, g, r.p2p_seq.get(), call);
         } else if r.kind == RecordKind::Coalesced && b.batch_open(g) {
             b.close_batch(slot, &call);
@@ -429,9 +455,40 @@ struct Build {
     last_batch: Option<u64>,
     /// Entries were dropped from the queue: places are counted again at the end.
     renumber: bool,
+    /// Each kind of message in [`Lanes::messages`], and the last few found (a rank's sends and
+    /// recvs move a few kinds, most often the one before).
+    messages: BTreeMap<MessageKey, u16>,
+    recent: Vec<(MessageKey, u16)>,
 }
 
+/// What a record's message is read from: its op, peer, sizes and dtypes.
+type MessageKey = (RecordKind, Option<crate::fr::model::Peer>, u32, u32);
+
 impl Build {
+    /// The message of send or recv `r` of dump `d` in [`Lanes::messages`], added if new.
+    fn message(&mut self, d: &Dump, r: &Record) -> u16 {
+        let key = (r.kind, r.peer, r.input, r.in_dtypes);
+        if let Some(&(_, i)) = self.recent.iter().rev().find(|(k, _)| *k == key) {
+            return i;
+        }
+        let table = &mut self.out.messages;
+        let i = match self.messages.get(&key) {
+            Some(&i) => i,
+            None if table.len() < NO_MESSAGE as usize => {
+                let i = table.len() as u16;
+                table.push(Message::of(d, r));
+                self.messages.insert(key, i);
+                i
+            }
+            None => return NO_MESSAGE,
+        };
+        if self.recent.len() == 8 {
+            self.recent.remove(0);
+        }
+        self.recent.push((key, i));
+        i
+    }
+
     /// The lane at `slot` of the lanes, and the queue.
     fn lane(&mut self, slot: usize) -> (&mut Lane, &mut Vec<Queued>) {
         (&mut self.out.groups.lanes[slot].1, &mut self.out.queue)
@@ -701,6 +758,47 @@ mod tests {
             entries.join(",")
         );
         crate::fr::read::read_bytes(text.as_bytes(), "rank_0.json", rank).expect("a dump")
+    }
+
+    #[test]
+    fn messages_are_read_once_per_kind_and_as_their_records_say() {
+        let d = dump(
+            0,
+            &[
+                ("1", 1, "send 0->1", "completed"),
+                ("1", 1, "recv 0<-1", "completed"),
+                ("1", 1, "coalesced", "completed"),
+                ("1", 2, "send 0->1", "completed"),
+                ("1", 3, "recv 0<-1", "scheduled"),
+                ("0", 1, "all_reduce", "completed"),
+            ],
+        );
+        let dumps = [d];
+        let g = groups::infer(&dumps, None);
+        let lanes = build(&dumps, &g);
+        let l = &lanes[0];
+        assert_eq!(l.messages.len(), 2, "a send and a recv: {:?}", l.messages);
+        let p2p = &l.groups[g.list[1].id as usize].p2p;
+        assert_eq!(p2p.len(), 4);
+        for c in p2p {
+            assert_ne!(c.message, NO_MESSAGE);
+            let rec = dumps[0].records.get(c.first as usize);
+            assert_eq!(l.message(&dumps[0], c), Message::of(&dumps[0], &rec));
+        }
+        let sends: Vec<bool> = p2p
+            .iter()
+            .map(|c| l.message(&dumps[0], c).is_some_and(|m| m.send))
+            .collect();
+        assert_eq!(sends, [true, false, true, false]);
+        // a call outside the table is read from its record
+        let outside = Call {
+            message: NO_MESSAGE,
+            ..p2p[1]
+        };
+        assert_eq!(
+            l.message(&dumps[0], &outside),
+            l.message(&dumps[0], &p2p[1])
+        );
     }
 
     #[test]

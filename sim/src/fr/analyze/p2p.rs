@@ -50,6 +50,32 @@ impl Messages {
     }
 }
 
+/// What a send or recv says of its message: which way it goes, its peer (a rank of its group;
+/// None: a recv from any source) and the bytes it moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub send: bool,
+    pub peer: Option<u32>,
+    pub bytes: u64,
+}
+
+impl Message {
+    /// The message of record `r` of dump `d`, if it is a send or recv that names its peer.
+    pub fn of(d: &Dump, r: &Record) -> Option<Message> {
+        let p = r.peer?;
+        let send = match r.kind.op() {
+            Some(OpKind::Send) => true,
+            Some(OpKind::Recv) => false,
+            _ => return None,
+        };
+        Some(Message {
+            send,
+            peer: p.peer,
+            bytes: size(d, r),
+        })
+    }
+}
+
 /// One end before matching: its rank, its call, its index in the lane and the bytes it moves.
 struct Raw {
     rank: u32,
@@ -138,52 +164,29 @@ fn collect(
     // a member's calls by (send, peer): a rank of a pipeline has a few peers and thousands of
     // calls
     let mut mine: Vec<(Direction, Vec<Raw>)> = Vec::new();
-    // the bytes of the last few (shapes, dtypes) seen: a rank's messages move a few sizes
-    let mut sizes: Vec<((u32, u32), u64)> = Vec::new();
     for &m in &g.members {
         let Some(d) = dump_of.get(m as usize).copied().flatten() else {
             continue;
         };
-        let dump = &dumps[d as usize];
-        sizes.clear();
-        for (i, c) in lanes[d as usize].groups[g.id as usize]
-            .p2p
-            .iter()
-            .enumerate()
-        {
-            let rec = &dump.records.get(c.first as usize);
-            let Some(p) = rec.peer else { continue };
-            let peer = match p.peer {
+        let (dump, lanes) = (&dumps[d as usize], &lanes[d as usize]);
+        for (i, c) in lanes.groups[g.id as usize].p2p.iter().enumerate() {
+            let Some(msg) = lanes.message(dump, c) else {
+                continue;
+            };
+            let peer = match msg.peer {
                 Some(local) => match g.members.get(local as usize) {
                     Some(&x) => Some(x),
                     None => continue,
                 },
                 None => None,
             };
-            let send = match rec.kind.op() {
-                Some(OpKind::Send) => true,
-                Some(OpKind::Recv) => false,
-                _ => continue,
-            };
-            let what = (rec.input, rec.in_dtypes);
-            let bytes = match sizes.iter().find(|(w, _)| *w == what) {
-                Some(&(_, b)) => b,
-                None => {
-                    let b = size(dump, rec);
-                    if sizes.len() == 8 {
-                        sizes.remove(0);
-                    }
-                    sizes.push((what, b));
-                    b
-                }
-            };
             let raw = Raw {
                 rank: m,
                 call: *c,
                 index: i as u32,
-                bytes,
+                bytes: msg.bytes,
             };
-            let key = (send, peer);
+            let key = (msg.send, peer);
             match mine.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(raw),
                 None => mine.push((key, vec![raw])),
@@ -191,7 +194,12 @@ fn collect(
         }
         for ((send, peer), v) in mine.drain(..) {
             let to = if send { &mut sends } else { &mut recvs };
-            to.entry((m, peer)).or_default().extend(v);
+            match to.entry((m, peer)) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().extend(v),
+            }
         }
     }
     (sends, recvs)
