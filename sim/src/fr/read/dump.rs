@@ -41,7 +41,6 @@ pub fn to_dump(
     format: Format,
     memo: &mut Memo,
 ) -> Result<Dump, String> {
-    let n = t.nodes.len();
     let mut c = Conv {
         t,
         strings: Table::default(),
@@ -50,12 +49,12 @@ pub fn to_dump(
         text: String::new(),
         // a record visits a few dozen nodes; shared nodes may be visited once per reference,
         // which is what this bounds
-        budget: 64 * t.nodes.len() as u64 + 1_000_000,
+        budget: 64 * t.len() as u64 + 1_000_000,
         has_frames: false,
         first_id: None,
-        sid: refill(&mut memo.sid, n, NONE),
-        slot: refill(&mut memo.slot, n, UNSEEN),
-        frame: refill(&mut memo.frame, n, NONE),
+        sid: refill(&mut memo.sid, t.strings(), NONE),
+        slot: refill(&mut memo.slot, t.strings(), UNSEEN),
+        frame: refill(&mut memo.frame, t.len(), NONE),
         ranks: std::mem::take(&mut memo.ranks),
         prof: Vec::new(),
         sigs: [None; SIGS],
@@ -233,7 +232,7 @@ fn slot_of(k: &str) -> u8 {
     }
 }
 
-fn found(n: &Node) -> String {
+fn found(n: Node) -> String {
     format!("found {}", n.kind())
 }
 
@@ -252,20 +251,24 @@ impl Conv<'_, '_> {
 
     fn string(&self, id: NodeId, what: &str) -> Result<String, String> {
         match self.t.get(id) {
-            Node::Str(s) => Ok(s.to_string()),
+            Node::Str(s) => Ok(self.t.text(s).to_string()),
             n => Err(format!("{what} should be a string, {}", found(n))),
         }
     }
 
     /// An integer, also written as a decimal string (the analyzer's test fixtures do).
+    #[inline]
     fn int(&self, id: NodeId, what: &str) -> Result<i64, String> {
         match self.t.get(id) {
-            Node::Int(v) => Ok(*v),
-            Node::Str(s) if s.trim().parse::<i64>().is_ok() => Ok(s.trim().parse().unwrap_or(0)),
+            Node::Int(v) => Ok(v),
+            Node::Str(s) if self.t.text(s).trim().parse::<i64>().is_ok() => {
+                Ok(self.t.text(s).trim().parse().unwrap_or(0))
+            }
             n => Err(format!("`{what}` should be an integer, {}", found(n))),
         }
     }
 
+    #[inline]
     fn opt_int(&self, id: Option<NodeId>, what: &str) -> Result<Option<i64>, String> {
         match id {
             None => Ok(None),
@@ -274,6 +277,7 @@ impl Conv<'_, '_> {
         }
     }
 
+    #[inline]
     fn unsigned(&self, id: Option<NodeId>, what: &str) -> Result<Option<u64>, String> {
         match self.opt_int(id, what)? {
             Some(v) if v < 0 => Ok(None),
@@ -293,10 +297,10 @@ impl Conv<'_, '_> {
             return Err(format!("`pg_config` names {} groups", d.len()));
         }
         let mut out = Vec::with_capacity(d.len());
-        for &(k, v) in d {
+        for &[k, v] in t.pairs(d) {
             self.spend(4)?;
             let key = match t.get(k) {
-                Node::Str(s) => s.to_string(),
+                Node::Str(s) => t.text(s).to_string(),
                 Node::Int(i) => i.to_string(),
                 n => {
                     return Err(format!(
@@ -347,7 +351,11 @@ impl Conv<'_, '_> {
         let t = self.t;
         match t.get(id) {
             Node::Str(s) => {
-                let inner = s.trim().trim_start_matches('[').trim_end_matches(']');
+                let inner = t
+                    .text(s)
+                    .trim()
+                    .trim_start_matches('[')
+                    .trim_end_matches(']');
                 if inner.trim().is_empty() {
                     return Ok(Some(Arc::from([])));
                 }
@@ -419,10 +427,10 @@ impl Conv<'_, '_> {
             return Err(format!("`pg_status` names {} groups", d.len()));
         }
         let mut out = Vec::with_capacity(d.len());
-        for &(k, v) in d {
+        for &[k, v] in t.pairs(d) {
             self.spend(4)?;
             let pg_id = match t.get(k) {
-                Node::Str(s) => s.to_string(),
+                Node::Str(s) => t.text(s).to_string(),
                 Node::Int(i) => i.to_string(),
                 n => return Err(format!("a `pg_status` key should be a pg_id, {}", found(n))),
             };
@@ -482,7 +490,7 @@ impl Conv<'_, '_> {
                     s.push(dims.len() as u64);
                     for &d in dims {
                         match t.get(d) {
-                            Node::Int(v) if *v >= 0 => s.push(*v as u64),
+                            Node::Int(v) if v >= 0 => s.push(v as u64),
                             n => {
                                 return Err(format!(
                                     "`{what}` should hold sizes (integers >= 0), {}",
@@ -493,9 +501,9 @@ impl Conv<'_, '_> {
                     }
                 }
                 // hook recorders and the uneven forms write a bare number per tensor
-                Node::Int(v) if *v >= 0 => {
+                Node::Int(v) if v >= 0 => {
                     s.push(1);
-                    s.push(*v as u64);
+                    s.push(v as u64);
                 }
                 n => return Err(format!("`{what}` should be a list of sizes, {}", found(n))),
             }
@@ -522,14 +530,14 @@ impl Conv<'_, '_> {
         let Some(id) = id else { return Ok(0) };
         let mut s = std::mem::take(&mut self.text);
         s.clear();
-        let add = |n: &Node, s: &mut String| -> Result<(), String> {
+        let add = |n: Node, s: &mut String| -> Result<(), String> {
             if !s.is_empty() {
                 s.push(',');
             }
             match n {
-                Node::Str(x) => s.push_str(x),
+                Node::Str(x) => s.push_str(t.text(x)),
                 // the numbering of c10::ScalarType
-                Node::Int(i) => s.push_str(scalar_type(*i)),
+                Node::Int(i) => s.push_str(scalar_type(i)),
                 n => return Err(format!("`{what}` should hold dtype names, {}", found(n))),
             }
             Ok(())
@@ -571,18 +579,20 @@ impl Conv<'_, '_> {
         Ok(i)
     }
 
+    #[inline]
     fn intern_str(&mut self, id: NodeId, what: &str) -> Result<u32, String> {
-        let cached = self.sid[id as usize];
-        if cached != NONE {
-            return Ok(cached);
-        }
         match self.t.get(id) {
             Node::Str(s) => {
-                if s.len() > 1 << 20 {
+                let cached = self.sid[s as usize];
+                if cached != NONE {
+                    return Ok(cached);
+                }
+                let text = self.t.text(s);
+                if text.len() > 1 << 20 {
                     return Err(format!("`{what}` is longer than 1 MiB"));
                 }
-                let i = self.strings.intern(&**s);
-                self.sid[id as usize] = i;
+                let i = self.strings.intern(text);
+                self.sid[s as usize] = i;
                 Ok(i)
             }
             n => Err(format!("`{what}` should be a string, {}", found(n))),
@@ -600,6 +610,10 @@ impl Conv<'_, '_> {
         self.has_frames = true;
         for &f in frames.iter().take(MAX_FRAMES) {
             self.spend(4)?;
+            // a dict is a node, with its place in the table
+            let Node::Dict(d) = t.get(f) else {
+                return Err(format!("a frame should be a dict, {}", found(t.get(f))));
+            };
             let cached = self.frame[f as usize];
             if cached == TORCH {
                 continue;
@@ -607,12 +621,9 @@ impl Conv<'_, '_> {
             if cached != NONE {
                 return Ok(cached);
             }
-            let Node::Dict(d) = t.get(f) else {
-                return Err(format!("a frame should be a dict, {}", found(t.get(f))));
-            };
             let file = match t.field(d, "filename") {
                 Some(x) => match t.get(x) {
-                    Node::Str(s) => s,
+                    Node::Str(s) => t.text(s),
                     n => {
                         return Err(format!(
                             "a frame's `filename` should be a string, {}",
@@ -653,13 +664,11 @@ impl Conv<'_, '_> {
         };
         self.spend(d.len() as u64 + 1)?;
         let mut f: [Option<NodeId>; 20] = [None; 20];
-        for &(k, v) in d {
+        for &[k, v] in t.pairs(d) {
+            let Node::Str(k) = t.get(k) else { continue };
             let mut slot = self.slot[k as usize];
             if slot == UNSEEN {
-                slot = match t.get(k) {
-                    Node::Str(k) => slot_of(k),
-                    _ => OTHER,
-                };
+                slot = slot_of(t.text(k));
                 self.slot[k as usize] = slot;
             }
             if slot != OTHER {
@@ -705,7 +714,7 @@ impl Conv<'_, '_> {
                 match self.prof.get(raw).copied().flatten() {
                     Some(p) => p,
                     None => {
-                        let p = self.profiling(s)?;
+                        let p = self.profiling(t.text(s))?;
                         if self.prof.len() <= raw {
                             self.prof.resize(raw + 1, None);
                         }
@@ -718,7 +727,7 @@ impl Conv<'_, '_> {
         };
         let state = match f[14].map(|s| t.get(s)) {
             None => State::Scheduled,
-            Some(Node::Str(s)) => match &**s {
+            Some(Node::Str(s)) => match t.text(s) {
                 "scheduled" => State::Scheduled,
                 "started" => State::Started,
                 "completed" => State::Completed,
@@ -728,12 +737,12 @@ impl Conv<'_, '_> {
         };
         let retired = match f[16].map(|s| t.get(s)) {
             None | Some(Node::None) => None,
-            Some(Node::Bool(b)) => Some(*b),
+            Some(Node::Bool(b)) => Some(b),
             Some(n) => return Err(format!("`retired` should be a boolean, {}", found(n))),
         };
         let is_p2p = match f[18].map(|s| t.get(s)) {
             None | Some(Node::None) => false,
-            Some(Node::Bool(b)) => *b,
+            Some(Node::Bool(b)) => b,
             Some(n) => return Err(format!("`is_p2p` should be a boolean, {}", found(n))),
         };
         // read for their types only: the analysis does not use them
@@ -808,6 +817,7 @@ impl Conv<'_, '_> {
         })
     }
 
+    #[inline]
     fn group_part(&mut self, id: NodeId) -> Result<u32, String> {
         match self.t.get(id) {
             Node::Int(i) => Ok(self.strings.intern(i.to_string().as_str())),

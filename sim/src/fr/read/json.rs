@@ -1,7 +1,7 @@
 //! The JSON form of a dump (`_dump_fr_trace_json`), read into the same tree as a pickle.
 //! serde_json refuses nesting deeper than 128, so the recursion here is bounded.
 
-use super::tree::{Arena, Node, NodeId, Tree};
+use super::tree::{Arena, Node, NodeId, Tree, FALSE, MAX_DOCUMENT, NONE, TRUE};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
@@ -26,17 +26,18 @@ impl<'de, 't> Visitor<'de> for Seed<'t, 'de> {
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<NodeId, E> {
-        Ok(self.tree.push(Node::Bool(v)))
+        Ok(if v { TRUE } else { FALSE })
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<NodeId, E> {
-        Ok(self.tree.push(Node::Int(v)))
+        Ok(self.tree.int(v))
     }
 
     fn visit_u64<E>(self, v: u64) -> Result<NodeId, E> {
-        Ok(self
-            .tree
-            .push(i64::try_from(v).map_or(Node::BigInt, Node::Int)))
+        Ok(match i64::try_from(v) {
+            Ok(v) => self.tree.int(v),
+            Err(_) => self.tree.push(Node::BigInt),
+        })
     }
 
     fn visit_f64<E>(self, v: f64) -> Result<NodeId, E> {
@@ -44,19 +45,19 @@ impl<'de, 't> Visitor<'de> for Seed<'t, 'de> {
     }
 
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<NodeId, E> {
-        Ok(self.tree.push(Node::Str(Cow::Borrowed(v))))
+        Ok(self.tree.push_str(Cow::Borrowed(v)))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<NodeId, E> {
-        Ok(self.tree.push(Node::Str(Cow::Owned(v.to_string()))))
+        Ok(self.tree.push_str(Cow::Owned(v.to_string())))
     }
 
     fn visit_unit<E>(self) -> Result<NodeId, E> {
-        Ok(self.tree.push(Node::None))
+        Ok(NONE)
     }
 
     fn visit_none<E>(self) -> Result<NodeId, E> {
-        Ok(self.tree.push(Node::None))
+        Ok(NONE)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodeId, A::Error> {
@@ -80,9 +81,10 @@ impl<'de, 't> Visitor<'de> for Seed<'t, 'de> {
             let v = map.next_value_seed(Seed {
                 tree: &mut *self.tree,
             })?;
-            items.push((k, v));
+            items.push([k, v]);
         }
-        Ok(self.tree.push(Node::Dict(items)))
+        (self.tree.new_dict(&items))
+            .ok_or_else(|| de::Error::custom("more than 2^32 items in dicts"))
     }
 }
 
@@ -93,8 +95,13 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, serde_json::Error> {
 
 /// Decodes a JSON document into a tree built in `arena`'s allocation.
 pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, serde_json::Error> {
+    if buf.len() > MAX_DOCUMENT {
+        return Err(de::Error::custom(format!(
+            "larger than {MAX_DOCUMENT} bytes: not a dump"
+        )));
+    }
     let mut tree = Tree::with_arena(arena);
-    tree.nodes.reserve(buf.len() / 8);
+    tree.reserve(buf.len() / 8);
     let mut de = serde_json::Deserializer::from_slice(buf);
     let root = Seed { tree: &mut tree }.deserialize(&mut de)?;
     de.end()?;
@@ -116,10 +123,10 @@ mod tests {
             panic!()
         };
         let v = t.items(v);
-        assert_eq!(t.get(v[0]), &Node::Int(1));
-        assert_eq!(t.get(v[1]), &Node::BigInt);
+        assert_eq!(t.get(v[0]), Node::Int(1));
+        assert_eq!(t.get(v[1]), Node::BigInt);
         assert_eq!(t.str(v[2]), Some("x\"y"));
-        assert_eq!(t.get(t.field(d, "b").unwrap()), &Node::None);
+        assert_eq!(t.get(t.field(d, "b").unwrap()), Node::None);
         assert!(decode(b"[1, 2").is_err());
         assert!(decode(b"{} x").is_err());
         let deep = "[".repeat(1000);

@@ -17,7 +17,7 @@
 //! expand without bound) and decodes about 30 µs per record, 50 times too slow for the dumps of
 //! thousands of ranks; it writes the pickles of `export --fr` instead.
 
-use super::tree::{AppendError, Arena, Items, Node, NodeId, Tree};
+use super::tree::{AppendError, Arena, Items, Node, NodeId, Tree, FALSE, MAX_DOCUMENT, NONE, TRUE};
 use std::borrow::Cow;
 
 /// How deeply marks (the start of a tuple, list or dict being built) may nest. A dump nests
@@ -52,7 +52,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<&'a [u8], PickleError> {
         if n > self.buf.len() - self.pos {
             return Err(self.truncated(n));
@@ -75,24 +75,24 @@ impl<'a> Reader<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn u8(&mut self) -> Result<u8, PickleError> {
         Ok(self.take(1)?[0])
     }
 
-    #[inline]
+    #[inline(always)]
     fn u16(&mut self) -> Result<u16, PickleError> {
         let b = self.take(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
-    #[inline]
+    #[inline(always)]
     fn u32(&mut self) -> Result<u32, PickleError> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    #[inline]
+    #[inline(always)]
     fn u64(&mut self) -> Result<u64, PickleError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
@@ -147,13 +147,6 @@ fn refused(op: u8) -> Option<&'static str> {
 
 const TOO_MANY: &str = "more than 2^32 items in lists: not a dump";
 
-/// The nodes every tree starts with.
-const NONE: NodeId = 0;
-const TRUE: NodeId = 1;
-const FALSE: NodeId = 2;
-/// `Int(0)`, followed by the other one-byte integers.
-const INT0: NodeId = 3;
-
 /// The error for an opcode no dump holds: one that would import or build a Python object
 /// (with the name a GLOBAL imports), or one that is not an opcode.
 fn refuse(r: &mut Reader, op: u8) -> PickleError {
@@ -185,6 +178,14 @@ fn refusal(name: &str) -> String {
     )
 }
 
+/// Why an APPEND(S) or ADDITEMS could not add to its target.
+fn not_added(e: AppendError, op: &str, kind: &str) -> String {
+    match e {
+        AppendError::NotA(k) => format!("{op} to {k}, not to {kind}"),
+        AppendError::Full => TOO_MANY.to_string(),
+    }
+}
+
 /// Little-endian two's complement of `b` as an i64, or None when it needs more bits.
 fn long_bytes(b: &[u8]) -> Option<i64> {
     if b.is_empty() {
@@ -210,24 +211,19 @@ pub fn decode(buf: &[u8]) -> Result<Tree<'_>, PickleError> {
 /// function the optimizer sees whole.
 pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleError> {
     let mut r = Reader { buf, pos: 0, at: 0 };
-    let mut t = Tree::with_arena(arena);
-    // nodes are added about one per ten bytes
-    t.nodes.reserve(buf.len() / 10);
-    // scalars never change once made, so equal ones share a node: None, the booleans and the
-    // one-byte integers have theirs from the start, other integers are looked up in a small
-    // cache (a dump repeats its sizes, timeouts and ids in every record)
-    t.push(Node::None);
-    t.push(Node::Bool(true));
-    t.push(Node::Bool(false));
-    for v in 0..=255 {
-        t.push(Node::Int(v));
+    if buf.len() > MAX_DOCUMENT {
+        return r.err(format!("larger than {MAX_DOCUMENT} bytes: not a dump"));
     }
-    let mut ints: [(i64, NodeId); 256] = [(0, INT0); 256];
+    let mut t = Tree::with_arena(arena);
+    // nodes are added about one per twenty bytes
+    t.reserve(buf.len() / 20);
     let mut stack: Vec<NodeId> = Vec::with_capacity(64);
     let mut marks: Vec<usize> = Vec::with_capacity(16);
     // memo index -> node + 1 (0 = unset)
     let mut memo: Vec<NodeId> = Vec::new();
     let mut memo_count = 0u32;
+    // its first 256 entries again, which a BINGET reads without a bounds check
+    let mut short = [0 as NodeId; 256];
     // as Python's unpickler, an opcode takes values only above the last mark: a MARK starts
     // a new stack, and the values below it are out of reach until the mark is consumed (by
     // the LIST, TUPLE, DICT, APPENDS, SETITEMS, ADDITEMS or POP_MARK that closes it). So the
@@ -254,6 +250,14 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             }
         };
     }
+    macro_rules! mark {
+        () => {
+            if marks.len() >= MAX_MARKS {
+                return r.err(format!("values nest more than {MAX_MARKS} deep"));
+            }
+            marks.push(stack.len());
+        };
+    }
     // the values above the last mark, taken off the stack (into the tree's item pool)
     macro_rules! mark_items {
         () => {{
@@ -271,22 +275,17 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             }
         };
     }
-    // why an APPEND(S) or ADDITEMS could not add to its target
-    let not_added = |e: AppendError, op: &str, kind: &str| match e {
-        AppendError::NotA(k) => format!("{op} to {k}, not to {kind}"),
-        AppendError::Full => TOO_MANY.to_string(),
-    };
     loop {
         // a memo lookup is every other opcode of a dump (its keys are memoized strings, its
         // stack frames memoized dicts): runs of them are read here, apart from the dispatch
         let mut pos = r.pos;
-        while let [b'h', id, ..] = buf[pos..] {
-            match memo.get(usize::from(id)) {
-                Some(&n) if n != 0 => stack.push(n - 1),
-                _ => {
+        while let Some(&[b'h', id]) = buf.get(pos..pos + 2) {
+            match short[usize::from(id)] {
+                0 => {
                     r.at = pos;
                     return r.err(format!("GET of memo index {id}, which was never set"));
                 }
+                n => stack.push(n - 1),
             }
             pos += 2;
         }
@@ -296,7 +295,7 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             return r.err("the file ends before the pickle's STOP opcode: it is truncated");
         }
         let op = r.u8()?;
-        let node = match op {
+        let id = match op {
             0x80 => {
                 let v = r.u8()?;
                 if v > 5 {
@@ -320,10 +319,7 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 return Ok(t);
             }
             b'(' => {
-                if marks.len() >= MAX_MARKS {
-                    return r.err(format!("values nest more than {MAX_MARKS} deep"));
-                }
-                marks.push(stack.len());
+                mark!();
                 continue;
             }
             b'0' => {
@@ -376,6 +372,9 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                     memo_count += 1;
                 }
                 memo[id] = top + 1;
+                if let Some(x) = short.get_mut(id) {
+                    *x = top + 1;
+                }
                 continue;
             }
             b'g' | b'h' | b'j' => {
@@ -406,52 +405,38 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 stack.push(if op == 0x88 { TRUE } else { FALSE });
                 continue;
             }
-            b'K' => {
-                stack.push(INT0 + NodeId::from(r.u8()?));
-                continue;
-            }
-            b'J' | b'M' | 0x8a => {
-                let v = match op {
-                    b'J' => Some(i64::from(r.u32()? as i32)),
-                    b'M' => Some(i64::from(r.u16()?)),
+            // integers from 0 to 2^31 are ids of their own, not nodes
+            b'K' => Tree::small_int(u16::from(r.u8()?)),
+            b'M' => Tree::small_int(r.u16()?),
+            b'J' => t.int(i64::from(r.u32()? as i32)),
+            0x8a | 0x8b => {
+                let n = match op {
+                    0x8a => usize::from(r.u8()?),
                     _ => {
-                        let n = r.u8()?;
-                        long_bytes(r.take(usize::from(n))?)
+                        let n = r.u32()?;
+                        r.len(u64::from(n))?
                     }
                 };
-                let Some(v) = v else {
-                    stack.push(t.push(Node::BigInt));
-                    continue;
-                };
-                let slot =
-                    &mut ints[((v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize];
-                if slot.0 != v || slot.1 == INT0 {
-                    *slot = (v, t.push(Node::Int(v)));
+                match long_bytes(r.take(n)?) {
+                    Some(v) => t.int(v),
+                    None => t.push(Node::BigInt),
                 }
-                stack.push(slot.1);
-                continue;
-            }
-            0x8b => {
-                let n = r.u32()?;
-                let n = r.len(u64::from(n))?;
-                let b = r.take(n)?;
-                long_bytes(b).map_or(Node::BigInt, Node::Int)
             }
             b'I' | b'L' => {
                 let l = r.line()?;
                 let s = r.utf8(l)?.trim().trim_end_matches('L');
                 match s {
-                    "01" if op == b'I' => Node::Bool(true),
-                    "00" if op == b'I' => Node::Bool(false),
+                    "01" if op == b'I' => TRUE,
+                    "00" if op == b'I' => FALSE,
                     _ => match s.parse::<i64>() {
-                        Ok(v) => Node::Int(v),
+                        Ok(v) => t.int(v),
                         Err(_)
                             if !s.is_empty()
                                 && s.trim_start_matches('-')
                                     .bytes()
                                     .all(|b| b.is_ascii_digit()) =>
                         {
-                            Node::BigInt
+                            t.push(Node::BigInt)
                         }
                         Err(_) => return r.err(format!("malformed integer `{s}`")),
                     },
@@ -461,12 +446,12 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 let b = r.take(8)?;
                 let mut a = [0u8; 8];
                 a.copy_from_slice(b);
-                Node::Float(f64::from_be_bytes(a))
+                t.push(Node::Float(f64::from_be_bytes(a)))
             }
             b'F' => {
                 let l = r.line()?;
                 match r.utf8(l)?.trim().parse::<f64>() {
-                    Ok(v) => Node::Float(v),
+                    Ok(v) => t.push(Node::Float(v)),
                     Err(_) => return r.err("malformed float"),
                 }
             }
@@ -480,8 +465,7 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 let n = r.len(n)?;
                 let b = r.take(n)?;
                 let s = r.utf8(b)?;
-                stack.push(t.push(Node::Str(Cow::Borrowed(s))));
-                continue;
+                t.push_str(Cow::Borrowed(s))
             }
             b'T' | b'U' => {
                 // protocol-2 byte strings: Python 2 `str`, read as text when it is UTF-8
@@ -493,8 +477,8 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 let n = r.len(n)?;
                 let b = r.take(n)?;
                 match std::str::from_utf8(b) {
-                    Ok(s) => Node::Str(Cow::Borrowed(s)),
-                    Err(_) => Node::Bytes,
+                    Ok(s) => t.push_str(Cow::Borrowed(s)),
+                    Err(_) => t.push(Node::Bytes),
                 }
             }
             b'S' | b'V' => {
@@ -516,7 +500,7 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 if s.contains('\\') {
                     return r.err("an escaped protocol-0 string (not written by torch)");
                 }
-                Node::Str(Cow::Borrowed(s))
+                t.push_str(Cow::Borrowed(s))
             }
             b'B' | b'C' | 0x8e | 0x96 => {
                 let n = match op {
@@ -526,53 +510,67 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                 };
                 let n = r.len(n)?;
                 r.take(n)?;
-                Node::Bytes
+                t.push(Node::Bytes)
             }
             // containers
             // the nodes made in every record are pushed where they are made (built into the
             // arena directly rather than on the stack and copied)
-            b']' => {
-                stack.push(t.push(Node::List(Items::default())));
+            b')' => t.push(Node::Tuple(Items::default())),
+            // an empty list or dict is read with the MARK that starts its items, as a pickler
+            // writes them: one dispatch fewer for each, of the one in ten that mispredict
+            b']' | b'}' => {
+                stack.push(t.push(match op {
+                    b']' => Node::List(Items::default()),
+                    _ => Node::Dict(Items::default()),
+                }));
+                if buf.get(r.pos) == Some(&b'(') {
+                    r.at = r.pos;
+                    r.pos += 1;
+                    mark!();
+                }
                 continue;
             }
-            b')' => Node::Tuple(Items::default()),
-            b'}' => {
-                stack.push(t.dict());
-                continue;
+            0x8f => t.push(Node::Set(Items::default())),
+            b'l' => {
+                let items = mark_items!();
+                t.push(Node::List(items))
             }
-            0x8f => Node::Set(Items::default()),
-            b'l' => Node::List(mark_items!()),
-            b't' => Node::Tuple(mark_items!()),
-            0x91 => Node::Set(mark_items!()),
+            b't' => {
+                let items = mark_items!();
+                t.push(Node::Tuple(items))
+            }
+            0x91 => {
+                let items = mark_items!();
+                t.push(Node::Set(items))
+            }
             0x85 => {
                 let a = pop!();
-                Node::Tuple(items!(&[a]))
+                let items = items!(&[a]);
+                t.push(Node::Tuple(items))
             }
             0x86 => {
                 let b = pop!();
                 let a = pop!();
                 let items = items!(&[a, b]);
-                stack.push(t.push(Node::Tuple(items)));
-                continue;
+                t.push(Node::Tuple(items))
             }
             0x87 => {
                 let c = pop!();
                 let b = pop!();
                 let a = pop!();
-                Node::Tuple(items!(&[a, b, c]))
+                let items = items!(&[a, b, c]);
+                t.push(Node::Tuple(items))
             }
             b'd' => {
                 let m = pop_mark!();
-                if !(stack.len() - m).is_multiple_of(2) {
+                let (pairs, []) = stack[m..].as_chunks::<2>() else {
                     return r.err("DICT with an odd number of items");
-                }
-                let d = t.dict();
-                if let Node::Dict(pairs) = &mut t.nodes[d as usize] {
-                    pairs.extend(stack[m..].chunks(2).map(|p| (p[0], p[1])));
-                }
+                };
+                let Some(d) = t.new_dict(pairs) else {
+                    return r.err(TOO_MANY);
+                };
                 stack.truncate(m);
-                stack.push(d);
-                continue;
+                d
             }
             b'a' | b'e' => {
                 // the items are taken off the stack in place, without a copy
@@ -609,23 +607,19 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                         None => return r.err("SETITEMS needs a mark but there is none"),
                     }
                 };
-                if !(stack.len() - from).is_multiple_of(2) {
+                let (pairs, []) = stack[from..].as_chunks::<2>() else {
                     return r.err("SETITEMS with an odd number of items");
-                }
+                };
                 if from <= marks.last().copied().unwrap_or(0) {
                     return r.err("SETITEM without a dict to set items in");
                 }
                 let target = stack[from - 1];
-                match &mut t.nodes[target as usize] {
-                    Node::Dict(d) => {
-                        let items = &stack[from..];
-                        d.extend(items.chunks(2).map(|p| (p[0], p[1])));
-                        stack.truncate(from);
+                match t.set_items(target, pairs) {
+                    Ok(()) => stack.truncate(from),
+                    Err(AppendError::NotA(k)) => {
+                        return r.err(format!("SETITEM on {k}, not on a dict"))
                     }
-                    other => {
-                        let k = other.kind();
-                        return r.err(format!("SETITEM on {k}, not on a dict"));
-                    }
+                    Err(AppendError::Full) => return r.err(TOO_MANY),
                 }
                 continue;
             }
@@ -649,7 +643,6 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             // the opcodes that build Python objects come here too, and are refused
             other => return Err(refuse(&mut r, other)),
         };
-        let id = t.push(node);
         stack.push(id);
     }
 }
@@ -674,15 +667,15 @@ mod tests {
         let a = t.field(d, "a").unwrap();
         let Node::List(v) = t.get(a) else { panic!() };
         let v = t.items(v);
-        let ints: Vec<&Node> = v.iter().map(|&i| t.get(i)).collect();
-        assert_eq!(ints, [&Node::Int(1), &Node::Int(-2), &Node::Int(1 << 40)]);
+        let ints: Vec<Node> = v.iter().map(|&i| t.get(i)).collect();
+        assert_eq!(ints, [Node::Int(1), Node::Int(-2), Node::Int(1 << 40)]);
         let b = t.field(d, "b").unwrap();
         let Node::Tuple(v) = t.get(b) else { panic!() };
         let v = t.items(v);
         assert_eq!(s(&t, v[0]), "x");
-        assert_eq!(t.get(v[1]), &Node::None);
-        assert_eq!(t.get(v[2]), &Node::Bool(true));
-        assert_eq!(t.get(t.field(d, "c").unwrap()), &Node::Float(1.5));
+        assert_eq!(t.get(v[1]), Node::None);
+        assert_eq!(t.get(v[2]), Node::Bool(true));
+        assert_eq!(t.get(t.field(d, "c").unwrap()), Node::Float(1.5));
     }
 
     #[test]
@@ -731,7 +724,7 @@ mod tests {
             };
             (t.items(v).iter())
                 .map(|&i| match t.get(i) {
-                    Node::Int(v) => *v,
+                    Node::Int(v) => v,
                     _ => panic!(),
                 })
                 .collect()
