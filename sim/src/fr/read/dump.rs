@@ -59,6 +59,7 @@ pub fn to_dump(
         prof: Vec::new(),
         sigs: [None; SIGS],
         recent_shapes: [0; 2],
+        last_state: (NONE, State::Other),
     };
     let (top, entries) = match t.get(t.root) {
         Node::Dict(d) => (Some(d), t.field(d, "entries")),
@@ -189,6 +190,9 @@ struct Conv<'t, 'a> {
     sigs: [Option<(CallKey, u64)>; SIGS],
     /// The two shapes interned last.
     recent_shapes: [u32; 2],
+    /// The string read last as a record's `state`, and the state it names (a pickle memoizes
+    /// the few there are).
+    last_state: (u32, State),
 }
 
 /// How many signatures a reader remembers.
@@ -279,6 +283,9 @@ impl Conv<'_, '_> {
 
     #[inline]
     fn unsigned(&self, id: Option<NodeId>, what: &str) -> Result<Option<u64>, String> {
+        if let Some(Node::Int(v)) = id.map(|id| self.t.get(id)) {
+            return Ok(u64::try_from(v).ok());
+        }
         match self.opt_int(id, what)? {
             Some(v) if v < 0 => Ok(None),
             v => Ok(v.map(|v| v as u64)),
@@ -472,6 +479,13 @@ impl Conv<'_, '_> {
         if items.len() > MAX_TENSORS {
             return Err(format!("`{what}` lists {} tensors", items.len()));
         }
+        // the sizes of the last records come back most: they are compared in place first
+        for i in self.recent_shapes {
+            if let Some(spent) = sizes_are(t, items, self.shapes.get(i)) {
+                self.spend(spent)?;
+                return Ok(i);
+            }
+        }
         self.spend(items.len() as u64 + 1)?;
         let mut s = std::mem::take(&mut self.scratch);
         s.clear();
@@ -508,19 +522,8 @@ impl Conv<'_, '_> {
                 n => return Err(format!("`{what}` should be a list of sizes, {}", found(n))),
             }
         }
-        // the sizes of the last records come back most
-        let i = match self
-            .recent_shapes
-            .iter()
-            .find(|&&i| self.shapes.get(i)[..] == s[..])
-        {
-            Some(&i) => i,
-            None => {
-                let i = self.shapes.intern(&s[..]);
-                self.recent_shapes = [i, self.recent_shapes[0]];
-                i
-            }
-        };
+        let i = self.shapes.intern(&s[..]);
+        self.recent_shapes = [i, self.recent_shapes[0]];
         self.scratch = s;
         Ok(i)
     }
@@ -528,6 +531,14 @@ impl Conv<'_, '_> {
     fn dtypes(&mut self, id: Option<NodeId>, what: &str) -> Result<u32, String> {
         let t = self.t;
         let Some(id) = id else { return Ok(0) };
+        // one tensor's dtype, the usual: its string, interned once
+        if let Node::List(v) | Node::Tuple(v) = t.get(id) {
+            if let [one] = *t.items(v) {
+                if let Node::Str(_) = t.get(one) {
+                    return self.intern_str(one, what);
+                }
+            }
+        }
         let mut s = std::mem::take(&mut self.text);
         s.clear();
         let add = |n: Node, s: &mut String| -> Result<(), String> {
@@ -542,15 +553,6 @@ impl Conv<'_, '_> {
             }
             Ok(())
         };
-        if let Node::List(v) | Node::Tuple(v) = t.get(id) {
-            let v = t.items(v);
-            if let [one] = v[..] {
-                if let Node::Str(_) = t.get(one) {
-                    self.text = s;
-                    return self.intern_str(one, what);
-                }
-            }
-        }
         match t.get(id) {
             Node::List(v) | Node::Tuple(v) => {
                 let v = t.items(v);
@@ -727,12 +729,17 @@ impl Conv<'_, '_> {
         };
         let state = match f[14].map(|s| t.get(s)) {
             None => State::Scheduled,
-            Some(Node::Str(s)) => match t.text(s) {
-                "scheduled" => State::Scheduled,
-                "started" => State::Started,
-                "completed" => State::Completed,
-                _ => State::Other,
-            },
+            Some(Node::Str(s)) if s == self.last_state.0 => self.last_state.1,
+            Some(Node::Str(s)) => {
+                let state = match t.text(s) {
+                    "scheduled" => State::Scheduled,
+                    "started" => State::Started,
+                    "completed" => State::Completed,
+                    _ => State::Other,
+                };
+                self.last_state = (s, state);
+                state
+            }
             Some(n) => return Err(format!("`state` should be a string, {}", found(n))),
         };
         let retired = match f[16].map(|s| t.get(s)) {
@@ -844,6 +851,47 @@ impl Conv<'_, '_> {
         let o = self.strings.intern(crate::text::safe(op).as_ref());
         Ok((b, o, kind, peer))
     }
+}
+
+/// Whether the tensor sizes `items` flatten to `shape` (as [`Conv::shapes`] flattens them:
+/// the number of tensors, then each one's number of dimensions and its sizes), and if so the
+/// budget reading them spends.
+fn sizes_are(t: &Tree, items: &[NodeId], shape: &[u64]) -> Option<u64> {
+    let (&n, mut rest) = shape.split_first()?;
+    if n != items.len() as u64 {
+        return None;
+    }
+    let mut spent = n + 1;
+    for &ti in items {
+        let (&k, r) = rest.split_first()?;
+        match t.get(ti) {
+            Node::List(dims) | Node::Tuple(dims) => {
+                let dims = t.items(dims);
+                if k != dims.len() as u64 || r.len() < dims.len() {
+                    return None;
+                }
+                let (want, r) = r.split_at(dims.len());
+                for (&d, &w) in dims.iter().zip(want) {
+                    match t.get(d) {
+                        Node::Int(v) if u64::try_from(v) == Ok(w) => {}
+                        _ => return None,
+                    }
+                }
+                spent += dims.len() as u64;
+                rest = r;
+            }
+            // a bare number is a tensor of one dimension
+            Node::Int(v) if k == 1 => {
+                let (&w, r) = r.split_first()?;
+                if u64::try_from(v) != Ok(w) {
+                    return None;
+                }
+                rest = r;
+            }
+            _ => return None,
+        }
+    }
+    rest.is_empty().then_some(spent)
 }
 
 /// The digits `d` as a u32 (what `str::parse` gives for them); None when empty, not only
