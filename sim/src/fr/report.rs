@@ -204,52 +204,58 @@ pub fn build(name: &str, dumps: &[Dump], a: &Analysis) -> ImportReport {
 
 /// Every collective of every group, by start, then group, then seq.
 ///
-/// A 4,096-rank Megatron job has about 400,000 of them. Each is built where its group's rows
-/// are (in group and seq order, reading each group's records in turn), then moved once to its
-/// place: sorting the reports themselves (over 100 bytes each) took as long as building them.
+/// A 4,096-rank Megatron job has about 400,000 of them. Each group's are built on every core,
+/// where the group's rows are (in seq order, reading its records in turn); then each is moved
+/// once to its place: sorting the reports themselves (over 100 bytes each) took as long as
+/// building them.
 fn ops(dumps: &[Dump], a: &Analysis) -> Vec<OpReport> {
-    let n: usize = a.scans.iter().map(|s| s.rows.len()).sum();
-    let mut ops = Vec::with_capacity(n);
-    let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
-    for (g, scan) in a.groups.list.iter().zip(&a.scans) {
-        for (i, row) in scan.rows.iter().enumerate() {
+    let mut built: Vec<Vec<Option<OpReport>>> = super::analyze::par::map(a.scans.len(), |g| {
+        let (scan, id) = (&a.scans[g], a.groups.list[g].id);
+        let op = |(i, row): (usize, &super::analyze::seqs::Row)| {
             let diverged = scan.divergence.as_ref().is_some_and(|d| {
                 d.seq == row.seq && d.kind == super::analyze::DivergenceKind::Parameters
             });
             let head = lanes::head(dumps, &row.call);
             let d = &dumps[row.call.dump as usize];
-            let start_ns = row.start_ns.saturating_sub(a.t0_ns);
-            order.push((start_ns, ops.len() as u32));
-            ops.push(OpReport {
+            Some(OpReport {
                 iteration: 0,
                 index: i as u32,
                 op: head.kind.call_op(d.str(head.op)),
                 algorithm: Via::Backend(d.str(head.backend).into()),
-                group: g.id,
+                group: id,
                 generation: 0,
                 seq: row.seq,
                 bytes: call_bytes(dumps, &row.call),
-                start_ns,
+                start_ns: row.start_ns.saturating_sub(a.t0_ns),
                 end_ns: None,
                 ranks_completed: row.left,
                 ranks_called: row.called,
                 correct: !diverged,
                 from: None,
                 to: None,
-            });
+            })
+        };
+        scan.rows.iter().enumerate().map(op).collect()
+    });
+    // listed by group (ids increasing with the list) and seq: a stable sort by start alone
+    // orders them by start, group and seq
+    let mut order: Vec<(u64, (u32, u32))> = Vec::with_capacity(built.iter().map(Vec::len).sum());
+    for (g, ops) in built.iter().enumerate() {
+        for (i, o) in ops.iter().enumerate() {
+            let start = o.as_ref().map_or(0, |o| o.start_ns);
+            order.push((start, (g as u32, i as u32)));
         }
     }
-    // built by group (ids increasing with the list) and seq: a stable sort by start alone
-    // orders them by start, group and seq
     radix_sort(&mut order);
-    let mut at: Vec<u32> = order.into_iter().map(|(_, i)| i).collect();
-    permute(&mut ops, &mut at);
-    ops
+    order
+        .iter()
+        .filter_map(|&(_, (g, i))| built[g as usize][i as usize].take())
+        .collect()
 }
 
 /// Sorts `v` by its keys, stably, in linear time: a byte of the key at a time from the lowest,
 /// skipping the bytes every key shares.
-fn radix_sort(v: &mut Vec<(u64, u32)>) {
+fn radix_sort<T: Copy>(v: &mut Vec<(u64, T)>) {
     let mut counts = vec![[0usize; 256]; 8];
     for &(k, _) in v.iter() {
         for (b, c) in counts.iter_mut().enumerate() {
@@ -267,29 +273,12 @@ fn radix_sort(v: &mut Vec<(u64, u32)>) {
             *x = sum;
             sum += n;
         }
-        for &(k, i) in v.iter() {
+        for &(k, x) in v.iter() {
             let slot = &mut next[(k >> (8 * b)) as u8 as usize];
-            buf[*slot] = (k, i);
+            buf[*slot] = (k, x);
             *slot += 1;
         }
         std::mem::swap(v, &mut buf);
-    }
-}
-
-/// Puts `v[at[k]]` at `k` for every `k`, in place (`at` is a permutation; it is used up).
-fn permute<T>(v: &mut [T], at: &mut [u32]) {
-    const DONE: u32 = u32::MAX;
-    for start in 0..v.len() {
-        let mut k = start;
-        while at[k] != DONE {
-            let from = at[k] as usize;
-            at[k] = DONE;
-            if from == start {
-                break;
-            }
-            v.swap(k, from);
-            k = from;
-        }
     }
 }
 
@@ -510,11 +499,6 @@ mod tests {
         want.sort_by_key(|&(k, _)| k);
         radix_sort(&mut v);
         assert_eq!(v, want);
-        let mut items: Vec<String> = (0..v.len()).map(|i| format!("item {i}")).collect();
-        let mut at: Vec<u32> = v.iter().map(|&(_, i)| i).collect();
-        permute(&mut items, &mut at);
-        let expect: Vec<String> = v.iter().map(|&(_, i)| format!("item {i}")).collect();
-        assert_eq!(items, expect);
         let mut none: Vec<(u64, u32)> = Vec::new();
         radix_sort(&mut none);
         assert!(none.is_empty());
