@@ -964,6 +964,47 @@ mod tests {
     }
 
     #[test]
+    fn sizes_like_the_last_ones_are_told_from_sizes_that_only_look_alike() {
+        // each record's sizes, and their flattening: tensors, then each one's dimensions and
+        // sizes; the same sizes come back after others, and forms that hold the same numbers
+        // differently are other shapes
+        let cases: [(&str, &[u64]); 11] = [
+            ("[[2, 3]]", &[1, 2, 2, 3]),
+            ("[[2, 4]]", &[1, 2, 2, 4]),
+            ("[[2], [3]]", &[2, 1, 2, 1, 3]),
+            ("[2, 3]", &[2, 1, 2, 1, 3]),
+            ("[2, 4]", &[2, 1, 2, 1, 4]),
+            ("[[2, 3]]", &[1, 2, 2, 3]),
+            ("[[6]]", &[1, 1, 6]),
+            ("[[2, 3, 1]]", &[1, 3, 2, 3, 1]),
+            ("[[2, 3]]", &[1, 2, 2, 3]),
+            ("[]", &[0]),
+            ("[[]]", &[1, 0]),
+        ];
+        let entries: Vec<String> = (cases.iter())
+            .map(|(sizes, _)| {
+                format!(
+                    r#"{{"profiling_name": "nccl:all_reduce", "process_group": ["0", ""],
+                    "input_sizes": {sizes}}}"#
+                )
+            })
+            .collect();
+        let doc = format!(r#"{{"entries": [{}]}}"#, entries.join(", "));
+        let t = super::super::json::decode(doc.as_bytes()).unwrap();
+        let d = to_dump(&t, "f", 0, Format::Json, &mut Memo::default()).unwrap();
+        for (i, (sizes, flat)) in cases.iter().enumerate() {
+            assert_eq!(
+                d.shapes(d.records.get(i).input),
+                *flat,
+                "record {i}: {sizes}"
+            );
+        }
+        // equal sizes share their shape
+        assert_eq!(d.records.get(0).input, d.records.get(8).input);
+        assert_eq!(d.records.get(2).input, d.records.get(3).input);
+    }
+
+    #[test]
     fn the_dumps_of_a_job_share_their_rank_lists() {
         let doc = |tp: &str| {
             format!(

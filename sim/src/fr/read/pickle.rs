@@ -219,11 +219,11 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
     t.reserve(buf.len() / 20);
     let mut stack: Vec<NodeId> = Vec::with_capacity(64);
     let mut marks: Vec<usize> = Vec::with_capacity(16);
-    // memo index -> node + 1 (0 = unset)
-    let mut memo: Vec<NodeId> = Vec::new();
-    let mut memo_count = 0u32;
-    // its first 256 entries again, which a BINGET reads without a bounds check
+    // memo index -> node + 1 (0 = unset): the first 256 in an array, which a BINGET reads
+    // without a bounds check, the others from index 256 in a vector
     let mut short = [0 as NodeId; 256];
+    let mut long: Vec<NodeId> = Vec::new();
+    let mut memo_count = 0u32;
     // as Python's unpickler, an opcode takes values only above the last mark: a MARK starts
     // a new stack, and the values below it are out of reach until the mark is consumed (by
     // the LIST, TUPLE, DICT, APPENDS, SETITEMS, ADDITEMS or POP_MARK that closes it). So the
@@ -365,16 +365,19 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                     return r.err(format!("memo index {id} is larger than the file"));
                 }
                 let id = id as usize;
-                if memo.len() <= id {
-                    memo.resize(id + 1, 0);
-                }
-                if memo[id] == 0 {
+                let slot = match id.checked_sub(short.len()) {
+                    None => &mut short[id],
+                    Some(i) => {
+                        if long.len() <= i {
+                            long.resize(i + 1, 0);
+                        }
+                        &mut long[i]
+                    }
+                };
+                if *slot == 0 {
                     memo_count += 1;
                 }
-                memo[id] = top + 1;
-                if let Some(x) = short.get_mut(id) {
-                    *x = top + 1;
-                }
+                *slot = top + 1;
                 continue;
             }
             b'g' | b'h' | b'j' => {
@@ -390,9 +393,13 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
                     }
                     _ => u64::from(r.u32()?),
                 };
-                match memo.get(id as usize).copied().filter(|&n| n != 0) {
-                    Some(n) => stack.push(n - 1),
-                    None => return r.err(format!("GET of memo index {id}, which was never set")),
+                let n = match (id as usize).checked_sub(short.len()) {
+                    None => short[id as usize],
+                    Some(i) => long.get(i).copied().unwrap_or(0),
+                };
+                match n {
+                    0 => return r.err(format!("GET of memo index {id}, which was never set")),
+                    n => stack.push(n - 1),
                 }
                 continue;
             }
@@ -517,7 +524,8 @@ pub fn decode_in<'a>(buf: &'a [u8], arena: Arena) -> Result<Tree<'a>, PickleErro
             // arena directly rather than on the stack and copied)
             b')' => t.push(Node::Tuple(Items::default())),
             // an empty list or dict is read with the MARK that starts its items, as a pickler
-            // writes them: one dispatch fewer for each, of the one in ten that mispredict
+            // writes them: one dispatch of the match fewer for each, and the dispatch is what
+            // the processor mispredicts
             b']' | b'}' => {
                 stack.push(t.push(match op {
                     b']' => Node::List(Items::default()),
@@ -689,6 +697,47 @@ mod tests {
         let v = t.items(v);
         assert_eq!(v.len(), 3);
         assert!(v.iter().all(|&x| x == v[0]));
+    }
+
+    #[test]
+    fn memo_indices_below_and_above_256_are_kept_apart() {
+        // a list of 300 memoized strings (BINPUT below 256, LONG_BINPUT from 256), then GETs
+        // of both kinds on either side of 256
+        let mut p = b"\x80\x02](".to_vec();
+        for i in 0..300u32 {
+            let text = format!("s{i}");
+            p.push(b'X');
+            p.extend((text.len() as u32).to_le_bytes());
+            p.extend(text.as_bytes());
+            match u8::try_from(i) {
+                Ok(i) => p.extend([b'q', i]),
+                Err(_) => {
+                    p.push(b'r');
+                    p.extend(i.to_le_bytes());
+                }
+            }
+        }
+        p.extend([b'h', 0, b'h', 255]);
+        for i in [256u32, 299] {
+            p.push(b'j');
+            p.extend(i.to_le_bytes());
+        }
+        let mut whole = p.clone();
+        whole.extend(b"e.");
+        let t = decode(&whole).unwrap();
+        let Node::List(v) = t.get(t.root) else {
+            panic!()
+        };
+        let got: Vec<&str> = t.items(v)[300..].iter().map(|&i| s(&t, i)).collect();
+        assert_eq!(got, ["s0", "s255", "s256", "s299"]);
+        // an index never set, on either side
+        for get in [&[b'h', 7][..], b"j\x2c\x01\x00\x00"] {
+            let mut p = b"\x80\x02](X\x01\x00\x00\x00aq\x00".to_vec();
+            p.extend(get);
+            p.extend(b"e.");
+            let e = decode(&p).unwrap_err();
+            assert!(e.message.contains("which was never set"), "{e}");
+        }
     }
 
     #[test]

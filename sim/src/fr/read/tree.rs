@@ -123,20 +123,18 @@ impl<'a> Tree<'a> {
     pub fn with_arena(arena: Arena) -> Tree<'a> {
         let Arena {
             mut nodes,
-            mut strs,
+            strs,
             mut pool,
             mut pairs,
         } = arena;
         nodes.clear();
         nodes.extend([Node::None, Node::Bool(true), Node::Bool(false)]);
-        strs.clear();
         pool.clear();
         pairs.clear();
         Tree {
             nodes,
             root: NONE,
-            // an empty vector collected in place keeps its buffer
-            strs: strs.into_iter().map(|_| Cow::Borrowed("")).collect(),
+            strs: emptied(strs),
             pool,
             pairs,
         }
@@ -144,11 +142,9 @@ impl<'a> Tree<'a> {
 
     /// The tree's arena, emptied, for the next tree to build in.
     pub fn recycle(self) -> Arena {
-        let mut strs = self.strs;
-        strs.clear();
         Arena {
             nodes: self.nodes,
-            strs: strs.into_iter().map(|_| Cow::Borrowed("")).collect(),
+            strs: emptied(self.strs),
             pool: self.pool,
             pairs: self.pairs,
         }
@@ -180,13 +176,6 @@ impl<'a> Tree<'a> {
             Some(v) => Node::Int(i64::from(v)),
             None => self.nodes[id as usize],
         }
-    }
-
-    /// Whether `id` is a node of the arena (not an integer of its own): only nodes have
-    /// places in tables sized by [`Tree::len`].
-    #[inline]
-    pub fn is_node(&self, id: NodeId) -> bool {
-        id < IMMEDIATE
     }
 
     /// The text of string `s` (of a [`Node::Str`]).
@@ -284,6 +273,13 @@ impl<'a> Tree<'a> {
     }
 }
 
+/// `strs`, emptied, with its allocation handed to strings of another lifetime (an empty vector
+/// collected in place keeps its buffer).
+fn emptied<'b>(mut strs: Vec<Cow<'_, str>>) -> Vec<Cow<'b, str>> {
+    strs.clear();
+    strs.into_iter().map(|_| Cow::Borrowed("")).collect()
+}
+
 /// New items of `pool` holding `xs`; None when the pool would pass 2^32 items.
 #[inline]
 fn start<T: Copy>(pool: &mut Vec<T>, xs: &[T]) -> Option<Items> {
@@ -322,10 +318,7 @@ fn grow<T: Copy + Default>(pool: &mut Vec<T>, it: &mut Items, xs: &[T]) -> Resul
         it.len = len;
         return Ok(());
     }
-    let cap = match it.len {
-        0 => len,
-        _ => len.checked_mul(2).ok_or(AppendError::Full)?.max(4),
-    };
+    let cap = len.checked_mul(2).ok_or(AppendError::Full)?.max(4);
     let at = pool.len();
     let start = u32::try_from(at).map_err(|_| AppendError::Full)?;
     start.checked_add(cap).ok_or(AppendError::Full)?;
