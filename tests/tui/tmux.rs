@@ -44,16 +44,24 @@ impl Tmux {
         self.cmd(&["capture-pane", "-p", "-t", "t"])
     }
 
-    /// Waits until the pane shows `needle`; panics with the screen after `secs`.
+    /// Waits until the pane shows `needle` in a whole frame (the same screen at two polls in
+    /// a row: a frame is written in pieces, and a capture can fall between them); panics with
+    /// the screen after `secs`.
     pub fn wait_for(&self, needle: &str, secs: u64) -> String {
+        let mut last = String::new();
         for _ in 0..secs * 1000 / POLL_MS {
             let s = self.screen();
-            if s.contains(needle) {
+            if s.contains(needle) && s == last {
                 return s;
             }
+            last = s;
             std::thread::sleep(Duration::from_millis(POLL_MS));
         }
-        panic!("tmux never showed {needle:?}:\n{}", self.screen());
+        if last.contains(needle) {
+            // a screen that keeps changing (a clock) still shows it
+            return last;
+        }
+        panic!("tmux never showed {needle:?}:\n{last}");
     }
 
     pub fn keys(&self, keys: &[&str]) {

@@ -8,7 +8,7 @@
 //! it (stuck in an earlier call of its own, or idle), issued it with other parameters, issued
 //! it but whose kernel never started, or left no dump.
 
-use super::lanes::{differs, Call, Lanes, Queued, QueuedCall, Status};
+use super::lanes::{differs, sig, Call, Lanes, Queued, QueuedCall, Status};
 use super::p2p::{End, Messages};
 use super::seqs::Ctx;
 use super::GroupScan;
@@ -68,12 +68,63 @@ pub fn of_rank(stuck: &[Stuck], rank: u32) -> Option<&Stuck> {
 }
 
 /// Every rank's head, when it has one: the ranks stuck in calls, by rank.
+///
+/// What a member shows of a collective is the same for every rank stuck in it, so it is found
+/// once a group and seq ([`Shown`]), not once a pair of members: a group of 4,096 members all
+/// but one of them stuck in its last call would otherwise be looked at 16 million times.
 pub fn stuck(ctx: &Ctx, groups: &Groups, scans: &[GroupScan], msgs: &Messages) -> Vec<Stuck> {
     let heads = super::par::map(ctx.dump_of.len(), |rank| {
         let d = ctx.dump_of[rank]?;
         head_of(ctx, groups, scans, msgs, rank as u32, d)
     });
-    heads.into_iter().flatten().collect()
+    // the collectives ranks are stuck in, by group and seq
+    let mut open: Vec<(u32, u64, u32)> = heads
+        .iter()
+        .flatten()
+        .filter_map(|h| match h {
+            Head::Open(s) => Some((s.group, s.call.seq, s.rank)),
+            Head::Done(_) => None,
+        })
+        .collect();
+    open.sort_unstable();
+    let runs: Vec<&[(u32, u64, u32)]> = open.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)).collect();
+    let found = super::par::map(runs.len(), |k| {
+        let (g, seq, _) = runs[k][0];
+        let g = &groups.list[g as usize];
+        let shown = shown(ctx, g, seq);
+        let scan = &scans[g.id as usize];
+        runs[k]
+            .iter()
+            .map(|&(_, _, rank)| match &heads[rank as usize] {
+                Some(Head::Open(s)) => Stuck {
+                    waits: collective(ctx, g, scan, s, &shown),
+                    ..s.clone()
+                },
+                _ => unreachable!("only open heads are in the runs"),
+            })
+            .collect::<Vec<Stuck>>()
+    });
+    let mut found: Vec<Stuck> = found.into_iter().flatten().collect();
+    found.sort_unstable_by_key(|s| s.rank);
+    let mut found = found.into_iter().peekable();
+    heads
+        .into_iter()
+        .flatten()
+        .map(|h| match h {
+            Head::Done(s) => s,
+            Head::Open(s) => match found.next_if(|f| f.rank == s.rank) {
+                Some(f) => f,
+                None => unreachable!("every open head is found once"),
+            },
+        })
+        .collect()
+}
+
+/// A rank's head: its waits found (a point-to-point batch, or a call it left), or a
+/// collective whose waits are found with the other ranks stuck in it.
+enum Head {
+    Done(Stuck),
+    Open(Stuck),
 }
 
 /// Where rank `rank` (dump `d`) is stuck.
@@ -84,7 +135,7 @@ fn head_of(
     msgs: &Messages,
     rank: u32,
     d: u32,
-) -> Option<Stuck> {
+) -> Option<Head> {
     let lanes = &ctx.lanes[d as usize];
     // with device states, every entry before the head is left and passed over below
     let from = if lanes.device { lanes.head()?.0 } else { 0 };
@@ -97,20 +148,35 @@ fn head_of(
             _ => {}
         }
         let g = &groups.list[q.group as usize];
+        let failed = q.status.closed();
         let s = match q.what {
             QueuedCall::Collective(i) => {
-                let c = lanes.groups[q.group as usize].calls[i as usize];
-                collective(ctx, g, &scans[q.group as usize], rank, c)
+                let s = Stuck {
+                    rank,
+                    group: g.id,
+                    call: lanes.groups[q.group as usize].calls[i as usize],
+                    waits: Vec::new(),
+                    failed,
+                    p2p: false,
+                };
+                if q.status != Status::Left {
+                    return Some(Head::Open(s));
+                }
+                let shown = shown(ctx, g, s.call.seq);
+                Stuck {
+                    waits: collective(ctx, g, &scans[q.group as usize], &s, &shown),
+                    ..s
+                }
             }
-            QueuedCall::P2p(a, b) => p2p(ctx, msgs, g, rank, d, a, b),
+            QueuedCall::P2p(a, b) => Stuck {
+                failed,
+                ..p2p(ctx, msgs, g, rank, d, a, b)
+            },
         };
         if q.status == Status::Left && s.waits.is_empty() {
             continue;
         }
-        return Some(Stuck {
-            failed: q.status.closed(),
-            ..s
-        });
+        return Some(Head::Done(s));
     }
     None
 }
@@ -124,8 +190,16 @@ fn last_of_group(lanes: &Lanes, q: &Queued) -> bool {
     }
 }
 
-/// Rank `rank` in collective `c` of group `g`: the members that keep it from completing.
-fn collective(ctx: &Ctx, g: &Group, scan: &GroupScan, rank: u32, c: Call) -> Stuck {
+/// Rank `s.rank` stuck in collective `s.call` of group `g`, whose members show `shown` of
+/// it: the members that keep it from completing.
+fn collective(
+    ctx: &Ctx,
+    g: &Group,
+    scan: &GroupScan,
+    s: &Stuck,
+    shown: &[Shown],
+) -> Vec<(u32, Obstacle)> {
+    let (rank, c) = (s.rank, &s.call);
     let mut waits = Vec::new();
     // a member proved it complete: every member took part (a rank that still shows it open
     // dumped before it ended)
@@ -137,9 +211,13 @@ fn collective(ctx: &Ctx, g: &Group, scan: &GroupScan, rank: u32, c: Call) -> Stu
         .is_some_and(|d| d.decided() && d.seq == c.seq);
     let passed = c.completed() || (scan.passed(c.seq) && !diverged_here);
     if !passed {
-        for &m in g.members.iter().filter(|&&m| m != rank) {
-            if let Some(o) = obstacle(ctx, g, rank, &c, m) {
-                waits.push((m, o));
+        // one record called like the member's: alike without reading either
+        let sig = (c.first == c.last).then(|| sig(ctx.dumps, c));
+        for (&m, x) in g.members.iter().zip(shown) {
+            if m != rank {
+                if let Some(o) = x.obstacle(ctx, c, sig) {
+                    waits.push((m, o));
+                }
             }
         }
     }
@@ -165,62 +243,128 @@ fn collective(ctx: &Ctx, g: &Group, scan: &GroupScan, rank: u32, c: Call) -> Stu
             );
         }
     }
-    Stuck {
-        rank,
-        group: g.id,
-        call: c,
-        waits,
-        failed: false,
-        p2p: false,
-    }
+    waits
 }
 
-/// Why member `m` keeps collective `c` of `rank` from completing, if it does.
-fn obstacle(ctx: &Ctx, g: &Group, rank: u32, c: &Call, m: u32) -> Option<Obstacle> {
-    let Some(dm) = ctx.dump(m) else {
-        return Some(Obstacle::NoDump);
-    };
-    let lanes = &ctx.lanes[dm];
-    let lane = &lanes.groups[g.id as usize];
-    match lane.calls.binary_search_by_key(&c.seq, |x| x.seq) {
-        Ok(i) => {
-            let x = lane.calls[i];
-            if differs(ctx.dumps, c, &x).is_some() {
-                return Some(Obstacle::Differs);
+/// What a member shows of one collective seq of its group, whichever member is stuck in it.
+#[derive(Clone, Copy)]
+enum Shown {
+    NoDump,
+    /// It made the call `x`; `sig` when `x` is one record.
+    Made {
+        x: Call,
+        sig: Option<u64>,
+        standing: Standing,
+    },
+    /// It has not made the call: `issued` when a later call of the group (or `pg_status`)
+    /// proves it made and left it; else how far back its dump reaches, and whether it is in a
+    /// call of its own.
+    NotMade {
+        issued: bool,
+        oldest_ns: Option<u64>,
+        busy: bool,
+    },
+}
+
+/// What the members of group `g` (in the order of `g.members`) show of its collective `seq`.
+fn shown(ctx: &Ctx, g: &Group, seq: u64) -> Vec<Shown> {
+    g.members
+        .iter()
+        .map(|&m| {
+            let Some(dm) = ctx.dump(m) else {
+                return Shown::NoDump;
+            };
+            let lanes = &ctx.lanes[dm];
+            let lane = &lanes.groups[g.id as usize];
+            match lane.calls.binary_search_by_key(&seq, |x| x.seq) {
+                Ok(i) => {
+                    let x = lane.calls[i];
+                    Shown::Made {
+                        x,
+                        sig: (x.first == x.last).then(|| sig(ctx.dumps, &x)),
+                        standing: Standing::of(lanes, &x),
+                    }
+                }
+                Err(i) => {
+                    let issued =
+                        i < lane.calls.len() || lane.enqueued.is_some_and(|e| e >= seq as i64);
+                    Shown::NotMade {
+                        issued,
+                        oldest_ns: ctx.oldest_ns[dm],
+                        busy: !issued && ctx.busy(dm),
+                    }
+                }
             }
-            in_call(lanes, c, &x)
-        }
-        Err(i) => {
-            // a later call of the group (or `pg_status`) proves it was issued and left
-            let issued = i < lane.calls.len() || lane.enqueued.is_some_and(|e| e >= c.seq as i64);
-            // records that begin after the call was issued cannot tell
-            let covers = ctx.oldest_ns[dm].is_some_and(|t| t <= c.time_ns);
-            if issued || !covers {
-                return None;
+        })
+        .collect()
+}
+
+impl Shown {
+    /// Why this member keeps collective `c` (with signature `sig` when it is one record)
+    /// from completing, if it does.
+    fn obstacle(&self, ctx: &Ctx, c: &Call, sig: Option<u64>) -> Option<Obstacle> {
+        match *self {
+            Shown::NoDump => Some(Obstacle::NoDump),
+            Shown::Made {
+                x,
+                sig: sx,
+                standing,
+            } => {
+                let alike = sig.is_some() && sig == sx;
+                if !alike && differs(ctx.dumps, c, &x).is_some() {
+                    return Some(Obstacle::Differs);
+                }
+                standing.obstacle(c)
             }
-            let _ = rank;
-            Some(absent(ctx, dm))
+            Shown::NotMade {
+                issued,
+                oldest_ns,
+                busy,
+            } => {
+                // records that begin after the call was issued cannot tell
+                let covers = oldest_ns.is_some_and(|t| t <= c.time_ns);
+                (!issued && covers).then(|| absent(busy))
+            }
         }
     }
 }
 
-/// A participant that made the matching call `x` of call `c`: in the way when it has not
-/// left `x` and `x` waits behind its own head, or when its kernel never started while `c`'s
-/// did.
-fn in_call(lanes: &Lanes, c: &Call, x: &Call) -> Option<Obstacle> {
-    if x.left() {
-        return None;
+/// Where a participant stands in its matching call `x`: left it, waits behind its own head,
+/// or its stream is held.
+#[derive(Clone, Copy)]
+struct Standing {
+    left: bool,
+    behind: bool,
+    held: bool,
+}
+
+impl Standing {
+    fn of(lanes: &Lanes, x: &Call) -> Standing {
+        Standing {
+            left: x.left(),
+            behind: lanes.head().is_some_and(|(pos, _)| pos < x.pos),
+            held: lanes.held(),
+        }
     }
-    match lanes.head() {
-        Some((pos, _)) if pos < x.pos => Some(Obstacle::Behind),
-        _ if lanes.held() && c.began => Some(Obstacle::NotStarted),
-        _ => None,
+
+    /// In the way of call `c`: when it has not left its call and that call waits behind its
+    /// own head, or when its kernel never started while `c`'s did.
+    fn obstacle(self, c: &Call) -> Option<Obstacle> {
+        if self.left {
+            None
+        } else if self.behind {
+            Some(Obstacle::Behind)
+        } else if self.held && c.began {
+            Some(Obstacle::NotStarted)
+        } else {
+            None
+        }
     }
 }
 
-/// A participant (dump `dm`) that has not made the call: stuck in one of its own, or idle.
-fn absent(ctx: &Ctx, dm: usize) -> Obstacle {
-    if ctx.busy(dm) {
+/// A participant that has not made the call: stuck in one of its own (`busy`), or idle.
+fn absent(busy: bool) -> Obstacle {
+    if busy {
         Obstacle::Behind
     } else {
         Obstacle::Idle
@@ -274,10 +418,10 @@ fn end_obstacle(ctx: &Ctx, end: &End, c: &Call) -> Option<Obstacle> {
     };
     let lanes = &ctx.lanes[dp];
     match &end.other {
-        Some(x) => in_call(lanes, c, x),
+        Some(x) => Standing::of(lanes, x).obstacle(c),
         None => {
             let covers = ctx.oldest_ns[dp].is_some_and(|t| t <= c.time_ns);
-            covers.then(|| absent(ctx, dp))
+            covers.then(|| absent(ctx.busy(dp)))
         }
     }
 }
