@@ -425,3 +425,62 @@ fn end_obstacle(ctx: &Ctx, end: &End, c: &Call) -> Option<Obstacle> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fr::model::Dump;
+
+    /// A JSON dump of rank `rank` in a world of 4: all_reduces of group 0, `(size, state)`
+    /// each, by seq from 1.
+    fn dump(rank: u32, calls: &[(u32, &str)]) -> Dump {
+        let entries: Vec<String> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (size, state))| {
+                format!(
+                    r#"{{"record_id":{i},"pg_id":0,"process_group":["0","default_pg"],
+                    "collective_seq_id":{},"p2p_seq_id":0,"profiling_name":"nccl:all_reduce",
+                    "time_created_ns":{},"input_sizes":[[{size}]],"input_dtypes":["Float"],
+                    "output_sizes":[[{size}]],"output_dtypes":["Float"],"state":"{state}",
+                    "retired":false,"is_p2p":false}}"#,
+                    i + 1,
+                    1000 + i,
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"{{"version":"2.10","pg_config":{{"0":{{"name":"0","desc":"default_pg","ranks":"[0, 1, 2, 3]"}}}},"entries":[{}]}}"#,
+            entries.join(",")
+        );
+        let file = format!("rank_{rank}.json");
+        crate::fr::read::read_bytes(text.as_bytes(), &file, rank).expect("a dump")
+    }
+
+    /// Ranks stuck in one call each learn what every other member shows of it, judged
+    /// against their own call: what the members show is found once for all of them, yet
+    /// the rank whose sizes differ waits for the others as they wait for it.
+    #[test]
+    fn each_rank_in_a_call_is_judged_by_its_own_call() {
+        let (done, open) = ((4, "completed"), (4, "started"));
+        let dumps = [
+            dump(0, &[done, done, open]),
+            dump(1, &[done, done, open]),
+            dump(2, &[done, done, (8, "started")]),
+            dump(3, &[done, done]),
+        ];
+        let a = super::super::analyze(&dumps);
+        let waits: Vec<_> = (a.stuck.iter())
+            .map(|s| (s.rank, s.call.seq, s.waits.clone()))
+            .collect();
+        use Obstacle::{Differs, Idle};
+        assert_eq!(
+            waits,
+            [
+                (0, 3, vec![(2, Differs), (3, Idle)]),
+                (1, 3, vec![(2, Differs), (3, Idle)]),
+                (2, 3, vec![(0, Differs), (1, Differs), (3, Idle)]),
+            ]
+        );
+    }
+}
