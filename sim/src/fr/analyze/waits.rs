@@ -93,29 +93,23 @@ pub fn stuck(ctx: &Ctx, groups: &Groups, scans: &[GroupScan], msgs: &Messages) -
         let g = &groups.list[g as usize];
         let shown = shown(ctx, g, seq);
         let scan = &scans[g.id as usize];
+        let waits = |rank: u32| match &heads[rank as usize] {
+            Some(Head::Open(s)) => collective(ctx, g, scan, s, &shown),
+            _ => Vec::new(),
+        };
         runs[k]
             .iter()
-            .map(|&(_, _, rank)| match &heads[rank as usize] {
-                Some(Head::Open(s)) => Stuck {
-                    waits: collective(ctx, g, scan, s, &shown),
-                    ..s.clone()
-                },
-                _ => unreachable!("only open heads are in the runs"),
-            })
-            .collect::<Vec<Stuck>>()
+            .map(|&(_, _, rank)| (rank, waits(rank)))
+            .collect::<Vec<_>>()
     });
-    let mut found: Vec<Stuck> = found.into_iter().flatten().collect();
-    found.sort_unstable_by_key(|s| s.rank);
-    let mut found = found.into_iter().peekable();
-    heads
-        .into_iter()
-        .flatten()
-        .map(|h| match h {
-            Head::Done(s) => s,
-            Head::Open(s) => match found.next_if(|f| f.rank == s.rank) {
-                Some(f) => f,
-                None => unreachable!("every open head is found once"),
-            },
+    let mut waits: Vec<Vec<(u32, Obstacle)>> = vec![Vec::new(); heads.len()];
+    for (rank, w) in found.into_iter().flatten() {
+        waits[rank as usize] = w;
+    }
+    (heads.into_iter().zip(waits))
+        .filter_map(|(h, waits)| match h? {
+            Head::Done(s) => Some(s),
+            Head::Open(s) => Some(Stuck { waits, ..s }),
         })
         .collect()
 }
