@@ -11,7 +11,7 @@
 use super::auth::random_bytes;
 pub use super::config::LaunchConfig;
 use super::control::{self, Standing, ToWorker};
-use super::merge::{self, Merged};
+use super::merge::{self, Merged, WorkerTrace};
 use super::rendezvous::{accept, Note};
 use super::{unix_now_ns, Clock, TimeScale};
 use crate::engine::{describe_fault, touched_ranks};
@@ -22,7 +22,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -188,7 +188,7 @@ struct Launch<'a> {
     /// Events of the run seen from outside: faults, deaths, pauses.
     events: Vec<(Nanos, Event)>,
     /// Every per-process trace written.
-    files: Vec<PathBuf>,
+    files: Vec<WorkerTrace>,
     /// Elastic: the latest generation a member reported, and when anything last changed.
     latest: u32,
     changed: Nanos,
@@ -266,7 +266,11 @@ impl<'a> Launch<'a> {
         let dir = &self.cfg.workdir;
         let trace = dir.join(format!("rank-{rank}.{incarnation}.jsonl"));
         let log = std::fs::File::create(dir.join(format!("rank-{rank}.{incarnation}.log")))?;
-        self.files.push(trace.clone());
+        self.files.push(WorkerTrace {
+            rank,
+            incarnation,
+            path: trace.clone(),
+        });
         let mut child = Command::new(&self.cfg.exe)
             .arg("worker")
             .arg("--scenario-json")
@@ -371,8 +375,10 @@ impl<'a> Launch<'a> {
                     self.due(self.now(), due).await?;
                 }
             }
+            // read after the reaping, as a preemption's
+            let early = self.exited_early();
             let now = self.now();
-            if let Some(r) = self.exited_early() {
+            if let Some(r) = early {
                 let inc = self.procs[r as usize].incarnation;
                 self.procs[r as usize].child = None;
                 eprintln!("launch: worker {r} exited on its own (see its log)");
@@ -491,6 +497,20 @@ impl<'a> Launch<'a> {
             Due::End(i) => (i, FaultPhase::End),
         };
         let f = self.cfg.scenario.faults[i].clone();
+        let begin = phase == FaultPhase::Begin;
+        // a preemption happens when its victim is gone: the time is read once the process is
+        // reaped, after the last line it could write
+        let killed = match f {
+            Fault::Preempt { rank, .. } if begin => {
+                self.procs[rank as usize].child.take().map(|mut c| {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    (rank, self.procs[rank as usize].incarnation)
+                })
+            }
+            _ => None,
+        };
+        let t = if killed.is_some() { self.now() } else { t };
         self.record(
             t,
             Event::Fault {
@@ -504,23 +524,19 @@ impl<'a> Launch<'a> {
             },
         );
         self.changed = t;
-        let begin = phase == FaultPhase::Begin;
         match f {
             Fault::Preempt {
                 rank,
                 restart_after,
                 ..
             } if begin => {
-                let p = &mut self.procs[rank as usize];
-                if let Some(mut c) = p.child.take() {
-                    let _ = c.kill();
-                    let _ = c.wait();
+                if let Some((rank, incarnation)) = killed {
+                    let p = &mut self.procs[rank as usize];
                     p.addr = None;
                     p.ctl = None;
                     p.conn = None;
                     p.standing = None;
                     p.paused = false;
-                    let incarnation = p.incarnation;
                     self.record(t, Event::ProcessDeath { rank, incarnation });
                     self.broadcast_table().await;
                 }

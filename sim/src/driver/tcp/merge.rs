@@ -7,9 +7,17 @@ use crate::report::{self, RunReport};
 use crate::scenario::Outcome;
 use crate::trace::{parse_event_line, Event, Recorder, TraceWriter};
 use crate::units::Nanos;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
+
+/// The trace one worker process writes: which incarnation of which rank wrote it.
+pub struct WorkerTrace {
+    pub rank: u32,
+    pub incarnation: u32,
+    pub path: PathBuf,
+}
 
 /// A finished real run.
 pub struct Merged {
@@ -19,48 +27,78 @@ pub struct Merged {
     pub end_ns: Nanos,
 }
 
-/// Reads one worker's trace. A torn last line (a process killed while writing) is dropped;
-/// a malformed line elsewhere is skipped with a warning.
-fn read_worker(path: &Path, into: &mut Vec<(Nanos, Event)>) -> io::Result<()> {
+/// Reads one worker's trace, and returns the time of its latest event. A torn last line (a
+/// process killed while writing) is dropped; a malformed line elsewhere is skipped with a
+/// warning.
+fn read_worker(path: &Path, into: &mut Vec<(Nanos, Event)>) -> io::Result<Option<Nanos>> {
     let f = match File::open(path) {
         Ok(f) => f,
         // a worker killed before it started writes nothing
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
     let mut r = io::BufReader::new(f);
     let mut line = String::new();
     let mut no = 0;
+    let mut latest = None;
     loop {
         line.clear();
         if r.read_line(&mut line)? == 0 || !line.ends_with('\n') {
-            return Ok(());
+            return Ok(latest);
         }
         no += 1;
         match parse_event_line(line.trim_end()) {
-            Ok(e) => into.push(e),
+            Ok(e) => {
+                latest = latest.max(Some(e.0));
+                into.push(e);
+            }
             Err(e) => eprintln!("launch: {}:{no}: skipped: {e}", path.display()),
         }
     }
+}
+
+/// Adds `launch`'s own events to the workers' and sorts them all by time. A dead process
+/// writes nothing, so each line of its trace came before its death; but every process reads
+/// the job's clock on its own (two agree as closely as each paired the wall clock with its
+/// monotonic one), so a death may be stamped a little before its victim's last lines. Such a
+/// death is moved to its victim's `latest` line, and on a tie `launch`'s events come after the
+/// workers': otherwise the victim's last call would bring it back to life.
+fn in_time_order(
+    mut workers: Vec<(Nanos, Event)>,
+    launch: Vec<(Nanos, Event)>,
+    latest: &BTreeMap<(u32, u32), Nanos>,
+) -> Vec<(Nanos, Event)> {
+    workers.extend(launch.into_iter().map(|(t, ev)| match ev {
+        Event::ProcessDeath { rank, incarnation } => {
+            let t = latest.get(&(rank, incarnation)).map_or(t, |&l| t.max(l));
+            (t, ev)
+        }
+        _ => (t, ev),
+    }));
+    workers.sort_by_key(|(t, _)| *t);
+    workers
 }
 
 /// Merges the workers' `files` with `launch`'s `events` into the trace at `out`, diagnoses it
 /// and builds the report.
 pub fn merge(
     cfg: &LaunchConfig,
-    files: &[PathBuf],
+    files: &[WorkerTrace],
     events: Vec<(Nanos, Event)>,
     outcome: Outcome,
     end_ns: Nanos,
     out: &Path,
 ) -> io::Result<Merged> {
-    let mut all = events;
+    let mut workers = Vec::new();
+    let mut latest = BTreeMap::new();
     for f in files {
-        read_worker(f, &mut all)?;
+        if let Some(t) = read_worker(&f.path, &mut workers)? {
+            latest.insert((f.rank, f.incarnation), t.min(end_ns));
+        }
     }
+    let mut all = in_time_order(workers, events, &latest);
     // what workers did between the end and being told to stop is not part of the run
     all.retain(|(t, _)| *t <= end_ns);
-    all.sort_by_key(|(t, _)| *t);
     let mut header = serde_json::Map::new();
     header.insert("real".into(), true.into());
     header.insert("driver".into(), "tcp".into());
@@ -106,4 +144,77 @@ pub fn merge(
         outcome,
         end_ns,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cause::RootCause;
+    use crate::proto::{Generation, GroupId, Rank, SeqNo};
+    use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
+
+    fn call(rank: u32) -> Event {
+        Event::Call {
+            rank,
+            iteration: 0,
+            index: 0,
+            group: GroupId(0),
+            generation: Generation(0),
+            seq: SeqNo(1),
+            op: OpKind::Allreduce,
+            algorithm: Algorithm::Ring,
+            bytes: 64,
+            dtype: Dtype::F32,
+            root: 0,
+            reduce: ReduceOp::Sum,
+            elements: 4,
+            members: 2,
+            peer: None,
+        }
+    }
+
+    fn step(rank: u32, peer: u32) -> Event {
+        Event::Step {
+            rank,
+            group: GroupId(0),
+            generation: Generation(0),
+            seq: SeqNo(1),
+            step: 0,
+            steps: 2,
+            waiting_for: vec![peer].into(),
+        }
+    }
+
+    /// Rank 1 enters its call at 100 by its clock and is killed; `launch`, whose clock is a
+    /// little behind, stamps the death 90.
+    fn diagnosed(latest: &BTreeMap<(u32, u32), Nanos>) -> Vec<RootCause> {
+        let workers = vec![
+            (50, call(0)),
+            (50, step(0, 1)),
+            (100, call(1)),
+            (100, step(1, 0)),
+        ];
+        let launch = vec![(
+            90,
+            Event::ProcessDeath {
+                rank: 1,
+                incarnation: 0,
+            },
+        )];
+        let mut fold = Fold::with_size(2);
+        for (t, ev) in in_time_order(workers, launch, latest) {
+            fold.apply(t, &ev);
+        }
+        fold.t = 1_000;
+        fold.outcome = Some(Outcome::Stalled);
+        diagnose(&fold).root_causes()
+    }
+
+    #[test]
+    fn a_victims_last_lines_come_before_its_death() {
+        let latest = BTreeMap::from([((0, 0), 50), ((1, 0), 100)]);
+        assert_eq!(diagnosed(&latest), [RootCause::Preempted(Rank(1))]);
+        // the death as stamped brings the victim back to life with its last call
+        assert_ne!(diagnosed(&BTreeMap::new()), [RootCause::Preempted(Rank(1))]);
+    }
 }
