@@ -350,4 +350,4 @@ pub fn diagnose(fold: &Fold) -> Diagnosis {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

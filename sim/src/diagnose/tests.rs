@@ -6,7 +6,7 @@ use crate::proto::{Generation, GroupId, Rank, SeqNo};
 use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
 use crate::trace::{Event, FaultPhase};
 
-fn call(rank: u32, seq: u64, bytes: u64) -> Event {
+pub(crate) fn call(rank: u32, seq: u64, bytes: u64) -> Event {
     Event::Call {
         rank,
         iteration: 0,
@@ -26,7 +26,7 @@ fn call(rank: u32, seq: u64, bytes: u64) -> Event {
     }
 }
 
-fn step(rank: u32, seq: u64, step: u32, waiting_for: Vec<u32>) -> Event {
+pub(crate) fn step(rank: u32, seq: u64, step: u32, waiting_for: Vec<u32>) -> Event {
     Event::Step {
         rank,
         group: GroupId(0),

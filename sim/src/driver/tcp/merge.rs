@@ -150,49 +150,19 @@ pub fn merge(
 mod tests {
     use super::*;
     use crate::cause::RootCause;
-    use crate::proto::{Generation, GroupId, Rank, SeqNo};
-    use crate::scenario::{Algorithm, Dtype, OpKind, ReduceOp};
+    use crate::diagnose::tests::{call, step};
+    use crate::proto::Rank;
 
-    fn call(rank: u32) -> Event {
-        Event::Call {
-            rank,
-            iteration: 0,
-            index: 0,
-            group: GroupId(0),
-            generation: Generation(0),
-            seq: SeqNo(1),
-            op: OpKind::Allreduce,
-            algorithm: Algorithm::Ring,
-            bytes: 64,
-            dtype: Dtype::F32,
-            root: 0,
-            reduce: ReduceOp::Sum,
-            elements: 4,
-            members: 2,
-            peer: None,
-        }
-    }
-
-    fn step(rank: u32, peer: u32) -> Event {
-        Event::Step {
-            rank,
-            group: GroupId(0),
-            generation: Generation(0),
-            seq: SeqNo(1),
-            step: 0,
-            steps: 2,
-            waiting_for: vec![peer].into(),
-        }
-    }
-
-    /// Rank 1 enters its call at 100 by its clock and is killed; `launch`, whose clock is a
-    /// little behind, stamps the death 90.
+    /// Ranks 0 and 2 wait in a call; rank 1 enters it at 100 by its clock and is killed, and
+    /// `launch`, whose clock is a little behind, stamps the death 90.
     fn diagnosed(latest: &BTreeMap<(u32, u32), Nanos>) -> Vec<RootCause> {
         let workers = vec![
-            (50, call(0)),
-            (50, step(0, 1)),
-            (100, call(1)),
-            (100, step(1, 0)),
+            (50, call(0, 1, 64)),
+            (50, step(0, 1, 0, vec![1])),
+            (60, call(2, 1, 64)),
+            (60, step(2, 1, 0, vec![0])),
+            (100, call(1, 1, 64)),
+            (100, step(1, 1, 0, vec![2])),
         ];
         let launch = vec![(
             90,
@@ -201,7 +171,7 @@ mod tests {
                 incarnation: 0,
             },
         )];
-        let mut fold = Fold::with_size(2);
+        let mut fold = Fold::with_size(3);
         for (t, ev) in in_time_order(workers, launch, latest) {
             fold.apply(t, &ev);
         }
@@ -212,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_victims_last_lines_come_before_its_death() {
-        let latest = BTreeMap::from([((0, 0), 50), ((1, 0), 100)]);
+        let latest = BTreeMap::from([((0, 0), 50), ((1, 0), 100), ((2, 0), 60)]);
         assert_eq!(diagnosed(&latest), [RootCause::Preempted(Rank(1))]);
         // the death as stamped brings the victim back to life with its last call
         assert_ne!(diagnosed(&BTreeMap::new()), [RootCause::Preempted(Rank(1))]);
