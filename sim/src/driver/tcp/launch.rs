@@ -502,10 +502,11 @@ impl<'a> Launch<'a> {
         // reaped, after the last line it could write
         let killed = match f {
             Fault::Preempt { rank, .. } if begin => {
-                self.procs[rank as usize].child.take().map(|mut c| {
+                let p = &mut self.procs[rank as usize];
+                p.child.take().map(|mut c| {
                     let _ = c.kill();
                     let _ = c.wait();
-                    (rank, self.procs[rank as usize].incarnation)
+                    p.incarnation
                 })
             }
             _ => None,
@@ -530,7 +531,7 @@ impl<'a> Launch<'a> {
                 restart_after,
                 ..
             } if begin => {
-                if let Some((rank, incarnation)) = killed {
+                if let Some(incarnation) = killed {
                     let p = &mut self.procs[rank as usize];
                     p.addr = None;
                     p.ctl = None;
